@@ -1,0 +1,1 @@
+//! wrlc as a library, so tests can run commands in-process.

@@ -1,0 +1,63 @@
+//! The registry of every diagnostic code. A code is never reused: a retired code stays here with
+//! `retired: true`. Each live code has a page `docs/errors/<code>.md` and a UI test under
+//! `tests/ui/`; a test in `tests/` enforces both.
+
+/// Which compiler phase owns a code (its hundreds digit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Syntax,
+    Names,
+    Types,
+    Rules,
+    Runtime,
+    Warning,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct CodeInfo {
+    pub code: &'static str,
+    pub phase: Phase,
+    /// A short title, used in `docs/errors/` and `wrlc explain`.
+    pub title: &'static str,
+    pub retired: bool,
+}
+
+const fn live(code: &'static str, phase: Phase, title: &'static str) -> CodeInfo {
+    CodeInfo { code, phase, title, retired: false }
+}
+
+/// Every code, sorted.
+pub const CODES: &[CodeInfo] = &[
+    // E01xx — syntax
+    live("E0100", Phase::Syntax, "syntax error"),
+    live("E0101", Phase::Syntax, "unterminated string"),
+    live("E0102", Phase::Syntax, "invalid escape in a string"),
+    live("E0103", Phase::Syntax, "unknown unit"),
+    live("E0104", Phase::Syntax, "nesting too deep"),
+    live("E0105", Phase::Syntax, "invalid number"),
+    live("E0106", Phase::Syntax, "file is not valid UTF-8"),
+    live("E0107", Phase::Syntax, "positional argument after a named argument"),
+    live("E0108", Phase::Syntax, "comparison operators cannot be chained"),
+];
+
+/// The registry entry for a code.
+pub fn lookup(code: &str) -> Option<&'static CodeInfo> {
+    CODES.iter().find(|c| c.code == code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_sorted_unique_and_well_formed() {
+        for pair in CODES.windows(2) {
+            assert!(pair[0].code < pair[1].code, "{} before {}", pair[0].code, pair[1].code);
+        }
+        for c in CODES {
+            assert_eq!(c.code.len(), 5, "{}", c.code);
+            assert!(c.code.starts_with('E') || c.code.starts_with('W'), "{}", c.code);
+            assert!(c.code[1..].chars().all(|d| d.is_ascii_digit()), "{}", c.code);
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! The vocabulary every compiler phase uses to talk about source text and mistakes: byte spans
+//! tied to a file id, a map of loaded files, and one neutral `Diagnostic` type. Phases produce
+//! diagnostics; only the CLI renders them.
+
+mod codes;
+mod diagnostic;
+mod source;
+mod span;
+mod suggest;
+
+pub use codes::{CODES, CodeInfo, Phase, lookup};
+pub use diagnostic::{Diagnostic, Label, Severity};
+pub use source::{LineCol, SourceFile, SourceMap};
+pub use span::{FileId, Span};
+pub use suggest::{did_you_mean, suggest};

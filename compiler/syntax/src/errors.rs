@@ -1,0 +1,174 @@
+//! Turns pest's parse failures into `E0100` diagnostics in user words: what was expected (never a
+//! rule name) and what was found, with a label at the place.
+
+use pest::error::{Error, ErrorVariant, InputLocation};
+use wrl_diagnostics::{Diagnostic, FileId, Span};
+
+use crate::grammar::Rule;
+
+/// How a rule reads in "expected …" lists. `None` means the rule never shows up there (it is
+/// covered by a broader description, or is an entry point).
+fn describe(rule: Rule) -> Option<&'static str> {
+    Some(match rule {
+        Rule::EOI => "end of file",
+        Rule::raw_ident | Rule::ident | Rule::path | Rule::flag => "a name",
+        Rule::number
+        | Rule::quantity
+        | Rule::dims
+        | Rule::string
+        | Rule::string_bad
+        | Rule::text_block
+        | Rule::kw_true
+        | Rule::kw_false
+        | Rule::kw_unknown
+        | Rule::paren
+        | Rule::list
+        | Rule::record
+        | Rule::if_expr
+        | Rule::op_neg
+        | Rule::op_not
+        | Rule::expr
+        | Rule::expr_only => "a value",
+        Rule::unit => "a unit",
+        Rule::string_inner | Rule::text_inner => "text",
+        Rule::kw_if => "`if`",
+        Rule::kw_then => "`then`",
+        Rule::kw_else => "`else`",
+        Rule::kw_and | Rule::op_and => "`and`",
+        Rule::kw_or | Rule::op_or => "`or`",
+        Rule::kw_not => "`not`",
+        Rule::kw_when | Rule::guard => "`when`",
+        Rule::kw_use | Rule::use_item => "`use`",
+        Rule::kw_extends | Rule::extends_item => "`extends`",
+        Rule::kw_profile | Rule::profile_item => "`profile`",
+        Rule::kw_builtin | Rule::builtin_item => "`builtin`",
+        Rule::kw_module | Rule::module_item => "`module`",
+        Rule::kw_tool | Rule::tool_item => "`tool`",
+        Rule::kw_limit | Rule::edge_limit => "`limit`",
+        Rule::kw_as => "`as`",
+        Rule::keyword => "a keyword",
+        Rule::decl_kind | Rule::decl => "a declaration (`model`, `dataset`, `env`, `stage`, …)",
+        Rule::op_range => "`..`",
+        Rule::op_eq => "`==`",
+        Rule::op_ne => "`!=`",
+        Rule::op_le => "`<=`",
+        Rule::op_ge => "`>=`",
+        Rule::op_lt => "`<`",
+        Rule::op_gt => "`>`",
+        Rule::op_add => "`+`",
+        Rule::op_sub => "`-`",
+        Rule::op_mul => "`*`",
+        Rule::op_div => "`/`",
+        Rule::arrow => "`->`",
+        Rule::call_args | Rule::params => "`(`",
+        Rule::arg => "an argument",
+        Rule::param => "a typed field (`name: type`)",
+        Rule::member => "`.`",
+        Rule::index => "`[`",
+        Rule::block | Rule::spec_block => "`{`",
+        Rule::field | Rule::field_path => "a field (`name = value`)",
+        Rule::index_number => "an index",
+        Rule::edge => "an edge (`a -> b`)",
+        Rule::use_path | Rule::use_group => "a module path",
+        Rule::ret_type => "a kind",
+        Rule::infix => "an operator",
+        Rule::primary => "a value",
+        Rule::block_item => "a field (`name = value`)",
+        Rule::item => "a declaration (`model`, `dataset`, `env`, `stage`, …)",
+        Rule::WHITESPACE
+        | Rule::COMMENT
+        | Rule::ident_start
+        | Rule::ident_char
+        | Rule::inline_ws
+        | Rule::prefix
+        | Rule::postfix
+        | Rule::file
+        | Rule::items
+        | Rule::one_item => return None,
+    })
+}
+
+/// The order descriptions are listed in: punctuation first, then words, then broad classes.
+fn rank(desc: &str) -> u8 {
+    if desc.starts_with('`') {
+        0
+    } else if desc == "end of file" {
+        3
+    } else if desc.starts_with("a value") || desc.starts_with("a name") {
+        1
+    } else {
+        2
+    }
+}
+
+/// Converts a pest error for text that starts at byte `offset` of file `file`.
+pub(crate) fn from_pest(err: &Error<Rule>, file: FileId, text: &str, offset: usize) -> Diagnostic {
+    let pos = match err.location {
+        InputLocation::Pos(p) => p,
+        InputLocation::Span((s, _)) => s,
+    };
+    let expected: Vec<&'static str> = match &err.variant {
+        ErrorVariant::ParsingError { positives, .. } => {
+            let mut d: Vec<&str> = positives.iter().filter_map(|r| describe(*r)).collect();
+            d.sort_by_key(|s| (rank(s), *s));
+            d.dedup();
+            d
+        }
+        ErrorVariant::CustomError { .. } => Vec::new(),
+    };
+    let (found, len) = found_at(text, pos);
+    let abs = offset + pos;
+    let span = Span::new(file, abs, abs + len);
+    let message = if expected.is_empty() {
+        format!("unexpected {found}")
+    } else {
+        format!("expected {}, found {found}", join_or(&expected))
+    };
+    let diag = Diagnostic::new("E0100", message).label(span, format!("unexpected {found}"));
+    diag.maybe_help(help_for(&expected, text, pos))
+}
+
+/// A hint for common mistakes, where one is known.
+fn help_for(expected: &[&str], text: &str, pos: usize) -> Option<String> {
+    let rest = &text[pos..];
+    if rest.starts_with(':') && expected.contains(&"`=`") {
+        return Some("fields are written `name = value`; `name: value` is for named call arguments".into());
+    }
+    if rest.starts_with('=') && expected.contains(&"`:`") {
+        return Some("named call arguments are written `name: value`".into());
+    }
+    if rest.starts_with('\'') {
+        return Some("strings use double quotes: \"like this\"".into());
+    }
+    if rest.starts_with("&&") || rest.starts_with("||") || rest.starts_with('!') {
+        return Some("boolean operators are the words `and`, `or` and `not`".into());
+    }
+    None
+}
+
+/// Describes the token at `pos` and returns its length in bytes.
+fn found_at(text: &str, pos: usize) -> (String, usize) {
+    let rest = text.get(pos..).unwrap_or("");
+    let Some(c) = rest.chars().next() else {
+        return ("end of file".to_string(), 0);
+    };
+    if c == '\n' || c == '\r' {
+        return ("end of line".to_string(), 0);
+    }
+    if c.is_ascii_alphanumeric() || c == '_' {
+        let len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        return (format!("`{}`", &rest[..len]), len);
+    }
+    if c.is_control() || c == '\u{feff}' {
+        return (format!("the character U+{:04X}", c as u32), c.len_utf8());
+    }
+    (format!("`{c}`"), c.len_utf8())
+}
+
+fn join_or(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}

@@ -1,0 +1,182 @@
+//! A fast lexical pass over a file before pest sees it. It finds comments (kept for doc
+//! comments and the formatter), the lines where top-level items start (for error recovery), and
+//! nesting that would make the recursive parser overflow its stack (reported as `E0104`).
+
+use wrl_diagnostics::{Diagnostic, FileId, Span};
+
+use crate::tokens::DECL_KINDS;
+
+/// Brackets may nest this deep.
+pub const MAX_NESTING: usize = 64;
+/// One top-level item may hold this many `if` expressions.
+pub const MAX_IFS_PER_ITEM: usize = 64;
+/// This many prefix operators (`-`, `not`) may follow each other.
+pub const MAX_PREFIX_RUN: usize = 32;
+
+/// A `//` comment; `doc` for `///`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Comment {
+    pub span: Span,
+    pub text: String,
+    pub doc: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    pub comments: Vec<Comment>,
+    /// Byte offsets of lines that look like the start of a top-level item.
+    pub item_starts: Vec<usize>,
+    /// Places where nesting is too deep, each with its diagnostic.
+    pub violations: Vec<(usize, Diagnostic)>,
+}
+
+fn looks_like_item_start(line: &str) -> bool {
+    let word_end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(line.len());
+    let (word, rest) = line.split_at(word_end);
+    let rest_trim = rest.trim_start();
+    let next_is_name = rest.starts_with([' ', '\t'])
+        && rest_trim.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    match word {
+        "use" => rest.starts_with([' ', '\t']),
+        "extends" => rest_trim.starts_with('"'),
+        "profile" | "builtin" => next_is_name,
+        w if DECL_KINDS.contains(&w) => next_is_name,
+        _ => line.starts_with("///"),
+    }
+}
+
+pub(crate) fn scan(file: FileId, text: &str) -> Scan {
+    let bytes = text.as_bytes();
+    let mut out = Scan::default();
+    let mut i = 0;
+    let mut opens: Vec<usize> = Vec::new();
+    let mut ifs_in_item = 0usize;
+    let mut prefix_run = 0usize;
+    let mut at_line_start = true;
+    let mut reported_depth = false;
+    while i < bytes.len() {
+        if at_line_start {
+            at_line_start = false;
+            if looks_like_item_start(&text[i..]) {
+                out.item_starts.push(i);
+                ifs_in_item = 0;
+                reported_depth = false;
+            }
+        }
+        let b = bytes[i];
+        match b {
+            b'\n' => {
+                at_line_start = true;
+                i += 1;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                let end = text[i..].find('\n').map_or(text.len(), |e| i + e);
+                let doc = text[i..].starts_with("///") && !text[i..].starts_with("////");
+                let body = text[i + if doc { 3 } else { 2 }..end].trim_end_matches('\r');
+                out.comments.push(Comment {
+                    span: Span::new(file, i, end),
+                    text: body.to_string(),
+                    doc,
+                });
+                i = end;
+            }
+            b'"' if text[i..].starts_with("\"\"\"") => {
+                let end = text[i + 3..].find("\"\"\"").map_or(text.len(), |e| i + 3 + e + 3);
+                i = end;
+                prefix_run = 0;
+            }
+            b'"' => {
+                let mut j = i + 1;
+                while j < bytes.len() && bytes[j] != b'"' && bytes[j] != b'\n' {
+                    j += if bytes[j] == b'\\' && bytes.get(j + 1).is_some_and(|c| *c != b'\n') { 2 } else { 1 };
+                }
+                i = (j + 1).min(bytes.len());
+                prefix_run = 0;
+            }
+            b'(' | b'[' | b'{' => {
+                opens.push(i);
+                if opens.len() > MAX_NESTING && !reported_depth {
+                    reported_depth = true;
+                    out.violations.push((
+                        i,
+                        Diagnostic::new("E0104", "brackets nest too deep")
+                            .label(Span::new(file, i, i + 1), format!("more than {MAX_NESTING} levels deep here"))
+                            .help("flatten the value, or name inner parts with `param` declarations"),
+                    ));
+                }
+                prefix_run = 0;
+                i += 1;
+            }
+            b')' | b']' | b'}' => {
+                opens.pop();
+                prefix_run = 0;
+                i += 1;
+            }
+            b'-' if bytes.get(i + 1) != Some(&b'>') => {
+                prefix_run += 1;
+                check_run(file, i, 1, prefix_run, &mut out);
+                i += 1;
+            }
+            b' ' | b'\t' | b'\r' => i += 1,
+            c if c.is_ascii_alphabetic() || c == b'_' => {
+                let end = text[i..]
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .map_or(text.len(), |e| i + e);
+                match &text[i..end] {
+                    "if" => {
+                        ifs_in_item += 1;
+                        if ifs_in_item == MAX_IFS_PER_ITEM + 1 {
+                            out.violations.push((
+                                i,
+                                Diagnostic::new("E0104", "too many nested `if` expressions")
+                                    .label(Span::new(file, i, end), format!("more than {MAX_IFS_PER_ITEM} in one declaration"))
+                                    .help("split the expression into several `reward` or `param` declarations"),
+                            ));
+                        }
+                        prefix_run = 0;
+                    }
+                    "not" => {
+                        prefix_run += 1;
+                        check_run(file, i, 3, prefix_run, &mut out);
+                    }
+                    _ => prefix_run = 0,
+                }
+                i = end;
+            }
+            _ => {
+                prefix_run = 0;
+                i += text[i..].chars().next().map_or(1, char::len_utf8);
+            }
+        }
+    }
+    out.violations.sort_by_key(|(p, _)| *p);
+    out
+}
+
+fn check_run(file: FileId, at: usize, len: usize, run: usize, out: &mut Scan) {
+    if run == MAX_PREFIX_RUN + 1 {
+        out.violations.push((
+            at,
+            Diagnostic::new("E0104", "too many prefix operators in a row")
+                .label(Span::new(file, at, at + len), format!("more than {MAX_PREFIX_RUN} in a row"))
+                .help("remove the repeated `-` or `not`"),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_comments_item_starts_and_deep_nesting() {
+        let text = "/// doc\nmodel a = x // c\n  model = 3\nstage b = \"// not\" \n";
+        let s = scan(FileId(0), text);
+        assert_eq!(s.comments.len(), 2);
+        assert!(s.comments[0].doc && !s.comments[1].doc);
+        assert_eq!(s.item_starts, vec![0, 8, 37]);
+        let deep = format!("param p = {}1{}", "[".repeat(100), "]".repeat(100));
+        assert_eq!(scan(FileId(0), &deep).violations.len(), 1);
+        assert!(scan(FileId(0), "param p = -x - -y").violations.is_empty());
+    }
+}

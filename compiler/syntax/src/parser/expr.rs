@@ -1,0 +1,331 @@
+//! Expressions: the Pratt table and the conversion of primaries.
+//!
+//! Precedence, lowest first (all binary operators are left-associative):
+//!
+//! | level | operators                    | note                                   |
+//! |-------|------------------------------|----------------------------------------|
+//! | 1     | `..`                         | range; `a .. b .. c` is an error        |
+//! | 2     | `or`                         |                                        |
+//! | 3     | `and`                        |                                        |
+//! | 4     | `not` (prefix)               | `not a == b` is `not (a == b)`          |
+//! | 5     | `== != < <= > >=`            | not chainable: `a < b < c` is an error  |
+//! | 6     | `+ -`                        |                                        |
+//! | 7     | `* /`                        |                                        |
+//! | 8     | `-` (prefix)                 | `-x * y` is `(-x) * y`                  |
+//! | 9     | call `f(…)`, `.name`, `[i]`, block `{…}` | postfix, tightest           |
+//!
+//! `if c then a else b` is a primary whose branches extend as far right as possible.
+//! Expression trees are kept at most [`MAX_DEPTH`] deep so that no later phase can overflow
+//! its stack on a pathological input.
+
+use std::sync::LazyLock;
+
+use pest::iterators::Pair;
+use pest::pratt_parser::{Assoc, Op, PrattParser};
+use wrl_diagnostics::{Diagnostic, Span};
+
+use super::items::{block, ident, record};
+use super::literal::{number, unescape, unit_word};
+use super::{Ctx, expect_rule};
+use crate::ast::{Arg, BinaryOp, Expr, ExprKind, UnaryOp};
+use crate::grammar::Rule;
+
+/// How deep an expression tree may be.
+pub const MAX_DEPTH: u32 = 200;
+
+static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
+    PrattParser::new()
+        .op(Op::infix(Rule::op_range, Assoc::Left))
+        .op(Op::infix(Rule::op_or, Assoc::Left))
+        .op(Op::infix(Rule::op_and, Assoc::Left))
+        .op(Op::prefix(Rule::op_not))
+        .op(Op::infix(Rule::op_eq, Assoc::Left)
+            | Op::infix(Rule::op_ne, Assoc::Left)
+            | Op::infix(Rule::op_lt, Assoc::Left)
+            | Op::infix(Rule::op_le, Assoc::Left)
+            | Op::infix(Rule::op_gt, Assoc::Left)
+            | Op::infix(Rule::op_ge, Assoc::Left))
+        .op(Op::infix(Rule::op_add, Assoc::Left) | Op::infix(Rule::op_sub, Assoc::Left))
+        .op(Op::infix(Rule::op_mul, Assoc::Left) | Op::infix(Rule::op_div, Assoc::Left))
+        .op(Op::prefix(Rule::op_neg))
+        .op(Op::postfix(Rule::call_args)
+            | Op::postfix(Rule::member)
+            | Op::postfix(Rule::index)
+            | Op::postfix(Rule::block))
+});
+
+/// An expression with the depth of its tree.
+type Sized = (Expr, u32);
+
+fn error(span: Span) -> Sized {
+    (Expr::new(ExprKind::Error, span), 0)
+}
+
+fn is_error(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Error)
+}
+
+/// Wraps `kind` over children of depth `depth`, or reports that the tree is too deep.
+fn grow(ctx: &Ctx, kind: ExprKind, span: Span, depth: u32) -> Sized {
+    if depth + 1 > MAX_DEPTH {
+        ctx.push(
+            Diagnostic::new("E0104", "expression nests too deep")
+                .label(span, format!("more than {MAX_DEPTH} levels"))
+                .help("split the expression with `param` declarations"),
+        );
+        return error(span);
+    }
+    (Expr::new(kind, span), depth + 1)
+}
+
+/// Converts an `expr` pair.
+pub(crate) fn expr(pair: Pair<Rule>, ctx: &Ctx) -> Expr {
+    expr_sized(pair, ctx).0
+}
+
+pub(crate) fn expr_sized(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
+    expect_rule(&pair, Rule::expr);
+    PRATT
+        .map_primary(|p| primary(p, ctx))
+        .map_prefix(|op, (operand, d)| {
+            let op_span = ctx.span(&op);
+            let span = op_span.to(operand.span);
+            if is_error(&operand) {
+                return error(span);
+            }
+            let op = match op.as_rule() {
+                Rule::op_neg => UnaryOp::Neg,
+                _ => UnaryOp::Not,
+            };
+            grow(ctx, ExprKind::Unary { op, op_span, operand: Box::new(operand) }, span, d)
+        })
+        .map_postfix(|(base, d), op| postfix(base, d, op, ctx))
+        .map_infix(|(lhs, dl), op, (rhs, dr)| {
+            let op_span = ctx.span(&op);
+            let span = lhs.span.to(rhs.span);
+            if is_error(&lhs) || is_error(&rhs) {
+                return error(span);
+            }
+            let depth = dl.max(dr);
+            let op = match op.as_rule() {
+                Rule::op_range => {
+                    if let ExprKind::Range { .. } = lhs.kind {
+                        ctx.push(
+                            Diagnostic::new("E0108", "ranges cannot be chained")
+                                .label(op_span, "second `..`")
+                                .label(lhs.span, "this is already a range")
+                                .help("a range has one lower and one upper bound: `lo .. hi`"),
+                        );
+                        return error(span);
+                    }
+                    let kind = ExprKind::Range { lo: Box::new(lhs), hi: Box::new(rhs) };
+                    return grow(ctx, kind, span, depth);
+                }
+                Rule::op_or => BinaryOp::Or,
+                Rule::op_and => BinaryOp::And,
+                Rule::op_eq => BinaryOp::Eq,
+                Rule::op_ne => BinaryOp::Ne,
+                Rule::op_lt => BinaryOp::Lt,
+                Rule::op_le => BinaryOp::Le,
+                Rule::op_gt => BinaryOp::Gt,
+                Rule::op_ge => BinaryOp::Ge,
+                Rule::op_add => BinaryOp::Add,
+                Rule::op_sub => BinaryOp::Sub,
+                Rule::op_mul => BinaryOp::Mul,
+                _ => BinaryOp::Div,
+            };
+            if let ExprKind::Binary { op: prev, .. } = &lhs.kind
+                && op.is_comparison()
+                && prev.is_comparison()
+            {
+                ctx.push(
+                    Diagnostic::new("E0108", "comparison operators cannot be chained")
+                        .label(op_span, format!("second comparison `{}`", op.symbol()))
+                        .label(lhs.span, "this is already a comparison")
+                        .help("combine two comparisons with `and`: `a < b and b < c`"),
+                );
+                return error(span);
+            }
+            let kind = ExprKind::Binary { op, op_span, lhs: Box::new(lhs), rhs: Box::new(rhs) };
+            grow(ctx, kind, span, depth)
+        })
+        .parse(pair.into_inner())
+}
+
+fn postfix(base: Expr, depth: u32, op: Pair<Rule>, ctx: &Ctx) -> Sized {
+    let span = base.span.to(ctx.span(&op));
+    if is_error(&base) {
+        return error(span);
+    }
+    match op.as_rule() {
+        Rule::call_args => {
+            let args_span = ctx.span(&op);
+            let mut args = Vec::new();
+            let mut d = depth;
+            let mut seen_named: Option<Span> = None;
+            for arg in op.into_inner() {
+                let arg_span = ctx.span(&arg);
+                let mut parts = arg.into_inner();
+                let (name, value) = match (parts.next(), parts.next()) {
+                    (Some(n), Some(v)) => (Some(ident(n, ctx)), v),
+                    (Some(v), None) => (None, v),
+                    _ => unreachable!("grammar: arg has one or two children"),
+                };
+                let (value, vd) = expr_sized(value, ctx);
+                d = d.max(vd);
+                match (&name, seen_named) {
+                    (Some(_), None) => seen_named = Some(arg_span),
+                    (None, Some(named)) => ctx.push(
+                        Diagnostic::new("E0107", "positional argument after a named argument")
+                            .label(arg_span, "positional argument")
+                            .label(named, "named arguments start here")
+                            .help("put positional arguments first, or name this one"),
+                    ),
+                    _ => {}
+                }
+                args.push(Arg { name, value, span: arg_span });
+            }
+            grow(ctx, ExprKind::Call { callee: Box::new(base), args, args_span }, span, d)
+        }
+        Rule::member => {
+            let name_pair = op.into_inner().next().expect("grammar: member has a name");
+            let name = ident(name_pair, ctx);
+            grow(ctx, ExprKind::Member { base: Box::new(base), name }, span, depth)
+        }
+        Rule::index => {
+            let inner = op.into_inner().next().expect("grammar: index has an expression");
+            let (index, d) = expr_sized(inner, ctx);
+            let kind = ExprKind::Index { base: Box::new(base), index: Box::new(index) };
+            grow(ctx, kind, span, depth.max(d))
+        }
+        Rule::block => {
+            let (block, d) = block(op, ctx);
+            grow(ctx, ExprKind::Configure { base: Box::new(base), block }, span, depth.max(d))
+        }
+        other => unreachable!("grammar: unexpected postfix {other:?}"),
+    }
+}
+
+fn primary(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
+    let span = ctx.span(&pair);
+    match pair.as_rule() {
+        Rule::number => match number(pair.as_str(), span) {
+            Ok(n) => (Expr::new(ExprKind::Number(n), span), 1),
+            Err(d) => {
+                ctx.push(d);
+                error(span)
+            }
+        },
+        Rule::quantity => {
+            let mut parts = pair.into_inner();
+            let (num, unit) = match (parts.next(), parts.next()) {
+                (Some(n), Some(u)) => (n, u),
+                _ => unreachable!("grammar: quantity is a number and a unit"),
+            };
+            let unit_span = ctx.span(&unit);
+            let value = number(num.as_str(), ctx.span(&num));
+            let unit = unit_word(unit.as_str(), unit_span);
+            match (value, unit) {
+                (Ok(value), Ok(unit)) => {
+                    (Expr::new(ExprKind::Quantity { value, unit, unit_span }, span), 1)
+                }
+                (Err(d), _) | (_, Err(d)) => {
+                    ctx.push(d);
+                    error(span)
+                }
+            }
+        }
+        Rule::dims => {
+            let mut parts = pair.into_inner();
+            let (w, h) = match (parts.next(), parts.next()) {
+                (Some(w), Some(h)) => (w, h),
+                _ => unreachable!("grammar: dims has two numbers"),
+            };
+            match (number(w.as_str(), ctx.span(&w)), number(h.as_str(), ctx.span(&h))) {
+                (Ok(w), Ok(h)) => (Expr::new(ExprKind::Dims(w, h), span), 1),
+                (Err(d), _) | (_, Err(d)) => {
+                    ctx.push(d);
+                    error(span)
+                }
+            }
+        }
+        Rule::string => {
+            let inner = pair.into_inner().next().expect("grammar: string has an inside");
+            match unescape(inner.as_str(), ctx.file, ctx.offset + inner.as_span().start()) {
+                Ok(s) => (Expr::new(ExprKind::Str(s), span), 1),
+                Err(d) => {
+                    ctx.push(d);
+                    error(span)
+                }
+            }
+        }
+        Rule::string_bad => {
+            ctx.push(
+                Diagnostic::new("E0101", "unterminated string")
+                    .label(span, "this string has no closing `\"` on its line")
+                    .help("close the string with `\"`; for text over several lines use a `\"\"\"` block"),
+            );
+            error(span)
+        }
+        Rule::text_block => {
+            let inner = pair.into_inner().next().expect("grammar: text block has an inside");
+            (Expr::new(ExprKind::Text(inner.as_str().to_string()), span), 1)
+        }
+        Rule::kw_true => (Expr::new(ExprKind::Bool(true), span), 1),
+        Rule::kw_false => (Expr::new(ExprKind::Bool(false), span), 1),
+        Rule::kw_unknown => (Expr::new(ExprKind::Unknown, span), 1),
+        Rule::path => {
+            let segments = pair.into_inner().map(|p| ident(p, ctx)).collect();
+            (Expr::new(ExprKind::Path(segments), span), 1)
+        }
+        Rule::paren => {
+            let inner = pair.into_inner().next().expect("grammar: paren has an expression");
+            let (e, d) = expr_sized(inner, ctx);
+            if is_error(&e) {
+                return error(span);
+            }
+            grow(ctx, ExprKind::Paren(Box::new(e)), span, d)
+        }
+        Rule::list => {
+            let mut d = 0;
+            let items = pair
+                .into_inner()
+                .map(|p| {
+                    let (e, ed) = expr_sized(p, ctx);
+                    d = d.max(ed);
+                    e
+                })
+                .collect();
+            grow(ctx, ExprKind::List(items), span, d)
+        }
+        Rule::record => {
+            let (b, d) = record(pair, ctx);
+            grow(ctx, ExprKind::Record(b), span, d)
+        }
+        Rule::if_expr => {
+            let mut parts = pair.into_inner().filter(|p| p.as_rule() == Rule::expr);
+            let (c, t, e) = match (parts.next(), parts.next(), parts.next()) {
+                (Some(c), Some(t), Some(e)) => (c, t, e),
+                _ => unreachable!("grammar: if has three expressions"),
+            };
+            let (cond, dc) = expr_sized(c, ctx);
+            let (then, dt) = expr_sized(t, ctx);
+            let (otherwise, de) = expr_sized(e, ctx);
+            if is_error(&cond) || is_error(&then) || is_error(&otherwise) {
+                return error(span);
+            }
+            let kind = ExprKind::If {
+                cond: Box::new(cond),
+                then: Box::new(then),
+                otherwise: Box::new(otherwise),
+            };
+            grow(ctx, kind, span, dc.max(dt).max(de))
+        }
+        other => unreachable!("grammar: unexpected primary {other:?}"),
+    }
+}
+
+/// Converts a call argument list outside an expression (used by `ret_type`).
+pub(crate) fn call_args_of(base: Expr, op: Pair<Rule>, ctx: &Ctx) -> Expr {
+    postfix(base, 1, op, ctx).0
+}

@@ -1,0 +1,199 @@
+//! The parse driver: runs pest item by item, converts pairs to the AST, and recovers after a
+//! broken item so that one run reports an error in every broken top-level item.
+
+mod expr;
+mod items;
+mod literal;
+
+use std::cell::RefCell;
+
+use pest::Parser;
+use pest::iterators::Pair;
+use wrl_diagnostics::{Diagnostic, FileId, Span};
+
+use crate::ast::{Expr, File, Item};
+use crate::errors::from_pest;
+use crate::grammar::{Rule, WrlParser};
+use crate::lex::{Comment, scan};
+
+pub use expr::MAX_DEPTH;
+
+/// Conversion state: where the text being converted sits in its file, and the diagnostics found.
+pub(crate) struct Ctx {
+    pub file: FileId,
+    pub offset: usize,
+    diags: RefCell<Vec<Diagnostic>>,
+}
+
+impl Ctx {
+    fn new(file: FileId, offset: usize) -> Ctx {
+        Ctx { file, offset, diags: RefCell::new(Vec::new()) }
+    }
+
+    pub fn span(&self, pair: &Pair<Rule>) -> Span {
+        let s = pair.as_span();
+        Span::new(self.file, self.offset + s.start(), self.offset + s.end())
+    }
+
+    pub fn push(&self, d: Diagnostic) {
+        self.diags.borrow_mut().push(d);
+    }
+
+    fn into_diags(self) -> Vec<Diagnostic> {
+        self.diags.into_inner()
+    }
+}
+
+/// Checks in debug builds that a conversion function got the rule it handles.
+pub(crate) fn expect_rule(pair: &Pair<Rule>, rule: Rule) {
+    debug_assert_eq!(pair.as_rule(), rule, "grammar: expected {rule:?}");
+}
+
+/// The result of parsing one file: the items that parsed, every syntax diagnostic, and the
+/// comments (for doc comments and the formatter).
+#[derive(Debug)]
+pub struct Parsed {
+    pub file: File,
+    pub diagnostics: Vec<Diagnostic>,
+    pub comments: Vec<Comment>,
+}
+
+/// Skips whitespace and comments from `pos`.
+fn skip_trivia(text: &str, mut pos: usize) -> usize {
+    let b = text.as_bytes();
+    while pos < b.len() {
+        match b[pos] {
+            b' ' | b'\t' | b'\r' | b'\n' => pos += 1,
+            b'/' if b.get(pos + 1) == Some(&b'/') => {
+                pos = text[pos..].find('\n').map_or(text.len(), |e| pos + e);
+            }
+            0xEF if text[pos..].starts_with('\u{feff}') => pos += 3,
+            _ => break,
+        }
+    }
+    pos
+}
+
+/// Parses one file. Never panics; every problem is a diagnostic.
+pub fn parse(file: FileId, text: &str) -> Parsed {
+    let lex = scan(file, text);
+    let mut items: Vec<Item> = Vec::new();
+    let mut diagnostics: Vec<Diagnostic> = Vec::new();
+    let mut violations = lex.violations.into_iter().peekable();
+    let next_start_after = |p: usize| lex.item_starts.iter().copied().find(|s| *s > p);
+    let mut pos = 0;
+    loop {
+        pos = skip_trivia(text, pos);
+        if pos >= text.len() {
+            break;
+        }
+        while violations.peek().is_some_and(|(v, _)| *v < pos) {
+            violations.next();
+        }
+        // Parse no further than the item holding the next nesting violation.
+        let violation_item = violations.peek().map(|(v, _)| {
+            let start = lex.item_starts.iter().copied().filter(|s| *s <= *v).max().unwrap_or(0);
+            start.max(pos)
+        });
+        let limit = violation_item.unwrap_or(text.len());
+        let stop = if limit > pos {
+            let ctx = Ctx::new(file, pos);
+            let parsed = parse_items(&text[pos..limit], &ctx);
+            diagnostics.extend(ctx.into_diags());
+            let stop = parsed.last().map_or(pos, |it| it.span.end as usize);
+            items.extend(parsed);
+            skip_trivia(text, stop).min(limit)
+        } else {
+            pos
+        };
+        if stop >= limit {
+            match violations.next() {
+                Some((v, d)) if limit < text.len() => {
+                    diagnostics.push(d);
+                    match next_start_after(v) {
+                        Some(next) => pos = next,
+                        None => break,
+                    }
+                }
+                _ => break,
+            }
+            continue;
+        }
+        // The item at `stop` does not parse: report why, then resume at the next item start.
+        let err_at = match WrlParser::parse(Rule::one_item, &text[stop..limit]) {
+            Err(e) => {
+                let d = from_pest(&e, file, &text[stop..limit], stop);
+                let at = d.primary_span().map_or(stop, |s| s.start as usize);
+                diagnostics.push(d);
+                at
+            }
+            Ok(_) => stop,
+        };
+        let line_start = text[..err_at.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
+        match lex.item_starts.iter().copied().find(|s| *s > stop && *s >= line_start) {
+            Some(next) => pos = next,
+            None => break,
+        }
+    }
+    attach_docs(&mut items, &lex.comments, text);
+    diagnostics.sort_by_key(|d| d.sort_key());
+    Parsed { file: File { id: file, items }, diagnostics, comments: lex.comments }
+}
+
+/// Parses as many items as parse from the start of `text`.
+fn parse_items(text: &str, ctx: &Ctx) -> Vec<Item> {
+    match WrlParser::parse(Rule::items, text) {
+        Ok(mut pairs) => {
+            let root = pairs.next().expect("grammar: items produces one pair");
+            root.into_inner()
+                .filter(|p| p.as_rule() != Rule::EOI)
+                .map(|p| items::item(p, ctx))
+                .collect()
+        }
+        // `items` accepts the empty sequence, so it only fails on pest's own limits.
+        Err(e) => {
+            ctx.push(from_pest(&e, ctx.file, text, ctx.offset));
+            Vec::new()
+        }
+    }
+}
+
+/// Gives each item the `///` lines directly above it.
+fn attach_docs(items: &mut [Item], comments: &[Comment], text: &str) {
+    for item in items {
+        let mut lines: Vec<&str> = Vec::new();
+        let mut end = item.span.start as usize;
+        let first = item.span.start as usize;
+        let before = comments.iter().rev().skip_while(|c| (c.span.end as usize) > first);
+        for c in before {
+            let between = &text[c.span.end as usize..end];
+            if !c.doc || between.chars().any(|ch| !ch.is_whitespace()) || between.matches('\n').count() > 1 {
+                break;
+            }
+            lines.push(c.text.strip_prefix(' ').unwrap_or(&c.text));
+            end = c.span.start as usize;
+        }
+        if !lines.is_empty() {
+            lines.reverse();
+            item.doc = Some(lines.join("\n"));
+        }
+    }
+}
+
+/// Parses a lone expression (`--set` values, tests).
+pub fn parse_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diagnostic>> {
+    if let Some((_, d)) = scan(file, text).violations.into_iter().next() {
+        return Err(vec![d]);
+    }
+    match WrlParser::parse(Rule::expr_only, text) {
+        Ok(mut pairs) => {
+            let root = pairs.next().expect("grammar: expr_only produces one pair");
+            let e = root.into_inner().next().expect("grammar: expr_only holds an expression");
+            let ctx = Ctx::new(file, 0);
+            let expr = expr::expr(e, &ctx);
+            let diags = ctx.into_diags();
+            if diags.is_empty() { Ok(expr) } else { Err(diags) }
+        }
+        Err(e) => Err(vec![from_pest(&e, file, text, 0)]),
+    }
+}
