@@ -1,1 +1,97 @@
-//! wrlc as a library, so tests can run commands in-process.
+//! `wrlc`, the wrl compiler driver, as a library: argument parsing, loading files, running the
+//! phases and rendering diagnostics. The binary only calls [`main`]; tests call [`run`] with
+//! in-memory output streams.
+
+mod args;
+mod commands;
+mod compile;
+mod explain;
+mod load;
+mod render;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use args::{Cli, Command, ErrorFormat};
+pub use compile::{Compilation, compile_paths};
+pub use render::{RenderOptions, render_human, render_json};
+
+/// Exit status: everything was fine.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: the input has errors (diagnostics were printed).
+pub const EXIT_USER: u8 = 1;
+/// Exit status: bad usage, unreadable paths, or an internal error.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Where a command writes: data to `out`, diagnostics and status to `err`.
+pub struct Io<'a> {
+    pub out: &'a mut dyn Write,
+    pub err: &'a mut dyn Write,
+    /// Whether `err` is a colour-capable terminal (and colour is allowed).
+    pub color: bool,
+}
+
+/// Runs `wrlc` with the process's arguments and standard streams.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
+        }
+    };
+    let color = cli.global.color.enabled();
+    // Deep recursion in the parser and checker is bounded, but give them room anyway.
+    let handle = std::thread::Builder::new().stack_size(64 << 20).spawn(move || {
+        let stdout = std::io::stdout();
+        let stderr = std::io::stderr();
+        let mut out = stdout.lock();
+        let mut err = stderr.lock();
+        let mut io = Io { out: &mut out, err: &mut err, color };
+        run(cli, &mut io)
+    });
+    match handle.map(|h| h.join()) {
+        Ok(Ok(code)) => ExitCode::from(code),
+        _ => {
+            eprintln!(
+                "error: internal error in wrlc; please report it with the input that caused it"
+            );
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// Runs a parsed command line and returns the exit status.
+pub fn run(cli: Cli, io: &mut Io) -> u8 {
+    let global = cli.global;
+    match cli.command {
+        Command::Check(cmd) => commands::check::run(cmd, &global, io),
+        Command::Explain(cmd) => explain::run(cmd, io),
+    }
+}
+
+/// Parses `args` (without the program name) and runs them, capturing both streams as text.
+/// Used by tests: colour is always off.
+pub fn run_captured<I, S>(args: I) -> (u8, String, String)
+where
+    I: IntoIterator<Item = S>,
+    S: Into<std::ffi::OsString> + Clone,
+{
+    let argv: Vec<std::ffi::OsString> =
+        std::iter::once("wrlc".into()).chain(args.into_iter().map(Into::into)).collect();
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let code = match Cli::try_parse_from(argv) {
+        Ok(cli) => {
+            let mut io = Io { out: &mut out, err: &mut err, color: false };
+            run(cli, &mut io)
+        }
+        Err(e) => {
+            err.extend_from_slice(e.to_string().as_bytes());
+            if e.use_stderr() { EXIT_USAGE } else { EXIT_OK }
+        }
+    };
+    (code, String::from_utf8_lossy(&out).into_owned(), String::from_utf8_lossy(&err).into_owned())
+}

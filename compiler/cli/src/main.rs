@@ -1,1 +1,5 @@
-fn main() {}
+//! The `wrlc` binary: a thin shell around `wrl_cli::main`.
+
+fn main() -> std::process::ExitCode {
+    wrl_cli::main()
+}

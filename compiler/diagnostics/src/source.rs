@@ -22,7 +22,8 @@ impl SourceFile {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
         let text = text.into();
         let mut line_starts = vec![0];
-        line_starts.extend(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1));
+        line_starts
+            .extend(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1));
         SourceFile { name: name.into(), text, line_starts }
     }
 

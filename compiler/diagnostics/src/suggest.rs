@@ -6,16 +6,22 @@ where
     I: IntoIterator<Item = &'a str>,
 {
     let wrong_lc = wrong.to_lowercase();
-    let mut best: Option<(f64, &'a str)> = None;
+    // Best is the smallest edit distance, then the same length, then the highest similarity.
+    let mut best: Option<((usize, usize, i64), &'a str)> = None;
     for cand in candidates {
         if cand == wrong {
             continue;
         }
-        let score = strsim::jaro_winkler(&wrong_lc, &cand.to_lowercase());
-        let dist = strsim::damerau_levenshtein(&wrong_lc, &cand.to_lowercase());
+        let cand_lc = cand.to_lowercase();
+        let score = strsim::jaro_winkler(&wrong_lc, &cand_lc);
+        let dist = strsim::damerau_levenshtein(&wrong_lc, &cand_lc);
         let close = dist <= 1 || (dist <= 2 && wrong.len() > 4) || score >= 0.88;
-        if close && best.is_none_or(|(s, c)| score > s || (score == s && cand < c)) {
-            best = Some((score, cand));
+        if !close || wrong.len() <= 2 && dist > 1 {
+            continue;
+        }
+        let key = (dist, wrong.len().abs_diff(cand.len()), -((score * 1e6) as i64));
+        if best.is_none_or(|(k, c)| key < k || (key == k && cand < c)) {
+            best = Some((key, cand));
         }
     }
     best.map(|(_, c)| c)
@@ -39,6 +45,7 @@ mod tests {
         assert_eq!(suggest("grop", c), Some("group"));
         assert_eq!(suggest("tempreature", c), Some("temperature"));
         assert_eq!(suggest("zzz", c), None);
+        assert_eq!(suggest("tokenz", ["token", "tokens"]), Some("tokens"));
         assert_eq!(suggest("group", c), None);
     }
 }

@@ -16,7 +16,6 @@ fn describe(rule: Rule) -> Option<&'static str> {
         | Rule::quantity
         | Rule::dims
         | Rule::string
-        | Rule::string_bad
         | Rule::text_block
         | Rule::kw_true
         | Rule::kw_false
@@ -72,6 +71,15 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::use_path | Rule::use_group => "a module path",
         Rule::ret_type => "a kind",
         Rule::infix => "an operator",
+        Rule::comma => "`,`",
+        Rule::colon => "`:`",
+        Rule::assign => "`=`",
+        Rule::lparen => "`(`",
+        Rule::rparen => "`)`",
+        Rule::lbracket => "`[`",
+        Rule::rbracket => "`]`",
+        Rule::lbrace => "`{`",
+        Rule::rbrace => "`}`",
         Rule::primary => "a value",
         Rule::block_item => "a field (`name = value`)",
         Rule::item => "a declaration (`model`, `dataset`, `env`, `stage`, …)",
@@ -81,6 +89,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         | Rule::ident_char
         | Rule::inline_ws
         | Rule::prefix
+        | Rule::item_head
         | Rule::postfix
         | Rule::file
         | Rule::items
@@ -92,13 +101,30 @@ fn describe(rule: Rule) -> Option<&'static str> {
 fn rank(desc: &str) -> u8 {
     if desc.starts_with('`') {
         0
-    } else if desc == "end of file" {
+    } else if desc == "end of file" || desc == "an operator" {
         3
     } else if desc.starts_with("a value") || desc.starts_with("a name") {
         1
     } else {
         2
     }
+}
+
+const OPERATORS: &[&str] = &[
+    "`..`", "`or`", "`and`", "`==`", "`!=`", "`<=`", "`>=`", "`<`", "`>`", "`+`", "`-`", "`*`",
+    "`/`",
+];
+
+/// Sorts and dedups descriptions; where a value could have continued, the operators and
+/// postfix forms collapse into "an operator" so that the list shows what really matters.
+fn summarise(mut d: Vec<&'static str>) -> Vec<&'static str> {
+    if d.iter().filter(|x| OPERATORS.contains(x)).count() >= 3 {
+        d.retain(|x| !OPERATORS.contains(x) && !["`(`", "`.`", "`[`", "`{`", "`:`"].contains(x));
+        d.push("an operator");
+    }
+    d.sort_by_key(|s| (rank(s), *s));
+    d.dedup();
+    d
 }
 
 /// Converts a pest error for text that starts at byte `offset` of file `file`.
@@ -109,10 +135,8 @@ pub(crate) fn from_pest(err: &Error<Rule>, file: FileId, text: &str, offset: usi
     };
     let expected: Vec<&'static str> = match &err.variant {
         ErrorVariant::ParsingError { positives, .. } => {
-            let mut d: Vec<&str> = positives.iter().filter_map(|r| describe(*r)).collect();
-            d.sort_by_key(|s| (rank(s), *s));
-            d.dedup();
-            d
+            let d: Vec<&str> = positives.iter().filter_map(|r| describe(*r)).collect();
+            summarise(d)
         }
         ErrorVariant::CustomError { .. } => Vec::new(),
     };
@@ -132,7 +156,9 @@ pub(crate) fn from_pest(err: &Error<Rule>, file: FileId, text: &str, offset: usi
 fn help_for(expected: &[&str], text: &str, pos: usize) -> Option<String> {
     let rest = &text[pos..];
     if rest.starts_with(':') && expected.contains(&"`=`") {
-        return Some("fields are written `name = value`; `name: value` is for named call arguments".into());
+        return Some(
+            "fields are written `name = value`; `name: value` is for named call arguments".into(),
+        );
     }
     if rest.starts_with('=') && expected.contains(&"`:`") {
         return Some("named call arguments are written `name: value`".into());
@@ -156,7 +182,8 @@ fn found_at(text: &str, pos: usize) -> (String, usize) {
         return ("end of line".to_string(), 0);
     }
     if c.is_ascii_alphanumeric() || c == '_' {
-        let len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let len =
+            rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
         return (format!("`{}`", &rest[..len]), len);
     }
     if c.is_control() || c == '\u{feff}' {

@@ -31,7 +31,8 @@ pub(crate) struct Scan {
 }
 
 fn looks_like_item_start(line: &str) -> bool {
-    let word_end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(line.len());
+    let word_end =
+        line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(line.len());
     let (word, rest) = line.split_at(word_end);
     let rest_trim = rest.trim_start();
     let next_is_name = rest.starts_with([' ', '\t'])
@@ -88,7 +89,19 @@ pub(crate) fn scan(file: FileId, text: &str) -> Scan {
             b'"' => {
                 let mut j = i + 1;
                 while j < bytes.len() && bytes[j] != b'"' && bytes[j] != b'\n' {
-                    j += if bytes[j] == b'\\' && bytes.get(j + 1).is_some_and(|c| *c != b'\n') { 2 } else { 1 };
+                    j += if bytes[j] == b'\\' && bytes.get(j + 1).is_some_and(|c| *c != b'\n') {
+                        2
+                    } else {
+                        1
+                    };
+                }
+                if bytes.get(j) != Some(&b'"') {
+                    out.violations.push((
+                        i,
+                        Diagnostic::new("E0101", "unterminated string")
+                            .label(Span::new(file, i, j), "this string has no closing `\"` on its line")
+                            .help("close the string with `\"`; for text over several lines use a `\"\"\"` block"),
+                    ));
                 }
                 i = (j + 1).min(bytes.len());
                 prefix_run = 0;
@@ -100,8 +113,13 @@ pub(crate) fn scan(file: FileId, text: &str) -> Scan {
                     out.violations.push((
                         i,
                         Diagnostic::new("E0104", "brackets nest too deep")
-                            .label(Span::new(file, i, i + 1), format!("more than {MAX_NESTING} levels deep here"))
-                            .help("flatten the value, or name inner parts with `param` declarations"),
+                            .label(
+                                Span::new(file, i, i + 1),
+                                format!("more than {MAX_NESTING} levels deep here"),
+                            )
+                            .help(
+                                "flatten the value, or name inner parts with `param` declarations",
+                            ),
                     ));
                 }
                 prefix_run = 0;
@@ -158,7 +176,10 @@ fn check_run(file: FileId, at: usize, len: usize, run: usize, out: &mut Scan) {
         out.violations.push((
             at,
             Diagnostic::new("E0104", "too many prefix operators in a row")
-                .label(Span::new(file, at, at + len), format!("more than {MAX_PREFIX_RUN} in a row"))
+                .label(
+                    Span::new(file, at, at + len),
+                    format!("more than {MAX_PREFIX_RUN} in a row"),
+                )
                 .help("remove the repeated `-` or `not`"),
         ));
     }

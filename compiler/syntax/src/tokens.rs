@@ -121,14 +121,8 @@ pub const UNITS: &[UnitDef] = &[
 ];
 
 /// Number magnitudes written right after the digits: `32k` = 32,000 (SI), `32Ki` = 32,768.
-pub const MAGNITUDES: &[(&str, f64)] = &[
-    ("Ki", KI),
-    ("Mi", KI * KI),
-    ("Gi", KI * KI * KI),
-    ("k", 1e3),
-    ("M", 1e6),
-    ("G", 1e9),
-];
+pub const MAGNITUDES: &[(&str, f64)] =
+    &[("Ki", KI), ("Mi", KI * KI), ("Gi", KI * KI * KI), ("k", 1e3), ("M", 1e6), ("G", 1e9)];
 
 pub fn unit(word: &str) -> Option<&'static UnitDef> {
     UNITS.iter().find(|u| u.word == word)

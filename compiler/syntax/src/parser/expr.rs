@@ -26,7 +26,7 @@ use wrl_diagnostics::{Diagnostic, Span};
 
 use super::items::{block, ident, record};
 use super::literal::{number, unescape, unit_word};
-use super::{Ctx, expect_rule};
+use super::{Ctx, expect_rule, inner};
 use crate::ast::{Arg, BinaryOp, Expr, ExprKind, UnaryOp};
 use crate::grammar::Rule;
 
@@ -163,9 +163,9 @@ fn postfix(base: Expr, depth: u32, op: Pair<Rule>, ctx: &Ctx) -> Sized {
             let mut args = Vec::new();
             let mut d = depth;
             let mut seen_named: Option<Span> = None;
-            for arg in op.into_inner() {
+            for arg in inner(op) {
                 let arg_span = ctx.span(&arg);
-                let mut parts = arg.into_inner();
+                let mut parts = inner(arg);
                 let (name, value) = match (parts.next(), parts.next()) {
                     (Some(n), Some(v)) => (Some(ident(n, ctx)), v),
                     (Some(v), None) => (None, v),
@@ -188,13 +188,13 @@ fn postfix(base: Expr, depth: u32, op: Pair<Rule>, ctx: &Ctx) -> Sized {
             grow(ctx, ExprKind::Call { callee: Box::new(base), args, args_span }, span, d)
         }
         Rule::member => {
-            let name_pair = op.into_inner().next().expect("grammar: member has a name");
+            let name_pair = inner(op).next().expect("grammar: member has a name");
             let name = ident(name_pair, ctx);
             grow(ctx, ExprKind::Member { base: Box::new(base), name }, span, depth)
         }
         Rule::index => {
-            let inner = op.into_inner().next().expect("grammar: index has an expression");
-            let (index, d) = expr_sized(inner, ctx);
+            let body = inner(op).next().expect("grammar: index has an expression");
+            let (index, d) = expr_sized(body, ctx);
             let kind = ExprKind::Index { base: Box::new(base), index: Box::new(index) };
             grow(ctx, kind, span, depth.max(d))
         }
@@ -217,7 +217,7 @@ fn primary(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
             }
         },
         Rule::quantity => {
-            let mut parts = pair.into_inner();
+            let mut parts = inner(pair);
             let (num, unit) = match (parts.next(), parts.next()) {
                 (Some(n), Some(u)) => (n, u),
                 _ => unreachable!("grammar: quantity is a number and a unit"),
@@ -236,7 +236,7 @@ fn primary(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
             }
         }
         Rule::dims => {
-            let mut parts = pair.into_inner();
+            let mut parts = inner(pair);
             let (w, h) = match (parts.next(), parts.next()) {
                 (Some(w), Some(h)) => (w, h),
                 _ => unreachable!("grammar: dims has two numbers"),
@@ -250,8 +250,8 @@ fn primary(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
             }
         }
         Rule::string => {
-            let inner = pair.into_inner().next().expect("grammar: string has an inside");
-            match unescape(inner.as_str(), ctx.file, ctx.offset + inner.as_span().start()) {
+            let body = inner(pair).next().expect("grammar: string has an inside");
+            match unescape(body.as_str(), ctx.file, ctx.offset + body.as_span().start()) {
                 Ok(s) => (Expr::new(ExprKind::Str(s), span), 1),
                 Err(d) => {
                     ctx.push(d);
@@ -259,28 +259,20 @@ fn primary(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
                 }
             }
         }
-        Rule::string_bad => {
-            ctx.push(
-                Diagnostic::new("E0101", "unterminated string")
-                    .label(span, "this string has no closing `\"` on its line")
-                    .help("close the string with `\"`; for text over several lines use a `\"\"\"` block"),
-            );
-            error(span)
-        }
         Rule::text_block => {
-            let inner = pair.into_inner().next().expect("grammar: text block has an inside");
-            (Expr::new(ExprKind::Text(inner.as_str().to_string()), span), 1)
+            let body = inner(pair).next().expect("grammar: text block has an inside");
+            (Expr::new(ExprKind::Text(body.as_str().to_string()), span), 1)
         }
         Rule::kw_true => (Expr::new(ExprKind::Bool(true), span), 1),
         Rule::kw_false => (Expr::new(ExprKind::Bool(false), span), 1),
         Rule::kw_unknown => (Expr::new(ExprKind::Unknown, span), 1),
         Rule::path => {
-            let segments = pair.into_inner().map(|p| ident(p, ctx)).collect();
+            let segments = inner(pair).map(|p| ident(p, ctx)).collect();
             (Expr::new(ExprKind::Path(segments), span), 1)
         }
         Rule::paren => {
-            let inner = pair.into_inner().next().expect("grammar: paren has an expression");
-            let (e, d) = expr_sized(inner, ctx);
+            let body = inner(pair).next().expect("grammar: paren has an expression");
+            let (e, d) = expr_sized(body, ctx);
             if is_error(&e) {
                 return error(span);
             }
@@ -288,8 +280,7 @@ fn primary(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
         }
         Rule::list => {
             let mut d = 0;
-            let items = pair
-                .into_inner()
+            let items = inner(pair)
                 .map(|p| {
                     let (e, ed) = expr_sized(p, ctx);
                     d = d.max(ed);
@@ -303,7 +294,7 @@ fn primary(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
             grow(ctx, ExprKind::Record(b), span, d)
         }
         Rule::if_expr => {
-            let mut parts = pair.into_inner().filter(|p| p.as_rule() == Rule::expr);
+            let mut parts = inner(pair).filter(|p| p.as_rule() == Rule::expr);
             let (c, t, e) = match (parts.next(), parts.next(), parts.next()) {
                 (Some(c), Some(t), Some(e)) => (c, t, e),
                 _ => unreachable!("grammar: if has three expressions"),

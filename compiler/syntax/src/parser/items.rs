@@ -5,7 +5,7 @@ use pest::iterators::Pair;
 
 use super::expr::{call_args_of, expr, expr_sized};
 use super::literal::unescape;
-use super::{Ctx, expect_rule};
+use super::{Ctx, expect_rule, inner};
 use crate::ast::{
     Block, BlockItem, Builtin, Decl, DeclKind, Edge, Expr, ExprKind, Extends, Field, FieldPath,
     Ident, Item, ItemKind, Module, Param, PathSegment, Profile, StrLit, Tool, Use,
@@ -23,13 +23,13 @@ pub(crate) fn item(pair: Pair<Rule>, ctx: &Ctx) -> Item {
     let kind = match pair.as_rule() {
         Rule::use_item => ItemKind::Use(use_item(pair, ctx)),
         Rule::extends_item => {
-            let mut parts = pair.into_inner().skip(1);
+            let mut parts = inner(pair).skip(1);
             let path = parts.next().map(|p| str_lit(p, ctx)).unwrap_or_else(|| empty_str(span));
             let overrides = parts.next().map(|b| block(b, ctx).0);
             ItemKind::Extends(Extends { path, overrides })
         }
         Rule::profile_item => {
-            let mut parts = pair.into_inner().skip(1);
+            let mut parts = inner(pair).skip(1);
             let (name, body) = match (parts.next(), parts.next()) {
                 (Some(n), Some(b)) => (n, b),
                 _ => unreachable!("grammar: profile has a name and a block"),
@@ -38,7 +38,7 @@ pub(crate) fn item(pair: Pair<Rule>, ctx: &Ctx) -> Item {
         }
         Rule::builtin_item => ItemKind::Builtin(builtin(pair, ctx)),
         Rule::decl => {
-            let mut parts = pair.into_inner();
+            let mut parts = inner(pair);
             let (kind, name, value) = match (parts.next(), parts.next(), parts.next()) {
                 (Some(k), Some(n), Some(v)) => (k, n, v),
                 _ => unreachable!("grammar: decl is kind, name, value"),
@@ -65,8 +65,8 @@ fn empty_str(span: wrl_diagnostics::Span) -> StrLit {
 fn str_lit(pair: Pair<Rule>, ctx: &Ctx) -> StrLit {
     expect_rule(&pair, Rule::string);
     let span = ctx.span(&pair);
-    let inner = pair.into_inner().next().expect("grammar: string has an inside");
-    match unescape(inner.as_str(), ctx.file, ctx.offset + inner.as_span().start()) {
+    let body = inner(pair).next().expect("grammar: string has an inside");
+    match unescape(body.as_str(), ctx.file, ctx.offset + body.as_span().start()) {
         Ok(value) => StrLit { value, span },
         Err(d) => {
             ctx.push(d);
@@ -77,7 +77,7 @@ fn str_lit(pair: Pair<Rule>, ctx: &Ctx) -> StrLit {
 
 fn use_item(pair: Pair<Rule>, ctx: &Ctx) -> Use {
     expect_rule(&pair, Rule::use_item);
-    let mut parts = pair.into_inner().skip(1).peekable();
+    let mut parts = inner(pair).skip(1).peekable();
     let first = parts.next().expect("grammar: use has a target");
     match first.as_rule() {
         Rule::string => {
@@ -89,10 +89,10 @@ fn use_item(pair: Pair<Rule>, ctx: &Ctx) -> Use {
             expect_rule(&first, Rule::use_path);
             let mut segments = Vec::new();
             let mut group = None;
-            for p in first.into_inner() {
+            for p in inner(first) {
                 match p.as_rule() {
                     Rule::ident => segments.push(ident(p, ctx)),
-                    _ => group = Some(p.into_inner().map(|g| ident(g, ctx)).collect()),
+                    _ => group = Some(inner(p).map(|g| ident(g, ctx)).collect()),
                 }
             }
             Use::Path { segments, group }
@@ -102,13 +102,13 @@ fn use_item(pair: Pair<Rule>, ctx: &Ctx) -> Use {
 
 fn builtin(pair: Pair<Rule>, ctx: &Ctx) -> Builtin {
     expect_rule(&pair, Rule::builtin_item);
-    let mut parts = pair.into_inner().skip(1);
+    let mut parts = inner(pair).skip(1);
     let (name, params_pair, _arrow, ret) =
         match (parts.next(), parts.next(), parts.next(), parts.next()) {
             (Some(n), Some(p), Some(a), Some(r)) => (n, p, a, r),
             _ => unreachable!("grammar: builtin is name, params, arrow, return type"),
         };
-    let fields = parts.next().map(|spec| spec.into_inner().map(|p| param(p, ctx)).collect());
+    let fields = parts.next().map(|spec| inner(spec).map(|p| param(p, ctx)).collect());
     Builtin {
         name: ident(name, ctx),
         params: params(params_pair, ctx),
@@ -119,10 +119,10 @@ fn builtin(pair: Pair<Rule>, ctx: &Ctx) -> Builtin {
 
 fn ret_type(pair: Pair<Rule>, ctx: &Ctx) -> Expr {
     expect_rule(&pair, Rule::ret_type);
-    let mut parts = pair.into_inner();
+    let mut parts = inner(pair);
     let path = parts.next().expect("grammar: return type has a path");
     let path_span = ctx.span(&path);
-    let segments = path.into_inner().map(|p| ident(p, ctx)).collect();
+    let segments = inner(path).map(|p| ident(p, ctx)).collect();
     let base = Expr::new(ExprKind::Path(segments), path_span);
     match parts.next() {
         Some(args) => call_args_of(base, args, ctx),
@@ -132,18 +132,23 @@ fn ret_type(pair: Pair<Rule>, ctx: &Ctx) -> Expr {
 
 fn params(pair: Pair<Rule>, ctx: &Ctx) -> Vec<Param> {
     expect_rule(&pair, Rule::params);
-    pair.into_inner().map(|p| param(p, ctx)).collect()
+    inner(pair).map(|p| param(p, ctx)).collect()
 }
 
 fn param(pair: Pair<Rule>, ctx: &Ctx) -> Param {
     expect_rule(&pair, Rule::param);
     let span = ctx.span(&pair);
-    let mut parts = pair.into_inner();
+    let mut parts = inner(pair);
     let (name, ty) = match (parts.next(), parts.next()) {
         (Some(n), Some(t)) => (n, t),
         _ => unreachable!("grammar: param is a name and a type"),
     };
-    Param { name: ident(name, ctx), ty: expr(ty, ctx), default: parts.next().map(|d| expr(d, ctx)), span }
+    Param {
+        name: ident(name, ctx),
+        ty: expr(ty, ctx),
+        default: parts.next().map(|d| expr(d, ctx)),
+        span,
+    }
 }
 
 /// Converts a `block` pair (after a value, a profile, an override or a tool).
@@ -162,11 +167,11 @@ fn block_items(pair: Pair<Rule>, ctx: &Ctx) -> (Block, u32) {
     let span = ctx.span(&pair);
     let mut depth = 0;
     let mut items = Vec::new();
-    for p in pair.into_inner() {
+    for p in inner(pair) {
         let item_span = ctx.span(&p);
         let item = match p.as_rule() {
             Rule::field => {
-                let mut parts = p.into_inner();
+                let mut parts = inner(p);
                 let (path, value) = match (parts.next(), parts.next()) {
                     (Some(a), Some(b)) => (a, b),
                     _ => unreachable!("grammar: field is a path and a value"),
@@ -176,11 +181,11 @@ fn block_items(pair: Pair<Rule>, ctx: &Ctx) -> (Block, u32) {
                 BlockItem::Field(Field { path: field_path(path, ctx), value, span: item_span })
             }
             Rule::flag => {
-                let name = p.into_inner().next().expect("grammar: flag has a name");
+                let name = inner(p).next().expect("grammar: flag has a name");
                 BlockItem::Flag(ident(name, ctx))
             }
             Rule::module_item => {
-                let mut parts = p.into_inner().skip(1);
+                let mut parts = inner(p).skip(1);
                 let (name, value) = match (parts.next(), parts.next()) {
                     (Some(a), Some(b)) => (a, b),
                     _ => unreachable!("grammar: module is a name and a value"),
@@ -190,7 +195,7 @@ fn block_items(pair: Pair<Rule>, ctx: &Ctx) -> (Block, u32) {
                 BlockItem::Module(Module { name: ident(name, ctx), value, span: item_span })
             }
             Rule::tool_item => {
-                let mut parts = p.into_inner().skip(1);
+                let mut parts = inner(p).skip(1);
                 let (name, ps) = match (parts.next(), parts.next()) {
                     (Some(a), Some(b)) => (a, b),
                     _ => unreachable!("grammar: tool is a name and params"),
@@ -211,17 +216,17 @@ fn block_items(pair: Pair<Rule>, ctx: &Ctx) -> (Block, u32) {
                 let mut nodes = Vec::new();
                 let mut guard = Vec::new();
                 let mut limit = None;
-                for part in p.into_inner() {
+                for part in inner(p) {
                     match part.as_rule() {
                         Rule::ident => nodes.push(ident(part, ctx)),
                         Rule::arrow => {}
                         Rule::guard => guard.extend(
-                            part.into_inner()
+                            inner(part)
                                 .filter(|g| g.as_rule() == Rule::ident)
                                 .map(|g| ident(g, ctx)),
                         ),
                         Rule::edge_limit => {
-                            let e = part.into_inner().find(|x| x.as_rule() == Rule::expr);
+                            let e = inner(part).find(|x| x.as_rule() == Rule::expr);
                             limit = e.map(|e| expr(e, ctx));
                         }
                         other => unreachable!("grammar: unexpected edge part {other:?}"),
@@ -239,8 +244,7 @@ fn block_items(pair: Pair<Rule>, ctx: &Ctx) -> (Block, u32) {
 fn field_path(pair: Pair<Rule>, ctx: &Ctx) -> FieldPath {
     expect_rule(&pair, Rule::field_path);
     let span = ctx.span(&pair);
-    let segments = pair
-        .into_inner()
+    let segments = inner(pair)
         .map(|p| match p.as_rule() {
             Rule::raw_ident => PathSegment::Name(ident(p, ctx)),
             _ => PathSegment::Index {

@@ -18,7 +18,9 @@ pub(crate) fn number(text: &str, span: Span) -> Result<Number, Diagnostic> {
         Some(value) => Ok(Number { value, is_int, text: text.to_string() }),
         None => Err(Diagnostic::new("E0105", format!("the number `{text}` is out of range"))
             .label(span, "too large to represent")
-            .help("write a smaller number, or use a unit with a larger scale (`GiB` instead of `B`)")),
+            .help(
+                "write a smaller number, or use a unit with a larger scale (`GiB` instead of `B`)",
+            )),
     }
 }
 

@@ -49,6 +49,24 @@ pub(crate) fn expect_rule(pair: &Pair<Rule>, rule: Rule) {
     debug_assert_eq!(pair.as_rule(), rule, "grammar: expected {rule:?}");
 }
 
+/// The children of a pair without punctuation (which has rules only for error messages).
+pub(crate) fn inner<'i>(pair: Pair<'i, Rule>) -> impl Iterator<Item = Pair<'i, Rule>> {
+    pair.into_inner().filter(|p| {
+        !matches!(
+            p.as_rule(),
+            Rule::comma
+                | Rule::colon
+                | Rule::assign
+                | Rule::lparen
+                | Rule::rparen
+                | Rule::lbracket
+                | Rule::rbracket
+                | Rule::lbrace
+                | Rule::rbrace
+        )
+    })
+}
+
 /// The result of parsing one file: the items that parsed, every syntax diagnostic, and the
 /// comments (for doc comments and the formatter).
 #[derive(Debug)]
@@ -167,7 +185,10 @@ fn attach_docs(items: &mut [Item], comments: &[Comment], text: &str) {
         let before = comments.iter().rev().skip_while(|c| (c.span.end as usize) > first);
         for c in before {
             let between = &text[c.span.end as usize..end];
-            if !c.doc || between.chars().any(|ch| !ch.is_whitespace()) || between.matches('\n').count() > 1 {
+            if !c.doc
+                || between.chars().any(|ch| !ch.is_whitespace())
+                || between.matches('\n').count() > 1
+            {
                 break;
             }
             lines.push(c.text.strip_prefix(' ').unwrap_or(&c.text));

@@ -1,0 +1,47 @@
+//! `wrlc check PATH…`: every diagnostic of every file at once.
+
+use crate::args::{CheckCmd, GlobalOpts};
+use crate::compile::compile_paths;
+use crate::render::emit;
+use crate::{EXIT_OK, EXIT_USAGE, EXIT_USER, Io};
+
+pub fn run(cmd: CheckCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
+    let started = std::time::Instant::now();
+    let comp = match compile_paths(&cmd.paths) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {}", e.0);
+            return EXIT_USAGE;
+        }
+    };
+    emit(&comp.diagnostics, &comp.sources, global.error_format, io);
+    let errors = comp.error_count();
+    let warnings = comp.diagnostics.len() - errors;
+    let files = comp.sources.files().count();
+    if global.error_format == crate::ErrorFormat::Human {
+        let took = started.elapsed().as_secs_f64() * 1e3;
+        let summary = match (errors, warnings) {
+            (0, 0) => format!("checked {files} {}: no problems", plural(files, "file")),
+            (0, w) => {
+                format!("checked {files} {}: {w} {}", plural(files, "file"), plural(w, "warning"))
+            }
+            (e, w) => format!(
+                "checked {files} {}: {e} {}, {w} {}",
+                plural(files, "file"),
+                plural(e, "error"),
+                plural(w, "warning")
+            ),
+        };
+        // Timing varies run to run, so it is only shown on a terminal (never in snapshots).
+        if io.color {
+            let _ = writeln!(io.err, "{summary} ({took:.0} ms)");
+        } else {
+            let _ = writeln!(io.err, "{summary}");
+        }
+    }
+    if errors > 0 { EXIT_USER } else { EXIT_OK }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 { word.to_string() } else { format!("{word}s") }
+}

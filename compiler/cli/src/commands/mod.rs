@@ -1,0 +1,3 @@
+//! One module per subcommand, each with a `run` function.
+
+pub mod check;

@@ -1,0 +1,43 @@
+//! Runs the compiler phases over a set of files and collects every diagnostic, sorted by file
+//! and position.
+
+use std::path::PathBuf;
+
+use wrl_diagnostics::{Diagnostic, SourceMap};
+use wrl_syntax::ast;
+
+use crate::load::{PathError, discover, read};
+
+/// Everything one run of the phases produced.
+pub struct Compilation {
+    pub sources: SourceMap,
+    pub files: Vec<ast::File>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Compilation {
+    pub fn error_count(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.is_error()).count()
+    }
+}
+
+/// Loads, parses and checks the given paths.
+pub fn compile_paths(paths: &[PathBuf]) -> Result<Compilation, PathError> {
+    let files = discover(paths)?;
+    let mut sources = SourceMap::new();
+    let mut parsed = Vec::new();
+    let mut diagnostics = Vec::new();
+    for path in &files {
+        match read(path, &mut sources)? {
+            Ok(id) => {
+                let text = sources.get(id).map(|f| f.text.as_str()).unwrap_or("");
+                let p = wrl_syntax::parse(id, text);
+                diagnostics.extend(p.diagnostics);
+                parsed.push(p.file);
+            }
+            Err(d) => diagnostics.push(d),
+        }
+    }
+    diagnostics.sort_by_key(|d| d.sort_key());
+    Ok(Compilation { sources, files: parsed, diagnostics })
+}
