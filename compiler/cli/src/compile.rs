@@ -12,6 +12,7 @@ use crate::load::{PathError, discover, read};
 pub struct Compilation {
     pub sources: SourceMap,
     pub files: Vec<ast::File>,
+    pub recipes: Vec<wrl_check::Recipe>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -26,6 +27,7 @@ pub fn compile_paths(paths: &[PathBuf]) -> Result<Compilation, PathError> {
     let files = discover(paths)?;
     let mut sources = SourceMap::new();
     let mut parsed = Vec::new();
+    let mut ids = Vec::new();
     let mut diagnostics = Vec::new();
     for path in &files {
         match read(path, &mut sources)? {
@@ -34,10 +36,16 @@ pub fn compile_paths(paths: &[PathBuf]) -> Result<Compilation, PathError> {
                 let p = wrl_syntax::parse(id, text);
                 diagnostics.extend(p.diagnostics);
                 parsed.push(p.file);
+                ids.push(id);
             }
             Err(d) => diagnostics.push(d),
         }
     }
+    let entries: Vec<(wrl_diagnostics::FileId, &ast::File)> =
+        ids.iter().copied().zip(parsed.iter()).collect();
+    let checked = wrl_check::check(&mut sources, &entries, &wrl_check::FsLoader);
+    diagnostics.extend(checked.diagnostics);
     diagnostics.sort_by_key(|d| d.sort_key());
-    Ok(Compilation { sources, files: parsed, diagnostics })
+    diagnostics.dedup();
+    Ok(Compilation { sources, files: parsed, recipes: checked.recipes, diagnostics })
 }

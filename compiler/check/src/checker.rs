@@ -1,0 +1,528 @@
+//! The checker's tables: modules (stdlib files and user files), declarations, builtins and
+//! imports; name resolution; and the driver that checks everything once and builds recipes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use wrl_diagnostics::{Diagnostic, FileId, SourceMap, Span, did_you_mean};
+use wrl_syntax::ast::{self, DeclKind, ItemKind, Use};
+
+use crate::loader::Loader;
+use crate::stdlib::{MODULES, PRELUDE};
+use crate::types::Ty;
+use crate::value::Val;
+
+pub(crate) type ModId = usize;
+pub(crate) type DeclId = usize;
+pub(crate) type BuiltinId = usize;
+
+/// What a name refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    Decl(DeclId),
+    Builtin(BuiltinId),
+    Module(ModId),
+}
+
+pub(crate) struct Module {
+    /// `std::rewards`, or a file name for user files.
+    pub path: String,
+    pub file: FileId,
+    pub std: bool,
+    pub decls: BTreeMap<String, DeclId>,
+    pub builtins: BTreeMap<String, BuiltinId>,
+    /// Names brought in by `use`, with the span of the import and whether it was used.
+    pub imports: BTreeMap<String, (Target, Span)>,
+    pub used_imports: BTreeSet<String>,
+    pub profiles: Vec<ast::Profile>,
+    pub extends: Option<(ModId, Option<ast::Block>, Span)>,
+    /// Files this module imports, with the span of the import (for cycle reports).
+    pub file_imports: Vec<(ModId, Span)>,
+}
+
+pub(crate) struct DeclEntry {
+    /// The key used in recipes (`policy`, `c::policy`, `std::models::tiny`).
+    pub key: String,
+    pub name: String,
+    pub kind: DeclKind,
+    pub module: ModId,
+    pub expr: ast::Expr,
+    pub span: Span,
+    pub name_span: Span,
+    pub doc: Option<String>,
+    pub used: bool,
+    pub value: Option<Val>,
+    pub in_progress: bool,
+}
+
+/// One slot of a builtin: a parameter or a block field.
+pub(crate) struct Slot {
+    pub name: String,
+    pub ty: Ty,
+    pub ty_text: String,
+    pub default: Option<ast::Expr>,
+    pub default_val: Option<Val>,
+    pub positional: bool,
+}
+
+pub(crate) struct BuiltinEntry {
+    pub qual: String,
+    pub module: ModId,
+    pub slots: Vec<Slot>,
+    pub kind: String,
+    pub meta_args: Vec<ast::Arg>,
+    pub meta: Option<BTreeMap<String, Val>>,
+}
+
+pub(crate) struct Checker<'a> {
+    pub sources: &'a mut SourceMap,
+    pub loader: &'a dyn Loader,
+    pub modules: Vec<Module>,
+    pub decls: Vec<DeclEntry>,
+    pub builtins: Vec<BuiltinEntry>,
+    pub diags: Vec<Diagnostic>,
+    pub by_file_name: BTreeMap<String, ModId>,
+    pub prelude: ModId,
+    /// Spans of bare one-word names and the word: an enum slot accepts such a name even when
+    /// it also names a declaration or builtin (`kind = tasks` with a dataset called `tasks`).
+    pub bare: BTreeMap<Span, String>,
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(sources: &'a mut SourceMap, loader: &'a dyn Loader) -> Checker<'a> {
+        let mut c = Checker {
+            sources,
+            loader,
+            modules: Vec::new(),
+            decls: Vec::new(),
+            builtins: Vec::new(),
+            diags: Vec::new(),
+            by_file_name: BTreeMap::new(),
+            prelude: 0,
+            bare: BTreeMap::new(),
+        };
+        for (path, name, text) in MODULES {
+            let id = c.sources.add(*name, *text);
+            let parsed = wrl_syntax::parse(id, text);
+            c.diags.extend(parsed.diagnostics);
+            let m = c.add_module(path, id, true, &parsed.file);
+            if *path == PRELUDE {
+                c.prelude = m;
+            }
+        }
+        c
+    }
+
+    pub fn text(&self, span: Span) -> &str {
+        self.sources.get(span.file).map(|f| f.slice(span)).unwrap_or("")
+    }
+
+    /// Registers a parsed file as a module and links its imports.
+    pub fn add_module(&mut self, path: &str, file: FileId, std: bool, ast: &ast::File) -> ModId {
+        let id = self.register_module(path, file, std, ast);
+        self.link_module(id, ast);
+        id
+    }
+
+    /// Registers a parsed file as a module: its declarations, builtins and profiles.
+    pub fn register_module(
+        &mut self,
+        path: &str,
+        file: FileId,
+        std: bool,
+        ast: &ast::File,
+    ) -> ModId {
+        let id = self.modules.len();
+        self.modules.push(Module {
+            path: path.to_string(),
+            file,
+            std,
+            decls: BTreeMap::new(),
+            builtins: BTreeMap::new(),
+            imports: BTreeMap::new(),
+            used_imports: BTreeSet::new(),
+            profiles: Vec::new(),
+            extends: None,
+            file_imports: Vec::new(),
+        });
+        if !std {
+            self.by_file_name.insert(path.to_string(), id);
+        }
+        let mut first_seen: BTreeMap<String, Span> = BTreeMap::new();
+        for item in &ast.items {
+            match &item.kind {
+                ItemKind::Decl(d) => {
+                    if self.duplicate(&mut first_seen, &d.name) {
+                        continue;
+                    }
+                    let key =
+                        if std { format!("{path}::{}", d.name.name) } else { d.name.name.clone() };
+                    let did = self.decls.len();
+                    self.decls.push(DeclEntry {
+                        key,
+                        name: d.name.name.clone(),
+                        kind: d.kind,
+                        module: id,
+                        expr: d.value.clone(),
+                        span: item.span,
+                        name_span: d.name.span,
+                        doc: item.doc.clone(),
+                        used: false,
+                        value: None,
+                        in_progress: false,
+                    });
+                    self.modules[id].decls.insert(d.name.name.clone(), did);
+                }
+                ItemKind::Builtin(b) => {
+                    if self.duplicate(&mut first_seen, &b.name) {
+                        continue;
+                    }
+                    let bid = self.add_builtin(id, path, std, b);
+                    self.modules[id].builtins.insert(b.name.name.clone(), bid);
+                }
+                ItemKind::Profile(p) => {
+                    if let Some(prev) =
+                        self.modules[id].profiles.iter().find(|q| q.name.name == p.name.name)
+                    {
+                        let prev_span = prev.name.span;
+                        self.diags.push(
+                            Diagnostic::new(
+                                "E0201",
+                                format!("profile `{}` is defined twice", p.name.name),
+                            )
+                            .label(p.name.span, "defined again here")
+                            .label(prev_span, "first defined here")
+                            .help("rename one of them, or merge their overrides"),
+                        );
+                        continue;
+                    }
+                    self.modules[id].profiles.push(p.clone());
+                }
+                ItemKind::Use(_) | ItemKind::Extends(_) => {}
+            }
+        }
+        id
+    }
+
+    /// Resolves a module's `use` and `extends` items (loading imported files).
+    pub fn link_module(&mut self, id: ModId, ast: &ast::File) {
+        for item in &ast.items {
+            match &item.kind {
+                ItemKind::Use(u) => self.add_use(id, u, item.span),
+                ItemKind::Extends(e) => self.add_extends(id, e, item.span),
+                _ => {}
+            }
+        }
+    }
+
+    fn duplicate(&mut self, seen: &mut BTreeMap<String, Span>, name: &ast::Ident) -> bool {
+        match seen.get(&name.name) {
+            Some(first) => {
+                self.diags.push(
+                    Diagnostic::new("E0201", format!("`{}` is defined twice", name.name))
+                        .label(name.span, "defined again here")
+                        .label(*first, "first defined here")
+                        .help("rename one of them; names are unique within a file"),
+                );
+                true
+            }
+            None => {
+                seen.insert(name.name.clone(), name.span);
+                false
+            }
+        }
+    }
+
+    fn add_builtin(&mut self, module: ModId, path: &str, std: bool, b: &ast::Builtin) -> BuiltinId {
+        let mut slots = Vec::new();
+        for (params, positional) in [(&b.params, true), (&b.fields, false)] {
+            for p in params {
+                match crate::types::parse_type(&p.ty) {
+                    Ok(ty) => slots.push(Slot {
+                        name: p.name.name.clone(),
+                        ty,
+                        ty_text: self.text(p.ty.span).to_string(),
+                        default: p.default.clone(),
+                        default_val: None,
+                        positional,
+                    }),
+                    Err(d) => self.diags.push(d),
+                }
+            }
+        }
+        let (kind, meta_args) = match &b.returns.kind {
+            ast::ExprKind::Path(s) => {
+                (s.last().map(|i| i.name.clone()).unwrap_or_default(), Vec::new())
+            }
+            ast::ExprKind::Call { callee, args, .. } => match &callee.kind {
+                ast::ExprKind::Path(s) => {
+                    (s.last().map(|i| i.name.clone()).unwrap_or_default(), args.clone())
+                }
+                _ => (String::new(), Vec::new()),
+            },
+            _ => (String::new(), Vec::new()),
+        };
+        if !crate::types::KINDS.contains(&kind.as_str()) {
+            self.diags.push(
+                Diagnostic::new("E0300", format!("a builtin cannot return `{kind}`"))
+                    .label(b.returns.span, "not a kind")
+                    .maybe_help(did_you_mean(&kind, crate::types::KINDS.iter().copied())),
+            );
+        }
+        let qual = if std && path != PRELUDE {
+            format!("{path}::{}", b.name.name)
+        } else {
+            b.name.name.clone()
+        };
+        self.builtins.push(BuiltinEntry { qual, module, slots, kind, meta_args, meta: None });
+        self.builtins.len() - 1
+    }
+
+    fn add_use(&mut self, module: ModId, u: &Use, span: Span) {
+        match u {
+            Use::Path { segments, group } => {
+                let names: Vec<&str> = segments.iter().map(|s| s.name.as_str()).collect();
+                let seg_span = segments
+                    .first()
+                    .map(|f| f.span.to(segments.last().map_or(f.span, |l| l.span)))
+                    .unwrap_or(span);
+                match group {
+                    None => match self.resolve_std_path(&names) {
+                        Some(t) => {
+                            let local = names.last().copied().unwrap_or_default().to_string();
+                            self.modules[module].imports.insert(local, (t, seg_span));
+                        }
+                        None => self.unknown_std_path(&names, seg_span),
+                    },
+                    Some(items) => {
+                        let Some(Target::Module(m)) = self.resolve_std_path(&names) else {
+                            self.unknown_std_path(&names, seg_span);
+                            return;
+                        };
+                        for it in items {
+                            match self.member_of(m, &it.name) {
+                                Some(t) => {
+                                    self.modules[module]
+                                        .imports
+                                        .insert(it.name.clone(), (t, it.span));
+                                }
+                                None => {
+                                    let cands = self.names_in(m);
+                                    self.diags.push(
+                                        Diagnostic::new(
+                                            "E0202",
+                                            format!(
+                                                "`{}` has no `{}`",
+                                                self.modules[m].path, it.name
+                                            ),
+                                        )
+                                        .label(it.span, "not in this module")
+                                        .maybe_help(
+                                            did_you_mean(
+                                                &it.name,
+                                                cands.iter().map(String::as_str),
+                                            ),
+                                        ),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Use::File { path, alias } => {
+                let Some(m) = self.load_file(module, &path.value, path.span) else { return };
+                match alias {
+                    Some(a) => {
+                        self.modules[module]
+                            .imports
+                            .insert(a.name.clone(), (Target::Module(m), a.span));
+                    }
+                    None => {
+                        let names: Vec<(String, Target)> = self.modules[m]
+                            .decls
+                            .iter()
+                            .map(|(n, d)| (n.clone(), Target::Decl(*d)))
+                            .chain(
+                                self.modules[m]
+                                    .builtins
+                                    .iter()
+                                    .map(|(n, b)| (n.clone(), Target::Builtin(*b))),
+                            )
+                            .collect();
+                        for (n, t) in names {
+                            if let Some(own) = self.modules[module].decls.get(&n) {
+                                let own_span = self.decls[*own].name_span;
+                                self.diags.push(
+                                    Diagnostic::new("E0201", format!("`{n}` is defined here and in `{}`", path.value))
+                                        .label(own_span, "defined here")
+                                        .label(path.span, "also imported from here")
+                                        .help("rename one of them, or import the file with `as` to keep its names apart"),
+                                );
+                                continue;
+                            }
+                            self.modules[module].imports.insert(n.clone(), (t, path.span));
+                            self.modules[module].used_imports.insert(n);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn add_extends(&mut self, module: ModId, e: &ast::Extends, span: Span) {
+        if self.modules[module].extends.is_some() {
+            self.diags.push(
+                Diagnostic::new("E0205", "a recipe can extend only one other recipe")
+                    .label(span, "second `extends`")
+                    .help("import shared declarations from other files with `use \"file.wrl\"`"),
+            );
+            return;
+        }
+        let Some(parent) = self.load_file(module, &e.path.value, e.path.span) else { return };
+        let names: Vec<(String, DeclId)> =
+            self.modules[parent].decls.iter().map(|(n, d)| (n.clone(), *d)).collect();
+        for (n, d) in names {
+            if let Some(own) = self.modules[module].decls.get(&n) {
+                let own_span = self.decls[*own].name_span;
+                self.diags.push(
+                    Diagnostic::new(
+                        "E0201",
+                        format!("`{n}` is already declared by `{}`", e.path.value),
+                    )
+                    .label(own_span, "declared again here")
+                    .help(format!(
+                        "change it in the `extends \"{}\" {{ … }}` block instead",
+                        e.path.value
+                    )),
+                );
+                continue;
+            }
+            self.modules[module].imports.insert(n.clone(), (Target::Decl(d), e.path.span));
+            self.modules[module].used_imports.insert(n);
+        }
+        self.modules[module].extends = Some((parent, e.overrides.clone(), span));
+    }
+
+    /// Loads and registers an imported file (once), reporting missing files and cycles.
+    fn load_file(&mut self, from: ModId, path: &str, span: Span) -> Option<ModId> {
+        let from_name = self.modules[from].path.clone();
+        let name = crate::loader::join_relative(&from_name, path);
+        if name == from_name {
+            self.diags.push(
+                Diagnostic::new("E0203", format!("import cycle: `{name}` imports itself"))
+                    .label(span, "imports the file it is in")
+                    .help("remove this import"),
+            );
+            return None;
+        }
+        if let Some(m) = self.by_file_name.get(&name).copied() {
+            self.modules[from].file_imports.push((m, span));
+            return Some(m);
+        }
+        match self.loader.load(&from_name, path) {
+            Ok((name, text)) => {
+                let id = self.sources.add(name.clone(), text);
+                let text = self.sources.get(id).map(|f| f.text.clone()).unwrap_or_default();
+                let parsed = wrl_syntax::parse(id, &text);
+                self.diags.extend(parsed.diagnostics);
+                let m = self.register_module(&name, id, false, &parsed.file);
+                self.modules[from].file_imports.push((m, span));
+                self.link_module(m, &parsed.file);
+                Some(m)
+            }
+            Err(msg) => {
+                self.diags.push(
+                    Diagnostic::new("E0204", format!("cannot import `{path}`"))
+                        .label(span, msg)
+                        .help("paths in `use` and `extends` are relative to the importing file"),
+                );
+                None
+            }
+        }
+    }
+
+    fn unknown_std_path(&mut self, names: &[&str], span: Span) {
+        let wanted = names.join("::");
+        let cands: Vec<&str> = MODULES.iter().map(|(p, _, _)| *p).collect();
+        self.diags.push(
+            Diagnostic::new("E0202", format!("no module or item `{wanted}`"))
+                .label(span, "not in the standard library")
+                .maybe_help(
+                    did_you_mean(&wanted, cands.iter().copied())
+                        .or_else(|| Some(format!("the standard modules are {}", cands.join(", ")))),
+                ),
+        );
+    }
+
+    /// `std::a` → module; `std::a::b` → an item of module `std::a`.
+    pub fn resolve_std_path(&self, names: &[&str]) -> Option<Target> {
+        if names.first() != Some(&"std") {
+            return None;
+        }
+        let module_of = |p: &str| self.modules.iter().position(|m| m.std && m.path == p);
+        match names {
+            [_, m] => module_of(&format!("std::{m}")).map(Target::Module),
+            [_, m, item] => self.member_of(module_of(&format!("std::{m}"))?, item),
+            _ => None,
+        }
+    }
+
+    pub fn member_of(&self, m: ModId, name: &str) -> Option<Target> {
+        let module = &self.modules[m];
+        module
+            .decls
+            .get(name)
+            .map(|d| Target::Decl(*d))
+            .or_else(|| module.builtins.get(name).map(|b| Target::Builtin(*b)))
+    }
+
+    pub fn names_in(&self, m: ModId) -> Vec<String> {
+        let module = &self.modules[m];
+        module.decls.keys().chain(module.builtins.keys()).cloned().collect()
+    }
+
+    /// Resolves a path in a module's scope, marking what it finds as used.
+    pub fn resolve(&mut self, module: ModId, segs: &[&str]) -> Option<Target> {
+        let t = self.resolve_quiet(module, segs)?;
+        if let Target::Decl(d) = t {
+            self.decls[d].used = true;
+        }
+        if let Some(first) = segs.first() {
+            if self.modules[module].imports.contains_key(*first) {
+                self.modules[module].used_imports.insert((*first).to_string());
+            }
+        }
+        Some(t)
+    }
+
+    pub fn resolve_quiet(&self, module: ModId, segs: &[&str]) -> Option<Target> {
+        match segs {
+            [] => None,
+            [name] => {
+                let m = &self.modules[module];
+                m.decls
+                    .get(*name)
+                    .map(|d| Target::Decl(*d))
+                    .or_else(|| m.builtins.get(*name).map(|b| Target::Builtin(*b)))
+                    .or_else(|| m.imports.get(*name).map(|(t, _)| *t))
+                    .or_else(|| self.member_of(self.prelude, name))
+            }
+            ["std", ..] => self.resolve_std_path(segs),
+            [first, rest @ ..] => match self.resolve_quiet(module, &[first])? {
+                Target::Module(m) if rest.len() == 1 => self.member_of(m, rest[0]),
+                _ => None,
+            },
+        }
+    }
+
+    /// Every name visible in a module, for did-you-mean.
+    pub fn visible_names(&self, module: ModId) -> Vec<String> {
+        let m = &self.modules[module];
+        let mut v: Vec<String> =
+            m.decls.keys().chain(m.builtins.keys()).chain(m.imports.keys()).cloned().collect();
+        v.extend(self.names_in(self.prelude));
+        v.sort();
+        v.dedup();
+        v
+    }
+}

@@ -1,0 +1,389 @@
+//! Checking a value against the type a slot expects: enum names, units, ranges, kinds. Values
+//! are returned normalised (symbols resolved to enum values, counts given their unit).
+
+use std::collections::BTreeMap;
+
+use wrl_diagnostics::{Diagnostic, Span, did_you_mean};
+use wrl_syntax::ast::DeclKind;
+use wrl_syntax::tokens::Dimension;
+
+use crate::checker::{Checker, ModId};
+use crate::eval::{is_signal, to_sig};
+use crate::types::{Ty, show_num};
+use crate::value::{SigExpr, V, Val};
+
+impl Checker<'_> {
+    pub(crate) fn conform(&mut self, m: ModId, val: Val, ty: &Ty) -> Val {
+        self.conform_with_default(m, val, ty, None)
+    }
+
+    /// Like `conform`; a record missing fields takes them from `default` (a record too).
+    pub(crate) fn conform_with_default(
+        &mut self,
+        m: ModId,
+        val: Val,
+        ty: &Ty,
+        default: Option<&Val>,
+    ) -> Val {
+        let span = val.span;
+        if matches!(val.v, V::Unknown) {
+            return val;
+        }
+        match ty {
+            Ty::Any => val,
+            Ty::UnknownLit => self.mismatch(m, val, ty),
+            Ty::Int { min, max } => match val.v {
+                V::Num { value } => {
+                    if value.fract() != 0.0 {
+                        self.diags.push(
+                            Diagnostic::new(
+                                "E0308",
+                                format!("expected a whole number, found {}", show_num(value)),
+                            )
+                            .label(span, "not a whole number")
+                            .help(format!(
+                                "use {} or {}",
+                                show_num(value.floor()),
+                                show_num(value.ceil())
+                            )),
+                        );
+                        return Val::new(V::Unknown, span);
+                    }
+                    self.in_range(value, *min, *max, "", span, ty);
+                    val
+                }
+                _ => self.mismatch(m, val, ty),
+            },
+            Ty::Float { min, max } => match val.v {
+                V::Num { value } => {
+                    self.in_range(value, *min, *max, "", span, ty);
+                    val
+                }
+                V::Qty { value, dim: Dimension::Ratio } => {
+                    self.in_range(value, *min, *max, "", span, ty);
+                    Val::new(V::Num { value }, span)
+                }
+                _ => self.mismatch(m, val, ty),
+            },
+            Ty::Bool => match val.v {
+                V::Bool { .. } => val,
+                _ => self.mismatch(m, val, ty),
+            },
+            Ty::Str | Ty::Path => match val.v {
+                V::Str { .. } => val,
+                _ => self.mismatch(m, val, ty),
+            },
+            Ty::Qty { dim, min, max } => {
+                let (value, given) = match val.v {
+                    V::Qty { value, dim: d } => (value, Some(d)),
+                    V::Num { value } => (value, None),
+                    _ => return self.mismatch(m, val, ty),
+                };
+                match given {
+                    Some(d) if d != *dim => {
+                        let want = dim.describe();
+                        self.diags.push(
+                            Diagnostic::new(
+                                "E0305",
+                                format!("expected {want}, found {}", d.describe()),
+                            )
+                            .label(span, format!("this is {}", d.describe()))
+                            .help(format!(
+                                "write a value in {}, e.g. `{}`",
+                                want,
+                                example(*dim)
+                            )),
+                        );
+                        return Val::new(V::Unknown, span);
+                    }
+                    None if matches!(dim, Dimension::Time | Dimension::Bytes) => {
+                        self.diags.push(
+                            Diagnostic::new(
+                                "E0305",
+                                format!("expected {}, found a plain number", dim.describe()),
+                            )
+                            .label(span, "this needs a unit")
+                            .help(format!("write it with a unit, e.g. `{}`", example(*dim))),
+                        );
+                        return Val::new(V::Unknown, span);
+                    }
+                    _ => {}
+                }
+                let unit = if *dim == Dimension::Ratio { "" } else { dim.canonical_unit() };
+                self.in_range(value, *min, *max, unit, span, ty);
+                Val::new(V::Qty { value, dim: *dim }, span)
+            }
+            Ty::Enum(values) if self.bare.get(&span).is_some_and(|n| values.contains(n)) => {
+                let name = self.bare.get(&span).cloned().unwrap_or_default();
+                Val::new(V::Enum { value: name }, span)
+            }
+            Ty::OneOf(options)
+                if self.bare.get(&span).is_some_and(|n| ty.enum_values().contains(&n.as_str())) =>
+            {
+                let _ = options;
+                let name = self.bare.get(&span).cloned().unwrap_or_default();
+                Val::new(V::Enum { value: name }, span)
+            }
+            Ty::Enum(values) => match &val.v {
+                V::Symbol { name } | V::Enum { value: name } => {
+                    if values.iter().any(|v| v == name) {
+                        Val::new(V::Enum { value: name.clone() }, span)
+                    } else {
+                        let help = did_you_mean(name, values.iter().map(String::as_str))
+                            .unwrap_or_else(|| format!("expected {}", ty.describe()));
+                        self.diags.push(
+                            Diagnostic::new("E0307", format!("unknown value `{name}`"))
+                                .label(span, format!("expected {}", ty.describe()))
+                                .help(help),
+                        );
+                        Val::new(V::Unknown, span)
+                    }
+                }
+                V::Str { value } if values.contains(value) => {
+                    self.diags.push(
+                        Diagnostic::new(
+                            "E0300",
+                            format!("expected {}, found a string", ty.describe()),
+                        )
+                        .label(span, "a string")
+                        .help(format!("write it without quotes: `{value}`")),
+                    );
+                    Val::new(V::Unknown, span)
+                }
+                _ => self.mismatch(m, val, ty),
+            },
+            Ty::List(elem) => match val.v {
+                V::List { items } => {
+                    let items = items.into_iter().map(|i| self.conform(m, i, elem)).collect();
+                    Val::new(V::List { items }, span)
+                }
+                _ => self.mismatch(m, val, ty),
+            },
+            Ty::Record(fields) => match val.v {
+                V::Record { fields: mut given } => {
+                    let mut out = BTreeMap::new();
+                    for (name, fty) in fields {
+                        match given.remove(name) {
+                            Some(v) => {
+                                out.insert(name.clone(), self.conform(m, v, fty));
+                            }
+                            None => match default.and_then(|d| d.field(name)) {
+                                Some(d) => {
+                                    out.insert(name.clone(), d.clone());
+                                }
+                                None => {
+                                    self.diags.push(
+                                        Diagnostic::new("E0303", format!("missing field `{name}`"))
+                                            .label(span, format!("needs `{name}`"))
+                                            .help(format!("expected {}", ty.describe())),
+                                    );
+                                }
+                            },
+                        }
+                    }
+                    for (name, v) in given {
+                        let cands: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+                        self.diags.push(
+                            Diagnostic::new("E0301", format!("unknown field `{name}`"))
+                                .label(v.span, "not a field of this record")
+                                .help(
+                                    did_you_mean(&name, cands.iter().copied())
+                                        .unwrap_or_else(|| format!("expected {}", ty.describe())),
+                                ),
+                        );
+                    }
+                    Val::new(V::Record { fields: out }, span)
+                }
+                _ => self.mismatch(m, val, ty),
+            },
+            Ty::Range(elem) => match val.v {
+                V::Range { lo, hi } => {
+                    let lo = self.conform(m, *lo, elem);
+                    let hi = self.conform(m, *hi, elem);
+                    if let (Some(a), Some(b)) = (lo.as_f64(), hi.as_f64()) {
+                        if b < a {
+                            self.diags.push(
+                                Diagnostic::new(
+                                    "E0401",
+                                    format!(
+                                        "the upper bound {} is below the lower bound {}",
+                                        show_num(b),
+                                        show_num(a)
+                                    ),
+                                )
+                                .label(hi.span, "upper bound")
+                                .label(lo.span, "lower bound")
+                                .help(format!(
+                                    "write `{} .. {}`",
+                                    show_num(b),
+                                    show_num(a)
+                                )),
+                            );
+                        }
+                    }
+                    Val::new(V::Range { lo: Box::new(lo), hi: Box::new(hi) }, span)
+                }
+                V::Num { .. } | V::Qty { .. } => {
+                    let one = self.conform(m, val, elem);
+                    Val::new(V::Range { lo: Box::new(one.clone()), hi: Box::new(one) }, span)
+                }
+                _ => self.mismatch(m, val, ty),
+            },
+            Ty::Dims => match val.v {
+                V::Dims { width, height } => {
+                    if width < 1.0 || height < 1.0 || width.fract() != 0.0 || height.fract() != 0.0
+                    {
+                        self.diags.push(
+                            Diagnostic::new("E0306", "a size needs whole numbers of at least 1")
+                                .label(span, "invalid size")
+                                .help("for example `1280 x 720`"),
+                        );
+                    }
+                    val
+                }
+                _ => self.mismatch(m, val, ty),
+            },
+            Ty::OneOf(options) => {
+                if matches!(val.v, V::Unknown) {
+                    return val;
+                }
+                for opt in options {
+                    let before = self.diags.len();
+                    let out = self.conform(m, val.clone(), opt);
+                    if self.diags.len() == before {
+                        return out;
+                    }
+                    self.diags.truncate(before);
+                }
+                // Report against the first option that has the same shape, else a mismatch.
+                self.mismatch(m, val, ty)
+            }
+            Ty::Kind(k) => self.conform_kind(m, val, k, ty),
+        }
+    }
+
+    fn conform_kind(&mut self, m: ModId, val: Val, k: &str, ty: &Ty) -> Val {
+        let val = self.force(m, val);
+        let span = val.span;
+        let ok = match &val.v {
+            V::Ref { kind, member, .. } => match (k, kind, member.as_deref()) {
+                ("checkpoint" | "model", DeclKind::Model, None) => true,
+                ("checkpoint" | "model", DeclKind::Stage, Some("model")) => true,
+                ("reward" | "signal", DeclKind::Reward, None) => true,
+                (_, kind, None) => kind.word() == k,
+                _ => false,
+            },
+            V::Obj(o) => {
+                o.kind == k
+                    || (k == "checkpoint" && o.kind == "model")
+                    || (k == "reward" && (o.kind == "signal" || o.kind == "condition"))
+            }
+            V::Signal { .. } => k == "reward" || k == "signal",
+            V::Num { .. } => k == "reward",
+            V::Symbol { name } => {
+                let name = name.clone();
+                self.unknown_name(m, &name, span);
+                return Val::new(V::Unknown, span);
+            }
+            _ => false,
+        };
+        if !ok {
+            return self.mismatch(m, val, ty);
+        }
+        if k == "reward"
+            && !matches!(val.v, V::Ref { .. })
+            && is_signal(&val) | matches!(val.v, V::Num { .. })
+        {
+            let expr = match &val.v {
+                V::Num { value } => SigExpr::Const { value: *value },
+                _ => to_sig(&val),
+            };
+            return Val::new(V::Signal { expr: Box::new(expr) }, span);
+        }
+        val
+    }
+
+    fn in_range(
+        &mut self,
+        value: f64,
+        min: Option<f64>,
+        max: Option<f64>,
+        unit: &str,
+        span: Span,
+        ty: &Ty,
+    ) {
+        let below = min.is_some_and(|lo| value < lo);
+        let above = max.is_some_and(|hi| value > hi);
+        if below || above {
+            let u = if unit.is_empty() { String::new() } else { format!(" {unit}") };
+            let shown = if matches!(ty, Ty::Qty { dim: Dimension::Ratio, .. }) {
+                format!("{}%", show_num(value * 100.0))
+            } else {
+                format!("{}{u}", show_num(value))
+            };
+            self.diags.push(
+                Diagnostic::new("E0306", format!("{shown} is out of range"))
+                    .label(span, format!("expected {}", ty.describe()))
+                    .help(match (min, max) {
+                        (Some(lo), Some(hi)) => {
+                            format!("the allowed range is [{}, {}]", show_num(lo), show_num(hi))
+                        }
+                        (Some(lo), None) => {
+                            format!("the smallest allowed value is {}{u}", show_num(lo))
+                        }
+                        (None, Some(hi)) => {
+                            format!("the largest allowed value is {}{u}", show_num(hi))
+                        }
+                        (None, None) => String::new(),
+                    }),
+            );
+        }
+    }
+
+    fn mismatch(&mut self, m: ModId, val: Val, ty: &Ty) -> Val {
+        let span = val.span;
+        if let V::Symbol { name } = &val.v {
+            // A bare name that is neither a declaration nor an expected enum value.
+            let name = name.clone();
+            let mut cands = self.visible_names(m);
+            cands.extend(ty.enum_values().into_iter().map(String::from));
+            let code = if ty.enum_values().is_empty() { "E0200" } else { "E0307" };
+            let msg = if code == "E0200" {
+                format!("cannot find `{name}` in this scope")
+            } else {
+                format!("unknown value `{name}`")
+            };
+            self.diags.push(
+                Diagnostic::new(code, msg)
+                    .label(span, format!("expected {}", ty.describe()))
+                    .maybe_help(did_you_mean(&name, cands.iter().map(String::as_str))),
+            );
+            return Val::new(V::Unknown, span);
+        }
+        self.diags.push(
+            Diagnostic::new(
+                "E0300",
+                format!("expected {}, found {}", ty.describe(), val.describe()),
+            )
+            .label(span, format!("this is {}", val.describe())),
+        );
+        Val::new(V::Unknown, span)
+    }
+}
+
+fn example(dim: Dimension) -> &'static str {
+    match dim {
+        Dimension::Tokens => "4096 tokens",
+        Dimension::Steps => "15 steps",
+        Dimension::Turns => "25 turns",
+        Dimension::Iters => "90 iters",
+        Dimension::Epochs => "3 epochs",
+        Dimension::Samples => "64 samples",
+        Dimension::Calls => "8 calls",
+        Dimension::Images => "3 images",
+        Dimension::Pixels => "1024 px",
+        Dimension::Time => "45 s",
+        Dimension::Bytes => "80 GiB",
+        Dimension::Ratio => "10%",
+    }
+}
