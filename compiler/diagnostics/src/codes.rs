@@ -38,6 +38,33 @@ pub const CODES: &[CodeInfo] = &[
     live("E0106", Phase::Syntax, "file is not valid UTF-8"),
     live("E0107", Phase::Syntax, "positional argument after a named argument"),
     live("E0108", Phase::Syntax, "comparison operators cannot be chained"),
+    // E02xx — names and imports
+    live("E0200", Phase::Names, "unknown name"),
+    live("E0201", Phase::Names, "duplicate definition"),
+    live("E0202", Phase::Names, "unknown module or stdlib item"),
+    live("E0203", Phase::Names, "import cycle"),
+    live("E0204", Phase::Names, "imported file not found"),
+    live("E0205", Phase::Names, "more than one `extends`"),
+    live("E0206", Phase::Names, "unknown profile"),
+    live("E0207", Phase::Names, "declaration depends on itself"),
+    // E03xx — types, fields and units
+    live("E0300", Phase::Types, "type mismatch"),
+    live("E0301", Phase::Types, "unknown field"),
+    live("E0302", Phase::Types, "unknown argument"),
+    live("E0303", Phase::Types, "missing field or argument"),
+    live("E0304", Phase::Types, "field or argument given twice"),
+    live("E0305", Phase::Types, "wrong unit"),
+    live("E0306", Phase::Types, "value out of range"),
+    live("E0307", Phase::Types, "unknown enum value"),
+    live("E0308", Phase::Types, "whole number expected"),
+    live("E0309", Phase::Types, "declaration of the wrong kind"),
+    live("E0310", Phase::Types, "not a constructor, or too many arguments"),
+    // E04xx — recipe rules
+    live("E0401", Phase::Rules, "range upper bound below lower bound"),
+    live("E0414", Phase::Rules, "override changes the type"),
+    // W02xx — warnings
+    live("W0201", Phase::Warning, "unused declaration"),
+    live("W0202", Phase::Warning, "unused import"),
 ];
 
 /// The registry entry for a code.
