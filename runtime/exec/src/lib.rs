@@ -1,1 +1,8 @@
-//! The wrl runtime: executes a plan produced by `wrl-plan`. It never sees syntax.
+//! The wrl runtime: executes a plan produced by `wrl-plan`. It never sees syntax. This crate
+//! holds the pieces of `wrlc run` that do not drive a browser or a model themselves: the run
+//! directory with its append-only logs and crash-safe commits, and the HTML report.
+
+pub mod report;
+pub mod rundir;
+
+pub use rundir::{Committed, RunDir, RunDirError};
