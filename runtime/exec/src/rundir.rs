@@ -238,10 +238,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
         f.sync_all().map_err(io("sync", &tmp))?;
     }
     fs::rename(&tmp, path).map_err(io("rename", path))?;
-    if let Some(dir) = path.parent() {
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
+    if let Some(dir) = path.parent()
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
     }
     Ok(())
 }
