@@ -1,0 +1,132 @@
+//! The formatter's guarantees over real and deliberately ugly files: it never changes meaning
+//! (the span-blanked AST is unchanged), keeps every comment, and is idempotent.
+#![allow(clippy::unwrap_used)] // test helpers fail loudly, like the tests they serve
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use wrl_diagnostics::FileId;
+use wrl_fmt::format_source;
+
+/// Every `.wrl` file under a directory of the repository (recursively).
+fn wrl_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            wrl_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "wrl") {
+            out.push(p);
+        }
+    }
+}
+
+fn corpus() -> Vec<PathBuf> {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = here.join("../..");
+    let mut files = Vec::new();
+    for dir in [
+        here.join("tests/ugly"),
+        here.join("tests/samples"),
+        root.join("recipes"),
+        root.join("stdlib"),
+    ] {
+        wrl_files(&dir, &mut files);
+    }
+    files
+}
+
+/// Removes every span (`span`, `kind_span`, `op_span`, …) and the file id from a serialized AST.
+fn blank_spans(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.retain(|k, _| !k.ends_with("span") && k != "id");
+            map.values_mut().for_each(blank_spans);
+        }
+        Value::Array(items) => items.iter_mut().for_each(blank_spans),
+        _ => {}
+    }
+}
+
+fn ast(text: &str) -> Value {
+    let parsed = wrl_syntax::parse(FileId(0), text);
+    let mut v = serde_json::to_value(&parsed.file).unwrap();
+    blank_spans(&mut v);
+    v
+}
+
+fn comments(text: &str) -> Vec<(String, bool)> {
+    let parsed = wrl_syntax::parse(FileId(0), text);
+    parsed.comments.iter().map(|c| (c.text.trim_end().to_string(), c.doc)).collect()
+}
+
+fn check_file(path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let parsed = wrl_syntax::parse(FileId(0), &text);
+    let is_ugly_sample = path.components().any(|c| c.as_os_str() == "ugly");
+    if is_ugly_sample && parsed.diagnostics.iter().any(|d| d.is_error()) {
+        return Err(format!("ugly samples must parse: {:?}", parsed.diagnostics));
+    }
+    if parsed.diagnostics.iter().any(|d| d.is_error()) {
+        // Broken files are refused, never formatted.
+        return match format_source(&text) {
+            Err(_) => Ok(()),
+            Ok(_) => Err("a file with syntax errors was formatted".into()),
+        };
+    }
+    let once = format_source(&text).map_err(|e| format!("refused: {e:?}"))?;
+    let twice =
+        format_source(&once).map_err(|e| format!("output does not parse: {e:?}\n{once}"))?;
+    if ast(&text) != ast(&once) {
+        return Err(format!("the AST changed; formatted:\n{once}"));
+    }
+    if comments(&text) != comments(&once) {
+        return Err(format!(
+            "comments changed: {:?} vs {:?}\n{once}",
+            comments(&text),
+            comments(&once)
+        ));
+    }
+    if once != twice {
+        return Err(format!("not idempotent:\n--- once\n{once}\n--- twice\n{twice}"));
+    }
+    if let Some(line) =
+        once.lines().find(|l| l.ends_with(' ') || l.contains('\t') && !text.contains('\t'))
+    {
+        return Err(format!("trailing space or tab: {line:?}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn every_corpus_file_keeps_meaning_and_comments_and_is_idempotent() {
+    let files = corpus();
+    assert!(files.len() >= 5, "corpus too small: {files:?}");
+    let failures: Vec<String> = files
+        .iter()
+        .filter_map(|p| check_file(p).err().map(|e| format!("{}: {e}", p.display())))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn recipes_and_stdlib_are_formatted() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    wrl_files(&root.join("recipes"), &mut files);
+    wrl_files(&root.join("stdlib"), &mut files);
+    let unformatted: Vec<String> = files
+        .iter()
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            format_source(&text).is_ok_and(|out| out != text)
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    // Reported, not failed: other engineers add recipes during the day; `wrlc fmt --check`
+    // in CI is what enforces it.
+    if !unformatted.is_empty() {
+        eprintln!("not formatted yet: {unformatted:?}");
+    }
+}
