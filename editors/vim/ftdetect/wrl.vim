@@ -1,0 +1,2 @@
+" .wrl recipes (wrl: training web agents)
+autocmd BufRead,BufNewFile *.wrl setfiletype wrl
