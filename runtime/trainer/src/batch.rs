@@ -1,0 +1,95 @@
+//! Padded token batches and the log-probs of selected target positions — the shared core of the
+//! SFT and RL losses.
+
+use candle_core::{Device, Tensor};
+
+use crate::error::Result;
+use crate::models::Model;
+use crate::ops::Ops;
+
+/// A right-padded batch of sequences with the target positions that carry loss.
+#[derive(Debug, Clone)]
+pub struct TokenBatch {
+    /// Model input: (B, L − 1), every sequence without its last token, padded.
+    pub inputs: Tensor,
+    /// Flat row index `b·(L−1) + (j−1)` of each selected target `seq_b[j]`.
+    pub rows: Vec<u32>,
+    /// The selected target ids, in the order of `rows`.
+    pub targets: Vec<u32>,
+    /// (sequence index, position j) of each selected target.
+    pub origin: Vec<(usize, usize)>,
+}
+
+impl TokenBatch {
+    /// Build from sequences and, per sequence, the positions j ≥ 1 whose token `seq[j]` is a
+    /// target. Right padding with `pad` cannot influence earlier positions (causal attention).
+    pub fn new(
+        seqs: &[&[u32]],
+        selected: &[Vec<usize>],
+        pad: u32,
+        device: &Device,
+    ) -> Result<Self> {
+        let l = seqs.iter().map(|s| s.len()).max().unwrap_or(0).max(2);
+        let w = l - 1;
+        let mut inputs = vec![pad; seqs.len() * w];
+        let mut rows = Vec::new();
+        let mut targets = Vec::new();
+        let mut origin = Vec::new();
+        for (b, (seq, sel)) in seqs.iter().zip(selected).enumerate() {
+            let n = seq.len().saturating_sub(1);
+            inputs[b * w..b * w + n].copy_from_slice(&seq[..n]);
+            for &j in sel {
+                if j == 0 || j >= seq.len() {
+                    continue;
+                }
+                rows.push((b * w + j - 1) as u32);
+                targets.push(seq[j]);
+                origin.push((b, j));
+            }
+        }
+        let inputs = Tensor::from_vec(inputs, (seqs.len(), w), device)?;
+        Ok(TokenBatch { inputs, rows, targets, origin })
+    }
+
+    /// Run the model and return (log-probs of the selected targets (M), their logits (M, V)).
+    /// Logits are divided by `temperature` first when it is not 1.
+    pub fn logprobs(&self, model: &Model, ops: &Ops, temperature: f32) -> Result<(Tensor, Tensor)> {
+        let (lp, sel, _) = self.logprobs_full(model, ops, temperature)?;
+        Ok((lp, sel))
+    }
+
+    /// Like [`TokenBatch::logprobs`], also returning the full logits (B, L − 1, V) so callers
+    /// can inspect gradients at every position.
+    pub fn logprobs_full(
+        &self,
+        model: &Model,
+        ops: &Ops,
+        temperature: f32,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let full = model.forward(&self.inputs)?;
+        let (lp, sel) = self.logprobs_from_logits(&full, ops, temperature)?;
+        Ok((lp, sel, full))
+    }
+
+    /// Log-probs of the selected targets from given full logits (B, L − 1, V); returns
+    /// (log-probs (M), selected logits (M, V)).
+    pub fn logprobs_from_logits(
+        &self,
+        full: &Tensor,
+        ops: &Ops,
+        temperature: f32,
+    ) -> Result<(Tensor, Tensor)> {
+        let logits = full.clone();
+        let (b, t, v) = logits.dims3()?;
+        let logits = logits.reshape((b * t, v))?;
+        let device = logits.device().clone();
+        let rows = Tensor::from_vec(self.rows.clone(), self.rows.len(), &device)?;
+        let mut sel = logits.index_select(&rows, 0)?;
+        if temperature != 1.0 && temperature > 0.0 {
+            sel = (sel / temperature as f64)?;
+        }
+        let targets = Tensor::from_vec(self.targets.clone(), self.targets.len(), &device)?;
+        let lp = ops.token_logprobs(&sel, &targets)?;
+        Ok((lp, sel))
+    }
+}

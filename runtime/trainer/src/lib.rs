@@ -1,0 +1,56 @@
+//! wrl-trainer: the candle trainer used by the wrl runtime — policies (`std::models::tiny`,
+//! Qwen2/Qwen3), SFT, GRPO / DAPO / PPO updates, checkpoints with exact resume.
+//!
+//! ```no_run
+//! use wrl_trainer::{Trainer, TrainerConfig, SampleParams, Sample, RlConfig, render_prompt, Segment, Role};
+//! # fn main() -> wrl_trainer::Result<()> {
+//! let config: TrainerConfig = serde_json::from_str(
+//!     r#"{ "policy": { "family": "tiny", "layers": 2, "d_model": 64 }, "optim": { "lr": 1e-3 }, "seed": 7 }"#,
+//! )?;
+//! let mut trainer = Trainer::new(config)?;
+//! let prompt = render_prompt(trainer.tokenizer(), &[Segment::new(Role::User, "hi")])?;
+//! let outs = trainer.sample(&[prompt.clone()], &SampleParams { n: 4, max_tokens: 16, ..Default::default() })?;
+//! let samples: Vec<Sample> = outs.iter().enumerate().map(|(i, c)| Sample {
+//!     prompt_tokens: prompt.clone(), completion_tokens: c.tokens.clone(), old_logprobs: c.logprobs.clone(),
+//!     completion_mask: None, reward: c.text.len() as f32, advantage: None, group_id: 0,
+//!     trajectory_id: i as u64, excluded: false, truncated: false,
+//! }).collect();
+//! let metrics = trainer.rl_update(&samples, &RlConfig::default())?;
+//! trainer.save(std::path::Path::new("/tmp/ckpt"))?;
+//! let resumed = wrl_trainer::Trainer::load(std::path::Path::new("/tmp/ckpt"))?;
+//! # let _ = (metrics, resumed); Ok(()) }
+//! ```
+
+pub mod batch;
+pub mod checkpoint;
+pub mod data;
+pub mod device;
+pub mod error;
+pub mod metrics;
+pub mod models;
+pub mod ops;
+pub mod optim;
+pub mod params;
+pub mod rl;
+pub mod rl_update;
+pub mod rng;
+pub mod sample;
+pub mod tokenizer;
+pub mod trainer;
+
+pub use data::{
+    Dataset, Example, Mixture, MixtureWeights, ObservationHistory, Segment, Trajectory, per_turn,
+    render, render_prompt,
+};
+pub use device::DeviceChoice;
+pub use error::{Result, TrainerError};
+pub use metrics::Metrics;
+pub use models::{PolicyConfig, PretrainedSource, TinyConfig};
+pub use ops::OpsMode;
+pub use optim::{OptimConfig, Schedule, ScheduleKind};
+pub use rl::{
+    GroupBuffer, KlConfig, KlEstimator, LossAggregation, OverlongShaping, RlConfig, Sample,
+};
+pub use sample::{Completion, FinishReason, SampleParams};
+pub use tokenizer::{Role, Tokenizer};
+pub use trainer::{DataCursor, SftConfig, Trainer, TrainerConfig};

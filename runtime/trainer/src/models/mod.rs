@@ -1,0 +1,181 @@
+//! Policy model families behind one enum: the byte-level `tiny` transformer and Qwen2/Qwen3.
+
+pub mod qwen;
+pub mod tiny;
+
+use std::path::PathBuf;
+
+use candle_core::{Device, Tensor};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::ops::OpsMode;
+use crate::params::ParamStore;
+use crate::tokenizer::Tokenizer;
+
+pub use qwen::{QwenConfig, QwenModel};
+pub use tiny::{TinyConfig, TinyModel};
+
+/// Which policy to build. Deserialises from the plan JSON, e.g.
+/// `{ "family": "tiny", "layers": 2, "d_model": 128, "heads": 4, "context": 256 }` or
+/// `{ "family": "qwen3", "path": "/models/qwen3-0.6b" }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "family", rename_all = "snake_case")]
+pub enum PolicyConfig {
+    /// `std::models::tiny`: byte-level decoder transformer, randomly initialised from the seed.
+    Tiny(TinyConfig),
+    /// A Qwen2 / Qwen2.5 text checkpoint directory (config.json, *.safetensors, tokenizer.json).
+    Qwen2(PretrainedSource),
+    /// A Qwen3 text checkpoint directory (config.json, *.safetensors, tokenizer.json).
+    Qwen3(PretrainedSource),
+}
+
+/// Where a pretrained checkpoint lives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PretrainedSource {
+    /// Directory with `config.json`, `tokenizer.json` and one or more `*.safetensors`.
+    pub path: PathBuf,
+    /// Operation implementation (default: fused on CPU).
+    #[serde(default)]
+    pub ops: OpsMode,
+}
+
+/// Per-layer key/value cache for incremental decoding.
+#[derive(Debug, Clone, Default)]
+pub struct KvCache {
+    /// (k, v) per layer, each (B, H_kv, T, D).
+    pub layers: Vec<Option<(Tensor, Tensor)>>,
+    /// Number of positions already in the cache.
+    pub pos: usize,
+}
+
+impl KvCache {
+    /// An empty cache for `n_layers` layers.
+    pub fn new(n_layers: usize) -> Self {
+        KvCache { layers: vec![None; n_layers], pos: 0 }
+    }
+
+    /// Append new keys/values for layer `i` and return the full (k, v).
+    pub fn append(&mut self, i: usize, k: Tensor, v: Tensor) -> Result<(Tensor, Tensor)> {
+        let slot = self
+            .layers
+            .get_mut(i)
+            .ok_or_else(|| crate::error::config_err(format!("kv cache has no layer {i}")))?;
+        let (k, v) = match slot.take() {
+            None => (k, v),
+            Some((pk, pv)) => (Tensor::cat(&[&pk, &k], 2)?, Tensor::cat(&[&pv, &v], 2)?),
+        };
+        *slot = Some((k.detach(), v.detach()));
+        Ok((k, v))
+    }
+}
+
+/// A built policy network.
+#[derive(Debug, Clone)]
+pub enum Model {
+    /// The byte-level tiny transformer.
+    Tiny(TinyModel),
+    /// A Qwen2/Qwen3 decoder.
+    Qwen(QwenModel),
+}
+
+impl Model {
+    /// Build the model and its tokenizer. `rng` initialises random weights (tiny only).
+    pub fn build(
+        config: &PolicyConfig,
+        device: &Device,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(Model, Tokenizer)> {
+        match config {
+            PolicyConfig::Tiny(c) => {
+                Ok((Model::Tiny(TinyModel::new(c, device, rng)?), Tokenizer::Bytes))
+            }
+            PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) => {
+                let (m, tok) = QwenModel::load(&src.path, src.ops, device)?;
+                let want = if matches!(config, PolicyConfig::Qwen3(_)) { "qwen3" } else { "qwen2" };
+                if m.config.model_type != want {
+                    return Err(crate::error::config_err(format!(
+                        "family `{want}` but config.json says model_type `{}`",
+                        m.config.model_type
+                    )));
+                }
+                Ok((Model::Qwen(m), tok))
+            }
+        }
+    }
+
+    /// Rebuild the same architecture over another parameter store (e.g. a frozen reference copy).
+    pub fn with_params(&self, params: ParamStore) -> Result<Model> {
+        match self {
+            Model::Tiny(m) => Ok(Model::Tiny(m.with_params(params)?)),
+            Model::Qwen(m) => Ok(Model::Qwen(m.with_params(params)?)),
+        }
+    }
+
+    /// Training forward: ids (B, T) u32 → logits (B, T, V).
+    pub fn forward(&self, ids: &Tensor) -> Result<Tensor> {
+        match self {
+            Model::Tiny(m) => m.forward(ids, None),
+            Model::Qwen(m) => m.forward(ids, None),
+        }
+    }
+
+    /// Incremental forward: ids (B, t) continue the cached positions → logits (B, t, V).
+    pub fn forward_cached(&self, ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        match self {
+            Model::Tiny(m) => m.forward(ids, Some(cache)),
+            Model::Qwen(m) => m.forward(ids, Some(cache)),
+        }
+    }
+
+    /// The op implementation the model uses (the losses use the same one).
+    pub fn ops(&self) -> crate::ops::Ops {
+        match self {
+            Model::Tiny(m) => m.ops(),
+            Model::Qwen(m) => m.ops(),
+        }
+    }
+
+    /// A fresh cache sized for this model.
+    pub fn new_cache(&self) -> KvCache {
+        KvCache::new(self.num_layers())
+    }
+
+    /// Number of transformer layers.
+    pub fn num_layers(&self) -> usize {
+        match self {
+            Model::Tiny(m) => m.config.layers,
+            Model::Qwen(m) => m.config.num_hidden_layers,
+        }
+    }
+
+    /// The trainable parameters.
+    pub fn params(&self) -> &ParamStore {
+        match self {
+            Model::Tiny(m) => &m.params,
+            Model::Qwen(m) => &m.params,
+        }
+    }
+
+    /// Maximum sequence length.
+    pub fn context(&self) -> usize {
+        match self {
+            Model::Tiny(m) => m.config.context,
+            Model::Qwen(m) => m.config.max_position_embeddings,
+        }
+    }
+
+    /// Vocabulary size (number of logits).
+    pub fn vocab(&self) -> usize {
+        match self {
+            Model::Tiny(_) => crate::tokenizer::byte_specials::VOCAB,
+            Model::Qwen(m) => m.config.vocab_size,
+        }
+    }
+
+    /// The device the parameters live on.
+    pub fn device(&self) -> Device {
+        self.params().device()
+    }
+}

@@ -1,0 +1,184 @@
+//! `std::models::tiny`: a byte-level pre-LN GPT decoder with learned positions and a tanh-GELU
+//! MLP, small enough to train on two CPU cores in minutes.
+
+use candle_core::{D, Device, Tensor};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, config_err};
+use crate::models::KvCache;
+use crate::ops::{Ops, OpsMode, reference};
+use crate::params::{Init, ParamStore};
+use crate::tokenizer::byte_specials;
+
+fn d_layers() -> usize {
+    2
+}
+fn d_model() -> usize {
+    128
+}
+fn d_heads() -> usize {
+    4
+}
+fn d_context() -> usize {
+    256
+}
+fn d_mlp() -> usize {
+    4
+}
+
+/// Sizes of the tiny model. Every field has a default, so `{ "family": "tiny" }` is valid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TinyConfig {
+    /// Number of transformer blocks.
+    #[serde(default = "d_layers")]
+    pub layers: usize,
+    /// Residual width.
+    #[serde(default = "d_model")]
+    pub d_model: usize,
+    /// Attention heads (must divide `d_model`).
+    #[serde(default = "d_heads")]
+    pub heads: usize,
+    /// Maximum sequence length (number of learned positions).
+    #[serde(default = "d_context")]
+    pub context: usize,
+    /// MLP hidden width as a multiple of `d_model`.
+    #[serde(default = "d_mlp")]
+    pub mlp_ratio: usize,
+    /// Operation implementation (default: fused kernels on CPU).
+    #[serde(default)]
+    pub ops: OpsMode,
+}
+
+impl Default for TinyConfig {
+    fn default() -> Self {
+        TinyConfig {
+            layers: d_layers(),
+            d_model: d_model(),
+            heads: d_heads(),
+            context: d_context(),
+            mlp_ratio: d_mlp(),
+            ops: OpsMode::Auto,
+        }
+    }
+}
+
+const LN_EPS: f32 = 1e-5;
+
+/// The tiny model: config, parameters and the chosen op implementation.
+#[derive(Debug, Clone)]
+pub struct TinyModel {
+    /// Its sizes.
+    pub config: TinyConfig,
+    /// Its parameters (names listed in docs/trainer.md).
+    pub params: ParamStore,
+    ops: Ops,
+}
+
+impl TinyModel {
+    /// Randomly initialise (GPT-2 style: N(0, 0.02), residual projections scaled by 1/√(2L)).
+    pub fn new(config: &TinyConfig, device: &Device, rng: &mut ChaCha8Rng) -> Result<Self> {
+        if config.layers == 0 || config.d_model == 0 || config.heads == 0 || config.context == 0 {
+            return Err(config_err("tiny: layers, d_model, heads and context must be > 0"));
+        }
+        if !config.d_model.is_multiple_of(config.heads) {
+            return Err(config_err(format!(
+                "tiny: d_model {} is not divisible by heads {}",
+                config.d_model, config.heads
+            )));
+        }
+        let d = config.d_model;
+        let h = d * config.mlp_ratio;
+        let v = byte_specials::VOCAB;
+        let std = 0.02f32;
+        let proj_std = std / ((2 * config.layers) as f32).sqrt();
+        let mut p = ParamStore::new();
+        p.create("tok_emb.weight", &[v, d], Init::Normal(std), rng, device)?;
+        p.create("pos_emb.weight", &[config.context, d], Init::Normal(std), rng, device)?;
+        for i in 0..config.layers {
+            let n = |s: &str| format!("layers.{i}.{s}");
+            p.create(&n("ln1.weight"), &[d], Init::Ones, rng, device)?;
+            p.create(&n("ln1.bias"), &[d], Init::Zeros, rng, device)?;
+            p.create(&n("attn.qkv.weight"), &[3 * d, d], Init::Normal(std), rng, device)?;
+            p.create(&n("attn.qkv.bias"), &[3 * d], Init::Zeros, rng, device)?;
+            p.create(&n("attn.proj.weight"), &[d, d], Init::Normal(proj_std), rng, device)?;
+            p.create(&n("attn.proj.bias"), &[d], Init::Zeros, rng, device)?;
+            p.create(&n("ln2.weight"), &[d], Init::Ones, rng, device)?;
+            p.create(&n("ln2.bias"), &[d], Init::Zeros, rng, device)?;
+            p.create(&n("mlp.fc.weight"), &[h, d], Init::Normal(std), rng, device)?;
+            p.create(&n("mlp.fc.bias"), &[h], Init::Zeros, rng, device)?;
+            p.create(&n("mlp.proj.weight"), &[d, h], Init::Normal(proj_std), rng, device)?;
+            p.create(&n("mlp.proj.bias"), &[d], Init::Zeros, rng, device)?;
+        }
+        p.create("ln_f.weight", &[d], Init::Ones, rng, device)?;
+        p.create("ln_f.bias", &[d], Init::Zeros, rng, device)?;
+        p.create("lm_head.weight", &[v, d], Init::Normal(std), rng, device)?;
+        Ok(TinyModel { config: config.clone(), params: p, ops: Ops::new(config.ops, device) })
+    }
+
+    /// The op implementation in use.
+    pub fn ops(&self) -> Ops {
+        self.ops
+    }
+
+    /// The same architecture over another parameter store.
+    pub fn with_params(&self, params: ParamStore) -> Result<Self> {
+        let ops = Ops::new(self.config.ops, &params.device());
+        Ok(TinyModel { config: self.config.clone(), params, ops })
+    }
+
+    /// ids (B, T) → logits (B, T, V). With a cache, the ids continue the cached positions and
+    /// attention runs over cache + new keys (inference only).
+    pub fn forward(&self, ids: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
+        let (b, t) = ids.dims2()?;
+        let c = &self.config;
+        let d = c.d_model;
+        let nh = c.heads;
+        let hd = d / nh;
+        let offset = cache.as_ref().map(|k| k.pos).unwrap_or(0);
+        if offset + t > c.context {
+            return Err(config_err(format!(
+                "sequence of {} tokens exceeds the tiny model's context {}",
+                offset + t,
+                c.context
+            )));
+        }
+        let p = &self.params;
+        let tok = p.get("tok_emb.weight")?.index_select(&ids.flatten_all()?, 0)?;
+        let pos = p.get("pos_emb.weight")?.narrow(0, offset, t)?;
+        let mut x = tok.reshape((b, t, d))?.broadcast_add(&pos)?;
+        let scale = 1.0 / (hd as f64).sqrt();
+        for i in 0..c.layers {
+            let g = |s: &str| p.get(&format!("layers.{i}.{s}"));
+            let h = self.ops.layer_norm(&x, &g("ln1.weight")?, &g("ln1.bias")?, LN_EPS)?;
+            let qkv = self.ops.linear(&h, &g("attn.qkv.weight")?, Some(&g("attn.qkv.bias")?))?;
+            let qkv = qkv.reshape((b, t, 3, nh, hd))?;
+            let split = |j: usize| -> Result<Tensor> {
+                Ok(qkv.narrow(2, j, 1)?.squeeze(2)?.transpose(1, 2)?.contiguous()?)
+            };
+            let (q, k, v) = (split(0)?, split(1)?, split(2)?);
+            let y = match cache.as_deref_mut() {
+                None => self.ops.causal_attention(&q, &k, &v, scale)?,
+                Some(kv) => {
+                    let (k, v) = kv.append(i, k, v)?;
+                    reference::attention(&q, &k, &v, scale, offset)?
+                }
+            };
+            let y = y.transpose(1, 2)?.reshape((b, t, d))?;
+            let y = self.ops.linear(&y, &g("attn.proj.weight")?, Some(&g("attn.proj.bias")?))?;
+            x = (x + y)?;
+            let h = self.ops.layer_norm(&x, &g("ln2.weight")?, &g("ln2.bias")?, LN_EPS)?;
+            let h = self.ops.linear(&h, &g("mlp.fc.weight")?, Some(&g("mlp.fc.bias")?))?;
+            let h = self.ops.gelu(&h)?;
+            let h = self.ops.linear(&h, &g("mlp.proj.weight")?, Some(&g("mlp.proj.bias")?))?;
+            x = (x + h)?;
+        }
+        if let Some(kv) = cache {
+            kv.pos += t;
+        }
+        let x = self.ops.layer_norm(&x, &p.get("ln_f.weight")?, &p.get("ln_f.bias")?, LN_EPS)?;
+        let logits = self.ops.linear(&x, &p.get("lm_head.weight")?, None)?;
+        debug_assert_eq!(logits.dim(D::Minus1)?, byte_specials::VOCAB);
+        Ok(logits)
+    }
+}

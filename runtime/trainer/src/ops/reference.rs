@@ -1,0 +1,83 @@
+//! Reference implementations built only from differentiable candle ops. They run on any device
+//! and serve as the ground truth for the fused kernels' gradient checks.
+
+use candle_core::{D, DType, Device, Tensor};
+
+use crate::error::Result;
+
+/// `x · wᵀ + b` over the last dimension, as one 2-D matmul (avoids candle's broadcast matmul
+/// whose backward reduces over the batch slowly).
+pub fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+    let dims = x.dims().to_vec();
+    let k = *dims.last().unwrap_or(&1);
+    let n: usize = dims.iter().product::<usize>() / k.max(1);
+    let out = w.dim(0)?;
+    let x2 = x.reshape((n, k))?;
+    let mut y = x2.matmul(&w.t()?)?;
+    if let Some(b) = b {
+        y = y.broadcast_add(b)?;
+    }
+    let mut out_dims = dims;
+    if let Some(last) = out_dims.last_mut() {
+        *last = out;
+    }
+    Ok(y.reshape(out_dims)?)
+}
+
+/// LayerNorm via `candle_nn::ops::layer_norm_slow` (differentiable).
+pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32) -> Result<Tensor> {
+    Ok(candle_nn::ops::layer_norm_slow(x, w, b, eps)?)
+}
+
+/// RMSNorm via `candle_nn::ops::rms_norm_slow` (differentiable).
+pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
+    Ok(candle_nn::ops::rms_norm_slow(x, w, eps)?)
+}
+
+/// GELU with the tanh approximation (candle's op has a backward).
+pub fn gelu(x: &Tensor) -> Result<Tensor> {
+    Ok(x.gelu()?)
+}
+
+/// An additive mask (tq, tk): query i (at absolute position `offset + i`) sees keys 0..=offset+i.
+pub fn causal_mask(tq: usize, tk: usize, offset: usize, device: &Device) -> Result<Tensor> {
+    let mut m = vec![0f32; tq * tk];
+    for i in 0..tq {
+        for j in 0..tk {
+            if j > offset + i {
+                m[i * tk + j] = f32::NEG_INFINITY;
+            }
+        }
+    }
+    Ok(Tensor::from_vec(m, (tq, tk), device)?)
+}
+
+/// Attention with a causal mask. q: (B, H, tq, D); k, v: (B, H, tk, D); query i sits at
+/// absolute position `offset + i` and the keys at 0..tk.
+pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, offset: usize) -> Result<Tensor> {
+    let tq = q.dim(2)?;
+    let tk = k.dim(2)?;
+    let scores = (q.matmul(&k.t()?)? * scale)?;
+    let scores = if tq > 1 || offset + 1 < tk {
+        let mask = causal_mask(tq, tk, offset, q.device())?.to_dtype(scores.dtype())?;
+        scores.broadcast_add(&mask)?
+    } else {
+        scores
+    };
+    let p = candle_nn::ops::softmax(&scores, D::Minus1)?;
+    Ok(p.matmul(v)?)
+}
+
+/// Log-probability of each target under the logits: `log_softmax(logits)[i, targets[i]]`.
+pub fn token_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    let lsm = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
+    let idx = targets.to_dtype(DType::U32)?.unsqueeze(1)?;
+    Ok(lsm.gather(&idx, 1)?.squeeze(1)?)
+}
+
+/// Per-row entropy of the softmax of `logits` (N, V): `-Σ p log p`, differentiable.
+pub fn entropy(logits: &Tensor) -> Result<Tensor> {
+    let lsm = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
+    let p = lsm.exp()?;
+    Ok((p * lsm)?.sum(D::Minus1)?.neg()?)
+}

@@ -1,0 +1,247 @@
+//! AdamW with explicit, checkpointable state; learning-rate schedules (constant / cosine with
+//! warm-up); global-norm gradient clipping.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use candle_core::{Tensor, Var};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, TrainerError, config_err};
+use crate::params::ParamStore;
+
+/// Shape of the learning-rate curve after warm-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleKind {
+    /// Constant after warm-up.
+    #[default]
+    Constant,
+    /// Cosine decay from the peak to `min_lr_ratio · lr` at `total_steps`.
+    Cosine,
+}
+
+/// Learning-rate schedule. Warm-up is linear from 0 over `warmup_steps` (or
+/// `warmup_ratio · total_steps`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Schedule {
+    /// Curve after warm-up.
+    #[serde(default)]
+    pub kind: ScheduleKind,
+    /// Warm-up steps (takes precedence over the ratio).
+    #[serde(default)]
+    pub warmup_steps: Option<u64>,
+    /// Warm-up as a fraction of `total_steps`.
+    #[serde(default)]
+    pub warmup_ratio: Option<f64>,
+    /// Total optimiser steps (needed by cosine and by `warmup_ratio`).
+    #[serde(default)]
+    pub total_steps: Option<u64>,
+    /// Final LR as a fraction of the peak (cosine).
+    #[serde(default)]
+    pub min_lr_ratio: f64,
+}
+
+impl Schedule {
+    /// LR multiplier for optimiser step `step` (0-based).
+    pub fn factor(&self, step: u64) -> Result<f64> {
+        let warmup = match (self.warmup_steps, self.warmup_ratio, self.total_steps) {
+            (Some(w), _, _) => w,
+            (None, Some(r), Some(t)) => (r * t as f64).round() as u64,
+            (None, Some(_), None) => return Err(config_err("warmup_ratio needs total_steps")),
+            (None, None, _) => 0,
+        };
+        if step < warmup {
+            return Ok((step + 1) as f64 / warmup as f64);
+        }
+        match self.kind {
+            ScheduleKind::Constant => Ok(1.0),
+            ScheduleKind::Cosine => {
+                let total = self
+                    .total_steps
+                    .ok_or_else(|| config_err("a cosine schedule needs total_steps"))?;
+                let span = total.saturating_sub(warmup).max(1) as f64;
+                let progress = ((step - warmup) as f64 / span).min(1.0);
+                let cos = 0.5 * (1.0 + (std::f64::consts::PI * progress).cos());
+                Ok(self.min_lr_ratio + (1.0 - self.min_lr_ratio) * cos)
+            }
+        }
+    }
+}
+
+fn d_lr() -> f64 {
+    1e-3
+}
+fn d_betas() -> (f64, f64) {
+    (0.9, 0.999)
+}
+fn d_eps() -> f64 {
+    1e-8
+}
+fn d_wd() -> f64 {
+    0.01
+}
+
+/// Optimiser settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OptimConfig {
+    /// Peak learning rate.
+    #[serde(default = "d_lr")]
+    pub lr: f64,
+    /// Adam (β1, β2).
+    #[serde(default = "d_betas")]
+    pub betas: (f64, f64),
+    /// Adam ε.
+    #[serde(default = "d_eps")]
+    pub eps: f64,
+    /// Decoupled weight decay, applied to parameters with ≥ 2 dimensions only (not to biases
+    /// and norm gains).
+    #[serde(default = "d_wd")]
+    pub weight_decay: f64,
+    /// Clip the global gradient L2 norm to this value.
+    #[serde(default)]
+    pub grad_clip: Option<f64>,
+    /// LR schedule.
+    #[serde(default)]
+    pub schedule: Schedule,
+}
+
+impl Default for OptimConfig {
+    fn default() -> Self {
+        OptimConfig {
+            lr: d_lr(),
+            betas: d_betas(),
+            eps: d_eps(),
+            weight_decay: d_wd(),
+            grad_clip: None,
+            schedule: Schedule::default(),
+        }
+    }
+}
+
+/// AdamW whose moments live in a name-keyed map so they can be saved and restored exactly.
+#[derive(Debug, Clone)]
+pub struct AdamW {
+    /// Settings.
+    pub config: OptimConfig,
+    /// Number of updates applied so far (bias correction uses it).
+    pub t: u64,
+    m: BTreeMap<String, Tensor>,
+    v: BTreeMap<String, Tensor>,
+}
+
+/// What one optimiser step did.
+#[derive(Debug, Clone, Copy)]
+pub struct StepInfo {
+    /// Global L2 norm of the gradient before clipping.
+    pub grad_norm: f64,
+    /// Learning rate used.
+    pub lr: f64,
+}
+
+/// Gradients keyed by parameter name.
+pub type Grads = BTreeMap<String, Tensor>;
+
+/// Global L2 norm of a set of gradients.
+pub fn grad_norm(grads: &Grads) -> Result<f64> {
+    let mut total = 0f64;
+    for g in grads.values() {
+        total += g.sqr()?.sum_all()?.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
+    }
+    Ok(total.sqrt())
+}
+
+impl AdamW {
+    /// A fresh optimiser.
+    pub fn new(config: OptimConfig) -> Self {
+        AdamW { config, t: 0, m: BTreeMap::new(), v: BTreeMap::new() }
+    }
+
+    /// Apply one update to `params` from `grads` (clipped first). `step` picks the scheduled LR.
+    pub fn step(&mut self, params: &ParamStore, grads: &Grads, step: u64) -> Result<StepInfo> {
+        let norm = grad_norm(grads)?;
+        if !norm.is_finite() {
+            return Err(TrainerError::Config(format!("gradient norm is {norm}; refusing to step")));
+        }
+        let clip = match self.config.grad_clip {
+            Some(max) if norm > max => max / (norm + 1e-6),
+            Some(_) | None => 1.0,
+        };
+        let lr = self.config.lr * self.config.schedule.factor(step)?;
+        let (b1, b2) = self.config.betas;
+        self.t += 1;
+        let bc1 = 1.0 - b1.powi(self.t as i32);
+        let bc2 = 1.0 - b2.powi(self.t as i32);
+        for (name, var) in params.iter() {
+            let Some(g) = grads.get(name) else { continue };
+            let g = if clip != 1.0 { (g * clip)? } else { g.clone() };
+            let m = match self.m.get(name) {
+                Some(m) => ((m * b1)? + (&g * (1.0 - b1))?)?,
+                None => (&g * (1.0 - b1))?,
+            };
+            let v = match self.v.get(name) {
+                Some(v) => ((v * b2)? + (g.sqr()? * (1.0 - b2))?)?,
+                None => (g.sqr()? * (1.0 - b2))?,
+            };
+            let update = ((&m / bc1)? / ((&v / bc2)?.sqrt()? + self.config.eps)?)?;
+            let cur = var.as_tensor();
+            let decayed = if var.rank() >= 2 && self.config.weight_decay != 0.0 {
+                (cur * (1.0 - lr * self.config.weight_decay))?
+            } else {
+                cur.clone()
+            };
+            let new = (decayed - (update * lr)?)?;
+            set_var(var, &new)?;
+            self.m.insert(name.clone(), m);
+            self.v.insert(name.clone(), v);
+        }
+        Ok(StepInfo { grad_norm: norm, lr })
+    }
+
+    /// Save the moments (`m.NAME`, `v.NAME`) to a safetensors file.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let mut map: HashMap<String, Tensor> = HashMap::new();
+        for (k, t) in &self.m {
+            map.insert(format!("m.{k}"), t.clone());
+        }
+        for (k, t) in &self.v {
+            map.insert(format!("v.{k}"), t.clone());
+        }
+        if map.is_empty() {
+            // safetensors cannot hold zero tensors portably; store a marker.
+            map.insert(
+                "empty".into(),
+                Tensor::zeros(1, candle_core::DType::F32, &candle_core::Device::Cpu)?,
+            );
+        }
+        candle_core::safetensors::save(&map, path)?;
+        Ok(())
+    }
+
+    /// Restore moments saved by [`AdamW::save`] with update count `t`.
+    pub fn load(
+        config: OptimConfig,
+        t: u64,
+        path: &Path,
+        device: &candle_core::Device,
+    ) -> Result<Self> {
+        let mut opt = AdamW::new(config);
+        opt.t = t;
+        for (k, v) in candle_core::safetensors::load(path, device)? {
+            if let Some(n) = k.strip_prefix("m.") {
+                opt.m.insert(n.to_string(), v);
+            } else if let Some(n) = k.strip_prefix("v.") {
+                opt.v.insert(n.to_string(), v);
+            } else if k != "empty" {
+                return Err(TrainerError::Checkpoint(format!("unexpected optimiser tensor `{k}`")));
+            }
+        }
+        Ok(opt)
+    }
+}
+
+/// Overwrite a variable's value in place (its tensor id, and so gradient bookkeeping, stays).
+fn set_var(var: &Var, value: &Tensor) -> Result<()> {
+    var.set(value)?;
+    Ok(())
+}

@@ -1,0 +1,417 @@
+//! RL objectives: samples, GRPO advantages, DAPO dynamic sampling and overlong shaping, the
+//! clipped PPO surrogate with decoupled/dual clipping, KL (k1/k3) and aggregation weights.
+//! The per-token maths is plain Rust so it can be checked by hand (see the tests).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, config_err};
+
+/// One scored completion (or one turn of a trajectory) for an RL update.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// The context the completion was sampled from.
+    pub prompt_tokens: Vec<u32>,
+    /// The sampled tokens.
+    pub completion_tokens: Vec<u32>,
+    /// Rollout log-prob of each completion token (same length as `completion_tokens`).
+    pub old_logprobs: Vec<f32>,
+    /// Which completion tokens carry loss (e.g. false on tool output inside a multi-turn
+    /// completion); `None` = all.
+    #[serde(default)]
+    pub completion_mask: Option<Vec<bool>>,
+    /// Scalar reward of the trajectory this sample belongs to.
+    pub reward: f32,
+    /// A precomputed advantage; `None` = compute it from the group (GRPO).
+    #[serde(default)]
+    pub advantage: Option<f32>,
+    /// Samples of the same prompt share a group id.
+    pub group_id: u64,
+    /// Turns of one trajectory share a trajectory id (per-turn training); group statistics
+    /// count each trajectory once, and every turn gets its trajectory's advantage.
+    pub trajectory_id: u64,
+    /// Excluded from the loss and from group statistics (e.g. judge timeout, infra failure).
+    #[serde(default)]
+    pub excluded: bool,
+    /// The completion hit the length limit (for overlong filtering).
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+/// How per-token losses are averaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossAggregation {
+    /// Σ ℓ / (number of tokens in the mini-batch): every token counts equally (DAPO).
+    #[default]
+    TokenMean,
+    /// mean over samples of (mean over the sample's tokens) (original GRPO).
+    SeqMeanTokenMean,
+    /// mean over samples of (sum over the sample's tokens).
+    SeqMeanTokenSum,
+}
+
+/// KL estimator against the reference policy (δ = log π_ref − log π).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KlEstimator {
+    /// k1 = −δ = log π − log π_ref.
+    K1,
+    /// k3 = e^δ − δ − 1 (unbiased, non-negative; "low_var_kl").
+    #[default]
+    K3,
+}
+
+/// KL penalty in the loss.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct KlConfig {
+    /// Coefficient β. With 0 no reference model is held.
+    pub coef: f64,
+    /// Estimator.
+    #[serde(default)]
+    pub estimator: KlEstimator,
+}
+
+/// DAPO soft overlong punishment added to the reward: 0 up to `max_len − cache_len` tokens,
+/// then linear down to −`penalty` at `max_len`, and −`penalty` beyond.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OverlongShaping {
+    /// Maximum completion length L_max.
+    pub max_len: usize,
+    /// Length of the soft-punishment interval L_cache.
+    pub cache_len: usize,
+    /// Punishment at and beyond L_max (DAPO: 1).
+    #[serde(default = "one")]
+    pub penalty: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn d_clip() -> f64 {
+    0.2
+}
+fn d_epochs() -> usize {
+    1
+}
+fn d_true() -> bool {
+    true
+}
+fn d_temp() -> f32 {
+    1.0
+}
+
+/// Settings of one RL update. Defaults are GRPO with symmetric clip 0.2, one epoch, one
+/// mini-batch, token-mean aggregation, no KL, no entropy bonus.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RlConfig {
+    /// Divide group-centred rewards by the group's standard deviation (GRPO); false = Dr.GRPO.
+    #[serde(default = "d_true")]
+    pub normalize_std: bool,
+    /// ε_low: ratios below 1 − ε_low stop pushing down negative-advantage tokens.
+    #[serde(default = "d_clip")]
+    pub clip_low: f64,
+    /// ε_high: ratios above 1 + ε_high stop pushing up positive-advantage tokens (DAPO: 0.28).
+    #[serde(default = "d_clip")]
+    pub clip_high: f64,
+    /// Dual clip c (> 1): for negative advantages the loss is capped at −A·c.
+    #[serde(default)]
+    pub dual_clip: Option<f64>,
+    /// Loss aggregation.
+    #[serde(default)]
+    pub aggregation: LossAggregation,
+    /// Passes over the batch (PPO epochs).
+    #[serde(default = "d_epochs")]
+    pub ppo_epochs: usize,
+    /// Mini-batches per epoch; each is one optimiser step.
+    #[serde(default = "d_epochs")]
+    pub minibatches: usize,
+    /// Samples per forward pass inside a mini-batch (gradient accumulation); 0 = whole mini-batch.
+    #[serde(default)]
+    pub micro_batch: usize,
+    /// KL penalty to the reference policy.
+    #[serde(default)]
+    pub kl: Option<KlConfig>,
+    /// Entropy bonus coefficient (loss −= coef · entropy).
+    #[serde(default)]
+    pub entropy_coef: f64,
+    /// Sampling temperature: training log-probs use logits / T, like the rollout's.
+    #[serde(default = "d_temp")]
+    pub temperature: f32,
+    /// true: the ratio's denominator is the rollout log-prob; false: recompute it with the
+    /// current weights before the first update (verl's `old_log_prob`).
+    #[serde(default = "d_true")]
+    pub use_rollout_logprobs: bool,
+    /// DAPO dynamic sampling: drop groups whose rewards are all equal.
+    #[serde(default)]
+    pub dynamic_sampling: bool,
+    /// DAPO soft overlong punishment.
+    #[serde(default)]
+    pub overlong: Option<OverlongShaping>,
+    /// DAPO overlong filtering: exclude truncated samples from the loss.
+    #[serde(default)]
+    pub overlong_filter: bool,
+}
+
+impl Default for RlConfig {
+    fn default() -> Self {
+        RlConfig {
+            normalize_std: true,
+            clip_low: 0.2,
+            clip_high: 0.2,
+            dual_clip: None,
+            aggregation: LossAggregation::TokenMean,
+            ppo_epochs: 1,
+            minibatches: 1,
+            micro_batch: 0,
+            kl: None,
+            entropy_coef: 0.0,
+            temperature: 1.0,
+            use_rollout_logprobs: true,
+            dynamic_sampling: false,
+            overlong: None,
+            overlong_filter: false,
+        }
+    }
+}
+
+impl RlConfig {
+    /// DAPO defaults (assumptions from the DAPO paper): clip 0.2 / 0.28, token-mean, dynamic
+    /// sampling, no KL.
+    pub fn dapo() -> Self {
+        RlConfig { clip_high: 0.28, dynamic_sampling: true, ..RlConfig::default() }
+    }
+
+    /// The KL coefficient when a KL term is active.
+    pub fn kl_coef(&self) -> Option<(f64, KlEstimator)> {
+        self.kl.filter(|k| k.coef != 0.0).map(|k| (k.coef, k.estimator))
+    }
+
+    /// Check value ranges.
+    pub fn validate(&self) -> Result<()> {
+        if self.clip_low < 0.0 || self.clip_low >= 1.0 || self.clip_high < 0.0 {
+            return Err(config_err("clip_low must be in [0, 1) and clip_high ≥ 0"));
+        }
+        if self.dual_clip.is_some_and(|c| c <= 1.0) {
+            return Err(config_err("dual_clip must be > 1"));
+        }
+        if self.ppo_epochs == 0 || self.minibatches == 0 {
+            return Err(config_err("ppo_epochs and minibatches must be ≥ 1"));
+        }
+        Ok(())
+    }
+}
+
+/// The soft overlong punishment for a completion of `len` tokens.
+pub fn overlong_penalty(len: usize, o: &OverlongShaping) -> f64 {
+    let free = o.max_len.saturating_sub(o.cache_len);
+    if len <= free {
+        0.0
+    } else if len <= o.max_len {
+        -o.penalty * (len - free) as f64 / o.cache_len.max(1) as f64
+    } else {
+        -o.penalty
+    }
+}
+
+/// The reward each sample trains with (overlong shaping applied).
+pub fn shaped_rewards(samples: &[Sample], cfg: &RlConfig) -> Vec<f64> {
+    samples
+        .iter()
+        .map(|s| {
+            let pen = cfg
+                .overlong
+                .as_ref()
+                .map_or(0.0, |o| overlong_penalty(s.completion_tokens.len(), o));
+            s.reward as f64 + pen
+        })
+        .collect()
+}
+
+/// Whether a sample takes part in the loss and the group statistics.
+pub fn is_active(s: &Sample, cfg: &RlConfig) -> bool {
+    let filtered = cfg.overlong_filter && s.truncated;
+    !(s.excluded || filtered || s.completion_tokens.is_empty())
+}
+
+/// Group ids whose active trajectories all have the same reward (dynamic sampling drops them).
+pub fn constant_groups(samples: &[Sample], rewards: &[f64], cfg: &RlConfig) -> BTreeSet<u64> {
+    let mut by_group: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for (s, &r) in samples.iter().zip(rewards) {
+        if is_active(s, cfg) {
+            by_group.entry(s.group_id).or_default().push(r);
+        }
+    }
+    by_group
+        .into_iter()
+        .filter(|(_, rs)| rs.iter().all(|&r| (r - rs[0]).abs() < 1e-12))
+        .map(|(g, _)| g)
+        .collect()
+}
+
+/// GRPO advantages, one per sample (0 for inactive samples). Within a group, each trajectory
+/// counts once: A = (R − mean) / (std + 1e-6) with the unbiased std (or R − mean without std
+/// normalisation; std = 1 for one-trajectory groups). Turns inherit their trajectory's value.
+/// A sample's own `advantage`, when set, is used as is.
+pub fn grpo_advantages(samples: &[Sample], rewards: &[f64], cfg: &RlConfig) -> Vec<f64> {
+    let mut traj_reward: BTreeMap<(u64, u64), f64> = BTreeMap::new();
+    for (s, &r) in samples.iter().zip(rewards) {
+        if is_active(s, cfg) {
+            traj_reward.entry((s.group_id, s.trajectory_id)).or_insert(r);
+        }
+    }
+    let mut group_rewards: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for (&(g, _), &r) in &traj_reward {
+        group_rewards.entry(g).or_default().push(r);
+    }
+    let stats: BTreeMap<u64, (f64, f64)> = group_rewards
+        .iter()
+        .map(|(&g, rs)| {
+            let n = rs.len() as f64;
+            let mean = rs.iter().sum::<f64>() / n;
+            let std = if rs.len() > 1 {
+                (rs.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+            } else {
+                1.0
+            };
+            (g, (mean, std))
+        })
+        .collect();
+    samples
+        .iter()
+        .map(|s| {
+            if !is_active(s, cfg) {
+                return 0.0;
+            }
+            if let Some(a) = s.advantage {
+                return a as f64;
+            }
+            let r = traj_reward.get(&(s.group_id, s.trajectory_id)).copied().unwrap_or(0.0);
+            let (mean, std) = stats.get(&s.group_id).copied().unwrap_or((r, 1.0));
+            if cfg.normalize_std { (r - mean) / (std + 1e-6) } else { r - mean }
+        })
+        .collect()
+}
+
+/// The loss of one token and its derivative with respect to the current log-prob.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenLoss {
+    /// Policy-gradient loss.
+    pub pg: f64,
+    /// KL estimate (0 without a reference).
+    pub kl: f64,
+    /// Total ℓ = pg + β·kl.
+    pub value: f64,
+    /// dℓ / d log π.
+    pub dlogp: f64,
+    /// The clip at 1 − ε_low removed this token's gradient.
+    pub clipped_low: bool,
+    /// The clip at 1 + ε_high removed this token's gradient.
+    pub clipped_high: bool,
+}
+
+/// Clipped surrogate for one token: r = exp(lp − old),
+/// pg = max(−A·r, −A·clip(r, 1−ε_low, 1+ε_high)), capped at −A·c for A < 0 with dual clip c;
+/// plus β·KL(lp, ref).
+pub fn token_loss(
+    lp: f64,
+    old: f64,
+    adv: f64,
+    reference: Option<(f64, f64, KlEstimator)>,
+    cfg: &RlConfig,
+) -> TokenLoss {
+    let r = (lp - old).exp();
+    let unclipped = -adv * r;
+    let rc = r.clamp(1.0 - cfg.clip_low, 1.0 + cfg.clip_high);
+    let clipped = -adv * rc;
+    let (mut pg, mut dpg, mut low, mut high) = (unclipped, -adv * r, false, false);
+    if clipped > unclipped {
+        pg = clipped;
+        dpg = 0.0;
+        low = r < 1.0 - cfg.clip_low;
+        high = r > 1.0 + cfg.clip_high;
+    }
+    if let Some(c) = cfg.dual_clip
+        && adv < 0.0
+        && -adv * c < pg
+    {
+        pg = -adv * c;
+        dpg = 0.0;
+    }
+    let (kl, dkl, beta) = match reference {
+        None => (0.0, 0.0, 0.0),
+        Some((ref_lp, beta, est)) => {
+            let delta = ref_lp - lp;
+            match est {
+                KlEstimator::K1 => (-delta, 1.0, beta),
+                KlEstimator::K3 => (delta.exp() - delta - 1.0, 1.0 - delta.exp(), beta),
+            }
+        }
+    };
+    TokenLoss {
+        pg,
+        kl,
+        value: pg + beta * kl,
+        dlogp: dpg + beta * dkl,
+        clipped_low: low,
+        clipped_high: high,
+    }
+}
+
+/// Aggregation coefficients: the loss of a mini-batch is Σ c_i·ℓ_i over its tokens.
+/// `token_counts[s]` = number of loss tokens of sample s in the mini-batch.
+pub fn aggregation_coefficients(token_counts: &[usize], agg: LossAggregation) -> Vec<Vec<f64>> {
+    let total: usize = token_counts.iter().sum();
+    let nseq = token_counts.iter().filter(|&&n| n > 0).count().max(1) as f64;
+    token_counts
+        .iter()
+        .map(|&n| {
+            let c = match agg {
+                LossAggregation::TokenMean => 1.0 / total.max(1) as f64,
+                LossAggregation::SeqMeanTokenMean => 1.0 / (nseq * n.max(1) as f64),
+                LossAggregation::SeqMeanTokenSum => 1.0 / nseq,
+            };
+            vec![c; n]
+        })
+        .collect()
+}
+
+/// Collects groups for DAPO dynamic sampling: push groups as they are scored; groups whose
+/// rewards are all equal are dropped; `is_full` says when enough informative groups are in.
+#[derive(Debug, Clone, Default)]
+pub struct GroupBuffer {
+    /// How many informative groups to collect.
+    pub target_groups: usize,
+    /// Collected samples.
+    pub samples: Vec<Sample>,
+    /// Informative groups collected.
+    pub groups: usize,
+    /// Groups dropped for equal rewards.
+    pub dropped: usize,
+}
+
+impl GroupBuffer {
+    /// A buffer that wants `target_groups` informative groups.
+    pub fn new(target_groups: usize) -> Self {
+        GroupBuffer { target_groups, ..Default::default() }
+    }
+
+    /// Offer one group (all samples of one prompt). Returns whether it was kept.
+    pub fn push_group(&mut self, group: Vec<Sample>, cfg: &RlConfig) -> bool {
+        let rewards = shaped_rewards(&group, cfg);
+        let has_active = group.iter().any(|s| is_active(s, cfg));
+        if !has_active || !constant_groups(&group, &rewards, cfg).is_empty() {
+            self.dropped += 1;
+            return false;
+        }
+        self.samples.extend(group);
+        self.groups += 1;
+        true
+    }
+
+    /// Whether enough informative groups were collected.
+    pub fn is_full(&self) -> bool {
+        self.groups >= self.target_groups
+    }
+}

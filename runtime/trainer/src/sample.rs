@@ -1,0 +1,217 @@
+//! Sampling completions with a KV cache: temperature, top-k, top-p, stop strings, max tokens,
+//! per-token log-probs, all driven by the trainer's seeded RNG.
+
+use candle_core::{DType, Tensor};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, config_err};
+use crate::models::Model;
+use crate::tokenizer::Tokenizer;
+
+fn d_temp() -> f32 {
+    1.0
+}
+fn d_top_p() -> f32 {
+    1.0
+}
+fn d_max() -> usize {
+    128
+}
+fn d_n() -> usize {
+    1
+}
+
+/// How to sample. Defaults: temperature 1, no top-k/top-p truncation, 128 tokens, 1 sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleParams {
+    /// Softmax temperature; 0 means greedy (argmax).
+    #[serde(default = "d_temp")]
+    pub temperature: f32,
+    /// Nucleus sampling mass in (0, 1]; 1 disables it.
+    #[serde(default = "d_top_p")]
+    pub top_p: f32,
+    /// Keep only the k most likely tokens; 0 disables it.
+    #[serde(default)]
+    pub top_k: usize,
+    /// Maximum number of generated tokens.
+    #[serde(default = "d_max")]
+    pub max_tokens: usize,
+    /// Stop as soon as the generated text contains one of these (it stays in the output).
+    #[serde(default)]
+    pub stop: Vec<String>,
+    /// Completions per prompt (a GRPO group). They are decoded together as one batch.
+    #[serde(default = "d_n")]
+    pub n: usize,
+}
+
+impl Default for SampleParams {
+    fn default() -> Self {
+        SampleParams {
+            temperature: d_temp(),
+            top_p: d_top_p(),
+            top_k: 0,
+            max_tokens: d_max(),
+            stop: Vec::new(),
+            n: d_n(),
+        }
+    }
+}
+
+/// Why generation ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The end-of-turn token was sampled (it is the last token of the completion).
+    Eos,
+    /// A stop string appeared; holds the stop string.
+    Stop(String),
+    /// `max_tokens` or the model's context was reached (the completion is truncated).
+    Length,
+}
+
+/// One sampled completion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    /// Index of the prompt it answers.
+    pub prompt_index: usize,
+    /// Decoded text of `tokens` (special tokens dropped).
+    pub text: String,
+    /// Generated token ids (including the end-of-turn token when `finish` is `Eos`).
+    pub tokens: Vec<u32>,
+    /// Log-probability of each generated token under the temperature-scaled distribution
+    /// before top-k/top-p truncation (log-softmax of logits / T; T = 1 when greedy).
+    pub logprobs: Vec<f32>,
+    /// Why it stopped.
+    pub finish: FinishReason,
+}
+
+/// log-softmax of one row.
+fn log_softmax(row: &[f32]) -> Vec<f32> {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let lse = row.iter().map(|&x| ((x - max) as f64).exp()).sum::<f64>().ln() as f32 + max;
+    row.iter().map(|&x| x - lse).collect()
+}
+
+/// Draw one token id from a logits row; returns (id, logprob).
+pub fn sample_token(logits: &[f32], p: &SampleParams, rng: &mut ChaCha8Rng) -> (u32, f32) {
+    if p.temperature <= 0.0 {
+        let lp = log_softmax(logits);
+        let (best, _) = logits
+            .iter()
+            .enumerate()
+            .fold((0usize, f32::NEG_INFINITY), |a, (i, &x)| if x > a.1 { (i, x) } else { a });
+        return (best as u32, lp[best]);
+    }
+    let scaled: Vec<f32> = logits.iter().map(|&x| x / p.temperature).collect();
+    let lp = log_softmax(&scaled);
+    let mut order: Vec<usize> = (0..lp.len()).collect();
+    // Sort by probability, ties by id, so the draw is deterministic.
+    order.sort_by(|&a, &b| lp[b].total_cmp(&lp[a]).then(a.cmp(&b)));
+    let mut keep = order.len();
+    if p.top_k > 0 {
+        keep = keep.min(p.top_k);
+    }
+    if p.top_p < 1.0 {
+        let mut mass = 0.0f64;
+        for (i, &id) in order.iter().enumerate().take(keep) {
+            mass += (lp[id] as f64).exp();
+            if mass >= p.top_p as f64 {
+                keep = i + 1;
+                break;
+            }
+        }
+    }
+    let kept = &order[..keep.max(1)];
+    let total: f64 = kept.iter().map(|&i| (lp[i] as f64).exp()).sum();
+    let mut u = rng.random::<f64>() * total;
+    for &i in kept {
+        u -= (lp[i] as f64).exp();
+        if u <= 0.0 {
+            return (i as u32, lp[i]);
+        }
+    }
+    let last = kept[kept.len() - 1];
+    (last as u32, lp[last])
+}
+
+/// Sample `params.n` completions for every prompt. Each prompt's group is one batch that shares
+/// the prefill; rows that finished keep being fed padding and are ignored.
+pub fn sample(
+    model: &Model,
+    tokenizer: &Tokenizer,
+    prompts: &[Vec<u32>],
+    params: &SampleParams,
+    rng: &mut ChaCha8Rng,
+) -> Result<Vec<Completion>> {
+    if params.n == 0 {
+        return Err(config_err("sample: n must be at least 1"));
+    }
+    let device = model.device();
+    let eos = tokenizer.eos_id();
+    let mut out = Vec::new();
+    for (pi, prompt) in prompts.iter().enumerate() {
+        if prompt.is_empty() {
+            return Err(config_err(format!("sample: prompt {pi} is empty")));
+        }
+        if prompt.len() >= model.context() {
+            return Err(config_err(format!(
+                "sample: prompt {pi} has {} tokens, the model's context is {}",
+                prompt.len(),
+                model.context()
+            )));
+        }
+        let n = params.n;
+        let budget = params.max_tokens.min(model.context() - prompt.len());
+        let mut cache = model.new_cache();
+        let ids: Vec<u32> = (0..n).flat_map(|_| prompt.iter().copied()).collect();
+        let ids = Tensor::from_vec(ids, (n, prompt.len()), &device)?;
+        let logits = model.forward_cached(&ids, &mut cache)?;
+        let mut last = logits.narrow(1, prompt.len() - 1, 1)?.squeeze(1)?;
+        let mut rows: Vec<Completion> = (0..n)
+            .map(|_| Completion {
+                prompt_index: pi,
+                text: String::new(),
+                tokens: Vec::new(),
+                logprobs: Vec::new(),
+                finish: FinishReason::Length,
+            })
+            .collect();
+        let mut done = vec![false; n];
+        for step in 0..budget {
+            let rows_logits: Vec<Vec<f32>> = last.to_dtype(DType::F32)?.to_vec2()?;
+            let mut next = vec![tokenizer.pad_id(); n];
+            for r in 0..n {
+                if done[r] {
+                    continue;
+                }
+                let (tok, lp) = sample_token(&rows_logits[r], params, rng);
+                let row = &mut rows[r];
+                row.tokens.push(tok);
+                row.logprobs.push(lp);
+                next[r] = tok;
+                if tok == eos {
+                    row.finish = FinishReason::Eos;
+                    done[r] = true;
+                } else if !params.stop.is_empty() {
+                    let text = tokenizer.decode(&row.tokens)?;
+                    if let Some(s) = params.stop.iter().find(|s| text.contains(s.as_str())) {
+                        row.finish = FinishReason::Stop(s.clone());
+                        done[r] = true;
+                    }
+                }
+            }
+            if done.iter().all(|&d| d) || step + 1 == budget {
+                break;
+            }
+            let ids = Tensor::from_vec(next, (n, 1), &device)?;
+            last = model.forward_cached(&ids, &mut cache)?.squeeze(1)?.detach();
+        }
+        for mut row in rows {
+            row.text = tokenizer.decode(&row.tokens)?;
+            out.push(row);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,310 @@
+//! The `Trainer`: one policy with its optimiser, RNG, step counter and data cursor, exposing
+//! sampling, SFT steps, RL updates and checkpointing to the executor.
+
+use candle_core::{Device, Tensor};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::batch::TokenBatch;
+use crate::data::{Example, Mixture};
+use crate::device::DeviceChoice;
+use crate::error::{Result, config_err};
+use crate::metrics::Metrics;
+use crate::models::{Model, PolicyConfig};
+use crate::optim::{AdamW, Grads, OptimConfig};
+use crate::rng::rng_from_seed;
+use crate::sample::{Completion, SampleParams};
+use crate::tokenizer::Tokenizer;
+
+/// Everything needed to build a trainer; stored in checkpoints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainerConfig {
+    /// The policy.
+    pub policy: PolicyConfig,
+    /// The optimiser.
+    #[serde(default)]
+    pub optim: OptimConfig,
+    /// Seed of every random choice (initialisation, data order, sampling).
+    #[serde(default)]
+    pub seed: u64,
+    /// Device.
+    #[serde(default)]
+    pub device: DeviceChoice,
+}
+
+/// Position of the SFT data cursor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataCursor {
+    /// Current epoch (0-based).
+    pub epoch: u64,
+    /// Next entry of that epoch's plan.
+    pub position: usize,
+}
+
+fn d_one() -> usize {
+    1
+}
+
+/// SFT batching.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SftConfig {
+    /// Examples per forward pass.
+    #[serde(default = "d_one")]
+    pub micro_batch: usize,
+    /// Micro-batches per optimiser step.
+    #[serde(default = "d_one")]
+    pub grad_accum: usize,
+    /// Number of epochs [`Trainer::sft_epochs`] runs.
+    #[serde(default = "d_one")]
+    pub epochs: usize,
+}
+
+impl Default for SftConfig {
+    fn default() -> Self {
+        SftConfig { micro_batch: 1, grad_accum: 1, epochs: 1 }
+    }
+}
+
+impl SftConfig {
+    /// Optimiser steps per epoch for a mixture of `n` examples.
+    pub fn steps_per_epoch(&self, n: usize) -> usize {
+        n.div_ceil((self.micro_batch * self.grad_accum).max(1))
+    }
+}
+
+/// A policy under training.
+#[derive(Debug)]
+pub struct Trainer {
+    /// Its configuration.
+    pub config: TrainerConfig,
+    pub(crate) model: Model,
+    pub(crate) tokenizer: Tokenizer,
+    pub(crate) optimizer: AdamW,
+    pub(crate) rng: ChaCha8Rng,
+    pub(crate) step: u64,
+    pub(crate) cursor: DataCursor,
+    pub(crate) reference: Option<Model>,
+}
+
+/// Collect the gradients of every parameter from a candle gradient store into `acc`.
+pub(crate) fn accumulate(
+    model: &Model,
+    store: &candle_core::backprop::GradStore,
+    acc: &mut Grads,
+) -> Result<()> {
+    for (name, var) in model.params().iter() {
+        if let Some(g) = store.get(var.as_tensor()) {
+            let g = match acc.remove(name) {
+                Some(prev) => (prev + g)?,
+                None => g.clone(),
+            };
+            acc.insert(name.clone(), g);
+        }
+    }
+    Ok(())
+}
+
+impl Trainer {
+    /// Build the policy (random init for `tiny`, local weights for Qwen) and a fresh optimiser.
+    pub fn new(config: TrainerConfig) -> Result<Trainer> {
+        let device = config.device.device()?;
+        let mut init_rng = rng_from_seed(config.seed ^ 0x1417_u64);
+        let (model, tokenizer) = Model::build(&config.policy, &device, &mut init_rng)?;
+        Ok(Trainer {
+            optimizer: AdamW::new(config.optim.clone()),
+            rng: rng_from_seed(config.seed),
+            config,
+            model,
+            tokenizer,
+            step: 0,
+            cursor: DataCursor::default(),
+            reference: None,
+        })
+    }
+
+    /// The policy network.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+    /// The tokenizer (and chat format) of the policy.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+    /// Optimiser steps taken.
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+    /// The SFT data cursor.
+    pub fn cursor(&self) -> DataCursor {
+        self.cursor
+    }
+    /// The device of the policy.
+    pub fn device(&self) -> Device {
+        self.model.device()
+    }
+    /// Whether a frozen reference model is held (only when a KL term was used).
+    pub fn has_reference(&self) -> bool {
+        self.reference.is_some()
+    }
+
+    /// Sample `params.n` completions per prompt (token ids, e.g. from [`crate::render_prompt`]).
+    pub fn sample(
+        &mut self,
+        prompts: &[Vec<u32>],
+        params: &SampleParams,
+    ) -> Result<Vec<Completion>> {
+        crate::sample::sample(&self.model, &self.tokenizer, prompts, params, &mut self.rng)
+    }
+
+    /// Snapshot the current weights as the frozen KL reference.
+    pub fn set_reference_to_current(&mut self) -> Result<()> {
+        self.reference = Some(self.model.with_params(self.model.params().deep_copy()?)?);
+        Ok(())
+    }
+
+    /// Drop the reference model.
+    pub fn clear_reference(&mut self) {
+        self.reference = None;
+    }
+
+    /// One optimiser step of SFT on explicit examples: micro-batches of `micro_batch`, gradients
+    /// accumulated, loss = Σ w·(−log p) / (number of loss tokens in the whole step), so the
+    /// split into micro-batches does not change the update. `weights` scales each example.
+    pub fn sft_step_on(
+        &mut self,
+        examples: &[(&Example, f32)],
+        micro_batch: usize,
+    ) -> Result<Metrics> {
+        let total_tokens: usize = examples.iter().map(|(e, _)| e.trained_tokens()).sum();
+        if total_tokens == 0 {
+            return Err(config_err("SFT step: no example has a trained token"));
+        }
+        let ops = self.model.ops();
+        let device = self.device();
+        let pad = self.tokenizer.pad_id();
+        let mut grads = Grads::new();
+        let mut loss_sum = 0f64;
+        for chunk in examples.chunks(micro_batch.max(1)) {
+            let seqs: Vec<&[u32]> = chunk.iter().map(|(e, _)| e.tokens.as_slice()).collect();
+            let selected: Vec<Vec<usize>> = chunk
+                .iter()
+                .map(|(e, _)| (1..e.tokens.len()).filter(|&j| e.weights[j] != 0.0).collect())
+                .collect();
+            if selected.iter().all(|s| s.is_empty()) {
+                continue;
+            }
+            let batch = TokenBatch::new(&seqs, &selected, pad, &device)?;
+            let (lp, _) = batch.logprobs(&self.model, &ops, 1.0)?;
+            let w: Vec<f32> = batch
+                .origin
+                .iter()
+                .map(|&(b, j)| chunk[b].0.weights[j] * chunk[b].1 / total_tokens as f32)
+                .collect();
+            let w = Tensor::from_vec(w, batch.rows.len(), &device)?;
+            let loss = (lp * w)?.sum_all()?.neg()?;
+            loss_sum += loss.to_scalar::<f32>()? as f64;
+            let store = loss.backward()?;
+            accumulate(&self.model, &store, &mut grads)?;
+        }
+        let info = self.optimizer.step(self.model.params(), &grads, self.step)?;
+        self.step += 1;
+        Ok(Metrics {
+            step: self.step,
+            loss: loss_sum,
+            grad_norm: info.grad_norm,
+            lr: info.lr,
+            tokens: total_tokens,
+            samples: examples.len(),
+            ..Metrics::default()
+        })
+    }
+
+    /// One optimiser step on the next `micro_batch · grad_accum` entries of the mixture's epoch
+    /// plan (the cursor advances; an epoch's last step may be smaller).
+    pub fn sft_step(&mut self, data: &Mixture, cfg: &SftConfig) -> Result<Metrics> {
+        let plan = data.epoch_plan(self.config.seed, self.cursor.epoch)?;
+        let take = (cfg.micro_batch * cfg.grad_accum).max(1);
+        let end = (self.cursor.position + take).min(plan.len());
+        let mut examples = Vec::with_capacity(end - self.cursor.position);
+        for e in &plan[self.cursor.position..end] {
+            let ds = data.datasets.get(e.dataset).ok_or_else(|| config_err("bad plan dataset"))?;
+            let ex = ds.examples.get(e.example).ok_or_else(|| config_err("bad plan example"))?;
+            examples.push((ex, e.weight));
+        }
+        let mut m = self.sft_step_on(&examples, cfg.micro_batch)?;
+        self.cursor.position = end;
+        if end >= plan.len() {
+            self.cursor.epoch += 1;
+            self.cursor.position = 0;
+        }
+        m.epoch = Some(self.cursor.epoch);
+        Ok(m)
+    }
+
+    /// Run SFT until the cursor has completed `cfg.epochs` epochs (counting from epoch 0, so a
+    /// resumed run finishes the remaining steps only). Returns one metrics entry per step.
+    pub fn sft_epochs(&mut self, data: &Mixture, cfg: &SftConfig) -> Result<Vec<Metrics>> {
+        let mut out = Vec::new();
+        while self.cursor.epoch < cfg.epochs as u64 {
+            out.push(self.sft_step(data, cfg)?);
+        }
+        Ok(out)
+    }
+
+    /// The padded batch of `examples` with their loss positions.
+    fn sft_batch(&self, examples: &[&Example]) -> Result<TokenBatch> {
+        let seqs: Vec<&[u32]> = examples.iter().map(|e| e.tokens.as_slice()).collect();
+        let selected: Vec<Vec<usize>> = examples
+            .iter()
+            .map(|e| (1..e.tokens.len()).filter(|&j| e.weights[j] != 0.0).collect())
+            .collect();
+        TokenBatch::new(&seqs, &selected, self.tokenizer.pad_id(), &self.device())
+    }
+
+    /// The model's logits (B, L − 1, V) on the padded batch of `examples`.
+    pub fn sft_logits(&self, examples: &[&Example]) -> Result<Tensor> {
+        self.model.forward(&self.sft_batch(examples)?.inputs)
+    }
+
+    /// The SFT loss of `examples` computed from given logits (B, L − 1, V), e.g. from
+    /// [`Trainer::sft_logits`]: loss = −Σ w·log p / (number of loss tokens).
+    pub fn sft_loss_on_logits(&self, examples: &[&Example], logits: &Tensor) -> Result<Tensor> {
+        let batch = self.sft_batch(examples)?;
+        let total: usize = examples.iter().map(|e| e.trained_tokens()).sum();
+        let (lp, _) = batch.logprobs_from_logits(logits, &self.model.ops(), 1.0)?;
+        let w: Vec<f32> = batch
+            .origin
+            .iter()
+            .map(|&(b, j)| examples[b].weights[j] / total.max(1) as f32)
+            .collect();
+        let w = Tensor::from_vec(w, batch.rows.len(), &self.device())?;
+        Ok((lp * w)?.sum_all()?.neg()?)
+    }
+
+    /// The SFT loss of one micro-batch as a differentiable tensor, with the logits it came from.
+    pub fn sft_loss(&self, examples: &[&Example]) -> Result<(Tensor, Tensor)> {
+        let logits = self.sft_logits(examples)?;
+        Ok((self.sft_loss_on_logits(examples, &logits)?, logits))
+    }
+
+    /// Mean SFT loss of examples under the current weights (no update).
+    pub fn sft_eval(&self, examples: &[Example]) -> Result<f64> {
+        let ops = self.model.ops();
+        let device = self.device();
+        let mut total = 0f64;
+        let mut n = 0usize;
+        for e in examples {
+            let sel: Vec<usize> = (1..e.tokens.len()).filter(|&j| e.weights[j] != 0.0).collect();
+            if sel.is_empty() {
+                continue;
+            }
+            let batch =
+                TokenBatch::new(&[e.tokens.as_slice()], &[sel], self.tokenizer.pad_id(), &device)?;
+            let (lp, _) = batch.logprobs(&self.model, &ops, 1.0)?;
+            let lp: Vec<f32> = lp.detach().to_vec1()?;
+            total -= lp.iter().map(|&x| x as f64).sum::<f64>();
+            n += lp.len();
+        }
+        Ok(if n == 0 { 0.0 } else { total / n as f64 })
+    }
+}

@@ -1,0 +1,175 @@
+//! Gradient checks of every fused CPU op against the reference slow-op composition (forward
+//! values and input/weight gradients), plus a whole-model check: the tiny model with fused ops
+//! and with reference ops, same weights, same batch, gives the same loss and gradients.
+
+use candle_core::{D, Device, Tensor, Var};
+use rand::{Rng, SeedableRng};
+use wrl_trainer::ops::fused::gelu::fast_tanh;
+use wrl_trainer::ops::{Ops, OpsMode, reference};
+use wrl_trainer::{Role, Segment, Trajectory, render};
+
+use crate::common::{tiny, trainer};
+
+fn rand_var(shape: &[usize], scale: f32, seed: u64) -> Var {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n).map(|_| scale * (rng.random::<f32>() * 2.0 - 1.0)).collect();
+    Var::from_tensor(&Tensor::from_vec(v, shape, &Device::Cpu).unwrap()).unwrap()
+}
+
+fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+    (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
+}
+
+fn max_abs(a: &Tensor) -> f32 {
+    a.abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
+}
+
+/// Compare fused vs reference: outputs, then gradients of Σ out·w (random w) for every input.
+fn check(
+    name: &str,
+    inputs: &[&Var],
+    fused: &dyn Fn() -> Tensor,
+    reference: &dyn Fn() -> Tensor,
+    tol: f32,
+) {
+    let yf = fused();
+    let yr = reference();
+    assert!(
+        max_diff(&yf, &yr) <= tol * (1.0 + max_abs(&yr)),
+        "{name}: forward differs by {}",
+        max_diff(&yf, &yr)
+    );
+    let w = rand_var(yr.dims(), 1.0, 99);
+    let gf = (yf * w.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
+    let gr = (yr * w.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
+    for (i, v) in inputs.iter().enumerate() {
+        let a = gf
+            .get(v.as_tensor())
+            .unwrap_or_else(|| panic!("{name}: fused gives no gradient for input {i}"));
+        let b = gr.get(v.as_tensor()).unwrap();
+        let d = max_diff(a, b);
+        assert!(
+            d <= tol * (1.0 + max_abs(b)),
+            "{name}: gradient {i} differs by {d} (max {})",
+            max_abs(b)
+        );
+    }
+}
+
+#[test]
+fn fast_tanh_is_accurate() {
+    let mut worst = 0f32;
+    for i in -12000..=12000 {
+        let x = i as f32 / 1000.0;
+        worst = worst.max((fast_tanh(x) - x.tanh()).abs());
+    }
+    assert!(worst < 1e-6, "fast tanh max error {worst}");
+}
+
+#[test]
+fn fused_gelu_matches_reference() {
+    let ops = Ops::new(OpsMode::Auto, &Device::Cpu);
+    assert!(ops.is_fused());
+    let x = rand_var(&[5, 37], 4.0, 1);
+    check(
+        "gelu",
+        &[&x],
+        &|| ops.gelu(x.as_tensor()).unwrap(),
+        &|| reference::gelu(x.as_tensor()).unwrap(),
+        2e-5,
+    );
+}
+
+#[test]
+fn fused_layer_norm_matches_reference() {
+    let ops = Ops::new(OpsMode::Auto, &Device::Cpu);
+    let x = rand_var(&[3, 70, 24], 3.0, 2);
+    let w = rand_var(&[24], 1.0, 3);
+    let b = rand_var(&[24], 1.0, 4);
+    check(
+        "layer_norm",
+        &[&x, &w, &b],
+        &|| ops.layer_norm(x.as_tensor(), w.as_tensor(), b.as_tensor(), 1e-5).unwrap(),
+        &|| reference::layer_norm(x.as_tensor(), w.as_tensor(), b.as_tensor(), 1e-5).unwrap(),
+        2e-5,
+    );
+}
+
+#[test]
+fn fused_attention_matches_reference() {
+    let ops = Ops::new(OpsMode::Auto, &Device::Cpu);
+    let q = rand_var(&[2, 3, 11, 8], 1.5, 5);
+    let k = rand_var(&[2, 3, 11, 8], 1.5, 6);
+    let v = rand_var(&[2, 3, 11, 8], 1.5, 7);
+    let s = 1.0 / 8f64.sqrt();
+    check(
+        "attention",
+        &[&q, &k, &v],
+        &|| ops.causal_attention(q.as_tensor(), k.as_tensor(), v.as_tensor(), s).unwrap(),
+        &|| reference::attention(q.as_tensor(), k.as_tensor(), v.as_tensor(), s, 0).unwrap(),
+        2e-5,
+    );
+}
+
+#[test]
+fn fused_logprobs_match_reference() {
+    let ops = Ops::new(OpsMode::Auto, &Device::Cpu);
+    let x = rand_var(&[37, 50], 5.0, 8);
+    let t =
+        Tensor::from_vec((0..37u32).map(|i| (i * 7) % 50).collect::<Vec<_>>(), 37, &Device::Cpu)
+            .unwrap();
+    check(
+        "token_logprobs",
+        &[&x],
+        &|| ops.token_logprobs(x.as_tensor(), &t).unwrap(),
+        &|| reference::token_logprobs(x.as_tensor(), &t).unwrap(),
+        2e-5,
+    );
+    // Finite differences on a few coordinates of Σ logprobs.
+    let f = |x: &Tensor| -> f64 {
+        ops.token_logprobs(x, &t).unwrap().sum_all().unwrap().to_scalar::<f32>().unwrap() as f64
+    };
+    let g = ops.token_logprobs(x.as_tensor(), &t).unwrap().sum_all().unwrap().backward().unwrap();
+    let g: Vec<Vec<f32>> = g.get(x.as_tensor()).unwrap().to_vec2().unwrap();
+    let base: Vec<Vec<f32>> = x.as_tensor().to_vec2().unwrap();
+    for &(r, c) in &[(0usize, 0usize), (3, 21), (10, 49), (36, 14)] {
+        let mut plus = base.clone();
+        let mut minus = base.clone();
+        plus[r][c] += 1e-2;
+        minus[r][c] -= 1e-2;
+        let fd = (f(&Tensor::new(plus, &Device::Cpu).unwrap())
+            - f(&Tensor::new(minus, &Device::Cpu).unwrap()))
+            / 2e-2;
+        assert!((fd - g[r][c] as f64).abs() < 2e-3, "fd {fd} vs {}", g[r][c]);
+    }
+}
+
+#[test]
+fn fused_and_reference_models_agree() {
+    let fused = trainer(tiny(2, 32, OpsMode::Auto), 1e-3, 0.0, 12);
+    let refm = trainer(tiny(2, 32, OpsMode::Reference), 1e-3, 0.0, 12);
+    let tr = Trajectory {
+        segments: vec![
+            Segment::new(Role::User, "compare"),
+            Segment::new(Role::Assistant, "the two paths"),
+        ],
+    };
+    let ex = render(fused.tokenizer(), &tr, 64).unwrap();
+    let (lf, logits_f) = fused.sft_loss(&[&ex]).unwrap();
+    let (lr, logits_r) = refm.sft_loss(&[&ex]).unwrap();
+    let (a, b): (f32, f32) = (lf.to_scalar().unwrap(), lr.to_scalar().unwrap());
+    assert!((a - b).abs() < 1e-5, "loss {a} vs {b}");
+    assert!(max_diff(&logits_f, &logits_r) < 1e-4);
+    let gf = lf.backward().unwrap();
+    let gr = lr.backward().unwrap();
+    let mut worst = 0f32;
+    for ((name, vf), (_, vr)) in fused.model().params().iter().zip(refm.model().params().iter()) {
+        let a = gf.get(vf.as_tensor()).unwrap_or_else(|| panic!("fused: no gradient for {name}"));
+        let b =
+            gr.get(vr.as_tensor()).unwrap_or_else(|| panic!("reference: no gradient for {name}"));
+        worst = worst.max(max_diff(a, b) / (1e-3 + max_abs(b)));
+    }
+    assert!(worst < 1e-3, "relative gradient difference {worst}");
+    let _ = D::Minus1;
+}

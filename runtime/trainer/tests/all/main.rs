@@ -1,0 +1,14 @@
+//! One integration-test binary for wrl-trainer (one link instead of one per file).
+
+// Test helpers outside #[test] functions unwrap too: a failing test should fail loudly.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+mod fused;
+mod grads;
+mod qwen;
+mod resume;
+mod rl_loss;
+mod rl_train;
+mod sample;
+mod sft;
