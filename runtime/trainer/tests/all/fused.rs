@@ -173,3 +173,25 @@ fn fused_and_reference_models_agree() {
     assert!(worst < 1e-3, "relative gradient difference {worst}");
     let _ = D::Minus1;
 }
+
+#[test]
+fn fused_linear_matches_reference() {
+    let ops = Ops::new(OpsMode::Auto, &Device::Cpu);
+    let x = rand_var(&[3, 29, 40], 1.0, 21);
+    let w = rand_var(&[70, 40], 1.0, 22);
+    let b = rand_var(&[70], 1.0, 23);
+    check(
+        "linear",
+        &[&x, &w, &b],
+        &|| ops.linear(x.as_tensor(), w.as_tensor(), Some(b.as_tensor())).unwrap(),
+        &|| reference::linear(x.as_tensor(), w.as_tensor(), Some(b.as_tensor())).unwrap(),
+        2e-5,
+    );
+    check(
+        "linear-no-bias",
+        &[&x, &w],
+        &|| ops.linear(x.as_tensor(), w.as_tensor(), None).unwrap(),
+        &|| reference::linear(x.as_tensor(), w.as_tensor(), None).unwrap(),
+        2e-5,
+    );
+}

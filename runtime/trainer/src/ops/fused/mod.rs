@@ -7,7 +7,9 @@
 pub mod attention;
 pub mod gelu;
 pub mod layer_norm;
+pub mod linear;
 pub mod logprobs;
+pub mod matmul;
 
 use candle_core::{CpuStorage, Layout, Storage, Tensor};
 
