@@ -281,6 +281,7 @@ impl Trainer {
         metrics.kl = Some(acc.kl / toks);
         metrics.entropy = Some(acc.entropy / toks);
         metrics.optimizer_steps = Some(acc.steps);
+        tracing::debug!(step = self.step, loss = metrics.loss, "rl update");
         Ok(metrics)
     }
 }

@@ -208,6 +208,7 @@ impl Trainer {
         }
         let info = self.optimizer.step(self.model.params(), &grads, self.step)?;
         self.step += 1;
+        tracing::debug!(step = self.step, loss = loss_sum, grad_norm = info.grad_norm, "sft step");
         Ok(Metrics {
             step: self.step,
             loss: loss_sum,

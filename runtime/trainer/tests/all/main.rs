@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod config;
 mod fused;
 mod grads;
 mod qwen;

@@ -115,3 +115,29 @@ fn rl_raises_expected_reward_on_a_bandit() {
         "expected reward {before:.3} -> {after:.3} (optimum 1.0)"
     );
 }
+
+#[test]
+fn completion_mask_removes_tool_tokens_from_the_loss() {
+    let mut a = trainer(tiny(1, 32, OpsMode::Auto), 1e-2, 0.0, 6);
+    let mut b = trainer(tiny(1, 32, OpsMode::Auto), 1e-2, 0.0, 6);
+    let mut s = group(&mut a, 4, 6, &|toks| toks.len() as f32, 0);
+    for x in &mut s {
+        x.completion_tokens = vec![b'a' as u32, b'b' as u32, b'c' as u32, b'd' as u32];
+        x.old_logprobs = vec![-5.0; 4];
+        // Tokens 1 and 2 stand for tool output inside a multi-turn completion.
+        x.completion_mask = Some(vec![true, false, false, true]);
+    }
+    for (i, x) in s.iter_mut().enumerate() {
+        x.reward = i as f32;
+    }
+    let mut changed = s.clone();
+    for x in &mut changed {
+        x.old_logprobs[1] = -0.1;
+        x.old_logprobs[2] = -9.0;
+    }
+    let ma = a.rl_update(&s, &RlConfig::default()).unwrap();
+    let mb = b.rl_update(&changed, &RlConfig::default()).unwrap();
+    assert_eq!(ma.tokens, 8);
+    assert_eq!(ma.loss, mb.loss);
+    assert_eq!(snapshot(&a), snapshot(&b));
+}
