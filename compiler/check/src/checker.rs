@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use wrl_diagnostics::{Diagnostic, FileId, SourceMap, Span, did_you_mean};
+use wrl_diagnostics::{Diagnostic, FileId, SourceMap, Span};
+
+use crate::suggest::did_you_mean;
 use wrl_syntax::ast::{self, DeclKind, ItemKind, Use};
 
 use crate::loader::Loader;
@@ -114,6 +116,30 @@ impl<'a> Checker<'a> {
 
     pub fn text(&self, span: Span) -> &str {
         self.sources.get(span.file).map(|f| f.slice(span)).unwrap_or("")
+    }
+
+    /// The span without trailing whitespace and comments (the parser's spans of names and
+    /// calls can run on to the next token), so that labels end where the value ends.
+    pub fn tight(&self, span: Span) -> Span {
+        let text = self.text(span);
+        let mut end = text.len();
+        loop {
+            let t = text[..end].trim_end();
+            let line_start = t.rfind('\n').map_or(0, |i| i + 1);
+            let line = &t[line_start..];
+            let cut = comment_start(line).map(|c| line_start + c);
+            match cut {
+                Some(c) if c > 0 || line_start > 0 => end = c,
+                _ => {
+                    end = t.len();
+                    break;
+                }
+            }
+        }
+        if end == 0 {
+            return span;
+        }
+        Span { file: span.file, start: span.start, end: span.start + end as u32 }
     }
 
     /// Registers a parsed file as a module and links its imports.
@@ -487,10 +513,10 @@ impl<'a> Checker<'a> {
         if let Target::Decl(d) = t {
             self.decls[d].used = true;
         }
-        if let Some(first) = segs.first() {
-            if self.modules[module].imports.contains_key(*first) {
-                self.modules[module].used_imports.insert((*first).to_string());
-            }
+        if let Some(first) = segs.first()
+            && self.modules[module].imports.contains_key(*first)
+        {
+            self.modules[module].used_imports.insert((*first).to_string());
         }
         Some(t)
     }
@@ -525,4 +551,24 @@ impl<'a> Checker<'a> {
         v.dedup();
         v
     }
+}
+
+/// Where a `//` comment starts in one line, outside string literals.
+fn comment_start(line: &str) -> Option<usize> {
+    let bytes = line.as_bytes();
+    let mut in_str = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' if in_str => i += 1,
+            b'"' => in_str = !in_str,
+            // A quote after the slashes means they sit in a text block, not a comment.
+            b'/' if !in_str && bytes.get(i + 1) == Some(&b'/') => {
+                return (!line[i..].contains('"')).then_some(i);
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use wrl_diagnostics::{Diagnostic, Span, did_you_mean};
+use wrl_diagnostics::{Diagnostic, Span};
+
+use crate::suggest::did_you_mean;
 use wrl_syntax::ast::DeclKind;
 use wrl_syntax::tokens::Dimension;
 
@@ -200,26 +202,26 @@ impl Checker<'_> {
                 V::Range { lo, hi } => {
                     let lo = self.conform(m, *lo, elem);
                     let hi = self.conform(m, *hi, elem);
-                    if let (Some(a), Some(b)) = (lo.as_f64(), hi.as_f64()) {
-                        if b < a {
-                            self.diags.push(
-                                Diagnostic::new(
-                                    "E0401",
-                                    format!(
-                                        "the upper bound {} is below the lower bound {}",
-                                        show_num(b),
-                                        show_num(a)
-                                    ),
-                                )
-                                .label(hi.span, "upper bound")
-                                .label(lo.span, "lower bound")
-                                .help(format!(
-                                    "write `{} .. {}`",
+                    if let (Some(a), Some(b)) = (lo.as_f64(), hi.as_f64())
+                        && b < a
+                    {
+                        self.diags.push(
+                            Diagnostic::new(
+                                "E0401",
+                                format!(
+                                    "the upper bound {} is below the lower bound {}",
                                     show_num(b),
                                     show_num(a)
-                                )),
-                            );
-                        }
+                                ),
+                            )
+                            .label(hi.span, "upper bound")
+                            .label(lo.span, "lower bound")
+                            .help(format!(
+                                "write `{} .. {}`",
+                                show_num(b),
+                                show_num(a)
+                            )),
+                        );
                     }
                     Val::new(V::Range { lo: Box::new(lo), hi: Box::new(hi) }, span)
                 }

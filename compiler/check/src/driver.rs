@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use wrl_diagnostics::{Diagnostic, Span, did_you_mean};
+use wrl_diagnostics::{Diagnostic, Span};
+
+use crate::suggest::did_you_mean;
 use wrl_syntax::ast::{self, BlockItem, DeclKind, PathSegment};
 
 use crate::checker::{Checker, DeclId, ModId, Target};
@@ -58,25 +60,25 @@ impl Checker<'_> {
         let compatible = |k: &str| {
             k == kind.word() || (kind == DeclKind::Reward && (k == "signal" || k == "condition"))
         };
-        if let Some(k) = found_kind.filter(|k| !compatible(k)) {
-            if DeclKind::from_word(&k).is_some() {
-                self.diags.push(
-                    Diagnostic::new(
-                        "E0309",
-                        format!(
-                            "this is {}, but it is declared as {}",
-                            crate::value::article(&k),
-                            crate::value::article(kind.word())
-                        ),
-                    )
-                    .label(raw.span, format!("{} value", crate::value::article(&k)))
-                    .help(format!(
-                        "declare it as `{k} …`, or use a constructor that makes {}",
+        if let Some(k) = found_kind.filter(|k| !compatible(k))
+            && DeclKind::from_word(&k).is_some()
+        {
+            self.diags.push(
+                Diagnostic::new(
+                    "E0309",
+                    format!(
+                        "this is {}, but it is declared as {}",
+                        crate::value::article(&k),
                         crate::value::article(kind.word())
-                    )),
-                );
-                return Val::new(V::Unknown, raw.span);
-            }
+                    ),
+                )
+                .label(raw.span, format!("{} value", crate::value::article(&k)))
+                .help(format!(
+                    "declare it as `{k} …`, or use a constructor that makes {}",
+                    crate::value::article(kind.word())
+                )),
+            );
+            return Val::new(V::Unknown, raw.span);
         }
         self.conform(m, raw, &Ty::Kind(kind.word().to_string()))
     }
@@ -384,7 +386,8 @@ impl Checker<'_> {
         entries
             .iter()
             .map(|m| {
-                let mut r = self.build_recipe(*m, &profiles);
+                let extra = extends_overrides.get(m).map(Vec::as_slice).unwrap_or_default();
+                let mut r = self.build_recipe(*m, &profiles, extra);
                 for o in extends_overrides.get(m).into_iter().flatten() {
                     apply(&mut r, o);
                 }
@@ -430,7 +433,12 @@ impl Checker<'_> {
         }
     }
 
-    fn build_recipe(&mut self, m: ModId, profiles: &BTreeMap<ModId, Vec<Profile>>) -> Recipe {
+    fn build_recipe(
+        &mut self,
+        m: ModId,
+        profiles: &BTreeMap<ModId, Vec<Profile>>,
+        extra: &[Override],
+    ) -> Recipe {
         // The entry's own declarations, those it imports or extends, and every declaration
         // they refer to (stdlib ones included), parents first.
         let mut order: Vec<DeclId> = Vec::new();
@@ -445,6 +453,25 @@ impl Checker<'_> {
             }
         }
         roots.extend(self.module_decls_in_order(m));
+        // Declarations that only a profile or an `extends` override names (`policy =
+        // std::models::tiny`) belong to the recipe too: `with_profile` must find them.
+        let mut override_refs = Vec::new();
+        let mut parents = vec![m];
+        parents.extend(self.modules[m].extends.as_ref().map(|e| e.0));
+        for o in parents
+            .iter()
+            .filter_map(|p| profiles.get(p))
+            .flatten()
+            .flat_map(|p| &p.overrides)
+            .chain(extra)
+        {
+            collect_refs(&o.value, &mut override_refs);
+        }
+        for r in override_refs {
+            if let Some(rd) = self.decls.iter().position(|e| e.key == r) {
+                roots.push(rd);
+            }
+        }
         let mut queue = roots;
         while let Some(d) = queue.first().copied() {
             queue.remove(0);

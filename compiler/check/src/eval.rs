@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use wrl_diagnostics::{Diagnostic, Span, did_you_mean};
+use wrl_diagnostics::{Diagnostic, Span};
+
+use crate::suggest::did_you_mean;
 use wrl_syntax::ast::{self, BinaryOp, BlockItem, DeclKind, Expr, ExprKind, PathSegment, UnaryOp};
 use wrl_syntax::tokens::Dimension;
 
@@ -14,7 +16,7 @@ impl Checker<'_> {
     /// Evaluates an expression without an expected type. Bare names that resolve to nothing
     /// become symbols, resolved later against the expected type (enum values, verdicts).
     pub(crate) fn eval(&mut self, m: ModId, e: &Expr) -> Val {
-        let span = e.span;
+        let span = self.tight(e.span);
         let v = match &e.kind {
             ExprKind::Number(n) => V::Num { value: n.value },
             ExprKind::Quantity { value, unit, .. } => {
@@ -219,10 +221,10 @@ impl Checker<'_> {
 
     /// Applies a bare builtin name (`format_ok`, `url`) now that a value is needed.
     pub(crate) fn force(&mut self, m: ModId, v: Val) -> Val {
-        if let V::Symbol { name } = &v.v {
-            if let Some(Target::Builtin(b)) = self.resolve(m, &[name.as_str()]) {
-                return self.apply_builtin(m, b, &[], None, v.span, v.span);
-            }
+        if let V::Symbol { name } = &v.v
+            && let Some(Target::Builtin(b)) = self.resolve(m, &[name.as_str()])
+        {
+            return self.apply_builtin(m, b, &[], None, v.span, v.span);
         }
         v
     }
@@ -302,16 +304,29 @@ impl Checker<'_> {
         block: Option<&ast::Block>,
         span: Span,
     ) -> Val {
+        let is_builtin = match &callee.kind {
+            ExprKind::Path(segs) => {
+                let names: Vec<&str> = segs.iter().map(|s| s.name.as_str()).collect();
+                matches!(self.resolve_quiet(m, &names), Some(Target::Builtin(_)))
+            }
+            _ => false,
+        };
+        if !is_builtin {
+            // The call is an error, but the names in its arguments are still uses (no
+            // "unused" warnings for them) and their own mistakes are still reported.
+            self.eval_ignored(m, args, block);
+        }
         let ExprKind::Path(segs) = &callee.kind else {
             self.diags.push(
                 Diagnostic::new("E0310", "only constructors can be called or configured")
-                    .label(callee.span, "not a constructor name"),
+                    .label(self.tight(callee.span), "not a constructor name"),
             );
             return Val::new(V::Unknown, span);
         };
         let names: Vec<&str> = segs.iter().map(|s| s.name.as_str()).collect();
+        let callee_span = self.tight(callee.span);
         match self.resolve(m, &names) {
-            Some(Target::Builtin(b)) => self.apply_builtin(m, b, args, block, span, callee.span),
+            Some(Target::Builtin(b)) => self.apply_builtin(m, b, args, block, span, callee_span),
             Some(Target::Decl(d)) => {
                 let what = format!(
                     "`{}` is {}",
@@ -320,7 +335,7 @@ impl Checker<'_> {
                 );
                 self.diags.push(
                     Diagnostic::new("E0310", format!("{what}, not a constructor"))
-                        .label(callee.span, "cannot be called or configured")
+                        .label(callee_span, "cannot be called or configured")
                         .help("to change a declaration, use a profile: `profile p { name.field = value }`"),
                 );
                 Val::new(V::Unknown, span)
@@ -331,7 +346,7 @@ impl Checker<'_> {
                         "E0310",
                         format!("`{}` is a module, not a constructor", names.join("::")),
                     )
-                    .label(callee.span, "a module"),
+                    .label(callee_span, "a module"),
                 );
                 Val::new(V::Unknown, span)
             }
@@ -340,10 +355,30 @@ impl Checker<'_> {
                 let cands = self.visible_names(m);
                 self.diags.push(
                     Diagnostic::new("E0200", format!("cannot find constructor `{wanted}`"))
-                        .label(callee.span, "not found")
+                        .label(callee_span, "not found")
                         .maybe_help(did_you_mean(&wanted, cands.iter().map(String::as_str))),
                 );
                 Val::new(V::Unknown, span)
+            }
+        }
+    }
+
+    /// Evaluates the arguments and block of a call that cannot be applied, for their uses.
+    fn eval_ignored(&mut self, m: ModId, args: &[ast::Arg], block: Option<&ast::Block>) {
+        for a in args {
+            let v = self.eval(m, &a.value);
+            self.force(m, v);
+        }
+        for item in block.map(|b| b.items.as_slice()).unwrap_or_default() {
+            match item {
+                BlockItem::Field(f) => {
+                    let v = self.eval(m, &f.value);
+                    self.force(m, v);
+                }
+                BlockItem::Module(x) => {
+                    self.eval(m, &x.value);
+                }
+                BlockItem::Flag(_) | BlockItem::Edge(_) | BlockItem::Tool(_) => {}
             }
         }
     }
@@ -425,7 +460,7 @@ impl Checker<'_> {
                         obj.modules.push(ModuleV {
                             name: x.name.name.clone(),
                             value,
-                            span: x.span,
+                            span: self.tight(x.span),
                         });
                     }
                     BlockItem::Edge(x) if kind == "agent" && qual == "graph" => {
@@ -434,6 +469,7 @@ impl Checker<'_> {
                             let v = self.eval(m, l);
                             self.conform(m, v, &crate::types::Ty::Int { min: Some(1.0), max: None })
                         });
+                        let edge_span = self.tight(x.span);
                         for pair in x.nodes.windows(2) {
                             obj.edges.push(EdgeV {
                                 from: pair[0].name.clone(),
@@ -444,7 +480,7 @@ impl Checker<'_> {
                                     Vec::new()
                                 },
                                 limit: limit.clone(),
-                                span: x.span,
+                                span: edge_span,
                                 from_span: pair[0].span,
                                 to_span: pair[1].span,
                             });
@@ -472,7 +508,11 @@ impl Checker<'_> {
             match given.remove(&name) {
                 Some((val, _)) => {
                     let default = self.slot_default(b, i);
+                    let before = self.diags.len();
                     let val = self.conform_with_default(m, val, &ty, default.as_ref());
+                    if name == "clip" && kind == "stage" {
+                        clip_help(&mut self.diags[before..]);
+                    }
                     obj.fields.insert(name, val);
                 }
                 None => match self.slot_default(b, i) {
@@ -513,12 +553,14 @@ impl Checker<'_> {
         if !self.builtins[b].slots.iter().any(|s| s.name == name) {
             let cands: Vec<&str> = self.builtins[b].slots.iter().map(|s| s.name.as_str()).collect();
             let code = if what == "argument" { "E0302" } else { "E0301" };
-            let help = did_you_mean(&name, cands.iter().copied()).unwrap_or_else(|| {
-                format!(
-                    "`{qual}` accepts {}",
-                    cands.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
-                )
-            });
+            let help = did_you_mean(&name, cands.iter().copied())
+                .or_else(|| crate::suggest::peer_name(&name))
+                .unwrap_or_else(|| {
+                    format!(
+                        "`{qual}` accepts {}",
+                        cands.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+                    )
+                });
             self.diags.push(
                 Diagnostic::new(code, format!("`{qual}` has no {what} `{name}`"))
                     .label(name_span, format!("unknown {what}"))
@@ -630,7 +672,7 @@ impl Checker<'_> {
                 }
             }
         }
-        ToolV { name: t.name.name.clone(), params, terminal, span: t.span }
+        ToolV { name: t.name.name.clone(), params, terminal, span: self.tight(t.span) }
     }
 
     fn unary(&mut self, op: UnaryOp, x: Val, span: Span) -> Val {
@@ -667,15 +709,15 @@ impl Checker<'_> {
         if matches!(a.v, V::Unknown) || matches!(b.v, V::Unknown) {
             return Val::new(V::Unknown, span);
         }
-        if is_signal(&a) || is_signal(&b) {
-            if let (Some(x), Some(y)) = (sig_operand(&a), sig_operand(&b)) {
-                let expr = SigExpr::Binary {
-                    bin: op.symbol().to_string(),
-                    lhs: Box::new(x),
-                    rhs: Box::new(y),
-                };
-                return Val::new(V::Signal { expr: Box::new(expr) }, span);
-            }
+        if (is_signal(&a) || is_signal(&b))
+            && let (Some(x), Some(y)) = (sig_operand(&a), sig_operand(&b))
+        {
+            let expr = SigExpr::Binary {
+                bin: op.symbol().to_string(),
+                lhs: Box::new(x),
+                rhs: Box::new(y),
+            };
+            return Val::new(V::Signal { expr: Box::new(expr) }, span);
         }
         let num = |v: &Val| match v.v {
             V::Num { value } => Some((value, None)),
@@ -858,6 +900,17 @@ impl Checker<'_> {
                 Val::new(V::Unknown, span)
             }
         }
+    }
+}
+
+/// A reversed `clip` range gets help in the terms of PPO's ε_low and ε_high.
+fn clip_help(diags: &mut [Diagnostic]) {
+    for d in diags.iter_mut().filter(|d| d.code == "E0401") {
+        d.message = format!("clip range is reversed: {}", d.message);
+        let fix = d.help.take().unwrap_or_default();
+        d.help = Some(format!(
+            "`clip = low .. high` keeps the ratio in [1 − low, 1 + high]; DAPO's decoupled clip raises only the upper bound (`0.2 .. 0.28`): {fix}"
+        ));
     }
 }
 

@@ -8,7 +8,9 @@ mod driver;
 mod eval;
 mod loader;
 mod model;
+mod rules;
 mod stdlib;
+mod suggest;
 mod types;
 pub mod value;
 
@@ -45,8 +47,13 @@ pub fn check(
         c.link_module(*id, parsed);
     }
     let recipes = c.run(&ids);
+    let std_files: std::collections::BTreeSet<FileId> =
+        c.modules.iter().filter(|m| m.std).map(|m| m.file).collect();
     let mut diagnostics = std::mem::take(&mut c.diags);
-    diagnostics.sort_by_key(|d| d.sort_key());
+    drop(c);
+    diagnostics.extend(rules::run(&recipes, sources, &std_files));
+    diagnostics
+        .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()).then_with(|| a.message.cmp(&b.message)));
     diagnostics.dedup();
     Checked { recipes, diagnostics }
 }

@@ -97,10 +97,10 @@ impl Recipe {
 
 /// Applies one (already checked) override to a recipe.
 pub(crate) fn apply(recipe: &mut Recipe, o: &Override) {
-    if let Some(d) = recipe.decls.iter_mut().find(|d| d.name == o.decl) {
-        if let Some(slot) = walk_mut(&mut d.value, &o.path) {
-            *slot = o.value.clone();
-        }
+    if let Some(d) = recipe.decls.iter_mut().find(|d| d.name == o.decl)
+        && let Some(slot) = walk_mut(&mut d.value, &o.path)
+    {
+        *slot = o.value.clone();
     }
 }
 

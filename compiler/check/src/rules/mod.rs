@@ -1,0 +1,186 @@
+//! Recipe rules (E04xx): mistakes that every value can pass its type and still make a run
+//! fail or train the wrong thing — batch arithmetic, context budgets, rewards reading what the
+//! environment never produces, agent graphs that cannot finish. They run on the checked recipe
+//! and on every profile-applied variant of it; one file per family of rules.
+
+mod budget;
+mod data;
+mod graph;
+mod rl;
+mod stages;
+mod tools;
+
+use std::collections::BTreeSet;
+
+use wrl_diagnostics::{Diagnostic, FileId, SourceMap, Span};
+use wrl_syntax::ast::DeclKind;
+
+use crate::model::{CheckedDecl, Recipe};
+use crate::value::{Obj, V, Val};
+
+/// What every rule can look at: one recipe (maybe with a profile applied) and its sources.
+pub(crate) struct Ctx<'a> {
+    pub recipe: &'a Recipe,
+    pub sources: &'a SourceMap,
+    /// The stdlib's files: a value whose span lies there is a default, not written by the user.
+    pub std_files: &'a BTreeSet<FileId>,
+}
+
+/// The RL stage constructors (group-relative, with phases).
+pub(crate) const RL_CTORS: &[&str] = &["grpo", "dapo", "ppo"];
+
+impl<'a> Ctx<'a> {
+    pub fn decl(&self, name: &str) -> Option<&'a CheckedDecl> {
+        self.recipe.decl(name)
+    }
+
+    /// Whether the value is a stdlib default (the user did not write it).
+    pub fn is_default(&self, v: &Val) -> bool {
+        self.std_files.contains(&v.span.file)
+    }
+
+    /// Follows references to declarations (not to stage outputs) to the value they name.
+    pub fn deref(&self, v: &'a Val) -> &'a Val {
+        let mut cur = v;
+        for _ in 0..64 {
+            match &cur.v {
+                V::Ref { decl, member: None, .. } => match self.decl(decl) {
+                    Some(d) => cur = &d.value,
+                    None => return cur,
+                },
+                _ => return cur,
+            }
+        }
+        cur
+    }
+
+    /// The object a value is, through references.
+    pub fn obj(&self, v: &'a Val) -> Option<&'a Obj> {
+        match &self.deref(v).v {
+            V::Obj(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// The model object a checkpoint value stands for: a model, or the model a stage starts
+    /// from (`warmup.model` is `warmup`'s own starting model, fine-tuned).
+    pub fn base_model(&self, v: &'a Val) -> Option<&'a Obj> {
+        let mut cur = v;
+        for _ in 0..64 {
+            match &cur.v {
+                V::Ref { decl, kind: DeclKind::Stage, member: Some(_) } => {
+                    let stage = self.decl(decl).and_then(|d| match &d.value.v {
+                        V::Obj(o) => Some(o),
+                        _ => None,
+                    })?;
+                    cur = stage.fields.get("init").or_else(|| stage.fields.get("model"))?;
+                }
+                _ => {
+                    let o = self.obj(cur)?;
+                    return (o.kind == "model").then_some(o);
+                }
+            }
+        }
+        None
+    }
+
+    /// The declaration name a value refers to, if it is a reference.
+    pub fn ref_name(v: &Val) -> Option<&str> {
+        match &v.v {
+            V::Ref { decl, .. } => Some(decl),
+            _ => None,
+        }
+    }
+
+    /// Stage declarations of the recipe with their objects, in recipe order.
+    pub fn stages(&self) -> impl Iterator<Item = (&'a CheckedDecl, &'a Obj)> + 'a {
+        self.recipe.decls.iter().filter_map(|d| match (&d.kind, &d.value.v) {
+            (DeclKind::Stage, V::Obj(o)) => Some((d, o)),
+            _ => None,
+        })
+    }
+
+    /// The span of the first whole-word occurrence of `word` inside `within`, else `within`.
+    pub fn find_word(&self, within: Span, word: &str) -> Span {
+        let Some(file) = self.sources.get(within.file) else { return within };
+        let text = file.slice(within);
+        let bytes = text.as_bytes();
+        let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+        let mut from = 0;
+        while let Some(i) = text[from..].find(word).map(|i| i + from) {
+            let end = i + word.len();
+            let before_ok = i == 0 || !is_word(bytes[i - 1]);
+            let after_ok = end >= bytes.len() || !is_word(bytes[end]);
+            if before_ok && after_ok {
+                let start = within.start as usize + i;
+                return Span::new(within.file, start, start + word.len());
+            }
+            from = end;
+        }
+        within
+    }
+
+    /// The name of a declaration as the user knows it (`std::models::tiny` stays qualified).
+    pub fn name_span(&self, decl: &str) -> Option<Span> {
+        self.decl(decl).filter(|d| !d.std).map(|d| d.name_span)
+    }
+}
+
+/// A number, if the value is one (plain or a quantity).
+pub(crate) fn num(v: &Val) -> Option<f64> {
+    v.as_f64()
+}
+
+/// A name-like value: an enum value, a symbol, a string or a reference's name.
+pub(crate) fn word(v: &Val) -> Option<&str> {
+    match &v.v {
+        V::Enum { value } | V::Symbol { name: value } | V::Str { value } => Some(value),
+        V::Ref { decl, .. } => Some(decl),
+        _ => None,
+    }
+}
+
+/// Formats a count for messages: `32768`, `0.5`.
+pub(crate) fn show(v: f64) -> String {
+    crate::types::show_num(v)
+}
+
+/// Every rule, on one recipe.
+pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    rl::check(ctx, &mut out);
+    budget::check(ctx, &mut out);
+    data::check(ctx, &mut out);
+    tools::check(ctx, &mut out);
+    graph::check(ctx, &mut out);
+    stages::check(ctx, &mut out);
+    out
+}
+
+/// Runs the rules on each recipe and on each of its profiles. A profile's diagnostics that
+/// the plain recipe already has are dropped; the others say which profile they come from.
+pub(crate) fn run(
+    recipes: &[Recipe],
+    sources: &SourceMap,
+    std_files: &BTreeSet<FileId>,
+) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = Vec::new();
+    for recipe in recipes {
+        let base = check_recipe(&Ctx { recipe, sources, std_files });
+        let mut seen: Vec<Diagnostic> = base.clone();
+        out.extend(base);
+        for profile in &recipe.profiles {
+            let Ok(variant) = recipe.with_profile(&profile.name) else { continue };
+            for d in check_recipe(&Ctx { recipe: &variant, sources, std_files }) {
+                if seen.contains(&d) {
+                    continue;
+                }
+                seen.push(d.clone());
+                let mut d = d.label(profile.span, format!("with profile `{}`", profile.name));
+                d.message = format!("{} (profile `{}`)", d.message, profile.name);
+                out.push(d);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,153 @@
+//! RL and SFT arithmetic: a group too small for group-relative advantages (E0402), and batch
+//! sizes that do not divide into mini- or micro-batches (E0403), with the nearest values that
+//! would.
+
+use wrl_diagnostics::Diagnostic;
+
+use super::{Ctx, RL_CTORS, num, show, word};
+use crate::model::CheckedDecl;
+use crate::value::{Obj, Val};
+
+pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+    for (decl, o) in ctx.stages() {
+        if RL_CTORS.contains(&o.ctor.as_str()) {
+            group(o, out);
+            rl_batch(ctx, decl, o, out);
+        } else if o.ctor == "sft" {
+            sft_batch(ctx, decl, o, out);
+        }
+    }
+}
+
+fn group(o: &Obj, out: &mut Vec<Diagnostic>) {
+    let Some(g) = o.fields.get("group") else { return };
+    if num(g).is_some_and(|n| n < 2.0) {
+        out.push(
+            Diagnostic::new("E0402", format!("`{}` needs a group of at least 2 samples per prompt", o.ctor))
+                .label(g.span, "group = 1: one sample per prompt")
+                .help("group-relative advantages compare the samples of one prompt; with one sample every advantage is 0 and nothing is learned: use `group = 2` or more (OpenWebRL and OpAgent use 5)"),
+        );
+    }
+}
+
+fn rl_batch(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic>) {
+    // At turn level every turn is a sample and their number is only known at run time.
+    if o.fields.get("level").and_then(word) == Some("turn") {
+        return;
+    }
+    let (Some(p), Some(g), Some(mb)) =
+        (o.fields.get("prompts"), o.fields.get("group"), o.fields.get("mini_batch"))
+    else {
+        return;
+    };
+    let (Some(pn), Some(gn), Some(m)) = (as_count(p), as_count(g), as_count(mb)) else { return };
+    let batch = pn * gn;
+    if batch == 0 || m == 0 || batch % m == 0 {
+        return;
+    }
+    let default = ctx.is_default(mb);
+    let primary = if default { decl.name_span } else { mb.span };
+    let what = if default {
+        format!("the default `mini_batch = {m}`")
+    } else {
+        format!("mini_batch = {m}")
+    };
+    let mut d = Diagnostic::new(
+        "E0403",
+        format!("a batch of {pn} prompts × {gn} samples = {batch} trajectories does not split into mini-batches of {m}"),
+    )
+    .label(primary, format!("{what} does not divide {batch}"));
+    for v in [p, g] {
+        if !ctx.is_default(v) {
+            d = d.label(v.span, "the batch is prompts × group");
+        }
+    }
+    let by_mb = near_divisors(batch, m);
+    let by_prompts = near_multiples(pn, |x| (x * gn) % m == 0);
+    let mut help = format!("set `mini_batch` to {} (divisors of {batch})", or_list(&by_mb));
+    if !by_prompts.is_empty() {
+        help.push_str(&format!(", or `prompts` to {}", or_list(&by_prompts)));
+    }
+    out.push(d.help(help));
+}
+
+fn sft_batch(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic>) {
+    let (Some(b), Some(mb)) = (o.fields.get("batch"), o.fields.get("micro_batch")) else {
+        return;
+    };
+    let (Some(bn), Some(m)) = (as_count(b), as_count(mb)) else { return };
+    if bn == 0 || m == 0 || bn % m == 0 {
+        return;
+    }
+    let primary = if ctx.is_default(mb) { decl.name_span } else { mb.span };
+    let mut d = Diagnostic::new(
+        "E0403",
+        format!("a batch of {bn} does not split into micro-batches of {m}"),
+    )
+    .label(primary, format!("micro_batch = {m} does not divide {bn}"));
+    if !ctx.is_default(b) {
+        d = d.label(b.span, format!("batch = {bn}"));
+    }
+    let by_batch = near_multiples(bn, |x| x % m == 0);
+    out.push(d.help(format!(
+        "gradients accumulate over batch / micro_batch micro-batches: set `micro_batch` to {} (divisors of {bn}), or `batch` to {}",
+        or_list(&near_divisors(bn, m)),
+        or_list(&by_batch)
+    )));
+}
+
+/// A whole, non-negative count (larger values are out of any real range anyway).
+fn as_count(v: &Val) -> Option<u64> {
+    let n = num(v)?;
+    (n >= 0.0 && n.fract() == 0.0 && n < 1e12).then_some(n as u64)
+}
+
+/// The divisors of `n` nearest to `near`: the largest below and the smallest above.
+fn near_divisors(n: u64, near: u64) -> Vec<u64> {
+    let mut below = None;
+    let mut above = None;
+    let mut i = 1;
+    while i * i <= n {
+        if n.is_multiple_of(i) {
+            for d in [i, n / i] {
+                if d < near && below.is_none_or(|b| d > b) {
+                    below = Some(d);
+                }
+                if d > near && above.is_none_or(|a| d < a) {
+                    above = Some(d);
+                }
+            }
+        }
+        i += 1;
+    }
+    below.into_iter().chain(above).collect()
+}
+
+/// The values nearest to `near` (one below, one above, within a factor of 2) that satisfy `ok`.
+fn near_multiples(near: u64, ok: impl Fn(u64) -> bool) -> Vec<u64> {
+    const REACH: u64 = 100_000;
+    let lo = (near / 2).max(1).max(near.saturating_sub(REACH));
+    let below = (lo..near).rev().find(|x| ok(*x));
+    let hi = near.saturating_mul(2).min(near.saturating_add(REACH)).max(near + 1);
+    let above = (near + 1..=hi).find(|x| ok(*x));
+    below.into_iter().chain(above).collect()
+}
+
+fn or_list(vs: &[u64]) -> String {
+    let shown: Vec<String> = vs.iter().map(|v| show(*v as f64)).collect();
+    shown.join(" or ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_values() {
+        assert_eq!(near_divisors(240, 256), vec![240]);
+        assert_eq!(near_divisors(240, 50), vec![48, 60]);
+        assert_eq!(near_divisors(16, 3), vec![2, 4]);
+        assert_eq!(near_multiples(47, |x| (x * 5) % 24 == 0), vec![24, 48]);
+        assert_eq!(near_multiples(1, |x| x % 2 == 0), vec![2]);
+    }
+}

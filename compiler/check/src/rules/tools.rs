@@ -1,0 +1,54 @@
+//! Tool sets (E0407): exactly the tools marked `terminal` end an episode, so a tool set without
+//! one can only end by running out of turns — every episode would be scored as a failure.
+
+use std::collections::BTreeSet;
+
+use wrl_diagnostics::{Diagnostic, Span};
+
+use super::Ctx;
+use crate::value::{Obj, V, Val};
+
+pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+    let mut seen: BTreeSet<Span> = BTreeSet::new();
+    for d in ctx.recipe.decls.iter().filter(|d| !d.std) {
+        walk(&d.value, &mut |v, o| {
+            if o.kind == "tools" && seen.insert(v.span) && !o.tools.iter().any(|t| t.terminal) {
+                let mut diag = Diagnostic::new("E0407", "this tool set has no terminal tool")
+                    .label(v.span, "no tool here is marked `terminal`");
+                if let Some(last) = o.tools.last() {
+                    diag = diag.label(last.span, format!("`{}` is not terminal", last.name));
+                }
+                out.push(diag.help(
+                    "an episode ends only when the policy calls a terminal tool; mark the answering tool: `tool done(answer: string) { terminal }`",
+                ));
+            }
+        });
+    }
+}
+
+/// Calls `f` on every object inside a value (not through references).
+pub(super) fn walk<'a>(v: &'a Val, f: &mut dyn FnMut(&'a Val, &'a Obj)) {
+    match &v.v {
+        V::Obj(o) => {
+            f(v, o);
+            o.fields.values().for_each(|x| walk(x, f));
+            o.modules.iter().for_each(|m| walk(&m.value, f));
+        }
+        V::List { items } => items.iter().for_each(|x| walk(x, f)),
+        V::Record { fields } => fields.values().for_each(|x| walk(x, f)),
+        V::Range { lo, hi } => {
+            walk(lo, f);
+            walk(hi, f);
+        }
+        V::Num { .. }
+        | V::Qty { .. }
+        | V::Bool { .. }
+        | V::Str { .. }
+        | V::Symbol { .. }
+        | V::Enum { .. }
+        | V::Dims { .. }
+        | V::Ref { .. }
+        | V::Signal { .. }
+        | V::Unknown => {}
+    }
+}

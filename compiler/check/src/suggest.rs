@@ -1,0 +1,79 @@
+//! Did-you-mean for the checker: the shared edit-distance suggestion, preferring candidates
+//! that start with the same letter (typos rarely hit the first one: `grop` is `group`, not
+//! `drop`), and the names peer frameworks use for the same knobs (`clip_ratio_high`,
+//! `num_generations`), so a verl or TRL user is told what the field is called here.
+
+/// `did you mean `x`?` for the closest candidate, if any.
+pub(crate) fn did_you_mean<'a, I>(wrong: &str, candidates: I) -> Option<String>
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    let all: Vec<&str> = candidates.into_iter().collect();
+    let first = wrong.chars().next().map(|c| c.to_ascii_lowercase());
+    let same_first: Vec<&str> = all
+        .iter()
+        .copied()
+        .filter(|c| c.chars().next().map(|x| x.to_ascii_lowercase()) == first)
+        .collect();
+    wrl_diagnostics::suggest(wrong, same_first)
+        .or_else(|| wrl_diagnostics::suggest(wrong, all.iter().copied()))
+        .map(|c| format!("did you mean `{c}`?"))
+}
+
+/// Names of knobs in verl, TRL and OpenRLHF, and how a wrl recipe says the same thing.
+const PEER_NAMES: &[(&str, &str)] = &[
+    ("clip_ratio_high", "the clip range's upper end: `clip = 0.2 .. 0.28`"),
+    ("clip_ratio_low", "the clip range's lower end: `clip = 0.2 .. 0.28`"),
+    ("clip_ratio", "`clip = 0.2 .. 0.2` (a range, low .. high)"),
+    ("epsilon", "`clip = 0.2 .. 0.28` (ε_low .. ε_high)"),
+    ("epsilon_high", "the clip range's upper end: `clip = 0.2 .. 0.28`"),
+    ("clip_ratio_c", "`dual_clip = 3`"),
+    ("n", "`group` (samples per prompt)"),
+    ("num_generations", "`group` (samples per prompt)"),
+    ("n_samples_per_prompt", "`group` (samples per prompt)"),
+    ("train_batch_size", "`prompts` (prompts per iteration)"),
+    ("rollout_batch_size", "`prompts` (prompts per iteration)"),
+    ("ppo_mini_batch_size", "`mini_batch` (trajectories per optimiser step)"),
+    ("ppo_micro_batch_size_per_gpu", "`micro_batch`"),
+    ("learning_rate", "`lr`"),
+    ("kl_coef", "`kl`"),
+    ("kl_loss_coef", "`kl`"),
+    ("beta", "`kl`"),
+    ("entropy_coeff", "`entropy`"),
+    ("loss_type", "`loss_agg`"),
+    ("loss_agg_mode", "`loss_agg`"),
+    ("adv_estimator", "the stage's constructor: `grpo(…)`, `dapo(…)` or `ppo(…)`"),
+    ("max_response_length", "the agent's `max_response`"),
+    ("max_prompt_length", "the model's `context`"),
+    ("num_train_epochs", "`epochs`"),
+    ("total_epochs", "`epochs`"),
+    ("per_device_train_batch_size", "`micro_batch`"),
+    ("gradient_accumulation_steps", "`batch` / `micro_batch`"),
+    ("max_turns", "the agent's `max_turns`, or a phase's `horizon`"),
+];
+
+/// Help for a field name that no candidate is close to but that a peer framework uses.
+pub(crate) fn peer_name(wrong: &str) -> Option<String> {
+    let keys = PEER_NAMES.iter().map(|(k, _)| *k);
+    let hit =
+        PEER_NAMES.iter().find(|(k, _)| *k == wrong).map(|(k, _)| *k).or_else(|| {
+            if wrong.len() < 5 { None } else { wrl_diagnostics::suggest(wrong, keys) }
+        })?;
+    let (_, here) = PEER_NAMES.iter().find(|(k, _)| *k == hit)?;
+    Some(format!("`{wrong}` looks like `{hit}` from verl/TRL; here that is {here}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_letter_wins_ties() {
+        let c = ["drop", "group", "prompts"];
+        assert_eq!(did_you_mean("grop", c).as_deref(), Some("did you mean `group`?"));
+        assert_eq!(did_you_mean("xrop", c).as_deref(), Some("did you mean `drop`?"));
+        assert!(peer_name("clip_ratio_hgh").is_some_and(|h| h.contains("clip_ratio_high")));
+        assert!(peer_name("num_generations").is_some_and(|h| h.contains("`group`")));
+        assert_eq!(peer_name("zzz"), None);
+    }
+}
