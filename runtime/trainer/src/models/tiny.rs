@@ -152,19 +152,19 @@ impl TinyModel {
             let g = |s: &str| p.get(&format!("layers.{i}.{s}"));
             let h = self.ops.layer_norm(&x, &g("ln1.weight")?, &g("ln1.bias")?, LN_EPS)?;
             let qkv = self.ops.linear(&h, &g("attn.qkv.weight")?, Some(&g("attn.qkv.bias")?))?;
-            let qkv = qkv.reshape((b, t, 3, nh, hd))?;
-            let split = |j: usize| -> Result<Tensor> {
-                Ok(qkv.narrow(2, j, 1)?.squeeze(2)?.transpose(1, 2)?.contiguous()?)
-            };
-            let (q, k, v) = (split(0)?, split(1)?, split(2)?);
             let y = match cache.as_deref_mut() {
-                None => self.ops.causal_attention(&q, &k, &v, scale)?,
+                None => self.ops.causal_attention_qkv(&qkv, nh, scale)?,
                 Some(kv) => {
+                    let qkv = qkv.reshape((b, t, 3, nh, hd))?;
+                    let split = |j: usize| -> Result<Tensor> {
+                        Ok(qkv.narrow(2, j, 1)?.squeeze(2)?.transpose(1, 2)?.contiguous()?)
+                    };
+                    let (q, k, v) = (split(0)?, split(1)?, split(2)?);
                     let (k, v) = kv.append(i, k, v)?;
-                    reference::attention(&q, &k, &v, scale, offset)?
+                    let y = reference::attention(&q, &k, &v, scale, offset)?;
+                    y.transpose(1, 2)?.reshape((b, t, d))?
                 }
             };
-            let y = y.transpose(1, 2)?.reshape((b, t, d))?;
             let y = self.ops.linear(&y, &g("attn.proj.weight")?, Some(&g("attn.proj.bias")?))?;
             x = (x + y)?;
             let h = self.ops.layer_norm(&x, &g("ln2.weight")?, &g("ln2.bias")?, LN_EPS)?;

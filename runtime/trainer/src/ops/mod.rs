@@ -98,6 +98,23 @@ impl Ops {
         reference::attention(q, k, v, scale, 0)
     }
 
+    /// Causal self-attention from a packed projection: qkv (B, T, 3·H·D) laid out as
+    /// [q heads | k heads | v heads] → (B, T, H·D). The fused path reads it in place.
+    pub fn causal_attention_qkv(&self, qkv: &Tensor, heads: usize, scale: f64) -> Result<Tensor> {
+        if self.fused && qkv.dtype() == DType::F32 {
+            let op = fused::attention::CausalAttentionQkv { heads, scale: scale as f32 };
+            return Ok(qkv.contiguous()?.apply_op1(op)?);
+        }
+        let (b, t, w) = qkv.dims3()?;
+        let d = w / (3 * heads).max(1);
+        let qkv = qkv.reshape((b, t, 3, heads, d))?;
+        let part = |j: usize| -> Result<Tensor> {
+            Ok(qkv.narrow(2, j, 1)?.squeeze(2)?.transpose(1, 2)?.contiguous()?)
+        };
+        let y = reference::attention(&part(0)?, &part(1)?, &part(2)?, scale, 0)?;
+        Ok(y.transpose(1, 2)?.reshape((b, t, heads * d))?)
+    }
+
     /// Log-probability of `targets` (N, u32) under `logits` (N, V): returns (N).
     pub fn token_logprobs(&self, logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
         if self.fused && logits.dtype() == DType::F32 {

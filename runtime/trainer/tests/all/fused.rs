@@ -195,3 +195,19 @@ fn fused_linear_matches_reference() {
         2e-5,
     );
 }
+
+#[test]
+fn fused_packed_qkv_attention_matches_reference() {
+    let fused = Ops::new(OpsMode::Auto, &Device::Cpu);
+    let refo = Ops::new(OpsMode::Reference, &Device::Cpu);
+    assert!(!refo.is_fused());
+    let qkv = rand_var(&[2, 13, 3 * 3 * 8], 1.5, 31);
+    let s = 1.0 / 8f64.sqrt();
+    check(
+        "attention-qkv",
+        &[&qkv],
+        &|| fused.causal_attention_qkv(qkv.as_tensor(), 3, s).unwrap(),
+        &|| refo.causal_attention_qkv(qkv.as_tensor(), 3, s).unwrap(),
+        2e-5,
+    );
+}

@@ -1,15 +1,26 @@
-//! Fused causal self-attention for training: q, k, v (B, H, T, D) → softmax(q·kᵀ·scale + causal)·v.
+//! Fused causal self-attention for training. `CausalAttention` takes q, k, v (B, H, T, D);
+//! `CausalAttentionQkv` takes the packed qkv projection (B, T, 3·H·D) and returns (B, T, H·D),
+//! so the model needs no split/transpose copies (whose backward in candle is zero-pad + cat).
 //! One (batch, head) per rayon task; the masked upper triangle is never computed; the backward
 //! recomputes the probabilities row by row instead of storing them.
 
-use candle_core::{CpuStorage, CustomOp3, Layout, Shape, Tensor};
+use candle_core::{CpuStorage, CustomOp1, CustomOp3, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
 use super::{axpy, dot, slice, with_data};
 
-/// The fused op.
+/// Fused attention over separate q, k, v (B, H, T, D).
 #[derive(Debug, Clone, Copy)]
 pub struct CausalAttention {
+    /// Score scale, usually 1/√D.
+    pub scale: f32,
+}
+
+/// Fused attention over a packed qkv (B, T, 3·H·D) → (B, T, H·D).
+#[derive(Debug, Clone, Copy)]
+pub struct CausalAttentionQkv {
+    /// Number of heads H.
+    pub heads: usize,
     /// Score scale, usually 1/√D.
     pub scale: f32,
 }
@@ -34,8 +45,50 @@ fn probs(q: &[f32], k: &[f32], d: usize, i: usize, scale: f32, p: &mut [f32]) {
     }
 }
 
-fn dims(l: &Layout) -> candle_core::Result<(usize, usize, usize, usize)> {
-    l.shape().dims4()
+/// One head's forward: q, k, v are (T, D) contiguous; writes o (T, D).
+fn head_forward(q: &[f32], k: &[f32], v: &[f32], t: usize, d: usize, scale: f32, o: &mut [f32]) {
+    let mut p = vec![0f32; t];
+    for i in 0..t {
+        probs(q, k, d, i, scale, &mut p);
+        let oi = &mut o[i * d..(i + 1) * d];
+        for j in 0..=i {
+            axpy(p[j], &v[j * d..(j + 1) * d], oi);
+        }
+    }
+}
+
+/// One head's backward from the output gradient g (T, D); returns (dq, dk, dv), each (T, D).
+fn head_backward(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    g: &[f32],
+    t: usize,
+    d: usize,
+    scale: f32,
+) -> [Vec<f32>; 3] {
+    let mut dq = vec![0f32; t * d];
+    let mut dk = vec![0f32; t * d];
+    let mut dv = vec![0f32; t * d];
+    let mut p = vec![0f32; t];
+    let mut dp = vec![0f32; t];
+    for i in 0..t {
+        probs(q, k, d, i, scale, &mut p);
+        let gi = &g[i * d..(i + 1) * d];
+        let mut sum = 0f32;
+        for j in 0..=i {
+            dp[j] = dot(gi, &v[j * d..(j + 1) * d]);
+            sum += p[j] * dp[j];
+        }
+        let qi = &q[i * d..(i + 1) * d];
+        for j in 0..=i {
+            let ds = p[j] * (dp[j] - sum) * scale;
+            axpy(ds, &k[j * d..(j + 1) * d], &mut dq[i * d..(i + 1) * d]);
+            axpy(ds, qi, &mut dk[j * d..(j + 1) * d]);
+            axpy(p[j], gi, &mut dv[j * d..(j + 1) * d]);
+        }
+    }
+    [dq, dk, dv]
 }
 
 impl CustomOp3 for CausalAttention {
@@ -53,26 +106,15 @@ impl CustomOp3 for CausalAttention {
         l3: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let (q, k, v) = (slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?);
-        let (_, _, t, d) = dims(l1)?;
+        let (_, _, t, d) = l1.shape().dims4()?;
         if l2.shape() != l1.shape() || l3.shape() != l1.shape() {
             return Err(candle_core::Error::Msg("fused attention: q, k, v shapes differ".into()));
         }
         let mut out = vec![0f32; q.len()];
         let td = t * d;
         out.par_chunks_mut(td).enumerate().for_each(|(bh, o)| {
-            let (q, k, v) = (
-                &q[bh * td..(bh + 1) * td],
-                &k[bh * td..(bh + 1) * td],
-                &v[bh * td..(bh + 1) * td],
-            );
-            let mut p = vec![0f32; t];
-            for i in 0..t {
-                probs(q, k, d, i, self.scale, &mut p);
-                let oi = &mut o[i * d..(i + 1) * d];
-                for j in 0..=i {
-                    axpy(p[j], &v[j * d..(j + 1) * d], oi);
-                }
-            }
+            let r = bh * td..(bh + 1) * td;
+            head_forward(&q[r.clone()], &k[r.clone()], &v[r], t, d, self.scale, o);
         });
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
@@ -88,54 +130,150 @@ impl CustomOp3 for CausalAttention {
         let (_, _, t, d) = q.dims4()?;
         let td = t * d;
         let scale = self.scale;
-        let n = q.elem_count();
-        let (dq, dk, dv) = with_data(q, |q| {
+        let parts: Vec<[Vec<f32>; 3]> = with_data(q, |q| {
             with_data(k, |k| {
                 with_data(v, |v| {
                     with_data(grad, |g| {
-                        let mut dq = vec![0f32; n];
-                        let mut dk = vec![0f32; n];
-                        let mut dv = vec![0f32; n];
-                        dq.par_chunks_mut(td)
-                            .zip(dk.par_chunks_mut(td).zip(dv.par_chunks_mut(td)))
-                            .enumerate()
-                            .for_each(|(bh, (dq, (dk, dv)))| {
+                        Ok((0..q.len() / td.max(1))
+                            .into_par_iter()
+                            .map(|bh| {
                                 let r = bh * td..(bh + 1) * td;
-                                let (q, k, v, g) =
-                                    (&q[r.clone()], &k[r.clone()], &v[r.clone()], &g[r]);
-                                let mut p = vec![0f32; t];
-                                let mut dp = vec![0f32; t];
-                                for i in 0..t {
-                                    probs(q, k, d, i, scale, &mut p);
-                                    let gi = &g[i * d..(i + 1) * d];
-                                    let mut sum = 0f32;
-                                    for j in 0..=i {
-                                        dp[j] = dot(gi, &v[j * d..(j + 1) * d]);
-                                        sum += p[j] * dp[j];
-                                    }
-                                    let qi = &q[i * d..(i + 1) * d];
-                                    for j in 0..=i {
-                                        let ds = p[j] * (dp[j] - sum) * scale;
-                                        axpy(
-                                            ds,
-                                            &k[j * d..(j + 1) * d],
-                                            &mut dq[i * d..(i + 1) * d],
-                                        );
-                                        axpy(ds, qi, &mut dk[j * d..(j + 1) * d]);
-                                        axpy(p[j], gi, &mut dv[j * d..(j + 1) * d]);
-                                    }
-                                }
-                            });
-                        Ok((dq, dk, dv))
+                                head_backward(
+                                    &q[r.clone()],
+                                    &k[r.clone()],
+                                    &v[r.clone()],
+                                    &g[r],
+                                    t,
+                                    d,
+                                    scale,
+                                )
+                            })
+                            .collect())
                     })
                 })
             })
         })?;
+        let mut out = [
+            Vec::with_capacity(q.elem_count()),
+            Vec::with_capacity(q.elem_count()),
+            Vec::with_capacity(q.elem_count()),
+        ];
+        for p in parts {
+            for (o, part) in out.iter_mut().zip(p) {
+                o.extend(part);
+            }
+        }
+        let [dq, dk, dv] = out;
         let dev = q.device();
         Ok((
             Some(Tensor::from_vec(dq, q.shape(), dev)?),
             Some(Tensor::from_vec(dk, q.shape(), dev)?),
             Some(Tensor::from_vec(dv, q.shape(), dev)?),
         ))
+    }
+}
+
+/// Copy head `h` of part `which` (0 = q, 1 = k, 2 = v) of batch `b` out of a packed qkv.
+fn gather(
+    qkv: &[f32],
+    b: usize,
+    h: usize,
+    which: usize,
+    t: usize,
+    heads: usize,
+    d: usize,
+) -> Vec<f32> {
+    let width = 3 * heads * d;
+    let mut out = Vec::with_capacity(t * d);
+    for i in 0..t {
+        let start = (b * t + i) * width + which * heads * d + h * d;
+        out.extend_from_slice(&qkv[start..start + d]);
+    }
+    out
+}
+
+impl CausalAttentionQkv {
+    fn shape(&self, dims: &[usize]) -> candle_core::Result<(usize, usize, usize)> {
+        match dims {
+            [b, t, w] if self.heads > 0 && w % (3 * self.heads) == 0 => {
+                Ok((*b, *t, w / (3 * self.heads)))
+            }
+            _ => Err(candle_core::Error::Msg(format!("fused qkv attention: bad shape {dims:?}"))),
+        }
+    }
+}
+
+impl CustomOp1 for CausalAttentionQkv {
+    fn name(&self) -> &'static str {
+        "fused-causal-attention-qkv"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        let qkv = slice(s, l)?;
+        let (b, t, d) = self.shape(l.dims())?;
+        let hs = self.heads;
+        let heads: Vec<Vec<f32>> = (0..b * hs)
+            .into_par_iter()
+            .map(|bh| {
+                let (bi, h) = (bh / hs, bh % hs);
+                let q = gather(qkv, bi, h, 0, t, hs, d);
+                let k = gather(qkv, bi, h, 1, t, hs, d);
+                let v = gather(qkv, bi, h, 2, t, hs, d);
+                let mut o = vec![0f32; t * d];
+                head_forward(&q, &k, &v, t, d, self.scale, &mut o);
+                o
+            })
+            .collect();
+        let width = hs * d;
+        let mut out = vec![0f32; b * t * width];
+        for (bh, o) in heads.iter().enumerate() {
+            let (bi, h) = (bh / hs, bh % hs);
+            for i in 0..t {
+                let start = (bi * t + i) * width + h * d;
+                out[start..start + d].copy_from_slice(&o[i * d..(i + 1) * d]);
+            }
+        }
+        Ok((CpuStorage::F32(out), Shape::from((b, t, width))))
+    }
+
+    fn bwd(
+        &self,
+        arg: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<Option<Tensor>> {
+        let (b, t, d) = self.shape(arg.dims())?;
+        let hs = self.heads;
+        let width = hs * d;
+        let parts: Vec<[Vec<f32>; 3]> = with_data(arg, |qkv| {
+            with_data(grad, |g| {
+                Ok((0..b * hs)
+                    .into_par_iter()
+                    .map(|bh| {
+                        let (bi, h) = (bh / hs, bh % hs);
+                        let q = gather(qkv, bi, h, 0, t, hs, d);
+                        let k = gather(qkv, bi, h, 1, t, hs, d);
+                        let v = gather(qkv, bi, h, 2, t, hs, d);
+                        let mut gh = Vec::with_capacity(t * d);
+                        for i in 0..t {
+                            let start = (bi * t + i) * width + h * d;
+                            gh.extend_from_slice(&g[start..start + d]);
+                        }
+                        head_backward(&q, &k, &v, &gh, t, d, self.scale)
+                    })
+                    .collect())
+            })
+        })?;
+        let mut dqkv = vec![0f32; b * t * 3 * width];
+        for (bh, p) in parts.iter().enumerate() {
+            let (bi, h) = (bh / hs, bh % hs);
+            for (which, part) in p.iter().enumerate() {
+                for i in 0..t {
+                    let start = (bi * t + i) * 3 * width + which * width + h * d;
+                    dqkv[start..start + d].copy_from_slice(&part[i * d..(i + 1) * d]);
+                }
+            }
+        }
+        Ok(Some(Tensor::from_vec(dqkv, arg.shape(), arg.device())?))
     }
 }
