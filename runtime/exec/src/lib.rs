@@ -2,7 +2,9 @@
 //! holds the pieces of `wrlc run` that do not drive a browser or a model themselves: the run
 //! directory with its append-only logs and crash-safe commits, and the HTML report.
 
+pub mod judge;
 pub mod report;
+pub mod reward;
 pub mod rundir;
 
 pub use rundir::{Committed, RunDir, RunDirError};
