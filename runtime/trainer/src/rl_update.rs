@@ -201,7 +201,7 @@ impl Trainer {
                     let batch = TokenBatch::new(&seqs, &sel, pad, &device)?;
                     let (lp, logits) = batch.logprobs(&self.model, &ops, cfg.temperature)?;
                     let lp_vals: Vec<f32> = lp.to_vec1()?;
-                    let ent: Vec<f32> = reference::entropy(&logits.detach())?.to_vec1()?;
+                    let ent: Vec<f32> = ops.entropy_metric(&logits)?;
                     let mut g = Vec::with_capacity(lp_vals.len());
                     let mut c_all = Vec::with_capacity(lp_vals.len());
                     let mut k = 0;

@@ -115,6 +115,14 @@ impl Ops {
         Ok(y.transpose(1, 2)?.reshape((b, t, heads * d))?)
     }
 
+    /// Entropy of each row of softmax(logits) (N, V), as a metric (no gradient).
+    pub fn entropy_metric(&self, logits: &Tensor) -> Result<Vec<f32>> {
+        if self.fused && logits.dtype() == DType::F32 {
+            return Ok(fused::logprobs::entropy_rows(&logits.detach())?);
+        }
+        Ok(reference::entropy(&logits.detach())?.to_vec1()?)
+    }
+
     /// Log-probability of `targets` (N, u32) under `logits` (N, V): returns (N).
     pub fn token_logprobs(&self, logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
         if self.fused && logits.dtype() == DType::F32 {

@@ -211,3 +211,15 @@ fn fused_packed_qkv_attention_matches_reference() {
         2e-5,
     );
 }
+
+#[test]
+fn entropy_metric_matches_reference() {
+    let fused = Ops::new(OpsMode::Auto, &Device::Cpu);
+    let refo = Ops::new(OpsMode::Reference, &Device::Cpu);
+    let x = rand_var(&[9, 33], 4.0, 41);
+    let a = fused.entropy_metric(x.as_tensor()).unwrap();
+    let b = refo.entropy_metric(x.as_tensor()).unwrap();
+    for (a, b) in a.iter().zip(&b) {
+        assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    }
+}

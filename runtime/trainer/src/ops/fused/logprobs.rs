@@ -87,3 +87,17 @@ impl CustomOp2 for TokenLogprobs {
         Ok((Some(Tensor::from_vec(dx, logits.shape(), logits.device())?), None))
     }
 }
+
+/// Per-row entropy of softmax(logits) (N, V) without building a graph or temporaries
+/// (a metric; the differentiable version is `reference::entropy`).
+pub fn entropy_rows(logits: &Tensor) -> candle_core::Result<Vec<f32>> {
+    let (n, v) = logits.dims2()?;
+    with_data(logits, |x| {
+        let mut out = vec![0f32; n];
+        out.par_iter_mut().zip(x.par_chunks(v.max(1))).for_each(|(o, row)| {
+            let l = lse(row);
+            *o = -row.iter().map(|&x| (x - l).exp() * (x - l)).sum::<f32>();
+        });
+        Ok(out)
+    })
+}
