@@ -371,4 +371,26 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn clipping_scales_the_gradient_to_the_max_norm() {
+        let dev = Device::Cpu;
+        let mut params = ParamStore::new();
+        params.insert("w", &Tensor::new(&[[1f32, 2.0], [3.0, 4.0]], &dev).unwrap()).unwrap();
+        let mut grads = Grads::new();
+        grads.insert("w".into(), Tensor::new(&[[3f32, 0.0], [0.0, 4.0]], &dev).unwrap());
+        let cfg = OptimConfig { grad_clip: Some(1.0), weight_decay: 0.0, ..OptimConfig::default() };
+        let mut opt = AdamW::new(cfg);
+        let info = opt.step(&params, &grads, 0).unwrap();
+        assert!((info.grad_norm - 5.0).abs() < 1e-9, "norm is reported before clipping");
+        // m = (1 − β1)·g·(1/5): the clipped gradient has norm 1.
+        let m: Vec<Vec<f32>> = opt.m["w"].to_vec2().unwrap();
+        assert!(
+            (m[0][0] - 0.1 * 3.0 / 5.0).abs() < 1e-6 && (m[1][1] - 0.1 * 4.0 / 5.0).abs() < 1e-6
+        );
+        let mut no_clip = AdamW::new(OptimConfig { weight_decay: 0.0, ..OptimConfig::default() });
+        no_clip.step(&params, &grads, 0).unwrap();
+        let m: Vec<Vec<f32>> = no_clip.m["w"].to_vec2().unwrap();
+        assert!((m[1][1] - 0.4).abs() < 1e-6);
+    }
 }
