@@ -70,6 +70,65 @@ pub enum Command {
     /// Explain a diagnostic code: what it means, an example and the fix
     #[command(after_help = "Example:\n  wrlc explain E0103")]
     Explain(ExplainCmd),
+    /// Show the execution plan: the stages a recipe runs, their parameters and hand-offs
+    #[command(
+        after_help = "Examples:\n  wrlc plan recipes/openwebrl.wrl\n  wrlc plan recipes/openwebrl.wrl \
+                      --profile smoke --format json\n  wrlc plan recipes/openwebrl.wrl --format dot \
+                      | dot -Tsvg > plan.svg\n\nExit status: 0 plan printed, 1 errors in the recipe \
+                      (nothing on stdout), 2 usage or internal error."
+    )]
+    Plan(PlanCmd),
+    /// Estimate what a recipe costs before it runs: trajectories, env steps, tokens, judge calls
+    #[command(after_help = "Examples:\n  wrlc estimate recipes/openwebrl.wrl\n  wrlc estimate \
+                      recipes/openwebrl.wrl --format json --prices prices.json\n\nPrices (JSON, every \
+                      field optional): {\"judge_call\": 0.01, \"judge_call_by_model\": {\"gpt-4.1\": \
+                      0.02}, \"per_million_tokens\": 0.5, \"gpu_hour\": 3.0, \
+                      \"gpu_hours_per_million_tokens\": 0.2}; see docs/plan-format.md.\n\nExit status: 0 \
+                      estimate printed, 1 errors in the recipe, 2 usage or internal error.")]
+    Estimate(EstimateCmd),
+}
+
+/// Output formats of `wrlc plan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    Text,
+    Json,
+    Dot,
+}
+
+/// Output formats of `wrlc estimate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EstimateFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanCmd {
+    /// The recipe file
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Apply this profile of the recipe first (e.g. `smoke`)
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// `text` (deterministic, used for golden files), `json` (what the runtime reads) or `dot`
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    pub format: PlanFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct EstimateCmd {
+    /// The recipe file
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Apply this profile of the recipe first (e.g. `smoke`)
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    #[arg(long, value_enum, default_value_t = EstimateFormat::Text)]
+    pub format: EstimateFormat,
+    /// A JSON file of prices (per judge call, per 1M tokens, per GPU-hour) to add money
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -45,6 +45,12 @@ pub fn compile_paths(paths: &[PathBuf]) -> Result<Compilation, PathError> {
         ids.iter().copied().zip(parsed.iter()).collect();
     let checked = wrl_check::check(&mut sources, &entries, &wrl_check::FsLoader);
     diagnostics.extend(checked.diagnostics);
+    // The planner's graph rules (E045x) run on recipes the checker found no errors in.
+    if !diagnostics.iter().any(Diagnostic::is_error) {
+        for r in &checked.recipes {
+            diagnostics.extend(wrl_plan::plan_diagnostics(r));
+        }
+    }
     diagnostics.sort_by_key(|d| d.sort_key());
     diagnostics.dedup();
     Ok(Compilation { sources, files: parsed, recipes: checked.recipes, diagnostics })

@@ -1,1 +1,60 @@
-//! Lowering of a checked recipe to the execution plan (a petgraph DAG of stages).
+//! Lowering of a checked recipe to the execution plan (a petgraph DAG of stages), its three
+//! renderings (deterministic text for golden files, versioned JSON for the runtime, Graphviz
+//! DOT), and the estimate computed from the plan alone.
+
+mod checks;
+mod convert;
+mod dot;
+mod errors;
+pub mod estimate;
+mod lower;
+mod model;
+mod text;
+pub mod value;
+
+use wrl_check::Recipe;
+use wrl_diagnostics::Diagnostic;
+
+pub use convert::unit_word;
+pub use dot::render_dot;
+pub use estimate::{Estimate, Prices, StageEstimate, estimate};
+pub use model::{DataKind, Edge, Node, NodeKind, PLAN_VERSION, Plan};
+pub use text::{render_text, show_num, show_val};
+pub use value::{PExpr, PObj, PVal};
+
+/// Lowers a checked recipe (with its profile already applied, if any). Returns the plan, or
+/// the plan errors (E045x) when the recipe cannot be run as a graph of stages.
+pub fn lower(recipe: &Recipe) -> Result<Plan, Vec<Diagnostic>> {
+    let mut l = lower::Lowering::new(recipe);
+    l.run();
+    let order = l.check_and_order();
+    let (plan, mut diags) = l.finish(order);
+    if diags.is_empty() {
+        Ok(plan)
+    } else {
+        diags.sort_by_key(|d| d.sort_key());
+        diags.dedup();
+        Err(diags)
+    }
+}
+
+/// The plan diagnostics of every recipe, and of each of its profiles: what `wrlc check`
+/// reports after the checker found no errors.
+pub fn plan_diagnostics(recipe: &Recipe) -> Vec<Diagnostic> {
+    let mut out = lower(recipe).err().unwrap_or_default();
+    for p in &recipe.profiles {
+        if let Ok(r) = recipe.with_profile(&p.name) {
+            out.extend(lower(&r).err().unwrap_or_default());
+        }
+    }
+    out.sort_by_key(|d| d.sort_key());
+    out.dedup();
+    out
+}
+
+/// The plan as pretty JSON (the format `docs/plan-format.md` documents), newline-terminated.
+pub fn render_json(plan: &Plan) -> String {
+    let mut s = serde_json::to_string_pretty(plan).unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    s
+}

@@ -1,3 +1,5 @@
 //! One module per subcommand, each with a `run` function.
 
 pub mod check;
+pub mod estimate;
+pub mod plan;

@@ -1,0 +1,249 @@
+//! The graph checks of a lowered recipe: every input has a producer (E0450), an RL stage's
+//! agent has a policy to train (E0451) and it is the model the stage's weights come from
+//! (E0452); stages do not start from each other's checkpoints (E0416, the checker's rule, as a
+//! backstop). Also the deterministic topological order the plan is printed in.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use petgraph::algo::tarjan_scc;
+use petgraph::graph::DiGraph;
+use wrl_check::V;
+use wrl_diagnostics::Span;
+
+use crate::errors;
+use crate::lower::Lowering;
+use crate::model::NodeKind;
+use crate::value::PVal;
+
+/// The input ports a node cannot run without.
+fn required_ports(kind: NodeKind) -> &'static [&'static str] {
+    match kind {
+        NodeKind::Sft => &["model", "data"],
+        NodeKind::RlPhase => &["init", "tasks", "agent", "reward"],
+        NodeKind::Eval => &["agent", "tasks"],
+        NodeKind::Agent => &[],
+        NodeKind::LoadModel
+        | NodeKind::LoadDataset
+        | NodeKind::Env
+        | NodeKind::Reward
+        | NodeKind::Checkpoint => &[],
+    }
+}
+
+impl Lowering<'_> {
+    /// The span of field `port` of declaration `decl`, or the declaration's name.
+    fn field_span(&self, decl: &str, port: &str) -> Span {
+        let Some(d) = self.decls.get(decl) else { return Span::default() };
+        match &d.value.v {
+            V::Obj(o) => o.fields.get(port).map_or(d.name_span, |v| v.span),
+            _ => d.name_span,
+        }
+    }
+
+    fn decl_span(&self, decl: &str) -> Span {
+        self.decls.get(decl).map_or(Span::default(), |d| d.name_span)
+    }
+
+    /// Runs every check and returns the node order.
+    pub fn check_and_order(&mut self) -> Vec<String> {
+        self.check_inputs();
+        let cyclic = self.check_cycles();
+        let order = self.topo_order();
+        if !cyclic {
+            self.check_training();
+        }
+        order
+    }
+
+    fn check_inputs(&mut self) {
+        let mut found = Vec::new();
+        for e in &self.edges {
+            if !self.nodes.contains_key(&e.from) {
+                let span = self
+                    .edge_spans
+                    .get(&(e.to.clone(), e.port.clone()))
+                    .copied()
+                    .unwrap_or_default();
+                found.push(errors::no_producer(&e.to, &e.port, "this input", span));
+            }
+        }
+        for n in self.nodes.values() {
+            for port in required_ports(n.kind) {
+                if matches!(n.params.get(*port), Some(PVal::Unknown) | None) {
+                    let span = self.field_span(&n.decl, port);
+                    found.push(errors::no_producer(&n.id, port, "`unknown`", span));
+                }
+            }
+        }
+        self.diags.extend(found);
+    }
+
+    /// Reports each set of stages that start from each other's checkpoints once.
+    fn check_cycles(&mut self) -> bool {
+        let mut g = DiGraph::<&str, ()>::new();
+        let mut ix = BTreeMap::new();
+        for id in self.nodes.keys() {
+            ix.insert(id.as_str(), g.add_node(id.as_str()));
+        }
+        for e in &self.edges {
+            if let (Some(a), Some(b)) = (ix.get(e.from.as_str()), ix.get(e.to.as_str())) {
+                g.add_edge(*a, *b, ());
+            }
+        }
+        let mut found = Vec::new();
+        for comp in tarjan_scc(&g) {
+            let self_loop = comp.len() == 1 && g.contains_edge(comp[0], comp[0]);
+            if comp.len() < 2 && !self_loop {
+                continue;
+            }
+            let mut stages: BTreeSet<String> = BTreeSet::new();
+            for i in &comp {
+                if let Some(n) = self.nodes.get(g[*i])
+                    && matches!(n.kind, NodeKind::Sft | NodeKind::RlPhase | NodeKind::Checkpoint) {
+                        stages.insert(n.decl.clone());
+                    }
+            }
+            let mut named: Vec<(String, Span)> =
+                stages.into_iter().map(|s| (s.clone(), self.decl_span(&s))).collect();
+            named.sort_by_key(|(_, s)| (s.file, s.start));
+            found.push(errors::cycle(&named));
+        }
+        let any = !found.is_empty();
+        self.diags.extend(found);
+        any
+    }
+
+    /// Kahn's algorithm, always taking the smallest ready id; nodes on cycles come last.
+    fn topo_order(&self) -> Vec<String> {
+        let mut indeg: BTreeMap<&str, usize> =
+            self.nodes.keys().map(|k| (k.as_str(), 0usize)).collect();
+        let mut out: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        for e in &self.edges {
+            if !self.nodes.contains_key(&e.from) || !seen.insert((&e.from, &e.to)) {
+                continue;
+            }
+            if let Some(d) = indeg.get_mut(e.to.as_str()) {
+                *d += 1;
+            }
+            out.entry(e.from.as_str()).or_default().push(e.to.as_str());
+        }
+        let mut ready: BTreeSet<&str> =
+            indeg.iter().filter(|(_, d)| **d == 0).map(|(k, _)| *k).collect();
+        let mut order = Vec::new();
+        while let Some(next) = ready.pop_first() {
+            order.push(next.to_string());
+            for to in out.get(next).into_iter().flatten() {
+                if let Some(d) = indeg.get_mut(to) {
+                    *d -= 1;
+                    if *d == 0 {
+                        ready.insert(to);
+                    }
+                }
+            }
+        }
+        let placed: BTreeSet<String> = order.iter().cloned().collect();
+        order.extend(self.nodes.keys().filter(|k| !placed.contains(*k)).cloned());
+        order
+    }
+
+    /// The node feeding `port` of `node`.
+    fn source(&self, node: &str, port: &str) -> Option<&str> {
+        self.edges.iter().find(|e| e.to == node && e.port == port).map(|e| e.from.as_str())
+    }
+
+    /// The model node whose weights a checkpoint (or model) descends from.
+    fn base_model(&self, start: &str) -> Option<String> {
+        let mut id = start.to_string();
+        for _ in 0..256 {
+            let n = self.nodes.get(&id)?;
+            id = match n.kind {
+                NodeKind::LoadModel => return Some(n.id.clone()),
+                NodeKind::Checkpoint => self.source(&id, "model")?.to_string(),
+                NodeKind::Sft => self.source(&id, "model")?.to_string(),
+                NodeKind::RlPhase => self.source(&id, "init")?.to_string(),
+                NodeKind::LoadDataset
+                | NodeKind::Env
+                | NodeKind::Agent
+                | NodeKind::Reward
+                | NodeKind::Eval => return None,
+            };
+        }
+        None
+    }
+
+    fn is_api(&self, model: &str) -> bool {
+        self.nodes.get(model).is_some_and(|n| n.ctor == "api")
+    }
+
+    fn check_training(&mut self) {
+        let mut found = Vec::new();
+        for n in self.nodes.values() {
+            let first_phase = n.kind == NodeKind::RlPhase && n.num("phase") == Some(1.0);
+            if n.kind == NodeKind::Sft
+                && let Some(base) = self.source(&n.id, "model").and_then(|s| self.base_model(s))
+                    && self.is_api(&base) {
+                        found.push(errors::untrainable(
+                            "E0415",
+                            &n.decl,
+                            &format!("`{}` is an API model", short(&base)),
+                            self.field_span(&n.decl, "model"),
+                            "API models are frozen; train a local model (`hf(…)`, `std::models::tiny`)",
+                        ));
+                    }
+            if !first_phase {
+                continue;
+            }
+            let init = self.source(&n.id, "init").and_then(|s| self.base_model(s));
+            if let Some(base) = &init
+                && self.is_api(base) {
+                    found.push(errors::untrainable(
+                        "E0415",
+                        &n.decl,
+                        &format!("`{}` is an API model", short(base)),
+                        self.field_span(&n.decl, "init"),
+                        "API models are frozen; start from a local model or an earlier stage's `.model`",
+                    ));
+                    continue;
+                }
+            let Some(agent) = self.source(&n.id, "agent") else { continue };
+            let binds: Vec<String> = match n.params.get("binds") {
+                Some(PVal::List { items }) => {
+                    items.iter().filter_map(|i| i.as_str().map(String::from)).collect()
+                }
+                _ => Vec::new(),
+            };
+            if binds.is_empty() {
+                found.push(errors::untrainable(
+                    "E0451",
+                    &n.decl,
+                    "its agent has no trainable policy",
+                    self.field_span(&n.decl, "agent"),
+                    "use a `react` agent, or mark a `policy_of` module of the graph `trainable`",
+                ));
+                continue;
+            }
+            let Some(init) = init else { continue };
+            for port in &binds {
+                let Some(src) = self.source(agent, port) else { continue };
+                let Some(agent_base) = self.base_model(src) else { continue };
+                if agent_base != init {
+                    found.push(errors::lineage(
+                        &n.decl,
+                        short(&init),
+                        short(&agent_base),
+                        self.field_span(&n.decl, "init"),
+                        self.field_span(&n.decl, "agent"),
+                    ));
+                    break;
+                }
+            }
+        }
+        self.diags.extend(found);
+    }
+}
+
+/// `model:policy` → `policy`.
+fn short(id: &str) -> &str {
+    id.split_once(':').map_or(id, |(_, r)| r)
+}
