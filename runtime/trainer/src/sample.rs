@@ -106,13 +106,29 @@ pub fn sample_token(logits: &[f32], p: &SampleParams, rng: &mut ChaCha8Rng) -> (
     }
     let scaled: Vec<f32> = logits.iter().map(|&x| x / p.temperature).collect();
     let lp = log_softmax(&scaled);
-    let mut order: Vec<usize> = (0..lp.len()).collect();
-    // Sort by probability, ties by id, so the draw is deterministic.
-    order.sort_by(|&a, &b| lp[b].total_cmp(&lp[a]).then(a.cmp(&b)));
-    let mut keep = order.len();
-    if p.top_k > 0 {
-        keep = keep.min(p.top_k);
+    if p.top_k == 0 && p.top_p >= 1.0 {
+        // No truncation: draw directly in id order (no sort over the vocabulary).
+        let total: f64 = lp.iter().map(|&l| (l as f64).exp()).sum();
+        let mut u = rng.random::<f64>() * total;
+        for (i, &l) in lp.iter().enumerate() {
+            u -= (l as f64).exp();
+            if u <= 0.0 {
+                return (i as u32, l);
+            }
+        }
+        let last = lp.len() - 1;
+        return (last as u32, lp[last]);
     }
+    let mut order: Vec<usize> = (0..lp.len()).collect();
+    // By probability, ties by id, so the draw is deterministic.
+    let by_prob = |a: &usize, b: &usize| lp[*b].total_cmp(&lp[*a]).then(a.cmp(b));
+    let mut keep = order.len();
+    if p.top_k > 0 && p.top_k < order.len() {
+        order.select_nth_unstable_by(p.top_k - 1, by_prob);
+        order.truncate(p.top_k);
+        keep = p.top_k;
+    }
+    order.sort_by(by_prob);
     if p.top_p < 1.0 {
         let mut mass = 0.0f64;
         for (i, &id) in order.iter().enumerate().take(keep) {

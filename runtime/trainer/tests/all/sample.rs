@@ -77,3 +77,33 @@ fn stop_strings_end_generation() {
     assert!(out[0].text.ends_with(&stop), "{:?} vs {text:?}", out[0].text);
     assert!(out[0].tokens.len() <= 3);
 }
+
+#[test]
+fn sample_token_follows_the_distribution() {
+    use wrl_trainer::sample::sample_token;
+    let logits = [0.0f32, 3f32.ln(), -30.0];
+    let mut rng = wrl_trainer::rng::rng_from_seed(3);
+    let p = SampleParams::default();
+    let n = 4000;
+    let ones = (0..n).filter(|_| sample_token(&logits, &p, &mut rng).0 == 1).count();
+    let frac = ones as f64 / n as f64;
+    assert!((frac - 0.75).abs() < 0.03, "P(1) sampled as {frac}");
+    let (tok, lp) =
+        sample_token(&logits, &SampleParams { top_k: 1, ..Default::default() }, &mut rng);
+    assert_eq!(tok, 1);
+    assert!((lp - 0.75f32.ln()).abs() < 1e-4, "logprob is before truncation");
+    for _ in 0..50 {
+        assert_eq!(
+            sample_token(&logits, &SampleParams { top_p: 0.5, ..Default::default() }, &mut rng).0,
+            1
+        );
+        assert_ne!(
+            sample_token(&logits, &SampleParams { top_k: 2, ..Default::default() }, &mut rng).0,
+            2
+        );
+    }
+    // Temperature sharpens: at T = 0.25 the odds 3:1 become 81:1.
+    let cold = SampleParams { temperature: 0.25, ..Default::default() };
+    let ones = (0..n).filter(|_| sample_token(&logits, &cold, &mut rng).0 == 1).count();
+    assert!(ones as f64 / n as f64 > 0.97);
+}
