@@ -82,6 +82,8 @@ pub struct Expect {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reported {
     pub code: String,
+    /// `error` or `warning`.
+    pub severity: String,
     pub line: Option<usize>,
     pub column: Option<usize>,
 }
@@ -151,13 +153,21 @@ pub fn parse_json_diagnostics(stderr: &str) -> Result<Vec<Reported>, String> {
                 serde_json::from_str(l).map_err(|e| format!("not a JSON line: {l}: {e}"))?;
             let code = v["code"].as_str().ok_or_else(|| format!("no code in {l}"))?;
             let num = |k: &str| v[k].as_u64().and_then(|n| usize::try_from(n).ok());
-            Ok(Reported { code: code.to_string(), line: num("line"), column: num("column") })
+            let severity = v["severity"].as_str().unwrap_or("error").to_string();
+            Ok(Reported {
+                code: code.to_string(),
+                severity,
+                line: num("line"),
+                column: num("column"),
+            })
         })
         .collect()
 }
 
 /// Compares what a case expects with what was reported: every expectation is met by its own
-/// diagnostic, and every diagnostic's code is expected. Returns a description of the mismatch.
+/// diagnostic, and every reported error's code is expected. Warnings the header does not
+/// mention are allowed (the snapshot shows them), unless the header lists some warning: then
+/// every warning's code must be expected too. Returns a description of the mismatch.
 pub fn compare(expected: &[Expect], reported: &[Reported]) -> Result<(), String> {
     let mut unused: Vec<&Reported> = reported.iter().collect();
     let mut problems = Vec::new();
@@ -175,8 +185,10 @@ pub fn compare(expected: &[Expect], reported: &[Reported]) -> Result<(), String>
             None => problems.push(format!("expected {} not reported", show_expect(e))),
         }
     }
+    let strict_warnings = expected.iter().any(|e| e.code.starts_with('W'));
     for r in unused {
-        if !expected.iter().any(|e| e.code == r.code) {
+        let checked = r.severity != "warning" || strict_warnings;
+        if checked && !expected.iter().any(|e| e.code == r.code) {
             problems.push(format!("reported {} is not expected", show_reported(r)));
         }
     }
@@ -231,7 +243,8 @@ mod tests {
     }
 
     fn rep(code: &str, l: usize, c: usize) -> Reported {
-        Reported { code: code.into(), line: Some(l), column: Some(c) }
+        let severity = if code.starts_with('W') { "warning" } else { "error" }.to_string();
+        Reported { code: code.into(), severity, line: Some(l), column: Some(c) }
     }
 
     #[test]
@@ -265,6 +278,11 @@ mod tests {
         assert!(compare(&[ex("E0100", Some((2, 2))), ex("E0103", None)], &reported).is_err());
         assert!(compare(&[ex("E0100", None)], &reported).is_err(), "E0103 is not expected");
         assert!(compare(&[ex("E0104", None)], &[]).is_err());
+        // Unlisted warnings pass, unless the header lists a warning.
+        let with_warning = [rep("E0100", 1, 5), rep("W0201", 2, 1)];
+        assert!(compare(&[ex("E0100", None)], &with_warning).is_ok());
+        assert!(compare(&[ex("E0100", None), ex("W0202", None)], &with_warning).is_err());
+        assert!(compare(&[ex("E0100", None), ex("W0201", None)], &with_warning).is_ok());
     }
 
     #[test]

@@ -1,0 +1,154 @@
+//! Hostile inputs through `wrlc check` itself, as a user would meet them: invalid UTF-8 (E0106
+//! naming the file), NUL bytes, a 50 MB file, runaway nesting, a directory with no `.wrl`
+//! files and a missing path (exit 2 with a clear message). The CLI runs in-process.
+
+use std::path::Path;
+
+use wrl_tests::parse_json_diagnostics;
+
+fn check(path: &Path, json: bool) -> (u8, String, String) {
+    let mut args: Vec<std::ffi::OsString> = vec!["check".into()];
+    if json {
+        args.extend(["--error-format".into(), "json".into()]);
+    }
+    args.push(path.into());
+    wrl_cli::run_captured(args)
+}
+
+/// The codes of the errors (not warnings) in `--error-format json` output.
+fn error_codes(json: &str) -> Vec<String> {
+    parse_json_diagnostics(json)
+        .expect("JSON diagnostics")
+        .into_iter()
+        .filter(|d| d.severity == "error")
+        .map(|d| d.code)
+        .collect()
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).expect("write the input");
+    p
+}
+
+#[test]
+fn invalid_utf8_is_e0106_naming_the_file_and_the_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = write(tmp.path(), "latin1.wrl", b"param name = \"caf\xe9\"\nparam x = 1\n");
+    let (exit, out, err) = check(&p, false);
+    assert_eq!(exit, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("E0106"), "{err}");
+    assert!(err.contains("latin1.wrl"), "the message names the file: {err}");
+    assert!(err.contains("offset 17"), "{err}");
+    let (_, _, json) = check(&p, true);
+    let d = parse_json_diagnostics(&json).unwrap();
+    assert_eq!(d.len(), 1, "the file is not parsed: {json}");
+    assert_eq!((d[0].code.as_str(), d[0].line, d[0].column), ("E0106", Some(1), Some(18)));
+
+    // Only invalid bytes; invalid bytes at the very start and at the very end.
+    for (name, bytes) in [
+        ("only_bad.wrl", &b"\xff\xfe\xfd"[..]),
+        ("start.wrl", b"\x80param x = 1"),
+        ("end.wrl", b"param x = 1\n\xc3"),
+        ("utf16.wrl", b"\xff\xfep\0a\0r\0a\0m\0"),
+    ] {
+        let p = write(tmp.path(), name, bytes);
+        let (exit, _, err) = check(&p, false);
+        assert_eq!(exit, 1, "{name}: {err}");
+        assert!(err.contains("E0106") && err.contains(name), "{name}: {err}");
+    }
+}
+
+#[test]
+fn nul_bytes_are_syntax_errors_not_crashes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = write(tmp.path(), "nul.wrl", b"param x = 1\0\nparam y = \0\0\0\n\0");
+    let (exit, _, json) = check(&p, true);
+    assert_eq!(exit, 1);
+    let codes = error_codes(&json);
+    assert!(!codes.is_empty() && codes.iter().all(|c| c == "E0100"), "{json}");
+    let (_, _, human) = check(&p, false);
+    assert!(human.contains("U+0000"), "{human}");
+}
+
+#[test]
+fn runaway_nesting_is_e0104_through_the_cli() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = format!(
+        "param p = {}1{}\nparam q = {}1\nparam r = 3 parsecs\n",
+        "[".repeat(10_000),
+        "]".repeat(10_000),
+        "-".repeat(100_000)
+    );
+    let p = write(tmp.path(), "deep.wrl", text.as_bytes());
+    let (exit, _, json) = check(&p, true);
+    assert_eq!(exit, 1);
+    assert_eq!(error_codes(&json), ["E0104", "E0104", "E0103"], "{json}");
+}
+
+#[test]
+fn a_directory_without_wrl_files_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("sub")).unwrap();
+    write(tmp.path(), "notes.txt", b"param x = 1");
+    write(&tmp.path().join("sub"), "recipe.wrl.bak", b"param x = 1");
+    let (exit, out, err) = check(tmp.path(), false);
+    assert_eq!(exit, 2, "{err}");
+    assert!(out.is_empty());
+    assert!(err.starts_with("error: no `.wrl` files in `"), "{err}");
+    assert!(err.contains(&tmp.path().display().to_string()), "names the directory: {err}");
+    assert_eq!(err.lines().count(), 1, "one clear line: {err}");
+
+    let (exit, _, err) = check(&tmp.path().join("missing.wrl"), false);
+    assert_eq!(exit, 2);
+    assert!(err.contains("missing.wrl") && err.contains("no such file"), "{err}");
+
+    // A directory that does hold a recipe, deep down, is searched recursively.
+    write(&tmp.path().join("sub"), "deep.wrl", b"// nothing yet\n");
+    let (exit, _, err) = check(tmp.path(), false);
+    assert_eq!((exit, err.as_str()), (0, "checked 1 file: no problems\n"));
+}
+
+#[test]
+fn empty_and_comment_only_files_check_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, bytes) in [
+        ("empty.wrl", &b""[..]),
+        ("comments.wrl", b"// nothing\n/// here\n"),
+        ("bom.wrl", b"\xef\xbb\xbf"),
+        ("crlf.wrl", b"param x = 1\r\nparam y = [x,\r\n 2]\r\n"),
+    ] {
+        let p = write(tmp.path(), name, bytes);
+        let (exit, _, json) = check(&p, true);
+        assert_eq!(exit, 0, "{name}: {json}");
+        assert_eq!(error_codes(&json), Vec::<String>::new(), "{name}");
+    }
+}
+
+/// A 50 MB file through the whole CLI: a realistic head, a large text block, and an error at
+/// the very end (so the whole file must have been read to find it).
+#[test]
+fn a_fifty_megabyte_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut text =
+        String::from("model policy = hf(\"q\") { context = 32k tokens }\nparam prompt = \"\"\"\n");
+    let line = "Read the page, plan a step, act; repeat until the task is done. Filler text.\n";
+    while text.len() < 50 << 20 {
+        text.push_str(line);
+    }
+    text.push_str("\"\"\"\nparam last = 1 parsecs\n");
+    let p = write(tmp.path(), "big.wrl", text.as_bytes());
+    let t = std::time::Instant::now();
+    let (exit, _, json) = check(&p, true);
+    assert_eq!(exit, 1);
+    let d: Vec<_> = parse_json_diagnostics(&json)
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.severity == "error")
+        .collect();
+    assert_eq!(d.len(), 1, "{json}");
+    assert_eq!(d[0].code, "E0103");
+    assert_eq!(d[0].line, Some(text.lines().count()));
+    assert!(t.elapsed().as_secs() < 20, "took {:?}", t.elapsed());
+}
