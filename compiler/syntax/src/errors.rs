@@ -143,6 +143,14 @@ pub(crate) fn from_pest(err: &Error<Rule>, file: FileId, text: &str, offset: usi
     let (found, len) = found_at(text, pos);
     let abs = offset + pos;
     let span = Span::new(file, abs, abs + len);
+    // pest gives up with a custom error when its own stack guard trips (very deep input).
+    if let ErrorVariant::CustomError { message } = &err.variant
+        && message.ends_with("limit reached")
+    {
+        return Diagnostic::new("E0104", "input nests too deep to parse")
+            .label(span, "the parser ran out of stack here")
+            .help("flatten the value, or name inner parts with `param` declarations");
+    }
     let message = if expected.is_empty() {
         format!("unexpected {found}")
     } else {

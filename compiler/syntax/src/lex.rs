@@ -60,8 +60,12 @@ pub(crate) fn scan(file: FileId, text: &str) -> Scan {
             at_line_start = false;
             if looks_like_item_start(&text[i..]) {
                 out.item_starts.push(i);
-                ifs_in_item = 0;
-                reported_depth = false;
+                // A `///` line only precedes an item; counting restarts at the item itself
+                // (else `if` and `///` lines, alternating, would never reach the limit).
+                if !text[i..].starts_with("///") {
+                    ifs_in_item = 0;
+                    reported_depth = false;
+                }
             }
         }
         let b = bytes[i];
@@ -103,7 +107,9 @@ pub(crate) fn scan(file: FileId, text: &str) -> Scan {
                             .help("close the string with `\"`; for text over several lines use a `\"\"\"` block"),
                     ));
                 }
-                i = (j + 1).min(bytes.len());
+                // Step over the closing quote, but not over the newline that ends an
+                // unterminated string: the next line may start an item.
+                i = if bytes.get(j) == Some(&b'"') { j + 1 } else { j };
                 prefix_run = 0;
             }
             b'(' | b'[' | b'{' => {
@@ -136,6 +142,8 @@ pub(crate) fn scan(file: FileId, text: &str) -> Scan {
                 i += 1;
             }
             b' ' | b'\t' | b'\r' => i += 1,
+            // The grammar skips a byte-order mark as whitespace anywhere; so must the counts.
+            0xEF if text[i..].starts_with('\u{feff}') => i += 3,
             c if c.is_ascii_alphabetic() || c == b'_' => {
                 let end = text[i..]
                     .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
