@@ -102,11 +102,11 @@ impl<'a> Checker<'a> {
             prelude: 0,
             bare: BTreeMap::new(),
         };
-        for (path, name, text) in MODULES {
+        for (i, (path, name, text)) in MODULES.iter().enumerate() {
             let id = c.sources.add(*name, *text);
-            let parsed = wrl_syntax::parse(id, text);
-            c.diags.extend(parsed.diagnostics);
-            let m = c.add_module(path, id, true, &parsed.file);
+            let (file, diags) = parsed_stdlib(i, id, text);
+            c.diags.extend(diags);
+            let m = c.add_module(path, id, true, &file);
             if *path == PRELUDE {
                 c.prelude = m;
             }
@@ -571,4 +571,23 @@ fn comment_start(line: &str) -> Option<usize> {
         i += 1;
     }
     None
+}
+
+/// The parsed stdlib module `i` as file `id`: parsed once per process and file id (parsing
+/// is most of the cost of checking a small recipe, and the stdlib never changes).
+fn parsed_stdlib(i: usize, id: FileId, text: &str) -> (ast::File, Vec<Diagnostic>) {
+    type Cache = std::sync::Mutex<BTreeMap<(usize, FileId), (ast::File, Vec<Diagnostic>)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(|| std::sync::Mutex::new(BTreeMap::new()));
+    if let Ok(map) = cache.lock()
+        && let Some(hit) = map.get(&(i, id))
+    {
+        return hit.clone();
+    }
+    let parsed = wrl_syntax::parse(id, text);
+    let out = (parsed.file, parsed.diagnostics);
+    if let Ok(mut map) = cache.lock() {
+        map.insert((i, id), out.clone());
+    }
+    out
 }

@@ -150,7 +150,8 @@ impl Checker<'_> {
                                         )
                                         .label(n.span, "unknown field")
                                         .maybe_help(
-                                            did_you_mean(&n.name, cands.iter().map(String::as_str)),
+                                            did_you_mean(&n.name, cands.iter().map(String::as_str))
+                                                .or_else(|| crate::suggest::peer_name(&n.name)),
                                         ),
                                     );
                                     return None;

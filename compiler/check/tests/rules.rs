@@ -1,0 +1,222 @@
+//! Every recipe rule (E04xx) has a failing example here, with what its message, labels and help
+//! must say; valid recipes in the shape of the seed systems check clean; profile variants are
+//! checked too, and say which profile a problem comes from.
+
+mod common;
+
+use common::{codes, diags, help, only, rl};
+use wrl_diagnostics::{CODES, Phase};
+
+#[test]
+fn group_below_two() {
+    let d = only(&rl("group = 1"), "E0402");
+    assert!(d.message.contains("at least 2"), "{}", d.message);
+    assert!(help(&d).contains("group = 2"));
+    assert!(!codes(&rl("group = 2")).contains(&"E0402"));
+}
+
+#[test]
+fn reversed_clip_has_clip_help() {
+    let d = only(&rl("clip = 0.28 .. 0.2"), "E0401");
+    assert!(d.message.starts_with("clip range is reversed"), "{}", d.message);
+    assert!(help(&d).contains("0.2 .. 0.28"), "{}", help(&d));
+}
+
+#[test]
+fn mini_batch_must_divide_prompts_times_group() {
+    let d = only(&rl("prompts = 48, group = 5, level = trajectory, mini_batch = 64"), "E0403");
+    assert!(d.message.contains("240"), "{}", d.message);
+    assert_eq!(help(&d), "set `mini_batch` to 60 or 80 (divisors of 240), or `prompts` to 64");
+    assert_eq!(d.labels.len(), 3, "mini_batch, prompts and group are labelled");
+    // At turn level the number of samples is known only at run time.
+    assert!(!codes(&rl("prompts = 48, group = 5, mini_batch = 64")).contains(&"E0403"));
+    assert!(
+        !codes(&rl("prompts = 48, group = 5, level = trajectory, mini_batch = 80"))
+            .contains(&"E0403")
+    );
+}
+
+#[test]
+fn sft_batch_must_divide_into_micro_batches() {
+    let text = "model policy = std::models::tiny\nstage warmup = sft(policy, std::sandbox::demos(count: 8)) { batch = 16, micro_batch = 6 }\n";
+    let d = only(text, "E0403");
+    assert!(help(&d).contains("4 or 8"), "{}", help(&d));
+    assert!(help(&d).contains("12 or 18"), "{}", help(&d));
+}
+
+const BUDGET: &str = r#"use std::rewards::{judge}
+model policy = hf("Qwen/Qwen3-VL-4B-Thinking") { context = 16k tokens }
+dataset tasks = parquet("data/tasks.parquet") { kind = tasks, count = 2102 }
+env web = browser {
+  target = live(allow: ["*"])
+  tools = std::tools::openwebrl
+  observe = [screenshot(last: 3), url]
+  step_text = 200 tokens
+}
+agent actor = react(policy, web) { history = HISTORY, step_response = 600 tokens }
+stage online = grpo(policy, tasks, actor) {
+  group = 5
+  reward = judge(model: "gpt-4.1", screenshots: 3)
+  phases = [{ iters = 90, horizon = 10 steps, lr = 1e-6 }, { iters = 50, horizon = 30 steps, lr = 5e-7 }]
+}
+"#;
+
+#[test]
+fn turn_budget_names_the_phase_and_turn() {
+    let d = only(&BUDGET.replace("HISTORY", "full_text"), "E0404");
+    // turn t: 200 t + 600 (t - 1) + 3 × 1280 + 1024 > 16000 first at t = 15, in phase 2.
+    assert!(d.message.starts_with("turn 15 of phase 2 of stage `online`"), "{}", d.message);
+    assert!(help(&d).contains("at most 14 steps"), "{}", help(&d));
+    assert!(d.labels.len() >= 3, "horizon, context and screenshots: {:#?}", d.labels);
+    // Keeping only actions in the history fits: 30 × 200 + 29 × 32 + 3 × 1280 + 1024 < 16000.
+    assert!(!codes(&BUDGET.replace("HISTORY", "action_only")).contains(&"E0404"));
+}
+
+#[test]
+fn reward_reading_what_the_env_does_not_produce() {
+    let text = rl("")
+        .replace("reward = task_check", "reward = judge(model: \"gpt-4.1\")")
+        .replace("use std::rewards::task_check", "use std::rewards::judge");
+    let d = only(&text, "E0405");
+    assert!(d.message.contains("`judge` reads screenshots"), "{}", d.message);
+    let on_live = rl("").replace("target = std::sandbox::web", "target = live(allow: [\"*\"])");
+    assert!(only(&on_live, "E0405").message.contains("page_state"));
+    let mut no_answer = rl("").replace("tools = std::tools::elements", "tools = mine");
+    no_answer
+        .push_str("tools mine = toolset {\n  tool click(id: int)\n  tool stop() { terminal }\n}\n");
+    no_answer = no_answer
+        .replace("reward = task_check", "reward = answer_match()")
+        .replace("use std::rewards::task_check", "use std::rewards::answer_match");
+    assert!(only(&no_answer, "E0405").message.contains("reads answer"));
+}
+
+#[test]
+fn dataset_kinds_per_stage() {
+    let sft = "model policy = std::models::tiny\nstage warmup = sft(policy, std::sandbox::tasks(count: 8))\n";
+    assert!(only(sft, "E0406").message.contains("SFT learns from trajectories"));
+    let rl_on_demos =
+        rl("").replace("std::sandbox::tasks(count: 256)", "std::sandbox::demos(count: 64)");
+    assert!(only(&rl_on_demos, "E0406").message.contains("RL rolls out on tasks"));
+    let mix = "model policy = std::models::tiny\ndataset m = mixture([std::sandbox::demos(count: 8), std::sandbox::tasks(count: 8)])\nstage warmup = sft(policy, m)\n";
+    assert!(codes(mix).contains(&"E0406"), "a mixture part of the wrong kind");
+    let qa = rl("").replace("std::sandbox::tasks(count: 256)", "std::sandbox::qa(count: 64)");
+    assert!(!codes(&qa).contains(&"E0406"), "RL on QA pairs is fine (WebDancer)");
+}
+
+#[test]
+fn tool_set_without_terminal_tool() {
+    let text = "model policy = std::models::tiny\ntools mine = toolset {\n  tool click(id: int)\n}\nenv web = browser { target = std::sandbox::web, tools = mine }\nagent actor = react(policy, web) { max_response = 48 tokens, history = none }\neval probe = evaluate(actor, std::sandbox::tasks(count: 8))\n";
+    let d = only(text, "E0407");
+    assert!(help(&d).contains("{ terminal }"));
+}
+
+fn graph(body: &str) -> String {
+    format!(
+        "model frontier = api(\"gpt-4.1\")\nmodel grounder = hf(\"Qwen/Qwen2.5-VL-7B-Instruct\")\nenv web = browser {{ target = std::sandbox::web, tools = std::tools::opagent, observe = [screenshot(last: 1)] }}\nagent a = graph {{\n  env = web\n  module planner = llm(frontier) {{ emits = [go, stop] }}\n  module grounder = policy_of(grounder) {{ tools = std::tools::opagent, trainable }}\n{body}\n}}\neval probe = evaluate(a, std::sandbox::tasks(count: 8))\n"
+    )
+}
+
+const GOOD_EDGES: &str = "  start -> planner\n  planner -> grounder when go\n  planner -> end when stop\n  grounder -> planner\n  max_turns = 25 turns";
+
+#[test]
+fn agent_graph_rules() {
+    assert_eq!(codes(&graph(GOOD_EDGES)), Vec::<&str>::new());
+    let unknown = graph(&GOOD_EDGES.replace("grounder -> planner", "grounder -> planer"));
+    let d = only(&unknown, "E0408");
+    assert_eq!(help(&d), "did you mean `planner`?");
+    assert_eq!(codes(&unknown), vec!["E0408"], "no echoes of the broken edge");
+    let unreachable = graph(&format!("{GOOD_EDGES}\n  module spare = llm(frontier)"));
+    assert!(only(&unreachable, "E0409").message.contains("`spare`"));
+    let stuck = graph(&GOOD_EDGES.replace("  grounder -> planner\n", ""));
+    assert!(only(&stuck, "E0410").message.contains("`grounder`"));
+    let unbounded = graph(&GOOD_EDGES.replace("  max_turns = 25 turns", ""));
+    assert!(only(&unbounded, "E0411").message.contains("planner → grounder → planner"));
+    let limited = graph(
+        &GOOD_EDGES
+            .replace("grounder -> planner", "grounder -> planner limit 10")
+            .replace("  max_turns = 25 turns", ""),
+    );
+    assert!(!codes(&limited).contains(&"E0411"));
+    let unrouted =
+        graph(&GOOD_EDGES.replace("  planner -> end when stop\n", "  grounder -> end\n"));
+    assert!(only(&unrouted, "E0412").message.contains("`stop`"));
+    let wrong_guard = graph(&GOOD_EDGES.replace("when stop", "when stopp"));
+    assert_eq!(help(&only(&wrong_guard, "E0413")), "did you mean `stop`?");
+    let api = graph(GOOD_EDGES).replace("policy_of(grounder)", "policy_of(frontier)");
+    assert!(only(&api, "E0415").message.contains("`frontier` is a frozen API model"));
+}
+
+#[test]
+fn stage_rules() {
+    let cyc = rl("").replace("grpo(policy,", "grpo(warmup.model,")
+        + "stage warmup = sft(online.model, std::sandbox::demos(count: 8))\n";
+    let d = only(&cyc, "E0416");
+    assert_eq!(d.labels.len(), 2);
+    let api = rl("").replace("model policy = std::models::tiny", "model policy = api(\"gpt-4.1\")");
+    assert!(only(&api, "E0415").message.contains("frozen API model"));
+    let empty =
+        rl("").replace("phases = [{ iters = 12, horizon = 6 steps, lr = 3e-4 }]", "phases = []");
+    assert!(codes(&empty).contains(&"E0417"));
+    for bad in ["iters = 0", "iters = -1", "horizon = 0 steps", "horizon = -5 steps"] {
+        let t = rl("").replace(
+            if bad.starts_with("iters") { "iters = 12" } else { "horizon = 6 steps" },
+            bad,
+        );
+        assert!(codes(&t).contains(&"E0306"), "{bad}");
+    }
+}
+
+#[test]
+fn dynamic_sampling_metric() {
+    let text =
+        rl("dynamic_sampling = { metric = \"acc\", max_batches = 10 }").replace("grpo(", "dapo(");
+    let d = only(&text, "E0418");
+    assert!(help(&d).contains("`task_check`"), "{}", help(&d));
+    let ok = rl("dynamic_sampling = { metric = \"task_check\", max_batches = 10 }")
+        .replace("grpo(", "dapo(");
+    assert!(!codes(&ok).contains(&"E0418"));
+}
+
+#[test]
+fn profiles_are_checked_and_named() {
+    let text = rl("group = 4") + "profile solo {\n  online.group = 1\n}\n";
+    let all = diags(&text);
+    let d = all.iter().find(|d| d.code == "E0402").expect("E0402 under the profile");
+    assert!(d.message.ends_with("(profile `solo`)"), "{}", d.message);
+    assert!(d.labels.iter().any(|l| l.message == "with profile `solo`"));
+    // A problem the plain recipe has is reported once, not again per profile.
+    let both = rl("group = 1")
+        + "profile a {\n  online.lr = 1e-4\n}\nprofile b {\n  online.lr = 1e-5\n}\n";
+    assert_eq!(codes(&both).iter().filter(|c| **c == "E0402").count(), 1);
+}
+
+#[test]
+fn a_profile_may_swap_in_a_stdlib_declaration() {
+    // `std::models::small` is named only by the profile; the variant must still see it.
+    let text = rl("") + "profile wide {\n  policy = std::models::small\n}\n";
+    assert_eq!(codes(&text), Vec::<&str>::new());
+}
+
+/// Every registered rule code has a UI case in `tests/ui/check/` that reports it.
+#[test]
+fn every_rule_code_has_a_failing_ui_case() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/ui/check");
+    let mut missing = Vec::new();
+    for c in CODES.iter().filter(|c| c.phase == Phase::Rules && !c.retired) {
+        let mut found = false;
+        for e in std::fs::read_dir(dir).expect("tests/ui/check").flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(c.code) || !name.ends_with(".wrl") {
+                continue;
+            }
+            let path = format!("{dir}/{name}");
+            let text = std::fs::read_to_string(&path).expect("case");
+            let (_, checked) = wrl_check::check_source(&path, &text, &wrl_check::FsLoader);
+            found |= checked.diagnostics.iter().any(|d| d.code == c.code);
+        }
+        if !found {
+            missing.push(c.code);
+        }
+    }
+    assert!(missing.is_empty(), "no failing UI case for {missing:?}");
+}
