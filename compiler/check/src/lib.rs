@@ -10,6 +10,7 @@ mod loader;
 mod model;
 mod rules;
 mod stdlib;
+mod stdlib_doc;
 mod suggest;
 mod types;
 pub mod value;
@@ -20,6 +21,7 @@ use wrl_syntax::ast;
 pub use loader::{FsLoader, Loader, MemLoader, join_relative};
 pub use model::{CheckedDecl, Override, Profile, Recipe, Seg};
 pub use stdlib::MODULES as STDLIB_MODULES;
+pub use stdlib_doc::stdlib_doc;
 pub use types::{Ty, parse_type};
 pub use value::{EdgeV, ModuleV, Obj, SigExpr, ToolParamV, ToolV, V, Val};
 
