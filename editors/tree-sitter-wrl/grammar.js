@@ -43,8 +43,9 @@ module.exports = grammar({
   rules: {
     source_file: ($) => repeat($._item),
 
-    doc_comment: (_) => token(prec(1, /\/\/\/([^\/\n][^\n]*)?/)),
-    comment: (_) => token(/\/\/[^\n]*/),
+    // `///` documents the item below; `////…` is an ordinary comment.
+    doc_comment: (_) => token(/\/\/\/([^\/\n][^\n]*)?/),
+    comment: (_) => token(choice(/\/\/([^\/\n][^\n]*)?/, /\/\/\/\/[^\n]*/)),
 
     identifier: (_) => /[A-Za-z_][A-Za-z0-9_]*/,
 

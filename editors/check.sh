@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Editor checks, for CI and for anyone changing the language or the editor grammars:
+#   1. the word lists of every editor grammar agree with compiler/syntax/src/tokens.rs (cargo);
+#   2. the TextMate grammar tokenises every recipe, stdlib file and sample with the real
+#      VS Code engine (vscode-textmate + vscode-oniguruma, from npm) with the expected scopes;
+#   3. the tree-sitter grammar generates, its corpus tests pass, and every .wrl file in
+#      recipes/, stdlib/ and the samples parses without an ERROR or MISSING node.
+# Needs: cargo, node >= 18 with npm (registry access for `npm ci` the first time), a C compiler,
+# and the tree-sitter CLI built from crates.io: `cargo install --locked tree-sitter-cli`.
+# Set SKIP_TREE_SITTER=1 to run only 1 and 2.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+
+echo "== 1. editor word lists vs tokens.rs"
+(cd "$root" && cargo test -q -p wrl-fmt --test editor_sync)
+
+echo "== 2. TextMate tokenising test"
+(cd "$here/vscode/test" && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && node tokenize.test.mjs)
+
+if [ "${SKIP_TREE_SITTER:-}" = 1 ]; then
+  echo "(tree-sitter skipped)"
+  exit 0
+fi
+echo "== 3. tree-sitter"
+if ! command -v tree-sitter >/dev/null; then
+  echo "tree-sitter CLI not found: cargo install --locked tree-sitter-cli" >&2
+  exit 2
+fi
+cd "$here/tree-sitter-wrl"
+tree-sitter generate
+tree-sitter test
+for q in queries/*.scm; do  # every query must compile against the grammar
+  tree-sitter query "$q" "$here/vscode/test/fixture.wrl" >/dev/null
+done
+mapfile -t files < <(find "$root/recipes" "$root/stdlib" "$root/compiler/fmt/tests/samples" \
+  "$root/compiler/fmt/tests/ugly" "$here/tree-sitter-wrl/test/samples" "$here/vscode/test" \
+  -name '*.wrl' 2>/dev/null | sort)
+bad=0
+for f in "${files[@]}"; do
+  out="$(tree-sitter parse "$f" 2>&1 || true)"
+  if grep -qE '\(ERROR|\(MISSING|MISSING ' <<<"$out"; then
+    echo "parse error in ${f#"$root"/}:" >&2
+    grep -nE 'ERROR|MISSING' <<<"$out" | head -5 >&2
+    bad=1
+  fi
+done
+echo "${#files[@]} .wrl files parsed with tree-sitter"
+exit "$bad"
