@@ -32,7 +32,10 @@
 ; The standard library and other paths.
 ((path . (identifier) @module.builtin)
   (#eq? @module.builtin "std"))
-(use_path (identifier) @module)
+((use_path . (identifier) @module.builtin)
+  (#eq? @module.builtin "std"))
+((use_path (identifier) @module)
+  (#not-eq? @module "std"))
 (use_group (identifier) @variable)
 (return_type (path (identifier) @type))
 
