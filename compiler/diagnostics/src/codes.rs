@@ -78,6 +78,10 @@ pub const CODES: &[CodeInfo] = &[
     live("E0416", Phase::Rules, "stage dependency cycle"),
     live("E0417", Phase::Rules, "RL stage without phases"),
     live("E0418", Phase::Rules, "dynamic-sampling metric that no reward emits"),
+    // E045x — plan rules (the planner's checks of the stage graph)
+    live("E0450", Phase::Rules, "stage input that nothing produces"),
+    live("E0451", Phase::Rules, "RL agent with nothing to train"),
+    live("E0452", Phase::Rules, "checkpoint of another model than the agent runs"),
     // W02xx — warnings
     live("W0201", Phase::Warning, "unused declaration"),
     live("W0202", Phase::Warning, "unused import"),
