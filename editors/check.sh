@@ -3,6 +3,7 @@
 #   1. the word lists of every editor grammar agree with compiler/syntax/src/tokens.rs (cargo);
 #   2. the TextMate grammar tokenises every recipe, stdlib file and sample with the real
 #      VS Code engine (vscode-textmate + vscode-oniguruma, from npm) with the expected scopes;
+#   2b. the Vim syntax assigns the expected groups (headless vim, when installed);
 #   3. the tree-sitter grammar generates, its corpus tests pass, and every .wrl file in
 #      recipes/, stdlib/ and the samples parses without an ERROR or MISSING node.
 # Needs: cargo, node >= 18 with npm (registry access for `npm ci` the first time), a C compiler,
@@ -18,6 +19,13 @@ echo "== 1. editor word lists vs tokens.rs"
 echo "== 2. TextMate tokenising test"
 (cd "$here/vscode/test" && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && node tokenize.test.mjs)
 
+echo "== 2b. Vim syntax (headless)"
+if command -v vim >/dev/null; then
+  (cd "$here" && vim -Nu NONE -i NONE -es -S vim/test.vim </dev/null) || { echo "vim syntax test failed: run it with -c 'redir! > /tmp/out'" >&2; exit 1; }
+else
+  echo "(vim not installed: skipped)"
+fi
+
 if [ "${SKIP_TREE_SITTER:-}" = 1 ]; then
   echo "(tree-sitter skipped)"
   exit 0
@@ -29,9 +37,13 @@ if ! command -v tree-sitter >/dev/null; then
 fi
 cd "$here/tree-sitter-wrl"
 tree-sitter generate
+if ! git -C "$here" diff --quiet -- tree-sitter-wrl/src; then
+  echo "warning: src/parser.c differs from the committed one (grammar.js changed without" \
+    "regenerating, or another tree-sitter CLI version); commit the regenerated files" >&2
+fi
 tree-sitter test
 for q in queries/*.scm; do  # every query must compile against the grammar
-  tree-sitter query "$q" "$here/vscode/test/fixture.wrl" >/dev/null
+  out="$(tree-sitter query "$q" "$here/vscode/test/fixture.wrl" 2>&1)" || { echo "$out" >&2; exit 1; }
 done
 mapfile -t files < <(find "$root/recipes" "$root/stdlib" "$root/compiler/fmt/tests/samples" \
   "$root/compiler/fmt/tests/ugly" "$here/tree-sitter-wrl/test/samples" "$here/vscode/test" \

@@ -1,2 +1,3 @@
-" .wrl recipes (wrl: training web agents)
-autocmd BufRead,BufNewFile *.wrl setfiletype wrl
+" .wrl recipes (wrl: training web agents). Vim's own filetype.vim maps *.wrl to VRML, so this
+" overrides it with `set filetype` rather than `setfiletype`.
+autocmd BufRead,BufNewFile *.wrl set filetype=wrl

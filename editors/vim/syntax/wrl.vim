@@ -6,6 +6,7 @@ if exists('b:current_syntax')
 endif
 
 syn case match
+syn sync fromstart
 
 " Reserved words (tokens.rs KEYWORDS).
 syn keyword wrlKwConditional if then else when
@@ -21,7 +22,7 @@ syn match wrlContextual "\v^\s*\zs(extends)>"
 syn match wrlContextual "\v^\s*\zs(builtin)\ze\s+\h" nextgroup=wrlDeclName skipwhite
 syn match wrlContextual "\v<(module)\ze\s+\h\w*\s*\=" nextgroup=wrlDeclName skipwhite
 syn match wrlContextual "\v<(tool)\ze\s+\h\w*\s*\(" nextgroup=wrlDeclName skipwhite
-syn match wrlContextual "\v\"\s+\zs(as)>"
+syn match wrlContextual "\v(\"\s+)@<=(as)>"
 syn match wrlContextual "\v<(limit)>\ze\s+[^ \t=:,})\]]"
 
 " Declarations: `stage online = …`.
