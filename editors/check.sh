@@ -46,7 +46,8 @@ for q in queries/*.scm; do  # every query must compile against the grammar
   out="$(tree-sitter query "$q" "$here/vscode/test/fixture.wrl" 2>&1)" || { echo "$out" >&2; exit 1; }
 done
 mapfile -t files < <(find "$root/recipes" "$root/stdlib" "$root/compiler/fmt/tests/samples" \
-  "$root/compiler/fmt/tests/ugly" "$here/tree-sitter-wrl/test/samples" "$here/vscode/test" \
+  "$root/compiler/fmt/tests/ugly" "$here/vscode/test" "$root/tests/corpus" "$root/tests/ui/ok" \
+  "$root/tests/ui/check" "$root/tests/ui/plan" \
   -name '*.wrl' 2>/dev/null | sort)
 bad=0
 for f in "${files[@]}"; do
