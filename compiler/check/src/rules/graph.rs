@@ -223,7 +223,7 @@ fn cycles(ctx: &Ctx<'_>, g: &Obj, edges: &[&EdgeV], out: &mut Vec<Diagnostic>) {
         let mut d =
             Diagnostic::new("E0411", format!("the loop {} has no bound", chain.join(" → ")));
         for e in in_cycle.iter().take(4) {
-            d = d.label(e.span, format!("`{}` → `{}`", e.from, e.to));
+            d = d.label(e.from_span.to(e.to_span), format!("`{}` → `{}`", e.from, e.to));
         }
         out.push(d.help(
             "bound the loop: set the graph's `max_turns = 25 turns`, or give an edge of the loop a `limit 3`",
