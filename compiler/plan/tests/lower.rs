@@ -1,0 +1,161 @@
+//! Lowering recipes checked from memory: node ids, order, edges and ports, phases, evals,
+//! aliases, the JSON round trip, the plan rules and the estimate's arithmetic.
+
+// Helpers here panic on purpose: a panic is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use wrl_check::{MemLoader, Recipe, check_source};
+use wrl_plan::{DataKind, NodeKind, PVal, Plan, estimate, lower, render_json, render_text};
+
+const BASE: &str = r#"
+use std::rewards::{ended, task_check}
+model policy = std::models::tiny
+dataset demos = std::sandbox::demos(count: 64)
+dataset tasks = std::sandbox::tasks(count: 256)
+dataset heldout = std::sandbox::tasks(count: 64) { split = test }
+env web = browser {
+  target = std::sandbox::web
+  tools = std::tools::elements
+  observe = [elements(max: 32), url, feedback]
+}
+agent actor = react(policy, web) { history = action_only, max_turns = 6 turns, max_response = 48 tokens }
+reward solved = if ended(format_error) then -1 else task_check
+stage warmup = sft(policy, demos) { epochs = 2 epochs, batch = 16 }
+stage online = grpo(warmup.model, tasks, actor) {
+  prompts = 16
+  group = 4
+  mini_batch = 64
+  ppo_epochs = 2
+  reward = solved
+  phases = [{ iters = 3, horizon = 4 steps, lr = 1e-4 }, { iters = 2, horizon = 6 steps, lr = 5e-5 }]
+}
+eval both = evaluate(actor, heldout) { after = [warmup, online], max_steps = 10 steps }
+"#;
+
+fn recipe(src: &str) -> Recipe {
+    let (_, checked) = check_source("r.wrl", src, &MemLoader::default());
+    let errors: Vec<_> = checked.diagnostics.iter().filter(|d| d.is_error()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    checked.recipes.into_iter().next().unwrap()
+}
+
+fn plan(src: &str) -> Plan {
+    lower(&recipe(src)).unwrap_or_else(|d| panic!("{d:#?}"))
+}
+
+fn inputs(p: &Plan, id: &str) -> Vec<(String, String)> {
+    p.inputs(id).map(|e| (e.port.clone(), e.from.clone())).collect()
+}
+
+#[test]
+fn nodes_have_stable_ids_in_topological_order() {
+    let p = plan(BASE);
+    let ids: Vec<&str> = p.nodes.iter().map(|n| n.id.as_str()).collect();
+    for id in [
+        "model:policy",
+        "dataset:demos",
+        "env:web",
+        "agent:actor",
+        "reward:solved",
+        "stage:warmup",
+        "checkpoint:warmup",
+        "stage:online/phase:1",
+        "stage:online/phase:2",
+        "checkpoint:online",
+        "eval:both/after:warmup",
+        "eval:both/after:online",
+    ] {
+        assert!(ids.contains(&id), "{id} missing from {ids:?}");
+    }
+    let pos = |id: &str| ids.iter().position(|x| *x == id).unwrap();
+    for e in &p.edges {
+        assert!(pos(&e.from) < pos(&e.to), "{} -> {} out of order", e.from, e.to);
+    }
+    assert_eq!(p.node("model:policy").unwrap().alias_of.as_deref(), Some("std::models::tiny"));
+}
+
+#[test]
+fn phases_chain_and_checkpoints_hand_over() {
+    let p = plan(BASE);
+    assert_eq!(
+        inputs(&p, "stage:online/phase:1"),
+        [
+            ("agent".into(), "agent:actor".into()),
+            ("init".into(), "checkpoint:warmup".into()),
+            ("reward".into(), "reward:solved".into()),
+            ("tasks".into(), "dataset:tasks".into()),
+        ]
+    );
+    let p2 = p.node("stage:online/phase:2").unwrap();
+    assert_eq!(p2.param("init"), Some(&PVal::Ref { node: "stage:online/phase:1".into() }));
+    assert_eq!(p2.num("iters"), Some(2.0));
+    assert_eq!(p2.num("horizon"), Some(6.0));
+    assert_eq!(p2.num("lr"), Some(5e-5));
+    assert_eq!(p2.param("resume").and_then(PVal::as_str), Some("weights_and_optimizer"));
+    let init = p.edges.iter().find(|e| e.to == "stage:online/phase:2" && e.port == "init").unwrap();
+    assert_eq!(init.data, DataKind::Checkpoint);
+    assert_eq!(inputs(&p, "checkpoint:online"), [("model".into(), "stage:online/phase:2".into())]);
+    let ev = p.node("eval:both/after:online").unwrap();
+    assert_eq!(ev.kind, NodeKind::Eval);
+    assert_eq!(
+        ev.param("binds"),
+        Some(&PVal::List { items: vec![PVal::Str { value: "policy".into() }] })
+    );
+}
+
+#[test]
+fn json_round_trips_and_text_is_stable() {
+    let p = plan(BASE);
+    let json = render_json(&p);
+    let back: Plan = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, p);
+    assert_eq!(render_text(&p), render_text(&plan(BASE)));
+    assert!(render_text(&p).contains("  clip = 0.2 .. 0.2\n"));
+}
+
+#[test]
+fn estimate_multiplies_what_the_plan_says() {
+    let e = estimate(&plan(BASE), None);
+    // 16 × 4 × (3 + 2) trajectories; 64 × (3 × 4 + 2 × 6) steps.
+    assert_eq!(e.trajectories, Some(320));
+    assert_eq!(e.max_env_steps, Some(1536));
+    assert_eq!(e.max_generated_tokens, Some(1536 * 48));
+    // SFT: 2 epochs × ⌈64 / 16⌉; RL: 3 × 2 × ⌈256 / 64⌉ + 2 × 2 × ⌈384 / 64⌉.
+    assert_eq!(e.optimizer_steps, Some(8 + 24 + 24));
+    assert_eq!(e.sft_examples, Some(128));
+    // Two eval runs of 64 tasks, at most min(10 steps, 6 turns) each.
+    assert_eq!(e.evaluation.trajectories, Some(128));
+    assert_eq!(e.evaluation.max_env_steps, Some(128 * 6));
+    // An unknown count makes the figure unknown, never zero.
+    let src = BASE.replace("prompts = 16", "prompts = unknown");
+    let e = estimate(&plan(&src), None);
+    assert_eq!((e.trajectories, e.max_env_steps, e.optimizer_steps), (None, None, None));
+}
+
+#[test]
+fn an_unknown_input_has_no_producer() {
+    let src = BASE.replace("sft(policy, demos)", "sft(unknown, demos)");
+    let diags = lower(&recipe(&src)).unwrap_err();
+    assert!(diags.iter().any(|d| d.code == "E0450"), "{diags:#?}");
+}
+
+#[test]
+fn an_rl_stage_must_start_from_its_agents_model() {
+    let src = BASE
+        .replace(
+            "model policy = std::models::tiny",
+            "model policy = std::models::tiny\nmodel other = std::models::small",
+        )
+        .replace("grpo(warmup.model,", "grpo(other,");
+    let diags = lower(&recipe(&src)).unwrap_err();
+    assert_eq!(diags.iter().map(|d| d.code).collect::<Vec<_>>(), ["E0452"]);
+}
+
+#[test]
+fn stage_cycles_are_caught_even_without_the_checker() {
+    let src = BASE.replace("sft(policy, demos)", "sft(online.model, demos)");
+    let (_, checked) = check_source("r.wrl", &src, &MemLoader::default());
+    let r = checked.recipes.into_iter().next().unwrap();
+    let diags = lower(&r).unwrap_err();
+    assert!(diags.iter().any(|d| d.code == "E0416"), "{diags:#?}");
+}
