@@ -122,12 +122,16 @@ fn keyword(f: &mut Fmt, prev_end: usize, at: usize, word: &str) {
     f.space_or_line(brk);
     f.write(word);
     f.write(" ");
+    if at > prev_end {
+        f.last_end = at + word.len();
+    }
 }
 
 fn arg(f: &mut Fmt, a: &Arg) {
     if let Some(name) = &a.name {
         f.write(&name.name);
         f.write(": ");
+        f.last_end = f.end(name.span);
     }
     expr(f, &a.value);
 }

@@ -124,6 +124,7 @@ fn params(f: &mut Fmt, name_end: usize, ps: &[Param]) {
 fn param(f: &mut Fmt, p: &Param) {
     f.write(&p.name.name);
     f.write(": ");
+    f.last_end = f.end(p.name.span);
     expr(f, &p.ty);
     if let Some(d) = &p.default {
         f.write(" = ");
@@ -149,6 +150,7 @@ pub(crate) fn block_item(f: &mut Fmt, item: &BlockItem) {
             f.write("module ");
             f.write(&m.name.name);
             f.write(" = ");
+            f.last_end = f.end(m.name.span);
             expr(f, &m.value);
         }
         BlockItem::Edge(e) => edge(f, e),
@@ -177,6 +179,7 @@ fn field(f: &mut Fmt, x: &Field) {
         }
     }
     f.write(" = ");
+    f.last_end = f.end(x.path.span);
     expr(f, &x.value);
 }
 
