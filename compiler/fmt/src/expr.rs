@@ -4,7 +4,7 @@
 use wrl_syntax::ast::{Arg, Block, Expr, ExprKind, Number, UnaryOp};
 
 use crate::escape::quote;
-use crate::printer::Fmt;
+use crate::printer::{Fmt, MAX_WIDTH};
 use crate::scan::find;
 use crate::seq::{ARGS, BLOCK, LIST, seq};
 
@@ -63,13 +63,17 @@ pub(crate) fn expr(f: &mut Fmt, e: &Expr) {
             infix(f, f.end(lo.span), op_at, hi, "..");
         }
         ExprKind::If { cond, then, otherwise } => {
+            // Too long for its line: `else` starts a continuation line.
+            let start_col = f.col();
+            let long =
+                !f.flat && f.measure(|m| expr(m, e)).is_none_or(|w| start_col + w > MAX_WIDTH);
             f.write("if ");
             expr(f, cond);
             let then_at = find(f.src, f.end(cond.span), "then");
-            keyword(f, f.end(cond.span), then_at, "then");
+            keyword(f, f.end(cond.span), then_at, "then", false);
             expr(f, then);
             let else_at = find(f.src, f.end(then.span), "else");
-            keyword(f, f.end(then.span), else_at, "else");
+            keyword(f, f.end(then.span), else_at, "else", long);
             expr(f, otherwise);
         }
         ExprKind::Call { callee, args, args_span } => {
@@ -109,16 +113,16 @@ fn dims(f: &mut Fmt, w: &Number, h: &Number) {
 
 /// ` op rhs`, or a line break before `op` where the source had one.
 fn infix(f: &mut Fmt, lhs_end: usize, op_at: usize, rhs: &Expr, op: &str) {
-    keyword(f, lhs_end, op_at, op);
+    keyword(f, lhs_end, op_at, op, false);
     expr(f, rhs);
 }
 
 /// A word between two operands (`then`, `else`, an operator) with a space after it; it starts
-/// a continuation line where the source broke the line before it.
-fn keyword(f: &mut Fmt, prev_end: usize, at: usize, word: &str) {
+/// a continuation line where the source broke the line before it, or where `force_break`.
+fn keyword(f: &mut Fmt, prev_end: usize, at: usize, word: &str, force_break: bool) {
     let cont = f.cont;
     f.comments_before(at, cont);
-    let brk = f.src_breaks(prev_end, at);
+    let brk = force_break || f.src_breaks(prev_end, at);
     f.space_or_line(brk);
     f.write(word);
     f.write(" ");

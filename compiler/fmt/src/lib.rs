@@ -11,7 +11,7 @@
 //!   is kept where the user had any;
 //! - a declaration whose value starts on the next line keeps it there (indented by two);
 //!   a line break before `then`, `else` or a binary operator is kept (the operator moves to the
-//!   start of the line);
+//!   start of the line); an `if` that would pass column 100 breaks before `else`;
 //! - numbers are kept as written, strings are re-escaped canonically, text blocks are verbatim;
 //! - every comment is kept: at the end of its line, or on its own line with its indentation
 //!   normalised.

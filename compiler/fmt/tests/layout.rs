@@ -73,3 +73,12 @@ fn broken_files_are_refused() {
     assert!(is_formatted("param p = 3\n").unwrap());
     assert!(!is_formatted("param p =3\n").unwrap());
 }
+
+#[test]
+fn a_long_if_breaks_before_else() {
+    let src = "reward outcome = if ended(format_error) then -1 else format_ok * judge(model: \"gpt-4.1\", screenshots: 3, verdict: binary)\n";
+    assert_eq!(
+        fmt(src),
+        "reward outcome = if ended(format_error) then -1\n  else format_ok * judge(model: \"gpt-4.1\", screenshots: 3, verdict: binary)\n"
+    );
+}
