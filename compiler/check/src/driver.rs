@@ -469,7 +469,7 @@ impl Checker<'_> {
             collect_refs(&o.value, &mut override_refs);
         }
         for r in override_refs {
-            if let Some(rd) = self.decls.iter().position(|e| e.key == r) {
+            if let Some(rd) = self.find_ref(m, &r) {
                 roots.push(rd);
             }
         }
@@ -484,7 +484,7 @@ impl Checker<'_> {
             let mut refs = Vec::new();
             collect_refs(&v, &mut refs);
             for r in refs {
-                if let Some(rd) = self.decls.iter().position(|e| e.key == r) {
+                if let Some(rd) = self.find_ref(self.decls[d].module, &r) {
                     queue.push(rd);
                 }
             }
@@ -513,6 +513,27 @@ impl Checker<'_> {
             all_profiles.push(p);
         }
         Recipe { file: self.modules[m].path.clone(), decls, profiles: all_profiles, profile: None }
+    }
+
+    /// The declaration a reference made in module `from` names. Keys of user declarations are
+    /// bare names, so with several entry files (`wrlc check recipes/`) the same key exists in
+    /// several modules: prefer `from` itself, then the files it imports or extends, then the
+    /// stdlib.
+    fn find_ref(&self, from: ModId, key: &str) -> Option<DeclId> {
+        let cands: Vec<DeclId> =
+            (0..self.decls.len()).filter(|d| self.decls[*d].key == key).collect();
+        let md = &self.modules[from];
+        let imported = |m: ModId| {
+            md.file_imports.iter().any(|(t, _)| *t == m)
+                || md.extends.as_ref().is_some_and(|e| e.0 == m)
+        };
+        cands
+            .iter()
+            .find(|d| self.decls[**d].module == from)
+            .or_else(|| cands.iter().find(|d| imported(self.decls[**d].module)))
+            .or_else(|| cands.iter().find(|d| self.modules[self.decls[**d].module].std))
+            .or(cands.first())
+            .copied()
     }
 
     fn module_decls_in_order(&self, m: ModId) -> Vec<DeclId> {
