@@ -29,7 +29,10 @@ pub fn render_dot(plan: &Plan) -> String {
     let _ = writeln!(s, "  node [fontname=\"Helvetica\", fontsize=10];");
     let _ = writeln!(s, "  edge [fontname=\"Helvetica\", fontsize=9];");
     for n in &plan.nodes {
-        let mut label = format!("{}\\n{} {}", esc(&n.id), n.kind.word(), esc(&n.ctor));
+        let mut label = format!("{}\\n{}", esc(&n.id), n.kind.word());
+        if n.ctor != n.kind.word() {
+            label.push_str(&format!(" {}", esc(&n.ctor)));
+        }
         if n.kind == NodeKind::RlPhase {
             let it = n.params.get("iters").map(crate::text::show_val).unwrap_or_default();
             let h = n.params.get("horizon").map(crate::text::show_val).unwrap_or_default();

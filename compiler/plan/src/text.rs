@@ -14,7 +14,10 @@ pub fn render_text(plan: &Plan) -> String {
     let _ = writeln!(s, "{} nodes, {} edges", plan.nodes.len(), plan.edges.len());
     for n in &plan.nodes {
         let _ = writeln!(s);
-        let _ = write!(s, "{} = {} {}", n.id, n.kind.word(), n.ctor);
+        let _ = write!(s, "{} = {}", n.id, n.kind.word());
+        if n.ctor != n.kind.word() {
+            let _ = write!(s, " {}", n.ctor);
+        }
         if let Some(a) = &n.alias_of {
             let _ = write!(s, " (as {a})");
         }
