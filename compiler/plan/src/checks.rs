@@ -99,9 +99,10 @@ impl Lowering<'_> {
             let mut stages: BTreeSet<String> = BTreeSet::new();
             for i in &comp {
                 if let Some(n) = self.nodes.get(g[*i])
-                    && matches!(n.kind, NodeKind::Sft | NodeKind::RlPhase | NodeKind::Checkpoint) {
-                        stages.insert(n.decl.clone());
-                    }
+                    && matches!(n.kind, NodeKind::Sft | NodeKind::RlPhase | NodeKind::Checkpoint)
+                {
+                    stages.insert(n.decl.clone());
+                }
             }
             let mut named: Vec<(String, Span)> =
                 stages.into_iter().map(|s| (s.clone(), self.decl_span(&s))).collect();
@@ -182,30 +183,32 @@ impl Lowering<'_> {
             let first_phase = n.kind == NodeKind::RlPhase && n.num("phase") == Some(1.0);
             if n.kind == NodeKind::Sft
                 && let Some(base) = self.source(&n.id, "model").and_then(|s| self.base_model(s))
-                    && self.is_api(&base) {
-                        found.push(errors::untrainable(
-                            "E0415",
-                            &n.decl,
-                            &format!("`{}` is an API model", short(&base)),
-                            self.field_span(&n.decl, "model"),
-                            "API models are frozen; train a local model (`hf(…)`, `std::models::tiny`)",
-                        ));
-                    }
+                && self.is_api(&base)
+            {
+                found.push(errors::untrainable(
+                    "E0415",
+                    &n.decl,
+                    &format!("`{}` is an API model", short(&base)),
+                    self.field_span(&n.decl, "model"),
+                    "API models are frozen; train a local model (`hf(…)`, `std::models::tiny`)",
+                ));
+            }
             if !first_phase {
                 continue;
             }
             let init = self.source(&n.id, "init").and_then(|s| self.base_model(s));
             if let Some(base) = &init
-                && self.is_api(base) {
-                    found.push(errors::untrainable(
+                && self.is_api(base)
+            {
+                found.push(errors::untrainable(
                         "E0415",
                         &n.decl,
                         &format!("`{}` is an API model", short(base)),
                         self.field_span(&n.decl, "init"),
                         "API models are frozen; start from a local model or an earlier stage's `.model`",
                     ));
-                    continue;
-                }
+                continue;
+            }
             let Some(agent) = self.source(&n.id, "agent") else { continue };
             let binds: Vec<String> = match n.params.get("binds") {
                 Some(PVal::List { items }) => {

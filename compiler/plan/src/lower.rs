@@ -246,17 +246,18 @@ impl<'r> Lowering<'r> {
                     continue;
                 }
                 if k == "init"
-                    && let Some(p) = &prev {
-                        c.inputs.push(Input {
-                            from: p.clone(),
-                            port: "init".into(),
-                            data: DataKind::Checkpoint,
-                            decl: d.name.clone(),
-                            span: v.span,
-                        });
-                        params.insert(k.clone(), PVal::Ref { node: p.clone() });
-                        continue;
-                    }
+                    && let Some(p) = &prev
+                {
+                    c.inputs.push(Input {
+                        from: p.clone(),
+                        port: "init".into(),
+                        data: DataKind::Checkpoint,
+                        decl: d.name.clone(),
+                        span: v.span,
+                    });
+                    params.insert(k.clone(), PVal::Ref { node: p.clone() });
+                    continue;
+                }
                 params.insert(k.clone(), c.val(v, k));
             }
             match phases.get(i).map(|p| &p.v) {
