@@ -147,3 +147,26 @@ fn recipes_and_stdlib_are_formatted() {
         eprintln!("not formatted yet: {unformatted:?}");
     }
 }
+
+/// Every prefix (cut at a line end) of the ugly samples: the formatter never panics, refuses
+/// what does not parse, and keeps its guarantees on what does.
+#[test]
+fn prefixes_of_ugly_samples() {
+    let mut files = Vec::new();
+    wrl_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ugly"), &mut files);
+    let dir = std::env::temp_dir().join(format!("wrl-fmt-prefix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut failures = Vec::new();
+    for p in &files {
+        let text = std::fs::read_to_string(p).unwrap();
+        for (i, _) in text.match_indices('\n').step_by(3) {
+            let cut = dir.join("prefix.wrl");
+            std::fs::write(&cut, &text[..i]).unwrap();
+            if let Err(e) = check_file(&cut) {
+                failures.push(format!("{} cut at byte {i}: {e}", p.display()));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
