@@ -42,7 +42,9 @@ if ! git -C "$here" diff --quiet -- tree-sitter-wrl/src; then
     "regenerating, or another tree-sitter CLI version); commit the regenerated files" >&2
 fi
 tree-sitter test
-for q in queries/*.scm; do  # every query must compile against the grammar
+sed -f helix.sed queries/highlights.scm | diff -u queries/helix/highlights.scm - \
+  || { echo "queries/helix/highlights.scm is stale: sed -f helix.sed queries/highlights.scm > queries/helix/highlights.scm" >&2; exit 1; }
+for q in queries/*.scm queries/helix/*.scm; do  # every query must compile against the grammar
   out="$(tree-sitter query "$q" "$here/vscode/test/fixture.wrl" 2>&1)" || { echo "$out" >&2; exit 1; }
 done
 mapfile -t files < <(find "$root/recipes" "$root/stdlib" "$root/compiler/fmt/tests/samples" \
