@@ -87,6 +87,11 @@ pub(crate) struct Checker<'a> {
     /// Spans of bare one-word names and the word: an enum slot accepts such a name even when
     /// it also names a declaration or builtin (`kind = tasks` with a dataset called `tasks`).
     pub bare: BTreeMap<Span, String>,
+    /// Where each `param` was used (its value is inlined there): a profile that overrides the
+    /// param must change those places too.
+    pub param_uses: Vec<(DeclId, Span)>,
+    /// Overrides derived from the last checked param override (see `param_override_uses`).
+    pub derived: Vec<crate::model::Override>,
 }
 
 impl<'a> Checker<'a> {
@@ -101,6 +106,8 @@ impl<'a> Checker<'a> {
             by_file_name: BTreeMap::new(),
             prelude: 0,
             bare: BTreeMap::new(),
+            param_uses: Vec::new(),
+            derived: Vec::new(),
         };
         for (i, (path, name, text)) in MODULES.iter().enumerate() {
             let id = c.sources.add(*name, *text);

@@ -231,7 +231,37 @@ impl Checker<'_> {
                 }
             }
         }
-        Some(Override { decl: key, path: out_path, value: new, span: path.span.to(value.span) })
+        let o = Override { decl: key, path: out_path, value: new, span: path.span.to(value.span) };
+        if kind == DeclKind::Param && o.path.is_empty() {
+            self.param_override_uses(d, &o);
+        }
+        Some(o)
+    }
+
+    /// Overrides that carry a param's new value to every place its old value was inlined.
+    fn param_override_uses(&mut self, param: DeclId, o: &Override) {
+        let uses: Vec<Span> =
+            self.param_uses.iter().filter(|(p, _)| *p == param).map(|(_, s)| *s).collect();
+        for d in 0..self.decls.len() {
+            let Some(value) = self.decls[d].value.clone() else { continue };
+            for at in &uses {
+                let mut path = Vec::new();
+                if let Some(site) = find_span(&value, *at, &mut path) {
+                    let v = match (&site.v, &o.value.v) {
+                        (V::Qty { dim, .. }, V::Num { value }) => {
+                            V::Qty { value: *value, dim: *dim }
+                        }
+                        (_, v) => v.clone(),
+                    };
+                    self.derived.push(Override {
+                        decl: self.decls[d].key.clone(),
+                        path,
+                        value: Val::new(v, o.value.span),
+                        span: o.span,
+                    });
+                }
+            }
+        }
     }
 
     fn decl_names_visible(&self, m: ModId) -> Vec<String> {
@@ -267,6 +297,8 @@ impl Checker<'_> {
                     seen.insert(text, f.path.span);
                     if let Some(o) = self.check_override(m, &f.path, &f.value) {
                         out.push(o);
+                        // A param's value is inlined where it is used: change it there too.
+                        out.append(&mut self.derived);
                     }
                 }
                 BlockItem::Flag(n) => self.diags.push(
@@ -598,4 +630,25 @@ fn sig_refs(e: &crate::value::SigExpr, out: &mut Vec<String>) {
         }
         SigExpr::Const { .. } | SigExpr::Bool { .. } => {}
     }
+}
+
+/// The value with exactly `span` inside `v`, and the path to it.
+fn find_span<'a>(v: &'a Val, span: Span, path: &mut Vec<Seg>) -> Option<&'a Val> {
+    if v.span == span {
+        return Some(v);
+    }
+    let children: Vec<(Seg, &Val)> = match &v.v {
+        V::Obj(o) => o.fields.iter().map(|(k, x)| (Seg::Field(k.clone()), x)).collect(),
+        V::Record { fields } => fields.iter().map(|(k, x)| (Seg::Field(k.clone()), x)).collect(),
+        V::List { items } => items.iter().enumerate().map(|(i, x)| (Seg::Index(i), x)).collect(),
+        _ => Vec::new(),
+    };
+    for (seg, child) in children {
+        path.push(seg);
+        if let Some(hit) = find_span(child, span, path) {
+            return Some(hit);
+        }
+        path.pop();
+    }
+    None
 }

@@ -145,6 +145,7 @@ impl Checker<'_> {
     /// A use of a declaration: a reference, or for `param` its value.
     pub(crate) fn decl_ref(&mut self, d: usize, span: Span) -> Val {
         if self.decls[d].kind == DeclKind::Param {
+            self.param_uses.push((d, span));
             let v = self.decl_value(d);
             return Val::new(v.v, span);
         }

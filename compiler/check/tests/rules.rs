@@ -248,3 +248,33 @@ fn entry_files_with_the_same_names_do_not_mix() {
     assert_eq!(ctx(&checked.recipes[0]), "std::models::tiny");
     assert_eq!(ctx(&checked.recipes[1]), "api");
 }
+
+#[test]
+fn a_tool_defined_twice() {
+    let text = "model policy = std::models::tiny\ntools mine = toolset {\n  tool click(id: int)\n  tool click(x: int)\n  tool done() { terminal }\n}\nenv web = browser { target = std::sandbox::web, tools = mine }\nagent actor = react(policy, web) { max_response = 48 tokens, history = none }\neval probe = evaluate(actor, std::sandbox::tasks(count: 8))\n";
+    let d = only(text, "E0201");
+    assert_eq!(d.labels.len(), 2);
+    assert_eq!(codes(text), vec!["E0201"]);
+}
+
+/// A param's value is inlined where it is used; a profile that overrides the param changes
+/// those places too (else `profile solo { g = 1 }` would silently keep the old group).
+#[test]
+fn profile_override_of_a_param_reaches_its_uses() {
+    let text = format!(
+        "param g = 4\nparam h = 6 steps\n{}profile solo {{\n  g = 1\n  h = 9\n}}\n",
+        rl("group = g")
+    )
+    .replace("horizon = 6 steps", "horizon = h");
+    let (_, checked) =
+        wrl_check::check_source("recipe.wrl", &text, &wrl_check::MemLoader::default());
+    let d = checked.diagnostics.iter().find(|d| d.code == "E0402").expect("E0402 under solo");
+    assert!(d.message.ends_with("(profile `solo`)"), "{}", d.message);
+    let solo = checked.recipes[0].with_profile("solo").expect("solo");
+    let online = solo.decl("online").expect("online");
+    let horizon = online.value.field("phases").and_then(|p| match &p.v {
+        wrl_check::V::List { items } => items[0].field("horizon").and_then(|h| h.as_f64()),
+        _ => None,
+    });
+    assert_eq!(horizon, Some(9.0));
+}

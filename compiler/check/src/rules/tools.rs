@@ -1,5 +1,6 @@
 //! Tool sets (E0407): exactly the tools marked `terminal` end an episode, so a tool set without
-//! one can only end by running out of turns — every episode would be scored as a failure.
+//! one can only end by running out of turns — every episode would be scored as a failure. Tool
+//! names must be unique in a set (E0201): a model calls tools by name.
 
 use std::collections::BTreeSet;
 
@@ -12,6 +13,18 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     let mut seen: BTreeSet<Span> = BTreeSet::new();
     for d in ctx.recipe.decls.iter().filter(|d| !d.std) {
         walk(&d.value, &mut |v, o| {
+            if o.kind == "tools" && !seen.contains(&v.span) {
+                for (i, t) in o.tools.iter().enumerate() {
+                    if let Some(first) = o.tools[..i].iter().find(|f| f.name == t.name) {
+                        out.push(
+                            Diagnostic::new("E0201", format!("tool `{}` is defined twice", t.name))
+                                .label(t.span, "defined again here")
+                                .label(first.span, "first defined here")
+                                .help("a model calls tools by name: rename or remove one of them"),
+                        );
+                    }
+                }
+            }
             if o.kind == "tools" && seen.insert(v.span) && !o.tools.iter().any(|t| t.terminal) {
                 let mut diag = Diagnostic::new("E0407", "this tool set has no terminal tool")
                     .label(v.span, "no tool here is marked `terminal`");
