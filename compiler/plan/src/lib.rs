@@ -9,6 +9,7 @@ mod errors;
 pub mod estimate;
 mod lower;
 mod model;
+mod stages;
 mod text;
 pub mod value;
 

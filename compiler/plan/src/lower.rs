@@ -1,6 +1,7 @@
 //! Lowering a checked recipe to plan nodes and edges: one node per model, dataset, env, agent
-//! and reward the stages use, one per SFT stage, one per RL phase, a checkpoint after every
-//! training stage, and one per evaluation. Then the graph checks in `checks.rs`.
+//! and reward the stages use (here), and the stage nodes (`stages.rs`: one per SFT stage, one
+//! per RL phase, a checkpoint after every training stage, one per evaluation). Then the graph
+//! checks in `checks.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,7 +10,7 @@ use wrl_diagnostics::{Diagnostic, Span};
 use wrl_syntax::ast::DeclKind;
 
 use crate::convert::{Converter, Input};
-use crate::model::{DataKind, Edge, Node, NodeKind, PLAN_VERSION, Plan};
+use crate::model::{Edge, Node, NodeKind, PLAN_VERSION, Plan};
 use crate::value::{PExpr, PVal};
 
 /// Where an edge came from in the source, for diagnostics.
@@ -68,7 +69,7 @@ impl<'r> Lowering<'r> {
     }
 
     /// Adds a node and the edges of its inputs.
-    fn add(&mut self, node: Node, inputs: Vec<Input>) {
+    pub(crate) fn add(&mut self, node: Node, inputs: Vec<Input>) {
         for i in inputs {
             self.enqueue(&i.decl);
             self.edge_spans.insert((node.id.clone(), i.port.clone()), i.span);
@@ -92,7 +93,7 @@ impl<'r> Lowering<'r> {
     }
 
     /// Follows `model policy = std::models::tiny` to the declaration that builds the value.
-    fn resolve_alias(&self, d: &'r CheckedDecl) -> (&'r Val, Option<String>) {
+    pub(crate) fn resolve_alias(&self, d: &'r CheckedDecl) -> (&'r Val, Option<String>) {
         let mut v = &d.value;
         let mut alias = None;
         for _ in 0..16 {
@@ -168,231 +169,6 @@ impl<'r> Lowering<'r> {
         };
         let inputs = c.inputs;
         self.add(node, inputs);
-    }
-
-    fn stage(&mut self, d: &'r CheckedDecl) {
-        let V::Obj(o) = &d.value.v else { return };
-        let is_rl = o.fields.contains_key("phases");
-        let last = if is_rl { self.rl_stage(d, o) } else { self.sft_stage(d, o) };
-        let mut params = BTreeMap::new();
-        params.insert("stage".into(), PVal::Str { value: d.name.clone() });
-        if let Some(every) = o.fields.get("checkpoint_every") {
-            params.insert("every".into(), Converter::new(&self.values).val(every, "every"));
-        }
-        let node = Node {
-            id: format!("checkpoint:{}", d.name),
-            kind: NodeKind::Checkpoint,
-            decl: d.name.clone(),
-            ctor: "checkpoint".into(),
-            alias_of: None,
-            doc: None,
-            params,
-        };
-        let inputs = last
-            .map(|from| Input {
-                from,
-                port: "model".into(),
-                data: DataKind::Checkpoint,
-                decl: d.name.clone(),
-                span: d.name_span,
-            })
-            .into_iter()
-            .collect();
-        self.add(node, inputs);
-    }
-
-    fn sft_stage(&mut self, d: &'r CheckedDecl, o: &'r wrl_check::Obj) -> Option<String> {
-        let id = format!("stage:{}", d.name);
-        let mut c = Converter::new(&self.values);
-        let mut params: BTreeMap<String, PVal> =
-            o.fields.iter().map(|(k, v)| (k.clone(), c.val(v, k))).collect();
-        params.insert("stage".into(), PVal::Str { value: d.name.clone() });
-        let node = Node {
-            id: id.clone(),
-            kind: NodeKind::Sft,
-            decl: d.name.clone(),
-            ctor: o.ctor.clone(),
-            alias_of: None,
-            doc: d.doc.clone(),
-            params,
-        };
-        let inputs = c.inputs;
-        self.add(node, inputs);
-        Some(id)
-    }
-
-    /// One node per phase; each phase starts from the previous one's weights and optimiser.
-    fn rl_stage(&mut self, d: &'r CheckedDecl, o: &'r wrl_check::Obj) -> Option<String> {
-        let phases: Vec<&Val> = match o.fields.get("phases").map(|p| &p.v) {
-            Some(V::List { items }) => items.iter().collect(),
-            Some(V::Unknown) => vec![],
-            _ => vec![],
-        };
-        let unknown_phases = matches!(o.fields.get("phases").map(|p| &p.v), Some(V::Unknown));
-        let count = if unknown_phases { 1 } else { phases.len() };
-        if count == 0 {
-            let span = o.fields.get("phases").map_or(d.name_span, |p| p.span);
-            self.diags.push(crate::errors::no_phases(&d.name, d.name_span, span));
-            return None;
-        }
-        let binds = self.agent_binds(o.fields.get("agent"));
-        let mut prev: Option<String> = None;
-        for i in 0..count {
-            let id = format!("stage:{}/phase:{}", d.name, i + 1);
-            let mut c = Converter::new(&self.values);
-            let mut params = BTreeMap::new();
-            for (k, v) in &o.fields {
-                if k == "phases" {
-                    continue;
-                }
-                if k == "init"
-                    && let Some(p) = &prev
-                {
-                    c.inputs.push(Input {
-                        from: p.clone(),
-                        port: "init".into(),
-                        data: DataKind::Checkpoint,
-                        decl: d.name.clone(),
-                        span: v.span,
-                    });
-                    params.insert(k.clone(), PVal::Ref { node: p.clone() });
-                    continue;
-                }
-                params.insert(k.clone(), c.val(v, k));
-            }
-            match phases.get(i).map(|p| &p.v) {
-                Some(V::Record { fields }) => {
-                    for (k, v) in fields {
-                        params.insert(k.clone(), c.val(v, k));
-                    }
-                }
-                _ => {
-                    for k in ["iters", "horizon", "lr"] {
-                        params.insert(k.into(), PVal::Unknown);
-                    }
-                }
-            }
-            params.insert("stage".into(), PVal::Str { value: d.name.clone() });
-            params.insert("phase".into(), PVal::Num { value: (i + 1) as f64 });
-            params.insert("phases".into(), PVal::Num { value: count as f64 });
-            params.insert(
-                "resume".into(),
-                PVal::Enum { value: if i == 0 { "fresh" } else { "weights_and_optimizer" }.into() },
-            );
-            params.insert("binds".into(), binds.clone());
-            let node = Node {
-                id: id.clone(),
-                kind: NodeKind::RlPhase,
-                decl: d.name.clone(),
-                ctor: o.ctor.clone(),
-                alias_of: None,
-                doc: if i == 0 { d.doc.clone() } else { None },
-                params,
-            };
-            let inputs = c.inputs;
-            self.add(node, inputs);
-            prev = Some(id);
-        }
-        prev
-    }
-
-    fn eval(&mut self, d: &'r CheckedDecl) {
-        let V::Obj(o) = &d.value.v else { return };
-        let after: Vec<(String, Span)> = match o.fields.get("after").map(|a| &a.v) {
-            Some(V::List { items }) => items
-                .iter()
-                .filter_map(|i| match &i.v {
-                    V::Ref { decl, kind: DeclKind::Stage, .. } => Some((decl.clone(), i.span)),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        let binds = self.agent_binds(o.fields.get("agent"));
-        let runs: Vec<Option<(String, Span)>> =
-            if after.is_empty() { vec![None] } else { after.into_iter().map(Some).collect() };
-        let many = runs.len() > 1;
-        for run in runs {
-            let id = match (&run, many) {
-                (Some((s, _)), true) => format!("eval:{}/after:{s}", d.name),
-                _ => format!("eval:{}", d.name),
-            };
-            let mut c = Converter::new(&self.values);
-            let mut params: BTreeMap<String, PVal> = o
-                .fields
-                .iter()
-                .filter(|(k, _)| k.as_str() != "after")
-                .map(|(k, v)| (k.clone(), c.val(v, k)))
-                .collect();
-            match &run {
-                Some((stage, span)) => {
-                    let node = format!("checkpoint:{stage}");
-                    params.insert("after".into(), PVal::Str { value: stage.clone() });
-                    params.insert("checkpoint".into(), PVal::Ref { node: node.clone() });
-                    params.insert("binds".into(), binds.clone());
-                    c.inputs.push(Input {
-                        from: node,
-                        port: "checkpoint".into(),
-                        data: DataKind::Checkpoint,
-                        decl: stage.clone(),
-                        span: *span,
-                    });
-                }
-                None => {
-                    params.insert("binds".into(), PVal::List { items: vec![] });
-                }
-            }
-            let node = Node {
-                id,
-                kind: NodeKind::Eval,
-                decl: d.name.clone(),
-                ctor: o.ctor.clone(),
-                alias_of: None,
-                doc: d.doc.clone(),
-                params,
-            };
-            let inputs = c.inputs;
-            self.add(node, inputs);
-        }
-    }
-
-    /// The agent slots a stage's checkpoint is bound to: a ReAct agent's `policy`, and the
-    /// `policy_of` modules of a graph marked `trainable`.
-    fn agent_binds(&self, agent: Option<&Val>) -> PVal {
-        let names = agent.map(|a| self.bind_slots(a)).unwrap_or_default();
-        PVal::List { items: names.into_iter().map(|n| PVal::Str { value: n }).collect() }
-    }
-
-    pub fn bind_slots(&self, agent: &Val) -> Vec<String> {
-        let obj = match &agent.v {
-            V::Ref { decl, .. } => match self.decls.get(decl) {
-                Some(d) => match &self.resolve_alias(d).0.v {
-                    V::Obj(o) => Some(o),
-                    _ => None,
-                },
-                None => None,
-            },
-            V::Obj(o) => Some(o),
-            _ => None,
-        };
-        let Some(o) = obj else { return Vec::new() };
-        if o.fields.contains_key("policy") {
-            return vec!["policy".into()];
-        }
-        o.modules
-            .iter()
-            .filter(|m| match &m.value.v {
-                V::Obj(mo) => {
-                    mo.ctor == "policy_of"
-                        && matches!(
-                            mo.fields.get("trainable").map(|t| &t.v),
-                            Some(V::Bool { value: true })
-                        )
-                }
-                _ => false,
-            })
-            .map(|m| format!("modules.{}.model", m.name))
-            .collect()
     }
 
     /// The finished plan: nodes in topological order (ties by id), edges sorted.

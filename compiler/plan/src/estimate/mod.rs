@@ -1,0 +1,186 @@
+//! What a plan will cost before it runs, computed from the plan alone: trajectories, maximum
+//! env steps, maximum generated tokens, judge calls (an upper bound), SFT examples and tokens,
+//! optimiser steps, and money when prices are given. Unknown inputs give unknown figures
+//! (`null` in JSON), never a guess. The figures of each node kind are in `figures.rs`, money in
+//! `prices.rs`, the renderings in `render.rs`.
+
+mod figures;
+mod prices;
+mod render;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Node, NodeKind, Plan};
+use crate::value::PVal;
+
+pub use prices::{Cost, Prices};
+pub use render::{render_json, render_text};
+
+/// A count that may be unknown.
+pub type Count = Option<u64>;
+
+/// The figures of one node (an SFT stage, an RL phase, an eval).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageEstimate {
+    pub id: String,
+    pub kind: String,
+    pub trajectories: Count,
+    pub max_env_steps: Count,
+    pub max_generated_tokens: Count,
+    pub judge_calls_max: Count,
+    /// Judge calls by judge model (`unknown` when the recipe does not name it).
+    pub judge_calls_by_model: BTreeMap<String, Count>,
+    pub sft_examples: Count,
+    pub sft_max_tokens: Count,
+    pub optimizer_steps: Count,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+/// Sums of figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    pub trajectories: Count,
+    pub max_env_steps: Count,
+    pub max_generated_tokens: Count,
+    pub judge_calls_max: Count,
+    pub sft_examples: Count,
+    pub sft_max_tokens: Count,
+    pub optimizer_steps: Count,
+}
+
+/// The estimate of a plan. Top-level figures are the training totals (SFT stages and RL
+/// phases); `evaluation` sums the eval nodes; `stages` lists every node with figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub version: u32,
+    pub recipe: String,
+    pub profile: Option<String>,
+    pub trajectories: Count,
+    pub max_env_steps: Count,
+    pub max_generated_tokens: Count,
+    pub judge_calls_max: Count,
+    pub sft_examples: Count,
+    pub sft_max_tokens: Count,
+    pub optimizer_steps: Count,
+    pub evaluation: Totals,
+    pub stages: Vec<StageEstimate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+pub(crate) fn mul(a: Count, b: Count) -> Count {
+    a?.checked_mul(b?)
+}
+
+pub(crate) fn add(a: Count, b: Count) -> Count {
+    a?.checked_add(b?)
+}
+
+/// A whole, non-negative number from a parameter.
+pub(crate) fn count(v: Option<&PVal>) -> Count {
+    let x = v?.num()?;
+    (x >= 0.0 && x.fract() == 0.0 && x < 1e18).then_some(x as u64)
+}
+
+pub(crate) fn ceil_div(a: Count, b: Count) -> Count {
+    let (a, b) = (a?, b?);
+    (b > 0).then(|| a.div_ceil(b))
+}
+
+/// Estimates a plan; `prices` adds money.
+pub fn estimate(plan: &Plan, prices: Option<&Prices>) -> Estimate {
+    let mut stages = Vec::new();
+    for n in &plan.nodes {
+        let e = match n.kind {
+            NodeKind::Sft => figures::sft(plan, n),
+            NodeKind::RlPhase => figures::rl_phase(plan, n),
+            NodeKind::Eval => figures::eval(plan, n),
+            NodeKind::LoadModel
+            | NodeKind::LoadDataset
+            | NodeKind::Env
+            | NodeKind::Agent
+            | NodeKind::Reward
+            | NodeKind::Checkpoint => continue,
+        };
+        let e = match prices {
+            Some(p) => StageEstimate { cost: Some(prices::price(&e, p)), ..e },
+            None => e,
+        };
+        stages.push(e);
+    }
+    let train = totals(stages.iter().filter(|s| s.kind != "eval"));
+    let evaluation = totals(stages.iter().filter(|s| s.kind == "eval"));
+    let cost = prices.map(|_| {
+        let mut c = Cost { judge: Some(0.0), tokens: Some(0.0), gpu: Some(0.0), total: Some(0.0) };
+        for s in &stages {
+            let sc = s.cost.clone().unwrap_or_default();
+            c.judge = prices::fadd(c.judge, sc.judge);
+            c.tokens = prices::fadd(c.tokens, sc.tokens);
+            c.gpu = prices::fadd(c.gpu, sc.gpu);
+            c.total = prices::fadd(c.total, sc.total);
+        }
+        c
+    });
+    Estimate {
+        version: crate::model::PLAN_VERSION,
+        recipe: plan.recipe.clone(),
+        profile: plan.profile.clone(),
+        trajectories: train.trajectories,
+        max_env_steps: train.max_env_steps,
+        max_generated_tokens: train.max_generated_tokens,
+        judge_calls_max: train.judge_calls_max,
+        sft_examples: train.sft_examples,
+        sft_max_tokens: train.sft_max_tokens,
+        optimizer_steps: train.optimizer_steps,
+        evaluation,
+        stages,
+        cost,
+    }
+}
+
+fn totals<'a>(it: impl Iterator<Item = &'a StageEstimate>) -> Totals {
+    let mut t = Totals {
+        trajectories: Some(0),
+        max_env_steps: Some(0),
+        max_generated_tokens: Some(0),
+        judge_calls_max: Some(0),
+        sft_examples: Some(0),
+        sft_max_tokens: Some(0),
+        optimizer_steps: Some(0),
+    };
+    for s in it {
+        t.trajectories = add(t.trajectories, s.trajectories);
+        t.max_env_steps = add(t.max_env_steps, s.max_env_steps);
+        t.max_generated_tokens = add(t.max_generated_tokens, s.max_generated_tokens);
+        t.judge_calls_max = add(t.judge_calls_max, s.judge_calls_max);
+        t.sft_examples = add(t.sft_examples, s.sft_examples);
+        t.sft_max_tokens = add(t.sft_max_tokens, s.sft_max_tokens);
+        t.optimizer_steps = add(t.optimizer_steps, s.optimizer_steps);
+    }
+    t
+}
+
+pub(crate) fn empty(n: &Node) -> StageEstimate {
+    StageEstimate {
+        id: n.id.clone(),
+        kind: n.kind.word().to_string(),
+        trajectories: Some(0),
+        max_env_steps: Some(0),
+        max_generated_tokens: Some(0),
+        judge_calls_max: Some(0),
+        judge_calls_by_model: BTreeMap::new(),
+        sft_examples: Some(0),
+        sft_max_tokens: Some(0),
+        optimizer_steps: Some(0),
+        cost: None,
+    }
+}
+
+/// The node feeding a port.
+pub(crate) fn input<'a>(plan: &'a Plan, node: &str, port: &str) -> Option<&'a Node> {
+    let e = plan.edges.iter().find(|e| e.to == node && e.port == port)?;
+    plan.node(&e.from)
+}

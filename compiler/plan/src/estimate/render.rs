@@ -1,0 +1,85 @@
+//! The estimate as text (aligned figures, digits grouped) and as pretty JSON.
+
+use super::{Count, Estimate, Totals};
+
+/// The estimate as text: one line per figure, then one block per stage.
+pub fn render_text(e: &Estimate) -> String {
+    use std::fmt::Write as _;
+    let show = |c: Count| c.map_or_else(|| "unknown".to_string(), group_digits);
+    let money = |c: Option<f64>| c.map_or_else(|| "unknown".to_string(), |x| format!("{x:.2}"));
+    let mut s = String::new();
+    let _ =
+        writeln!(s, "estimate {} (profile {})", e.recipe, e.profile.as_deref().unwrap_or("(none)"));
+    let _ = writeln!(s, "\ntraining");
+    let figures = |s: &mut String, t: &Totals| {
+        let _ = writeln!(s, "  trajectories          {}", show(t.trajectories));
+        let _ = writeln!(s, "  max env steps         {}", show(t.max_env_steps));
+        let _ = writeln!(s, "  max generated tokens  {}", show(t.max_generated_tokens));
+        let _ = writeln!(s, "  judge calls (max)     {}", show(t.judge_calls_max));
+        let _ = writeln!(s, "  sft examples          {}", show(t.sft_examples));
+        let _ = writeln!(s, "  sft tokens (max)      {}", show(t.sft_max_tokens));
+        let _ = writeln!(s, "  optimizer steps (max) {}", show(t.optimizer_steps));
+    };
+    let train = Totals {
+        trajectories: e.trajectories,
+        max_env_steps: e.max_env_steps,
+        max_generated_tokens: e.max_generated_tokens,
+        judge_calls_max: e.judge_calls_max,
+        sft_examples: e.sft_examples,
+        sft_max_tokens: e.sft_max_tokens,
+        optimizer_steps: e.optimizer_steps,
+    };
+    figures(&mut s, &train);
+    let _ = writeln!(s, "\nevaluation");
+    figures(&mut s, &e.evaluation);
+    if let Some(c) = &e.cost {
+        let _ = writeln!(
+            s,
+            "\ncost  judge {}  tokens {}  gpu {}  total {}",
+            money(c.judge),
+            money(c.tokens),
+            money(c.gpu),
+            money(c.total)
+        );
+    }
+    for st in &e.stages {
+        let _ = writeln!(s, "\n{} ({})", st.id, st.kind);
+        let t = Totals {
+            trajectories: st.trajectories,
+            max_env_steps: st.max_env_steps,
+            max_generated_tokens: st.max_generated_tokens,
+            judge_calls_max: st.judge_calls_max,
+            sft_examples: st.sft_examples,
+            sft_max_tokens: st.sft_max_tokens,
+            optimizer_steps: st.optimizer_steps,
+        };
+        figures(&mut s, &t);
+        for (m, n) in &st.judge_calls_by_model {
+            let _ = writeln!(s, "    judge {m}: {}", show(*n));
+        }
+        if let Some(c) = &st.cost {
+            let _ = writeln!(s, "  cost                  {}", money(c.total));
+        }
+    }
+    s
+}
+
+/// `684000` → `684,000`.
+fn group_digits(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The estimate as pretty JSON, newline-terminated.
+pub fn render_json(e: &Estimate) -> String {
+    let mut s = serde_json::to_string_pretty(e).unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    s
+}
