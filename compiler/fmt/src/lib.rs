@@ -14,8 +14,10 @@
 //!   start of the line); an `if` that would pass column 100 breaks before `else`;
 //! - numbers are kept as written, strings are re-escaped canonically, text blocks are verbatim;
 //! - every comment is kept: at the end of its line, or on its own line with its indentation
-//!   normalised.
+//!   normalised; comments ending consecutive lines of the same indentation are aligned one
+//!   space after the longest of those lines.
 
+mod align;
 mod escape;
 mod expr;
 mod items;

@@ -23,6 +23,8 @@ pub(crate) struct Fmt<'a> {
     pub last_end: usize,
     /// Indentation of continuation lines of the current item.
     pub cont: usize,
+    /// Output offsets where a comment at the end of a line begins (the space before `//`).
+    trailing: Vec<usize>,
 }
 
 impl<'a> Fmt<'a> {
@@ -38,6 +40,7 @@ impl<'a> Fmt<'a> {
             pending_nl: false,
             last_end: 0,
             cont: 2,
+            trailing: Vec::new(),
         }
     }
 
@@ -172,6 +175,7 @@ impl<'a> Fmt<'a> {
                 self.line(indent);
             } else {
                 self.trim_line_end();
+                self.trailing.push(self.out.len());
                 self.out.push(' ');
             }
             self.out.push_str(text.trim_end());
@@ -224,6 +228,7 @@ impl<'a> Fmt<'a> {
         let after = self.out.get(mark..).unwrap_or("");
         if !before.is_empty() && !before.ends_with("\n\n") && !after.starts_with('\n') {
             self.out.insert(mark, '\n');
+            self.trailing.iter_mut().filter(|t| **t >= mark).for_each(|t| *t += 1);
         }
     }
 
@@ -231,7 +236,8 @@ impl<'a> Fmt<'a> {
     pub fn finish(mut self) -> String {
         self.trailing_comments(usize::MAX);
         self.comments_before(usize::MAX, 0);
-        let mut out = self.out.trim_end().to_string();
+        let aligned = crate::align::align_trailing_comments(&self.out, &self.trailing);
+        let mut out = aligned.trim_end().to_string();
         if !out.is_empty() {
             out.push('\n');
         }
