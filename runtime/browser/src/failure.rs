@@ -1,0 +1,98 @@
+//! The failure taxonomy: how a step can fail and how every episode ends.
+
+use serde::{Deserialize, Serialize};
+
+/// A mistake of the agent (the episode's fault, scored, kept in the loss).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "message", rename_all = "snake_case")]
+pub enum AgentError {
+    /// The text could not be parsed as an action.
+    #[error("cannot parse action: {0}")]
+    Parse(String),
+    /// No such tool in the tool set.
+    #[error("unknown tool {0:?}")]
+    UnknownTool(String),
+    /// The tool's arguments are missing or malformed.
+    #[error("bad arguments: {0}")]
+    BadArguments(String),
+    /// A point outside the viewport.
+    #[error("invalid coordinates: {0}")]
+    InvalidCoordinates(String),
+    /// An element id that is not on the page, or an element that cannot take the action.
+    #[error("invalid element: {0}")]
+    InvalidElement(String),
+    /// A tab index that does not exist, or closing the last tab.
+    #[error("invalid tab: {0}")]
+    InvalidTab(String),
+}
+
+/// How an episode ended. Serialized as `{"reason": "...", "message": "..."}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum EndReason {
+    /// The agent ran a terminal action (`done`, `answer`).
+    Completed {
+        /// The terminal answer, if any.
+        answer: Option<String>,
+    },
+    /// Too many consecutive agent errors.
+    AgentError {
+        /// The last error.
+        message: String,
+    },
+    /// The step budget ran out.
+    MaxSteps,
+    /// The environment failed: navigation `ERR_*`, a step timeout, a crashed page or browser.
+    /// Drop such episodes from the loss rather than scoring them.
+    EnvError {
+        /// What failed.
+        message: String,
+    },
+    /// The per-task wall-clock budget ran out.
+    InfraTimeout {
+        /// Details.
+        message: String,
+    },
+}
+
+impl EndReason {
+    /// Short name: `completed`, `agent_error`, `max_steps`, `env_error`, `infra_timeout`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EndReason::Completed { .. } => "completed",
+            EndReason::AgentError { .. } => "agent_error",
+            EndReason::MaxSteps => "max_steps",
+            EndReason::EnvError { .. } => "env_error",
+            EndReason::InfraTimeout { .. } => "infra_timeout",
+        }
+    }
+
+    /// The message (empty for `completed` and `max_steps`).
+    pub fn message(&self) -> String {
+        match self {
+            EndReason::Completed { .. } | EndReason::MaxSteps => String::new(),
+            EndReason::AgentError { message }
+            | EndReason::EnvError { message }
+            | EndReason::InfraTimeout { message } => message.clone(),
+        }
+    }
+
+    /// True for failures that are not the agent's fault (env error, infra timeout): a trainer
+    /// should drop these episodes instead of scoring them.
+    pub fn is_infrastructure(&self) -> bool {
+        matches!(self, EndReason::EnvError { .. } | EndReason::InfraTimeout { .. })
+    }
+}
+
+/// What one call of `Episode::act` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepResult {
+    /// Feedback text for the agent: one line per action plus the DOM diff.
+    pub feedback: String,
+    /// True once the episode is over (see `end`).
+    pub done: bool,
+    /// Set when the episode ended in this step.
+    pub end: Option<EndReason>,
+    /// Agent errors of this step (the episode may continue).
+    pub agent_errors: Vec<AgentError>,
+}

@@ -1,0 +1,40 @@
+//! wrl-browser: real Chromium over CDP (chromiumoxide) for wrl episodes.
+//!
+//! - [`BrowserPool`]: launches the system Chromium (or connects to remote CDP URLs), bounds
+//!   concurrent episodes with a semaphore, restarts crashed browsers, enforces the
+//!   [`AllowList`] by request interception and keeps the host [`Blacklist`].
+//! - [`Episode`]: an isolated browser context; [`Episode::observe`], [`Episode::act`] with
+//!   [`Action`]s of the OpenWebRL, OpAgent or element-id tool sets, [`Episode::finish`] with
+//!   an [`EndReason`] and, for sandbox tasks, the checker's verdict.
+//! - [`terse`]: the compact action syntax for text policies; [`Observation::text`] is the
+//!   matching compact observation.
+//! - [`expert`]: the scripted expert for sandbox tasks; [`cli`]: `wrlc sandbox …`.
+
+pub mod action;
+pub mod allow;
+pub mod blacklist;
+mod cdp;
+pub mod cli;
+pub mod episode;
+mod exec;
+pub mod expert;
+pub mod failure;
+pub mod intercept;
+pub mod js;
+pub mod keys;
+pub mod launch;
+pub mod pool;
+pub mod runner;
+pub mod snapshot;
+pub mod terse;
+
+pub use action::{Action, Direction, Elem, MouseButton, OpAgent, OpenWebRl, ToolSet};
+pub use allow::AllowList;
+pub use blacklist::Blacklist;
+pub use episode::{
+    Episode, EpisodeCfg, EpisodeError, EpisodeSpec, Observation, Outcome, SandboxBinding, TabInfo,
+};
+pub use failure::{AgentError, EndReason, StepResult};
+pub use launch::{LaunchError, find_chromium};
+pub use pool::{BrowserPool, PoolCfg, PoolError};
+pub use snapshot::{Item, Snapshot};

@@ -1,0 +1,300 @@
+//! The browser pool: local Chromium processes or remote CDP endpoints, a semaphore bounding
+//! concurrent episodes, and restart of crashed browsers.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use chromiumoxide::Browser;
+use futures::StreamExt;
+use tokio::sync::{Mutex, Semaphore};
+
+use crate::allow::{AllowList, origin};
+use crate::blacklist::Blacklist;
+use crate::intercept::{self, HasBrowser, Seen};
+use crate::launch::{self, LaunchError};
+
+/// Pool configuration. `PoolCfg::default()` launches one local headless Chromium, 4 concurrent
+/// episodes, an 800x600 viewport at scale 1, allowing every web host.
+#[derive(Debug, Clone)]
+pub struct PoolCfg {
+    /// Chromium binary; `None` = `$WRL_CHROMIUM` or `chromium` on `PATH`.
+    pub chromium: Option<PathBuf>,
+    /// Remote browsers by CDP URL; when non-empty no local browser is launched.
+    pub remote: Vec<String>,
+    /// Number of local Chromium processes (episodes are spread round-robin).
+    pub browsers: usize,
+    /// Maximum concurrent episodes over the whole pool.
+    pub max_concurrent: usize,
+    /// Viewport in CSS pixels.
+    pub viewport: (u32, u32),
+    /// Device scale factor (screenshots are viewport × scale pixels).
+    pub scale: f64,
+    /// Allow-list enforced by request interception.
+    pub allow: AllowList,
+    /// Host blacklist file (read at launch, appended on navigation failures).
+    pub blacklist_file: Option<PathBuf>,
+    /// Extra Chromium flags (without leading dashes).
+    pub extra_args: Vec<String>,
+    /// CDP request timeout.
+    pub request_timeout: Duration,
+}
+
+impl Default for PoolCfg {
+    fn default() -> Self {
+        PoolCfg {
+            chromium: None,
+            remote: Vec::new(),
+            browsers: 1,
+            max_concurrent: 4,
+            viewport: (800, 600),
+            scale: 1.0,
+            allow: AllowList::any(),
+            blacklist_file: None,
+            extra_args: Vec::new(),
+            request_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Errors of the pool.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// Launching or connecting failed.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    /// The blacklist file could not be read.
+    #[error("cannot read blacklist file {path}: {source}")]
+    Blacklist {
+        /// File.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A CDP command failed while setting up.
+    #[error("browser setup failed: {0}")]
+    Cdp(String),
+}
+
+/// One running browser: the CDP connection, its handler task and interceptor.
+pub struct Live {
+    pub(crate) browser: Browser,
+    pub(crate) alive: Arc<AtomicBool>,
+    pub(crate) seen: Arc<Seen>,
+    pub(crate) pid: Option<u32>,
+    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl HasBrowser for Live {
+    fn browser(&self) -> &Browser {
+        &self.browser
+    }
+}
+
+impl Live {
+    /// Whether the connection is still up.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn mark_dead(&self) {
+        self.alive.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let tasks = self.tasks.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for t in tasks.drain(..) {
+            t.abort();
+        }
+    }
+}
+
+enum Source {
+    Local(PathBuf),
+    Remote(String),
+}
+
+struct Slot {
+    source: Source,
+    live: Mutex<Option<Arc<Live>>>,
+}
+
+pub(crate) struct PoolInner {
+    pub(crate) cfg: PoolCfg,
+    slots: Vec<Slot>,
+    pub(crate) sem: Arc<Semaphore>,
+    pub(crate) blacklist: Blacklist,
+    /// The allow-list with every local browser's CDP port added as a control port.
+    allow: std::sync::Mutex<AllowList>,
+    next: AtomicU64,
+    restarts: AtomicU64,
+}
+
+/// A pool of browsers. Cheap to clone; episodes come from [`BrowserPool::episode`].
+#[derive(Clone)]
+pub struct BrowserPool {
+    pub(crate) inner: Arc<PoolInner>,
+}
+
+impl std::fmt::Debug for BrowserPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserPool").field("cfg", &self.inner.cfg).finish()
+    }
+}
+
+impl BrowserPool {
+    /// Starts the pool: resolves Chromium (clear error if missing), launches or connects every
+    /// browser, and enables the allow-list interception.
+    pub async fn launch(cfg: PoolCfg) -> Result<BrowserPool, PoolError> {
+        let blacklist = Blacklist::load(cfg.blacklist_file.as_deref()).map_err(|source| {
+            PoolError::Blacklist {
+                path: cfg
+                    .blacklist_file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                source,
+            }
+        })?;
+        let slots: Vec<Slot> = if cfg.remote.is_empty() {
+            let bin = launch::find_chromium(cfg.chromium.as_deref())?;
+            (0..cfg.browsers.max(1))
+                .map(|_| Slot { source: Source::Local(bin.clone()), live: Mutex::new(None) })
+                .collect()
+        } else {
+            cfg.remote
+                .iter()
+                .map(|u| Slot { source: Source::Remote(u.clone()), live: Mutex::new(None) })
+                .collect()
+        };
+        let inner = Arc::new(PoolInner {
+            sem: Arc::new(Semaphore::new(cfg.max_concurrent.max(1))),
+            allow: std::sync::Mutex::new(cfg.allow.clone()),
+            cfg,
+            slots,
+            blacklist,
+            next: AtomicU64::new(0),
+            restarts: AtomicU64::new(0),
+        });
+        for i in 0..inner.slots.len() {
+            inner.live(i).await?;
+        }
+        Ok(BrowserPool { inner })
+    }
+
+    /// The configuration.
+    pub fn cfg(&self) -> &PoolCfg {
+        &self.inner.cfg
+    }
+
+    /// How many times a dead browser was relaunched or reconnected.
+    pub fn restarts(&self) -> u64 {
+        self.inner.restarts.load(Ordering::SeqCst)
+    }
+
+    /// Process ids of the local Chromium processes now running (for tests and diagnostics).
+    pub async fn pids(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for s in &self.inner.slots {
+            if let Some(l) = s.live.lock().await.as_ref()
+                && let Some(p) = l.pid
+            {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    /// The blacklist.
+    pub fn blacklist(&self) -> &Blacklist {
+        &self.inner.blacklist
+    }
+}
+
+impl PoolInner {
+    /// Checks a URL against the allow-list (including the browsers' CDP ports).
+    pub(crate) fn check_url(&self, url: &str) -> Result<(), String> {
+        self.allow.lock().unwrap_or_else(std::sync::PoisonError::into_inner).check(url)
+    }
+
+    /// Picks the next slot (round-robin).
+    pub(crate) fn next_slot(&self) -> usize {
+        (self.next.fetch_add(1, Ordering::SeqCst) as usize) % self.slots.len().max(1)
+    }
+
+    /// The live browser of slot `i`, (re)starting it if it is missing or dead.
+    pub(crate) async fn live(&self, i: usize) -> Result<Arc<Live>, PoolError> {
+        let slot = &self.slots[i % self.slots.len()];
+        let mut guard = slot.live.lock().await;
+        if let Some(l) = guard.as_ref() {
+            if l.is_alive() {
+                return Ok(l.clone());
+            }
+            self.restarts.fetch_add(1, Ordering::SeqCst);
+            tracing::warn!("browser {i} is dead; restarting");
+        }
+        *guard = None;
+        let cfg = &self.cfg;
+        let launched = match &slot.source {
+            Source::Local(bin) => {
+                launch::launch(bin, cfg.viewport, cfg.scale, &cfg.extra_args, cfg.request_timeout)
+                    .await?
+            }
+            Source::Remote(url) => {
+                launch::connect(url, cfg.viewport, cfg.scale, cfg.request_timeout).await?
+            }
+        };
+        let launch::Launched { mut browser, mut handler, dir } = launched;
+        let pid = browser.get_mut_child().and_then(|c| c.as_mut_inner().id());
+        let alive = Arc::new(AtomicBool::new(true));
+        let alive2 = alive.clone();
+        let handler_task = tokio::spawn(async move {
+            while let Some(ev) = handler.next().await {
+                if let Err(e) = ev
+                    && matches!(
+                        e,
+                        chromiumoxide::error::CdpError::Ws(_)
+                            | chromiumoxide::error::CdpError::Io(_)
+                    )
+                {
+                    tracing::warn!("CDP connection lost: {e}");
+                    break;
+                }
+            }
+            alive2.store(false, Ordering::SeqCst);
+        });
+        let mut allow = cfg.allow.clone();
+        if let Some(o) = origin(browser.websocket_address())
+            && matches!(o.host.as_str(), "127.0.0.1" | "localhost")
+        {
+            allow.block_control_port(o.port);
+            self.allow
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .block_control_port(o.port);
+        }
+        let seen = Arc::new(Seen::default());
+        let live = Arc::new(Live {
+            browser,
+            alive,
+            seen: seen.clone(),
+            pid,
+            tasks: std::sync::Mutex::new(vec![handler_task]),
+            _dir: dir,
+        });
+        let weak: Weak<Live> = Arc::downgrade(&live);
+        let watch = intercept::watch_targets(&live.browser, seen.clone())
+            .await
+            .map_err(|e| PoolError::Cdp(e.to_string()))?;
+        let icpt = intercept::start(weak, &live.browser, allow, seen)
+            .await
+            .map_err(|e| PoolError::Cdp(e.to_string()))?;
+        live.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend([watch, icpt]);
+        *guard = Some(live.clone());
+        Ok(live)
+    }
+}

@@ -1,0 +1,108 @@
+//! Running sandbox tasks end to end with a text policy (the scripted expert or any function
+//! from observation to a terse turn), producing trajectory records.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use wrl_sandbox::{Sandbox, Task, TrajOutcome, TrajStep, Trajectory};
+
+use crate::episode::{EpisodeCfg, EpisodeError, EpisodeSpec, Observation};
+use crate::expert;
+use crate::pool::BrowserPool;
+use crate::terse;
+
+/// A text policy: given the observation and the turns so far, the next turn (terse syntax).
+pub trait TextPolicy: Send {
+    /// Next turn; an unparsable answer is recorded as an agent error.
+    fn act(&mut self, task: &Task, obs: &Observation, history: &[String]) -> String;
+    /// Name written in trajectories.
+    fn name(&self) -> &str;
+}
+
+/// The scripted expert as a [`TextPolicy`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Expert;
+
+impl TextPolicy for Expert {
+    fn act(&mut self, task: &Task, obs: &Observation, history: &[String]) -> String {
+        expert::next_action(task, &obs.snapshot, &obs.feedback, history)
+            .unwrap_or_else(|| "stuck".into())
+    }
+    fn name(&self) -> &str {
+        "expert"
+    }
+}
+
+/// Runs `task` with `policy` in a fresh episode and returns its trajectory.
+pub async fn run_task(
+    pool: &BrowserPool,
+    sandbox: &Arc<Sandbox>,
+    task: &Task,
+    policy: &mut dyn TextPolicy,
+) -> Result<Trajectory, EpisodeError> {
+    let cfg = EpisodeCfg { max_steps: task.max_steps, ..EpisodeCfg::default() };
+    let mut ep = pool.episode(EpisodeSpec::sandbox_task(sandbox, task), cfg).await?;
+    let mut steps = Vec::new();
+    let mut history: Vec<String> = Vec::new();
+    while ep.ended().is_none() {
+        let obs = match ep.observe(false).await {
+            Ok(o) => o,
+            Err(_) => break,
+        };
+        let turn = policy.act(task, &obs, &history);
+        let result = match terse::parse_turn(&turn) {
+            Ok(actions) => ep.act(&actions).await,
+            Err(e) => ep.reject(e),
+        };
+        steps.push(TrajStep {
+            observation: obs.text(),
+            actions: turn.lines().map(str::to_string).filter(|l| !l.trim().is_empty()).collect(),
+            feedback: result.feedback.clone(),
+            url: ep_url(&result, &obs),
+        });
+        history.extend(turn.lines().map(str::to_string));
+    }
+    let out = ep.finish().await;
+    let verdict = out.verdict.clone();
+    Ok(Trajectory {
+        task_id: task.id.clone(),
+        template: task.template.clone(),
+        goal: task.goal.clone(),
+        agent: policy.name().to_string(),
+        steps,
+        outcome: TrajOutcome {
+            reason: out.reason.name().to_string(),
+            message: out.reason.message(),
+            answer: out.answer.clone(),
+            success: verdict.as_ref().is_some_and(|v| v.success),
+            detail: verdict.map(|v| v.detail).unwrap_or_default(),
+        },
+        elapsed_ms: out.elapsed_ms,
+    })
+}
+
+fn ep_url(result: &crate::failure::StepResult, obs: &Observation) -> String {
+    // The URL after the step is in the feedback when it changed; otherwise it is unchanged.
+    result
+        .feedback
+        .split("navigated to ")
+        .nth(1)
+        .and_then(|r| r.split([';', '\n']).next())
+        .map_or_else(|| obs.url.clone(), |u| u.trim().to_string())
+}
+
+/// Runs every task with the expert, `concurrency` at a time, in task order.
+pub async fn run_expert(
+    pool: &BrowserPool,
+    sandbox: &Arc<Sandbox>,
+    tasks: &[Task],
+    concurrency: usize,
+) -> Vec<Result<Trajectory, EpisodeError>> {
+    futures::stream::iter(tasks.iter().map(|t| async move {
+        let mut e = Expert;
+        run_task(pool, sandbox, t, &mut e).await
+    }))
+    .buffered(concurrency.max(1))
+    .collect()
+    .await
+}

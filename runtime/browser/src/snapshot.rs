@@ -1,0 +1,183 @@
+//! Page snapshots (from `js::SNAPSHOT`): the compact text rendering for text policies and the
+//! DOM diff of clickable elements used in feedback.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One item of a snapshot, in DOM order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Item {
+    /// An interactive element with its stable id.
+    Element {
+        /// Stable id (`data-wrl-id`), used by the element-id tools.
+        id: u32,
+        /// Lower-case tag.
+        tag: String,
+        /// ARIA role (explicit or implicit).
+        role: String,
+        /// Accessible label, ≤ 40 chars.
+        label: String,
+        /// Current value of a field or select, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<String>,
+        /// First options of a select.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        options: Option<Vec<String>>,
+    },
+    /// A line of visible text.
+    Text {
+        /// The text, ≤ 80 chars.
+        text: String,
+    },
+}
+
+/// A snapshot of the active page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// URL.
+    pub url: String,
+    /// Title.
+    pub title: String,
+    /// Viewport width (CSS px).
+    pub vw: u32,
+    /// Viewport height.
+    pub vh: u32,
+    /// Horizontal scroll.
+    pub sx: i64,
+    /// Vertical scroll.
+    pub sy: i64,
+    /// Scroll width of the document.
+    pub sw: i64,
+    /// Scroll height of the document.
+    pub sh: i64,
+    /// Items in DOM order.
+    pub items: Vec<Item>,
+}
+
+impl Snapshot {
+    /// An empty snapshot (blank page).
+    pub fn blank(url: &str) -> Snapshot {
+        Snapshot {
+            url: url.into(),
+            title: String::new(),
+            vw: 0,
+            vh: 0,
+            sx: 0,
+            sy: 0,
+            sw: 0,
+            sh: 0,
+            items: Vec::new(),
+        }
+    }
+
+    /// Keys (`role "label"`) of the clickable elements, for the DOM diff.
+    pub fn clickables(&self) -> Vec<String> {
+        self.items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Element { role, label, .. } => Some(format!("{role} \"{label}\"")),
+                Item::Text { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The element with this id.
+    pub fn element(&self, want: u32) -> Option<&Item> {
+        self.items.iter().find(|i| matches!(i, Item::Element { id, .. } if *id == want))
+    }
+
+    /// Renders the items as compact lines: `[7] button "Add to cart"` or plain text.
+    pub fn render_items(&self) -> String {
+        let mut out = String::new();
+        for item in &self.items {
+            match item {
+                Item::Element { id, role, label, value, options, .. } => {
+                    out.push_str(&format!("[{id}] {role} \"{label}\""));
+                    if let Some(v) = value {
+                        out.push_str(&format!(" value=\"{v}\""));
+                    }
+                    if let Some(o) = options {
+                        out.push_str(&format!(" options={}", o.join("|")));
+                    }
+                }
+                Item::Text { text } => out.push_str(text),
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// The DOM diff line between two snapshots' clickable elements, e.g.
+/// `DOM changes: 3 appeared [button "Item 1", …]; 2 disappeared`, or `None` when unchanged.
+pub fn dom_diff(before: &[String], after: &[String]) -> Option<String> {
+    let mut count: BTreeMap<&str, i64> = BTreeMap::new();
+    for b in before {
+        *count.entry(b).or_default() -= 1;
+    }
+    for a in after {
+        *count.entry(a).or_default() += 1;
+    }
+    // Appeared, in page order of `after`, each occurrence at most its surplus.
+    let mut surplus = count.clone();
+    let mut appeared = Vec::new();
+    for a in after {
+        if let Some(n) = surplus.get_mut(a.as_str())
+            && *n > 0
+        {
+            *n -= 1;
+            appeared.push(a.as_str());
+        }
+    }
+    let disappeared: i64 = count.values().filter(|n| **n < 0).map(|n| -n).sum();
+    if appeared.is_empty() && disappeared == 0 {
+        return None;
+    }
+    let shown: Vec<&str> = appeared.iter().take(5).copied().collect();
+    let more = if appeared.len() > 5 { ", …" } else { "" };
+    Some(format!(
+        "DOM changes: {} appeared{}; {} disappeared",
+        appeared.len(),
+        if shown.is_empty() { String::new() } else { format!(" [{}{more}]", shown.join(", ")) },
+        disappeared
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn diff_counts_appeared_and_disappeared() {
+        assert_eq!(dom_diff(&v(&["a", "b"]), &v(&["a", "b"])), None);
+        assert_eq!(
+            dom_diff(&v(&["a", "b", "c"]), &v(&["a", "x", "y", "x"])).unwrap(),
+            "DOM changes: 3 appeared [x, y, x]; 2 disappeared"
+        );
+        let many: Vec<String> = (0..7).map(|i| format!("b{i}")).collect();
+        assert_eq!(
+            dom_diff(&[], &many).unwrap(),
+            "DOM changes: 7 appeared [b0, b1, b2, b3, b4, …]; 0 disappeared"
+        );
+    }
+
+    #[test]
+    fn snapshot_parses_and_renders() {
+        let json = r#"{"url":"http://h/x","title":"T","vw":800,"vh":600,"sx":0,"sy":0,"sw":800,"sh":900,
+            "items":[{"id":1,"tag":"input","role":"textbox","label":"Search","value":"mug"},{"text":"Hello"},
+            {"id":2,"tag":"button","role":"button","label":"Go"}]}"#;
+        let s: Snapshot = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            s.render_items(),
+            "[1] textbox \"Search\" value=\"mug\"\nHello\n[2] button \"Go\"\n"
+        );
+        assert_eq!(s.clickables(), v(&["textbox \"Search\"", "button \"Go\""]));
+        assert!(s.element(2).is_some() && s.element(3).is_none());
+    }
+}

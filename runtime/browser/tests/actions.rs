@@ -1,0 +1,286 @@
+//! Every action of the three tool sets against real Chromium on the sandbox lab page, with
+//! its feedback; DOM diff; screenshots; agent errors and step limits.
+#![allow(clippy::unwrap_used)] // tests may unwrap (clippy.toml allows it only inside #[test] fns)
+
+mod common;
+
+use serde_json::json;
+use wrl_browser::{Action, EndReason, Episode, ToolSet, terse};
+
+fn t(line: &str) -> Action {
+    terse::parse(line).unwrap()
+}
+
+fn ow(name: &str, args: serde_json::Value) -> Action {
+    Action::from_tool_call(ToolSet::Openwebrl, name, &args).unwrap()
+}
+
+fn op(name: &str, args: serde_json::Value) -> Action {
+    Action::from_tool_call(ToolSet::Opagent, name, &args).unwrap()
+}
+
+async fn status(ep: &mut Episode) -> String {
+    ep.eval_js("document.getElementById('status').textContent")
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Id of the element with this label in the current observation.
+async fn id_of(ep: &mut Episode, label: &str) -> u32 {
+    let obs = ep.observe(false).await.unwrap();
+    for it in &obs.snapshot.items {
+        if let wrl_browser::Item::Element { id, label: l, .. } = it
+            && l == label
+        {
+            return *id;
+        }
+    }
+    panic!("no element {label:?} in\n{}", obs.text());
+}
+
+/// Centre of a CSS selector in viewport pixels.
+async fn center(ep: &mut Episode, sel: &str) -> [f64; 2] {
+    let v = ep
+        .eval_js(&format!(
+            "(() => {{ const e = document.querySelector('{sel}'); e.scrollIntoView({{block:'center'}}); const r = e.getBoundingClientRect(); return [r.left + r.width/2, r.top + r.height/2]; }})()"
+        ))
+        .await
+        .unwrap();
+    [v[0].as_f64().unwrap(), v[1].as_f64().unwrap()]
+}
+
+#[test]
+fn element_id_actions_and_feedback() {
+    let f = common::shared();
+    f.rt.block_on(async {
+        let mut ep = f.lab().await;
+        let obs = ep.observe(false).await.unwrap();
+        let text = obs.text();
+        assert!(text.contains("button \"Clicked 0\""), "{text}");
+        assert!(text.contains("Secret word: pelican"), "{text}");
+        let counter = id_of(&mut ep, "Clicked 0").await;
+        let r = ep.act(&[t(&format!("click {counter}"))]).await;
+        assert!(r.feedback.contains("clicked button \"Clicked 0\""), "{}", r.feedback);
+        assert!(!r.done);
+        assert_eq!(id_of(&mut ep, "Clicked 1").await, counter, "ids are stable across snapshots");
+        let name = id_of(&mut ep, "Name").await;
+        let r = ep.act(&[t(&format!("type {name} blue mug"))]).await;
+        assert!(r.feedback.contains("typed into textbox \"Name\": \"blue mug\""), "{}", r.feedback);
+        assert_eq!(status(&mut ep).await, "typed blue mug");
+        // Typing again replaces the value (the field is cleared first).
+        ep.act(&[t(&format!("type {name} red"))]).await;
+        assert_eq!(
+            ep.eval_js("document.getElementById('name').value").await.unwrap(),
+            json!("red")
+        );
+        let color = id_of(&mut ep, "Color").await;
+        let r = ep.act(&[t(&format!("select {color} Green"))]).await;
+        assert!(r.feedback.contains("selected \"Green\""), "{}", r.feedback);
+        assert_eq!(status(&mut ep).await, "color g");
+        let r = ep.act(&[t(&format!("select {color} Purple"))]).await;
+        assert_eq!(r.agent_errors.len(), 1, "{}", r.feedback);
+        let keys = id_of(&mut ep, "Keys").await;
+        ep.act(&[t(&format!("click {keys}")), t("press ctrl+a")]).await;
+        assert_eq!(status(&mut ep).await, "key Control+a");
+        let other = id_of(&mut ep, "Other page").await;
+        let r = ep.act(&[t(&format!("hover {other}"))]).await;
+        assert!(r.feedback.contains("hovering link \"Other page\""), "{}", r.feedback);
+        let r = ep.act(&[t("click 999")]).await;
+        assert!(r.feedback.contains("no element [999]"), "{}", r.feedback);
+        assert!(!r.done);
+        ep.finish().await;
+    });
+}
+
+#[test]
+fn dom_diff_reports_appeared_and_disappeared() {
+    let f = common::shared();
+    f.rt.block_on(async {
+        let mut ep = f.lab().await;
+        let add = id_of(&mut ep, "Add items").await;
+        let r = ep.act(&[t(&format!("click {add}"))]).await;
+        assert!(
+            r.feedback.contains("DOM changes: 3 appeared [button \"Item 1\", button \"Item 2\", button \"Item 3\"]; 0 disappeared"),
+            "{}",
+            r.feedback
+        );
+        let rm = id_of(&mut ep, "Remove items").await;
+        let r = ep.act(&[t(&format!("click {rm}"))]).await;
+        assert!(r.feedback.contains("DOM changes: 0 appeared; 3 disappeared"), "{}", r.feedback);
+        let name = id_of(&mut ep, "Name").await;
+        let r = ep.act(&[t(&format!("hover {name}"))]).await;
+        assert!(!r.feedback.contains("DOM changes"), "{}", r.feedback);
+        ep.finish().await;
+    });
+}
+
+#[test]
+fn openwebrl_coordinate_tools() {
+    let f = common::shared();
+    f.rt.block_on(async {
+        let mut ep = f.lab().await;
+        let c = center(&mut ep, "#counter").await;
+        let r = ep.act(&[ow("click", json!({"point_2d": c}))]).await;
+        assert!(r.feedback.contains("clicked button \"Clicked 0\""), "{}", r.feedback);
+        let r = ep.act(&[ow("click", json!({"point_2d": c, "clicks": 2}))]).await;
+        assert!(r.feedback.contains("double-clicked"), "{}", r.feedback);
+        assert_eq!(status(&mut ep).await, "double");
+        ep.act(&[ow("click", json!({"point_2d": c, "button": "right"}))]).await;
+        assert_eq!(status(&mut ep).await, "right");
+        let s = center(&mut ep, "#short").await;
+        let r = ep.act(&[ow("click", json!({"point_2d": s})), ow("write", json!({"message": "abcdef"}))]).await;
+        assert!(r.feedback.contains("value mismatch: field has \"abc\""), "{}", r.feedback);
+        let k = center(&mut ep, "#keys").await;
+        ep.act(&[ow("click", json!({"point_2d": k})), ow("press_keys", json!({"keys": ["Shift", "b"], "is_hotkey": true}))]).await;
+        assert_eq!(status(&mut ep).await, "key Shift+b", "hotkey with shift");
+        let h = center(&mut ep, "#hov").await;
+        ep.act(&[ow("hover", json!({"point_2d": h}))]).await;
+        assert_eq!(status(&mut ep).await, "hovered");
+        let d = center(&mut ep, "#drag").await;
+        ep.act(&[ow("drag", json!({"start_point_2d": [d[0] - 50.0, d[1]], "end_point_2d": [d[0] + 30.0, d[1]], "steps": 4}))]).await;
+        assert_eq!(status(&mut ep).await, "dragged 80,0");
+        let r = ep.act(&[ow("scroll", json!({"direction": "down", "amount": 0.5}))]).await;
+        assert!(r.feedback.contains("scrolled down"), "{}", r.feedback);
+        ep.act(&[ow("scroll", json!({"direction": "up", "amount": 1.0}))]).await;
+        ep.act(&[ow("scroll", json!({"direction": "up", "amount": 1.0}))]).await;
+        let r = ep.act(&[ow("scroll", json!({"direction": "up"}))]).await;
+        assert!(r.feedback.contains("already at the boundary"), "{}", r.feedback);
+        let b = center(&mut ep, "#box").await;
+        let r = ep.act(&[ow("scroll", json!({"direction": "down", "amount": 1.0, "point_2d": b}))]).await;
+        assert!(r.feedback.contains("scrolled down"), "{}", r.feedback);
+        assert!(ep.eval_js("document.getElementById('box').scrollTop").await.unwrap().as_f64().unwrap() > 0.0);
+        let r = ep.act(&[ow("click", json!({"point_2d": [5000, 10]}))]).await;
+        assert!(r.feedback.contains("invalid coordinates"), "{}", r.feedback);
+        let r = ep.act(&[ow("wait", json!({"seconds": 0.05}))]).await;
+        assert!(r.feedback.contains("waited"), "{}", r.feedback);
+        let r = ep.act(&[ow("done", json!({"response": "ok"}))]).await;
+        assert!(r.done);
+        assert_eq!(r.end, Some(EndReason::Completed { answer: Some("ok".into()) }));
+        ep.finish().await;
+    });
+}
+
+#[test]
+fn navigation_history_and_tabs() {
+    let f = common::shared();
+    f.rt.block_on(async {
+        let mut ep = f.lab().await;
+        let other = id_of(&mut ep, "Other page").await;
+        let r = ep.act(&[t(&format!("click {other}"))]).await;
+        assert!(
+            r.feedback.contains("navigated to") && r.feedback.contains("/lab/other"),
+            "{}",
+            r.feedback
+        );
+        let r = ep.act(&[ow("go_back", json!({}))]).await;
+        assert!(r.feedback.contains("went back") && r.feedback.contains("/lab/"), "{}", r.feedback);
+        let r = ep.act(&[op("go_forward", json!({}))]).await;
+        assert!(r.feedback.contains("/lab/other"), "{}", r.feedback);
+        let r = ep.act(&[ow("goto_url", json!({"url": f.url("/lab/")}))]).await;
+        assert!(r.feedback.contains("opened"), "{}", r.feedback);
+        let tab = id_of(&mut ep, "Open in new tab").await;
+        let r = ep.act(&[t(&format!("click {tab}"))]).await;
+        assert!(r.feedback.contains("new tab opened (tab 1)"), "{}", r.feedback);
+        let obs = ep.observe(false).await.unwrap();
+        assert_eq!(obs.tabs.len(), 2);
+        assert!(obs.tabs[1].active && obs.url.contains("/lab/other?tab=1"), "{:?}", obs.tabs);
+        let r = ep.act(&[ow("switch_tab", json!({"tab_index": 0}))]).await;
+        assert!(r.feedback.contains("switched to tab 0"));
+        assert!(ep.observe(false).await.unwrap().url.ends_with("/lab/"));
+        let r = ep.act(&[ow("switch_tab", json!({"tab_index": 5}))]).await;
+        assert!(r.feedback.contains("invalid tab"), "{}", r.feedback);
+        let r = ep.act(&[ow("new_tab", json!({}))]).await;
+        assert!(r.feedback.contains("new tab opened (tab 2)"), "{}", r.feedback);
+        ep.act(&[ow("close_tab", json!({})), ow("close_tab", json!({}))]).await;
+        let r = ep.act(&[ow("close_tab", json!({}))]).await;
+        assert!(r.feedback.contains("cannot close the last tab"), "{}", r.feedback);
+        let r = ep.act(&[op("find", json!({"search_term": "pelican"}))]).await;
+        assert!(r.feedback.contains("found 1 match"), "{}", r.feedback);
+        ep.finish().await;
+    });
+}
+
+#[test]
+fn opagent_type_with_enter_and_select() {
+    let f = common::shared();
+    f.rt.block_on(async {
+        let mut ep = f.pool.episode(wrl_browser::EpisodeSpec::url("shop", f.url("/shop/")), Default::default()).await.unwrap();
+        let (w, h) = f.pool.cfg().viewport;
+        let c = ep
+            .eval_js("(() => { const r = document.querySelector('input[name=q]').getBoundingClientRect(); return [r.left + r.width/2, r.top + r.height/2]; })()")
+            .await
+            .unwrap();
+        let norm = [c[0].as_f64().unwrap() * 1000.0 / f64::from(w), c[1].as_f64().unwrap() * 1000.0 / f64::from(h)];
+        let r = ep.act(&[op("type", json!({"coords": norm, "content": "blue mug", "press_enter_after": 1}))]).await;
+        assert!(r.feedback.contains("navigated to") && r.feedback.contains("q=blue+mug"), "{}", r.feedback);
+        assert!(ep.observe(false).await.unwrap().text().contains("link \"blue mug\""));
+        let r = ep.act(&[op("answer", json!({"text": "x"}))]).await;
+        assert_eq!(r.end, Some(EndReason::Completed { answer: Some("x".into()) }));
+        ep.finish().await;
+
+        let mut ep = f.lab().await;
+        let s = ep
+            .eval_js("(() => { const r = document.getElementById('color').getBoundingClientRect(); return [r.left + r.width/2, r.top + r.height/2]; })()")
+            .await
+            .unwrap();
+        let norm = [s[0].as_f64().unwrap() * 1000.0 / f64::from(w), s[1].as_f64().unwrap() * 1000.0 / f64::from(h)];
+        ep.act(&[op("browser_select_option", json!({"coords": norm, "option": "Blue"}))]).await;
+        assert_eq!(status(&mut ep).await, "color b");
+        let r = ep.act(&[op("click", json!({"coords": [1200, 5]}))]).await;
+        assert!(r.feedback.contains("invalid coordinates"), "{}", r.feedback);
+        ep.finish().await;
+    });
+}
+
+#[test]
+fn screenshots_decode_and_match_the_viewport() {
+    let f = common::shared();
+    f.rt.block_on(async {
+        let mut ep = f.lab().await;
+        let obs = ep.observe(true).await.unwrap();
+        let png = obs.screenshot.expect("screenshot");
+        let img = image::load_from_memory_with_format(&png, image::ImageFormat::Png).unwrap();
+        let (w, h) = f.pool.cfg().viewport;
+        assert_eq!((img.width(), img.height()), (w, h));
+        assert_eq!(obs.viewport, (w, h));
+        ep.finish().await;
+    });
+}
+
+#[test]
+fn agent_errors_and_step_budget_end_episodes() {
+    let f = common::shared();
+    f.rt.block_on(async {
+        let cfg =
+            wrl_browser::EpisodeCfg { max_steps: 50, max_agent_errors: 3, ..Default::default() };
+        let mut ep = f
+            .pool
+            .episode(wrl_browser::EpisodeSpec::url("lab", f.url("/lab/")), cfg)
+            .await
+            .unwrap();
+        let r1 = ep.reject(terse::parse("fly 3").unwrap_err());
+        assert!(!r1.done && r1.feedback.contains("unknown tool"), "{}", r1.feedback);
+        let r2 = ep.act(&[t("click 999")]).await;
+        assert!(!r2.done);
+        let r3 = ep.act(&[ow("click", json!({"point_2d": [-1, 0]}))]).await;
+        assert!(r3.done);
+        assert!(matches!(r3.end, Some(EndReason::AgentError { .. })), "{:?}", r3.end);
+        let out = ep.finish().await;
+        assert_eq!(out.reason.name(), "agent_error");
+
+        let cfg = wrl_browser::EpisodeCfg { max_steps: 2, ..Default::default() };
+        let mut ep = f
+            .pool
+            .episode(wrl_browser::EpisodeSpec::url("lab", f.url("/lab/")), cfg)
+            .await
+            .unwrap();
+        assert!(!ep.act(&[t("scroll down")]).await.done);
+        let r = ep.act(&[t("scroll down")]).await;
+        assert_eq!(r.end, Some(EndReason::MaxSteps));
+        assert!(ep.act(&[t("scroll down")]).await.feedback.contains("over"));
+        assert_eq!(ep.finish().await.steps, 2);
+    });
+}

@@ -1,0 +1,64 @@
+//! The lab: a widget playground (buttons, fields, select, scroll box, tabs, drag, keys) that
+//! exercises every browser action; used by the browser tests and by people trying actions.
+
+use std::time::Duration;
+
+use axum::extract::Query;
+use axum::response::Html;
+use serde::Deserialize;
+
+use crate::html::{esc, page};
+
+/// Query of the lab page: `leak` adds an image from that URL (to test the allow-list).
+#[derive(Debug, Deserialize, Default)]
+pub struct LabQuery {
+    #[serde(default)]
+    leak: String,
+}
+
+const LAB_BODY: &str = r#"<h1>Lab</h1>
+<p id="status">ready</p>
+<button id="counter" onclick="this.textContent='Clicked '+(++window.n)" ondblclick="st('double')" oncontextmenu="st('right');return false">Clicked 0</button>
+<input id="name" aria-label="Name" oninput="st('typed '+this.value)">
+<textarea id="notes" aria-label="Notes"></textarea>
+<input id="short" aria-label="Short" maxlength="3">
+<select id="color" aria-label="Color" onchange="st('color '+this.value)"><option value="r">Red</option><option value="g">Green</option><option value="b">Blue</option></select>
+<input id="keys" aria-label="Keys" onkeydown="st('key '+(event.ctrlKey?'Control+':'')+(event.shiftKey?'Shift+':'')+event.key)">
+<a href="/lab/other">Other page</a> <a href="/lab/other?tab=1" target="_blank">Open in new tab</a>
+<button id="add" onclick="for(let i=0;i<3;i++){const b=document.createElement('button');b.textContent='Item '+(++window.m);b.className='item';document.getElementById('items').appendChild(b)}">Add items</button>
+<button id="rm" onclick="document.querySelectorAll('.item').forEach(e=>e.remove())">Remove items</button>
+<div id="items"></div>
+<div id="hov" style="width:200px;height:40px;background:#eee" onmouseenter="st('hovered')">Hover me</div>
+<div id="drag" style="width:200px;height:60px;background:#cde" onmousedown="window.d=[event.clientX,event.clientY]" onmouseup="if(window.d)st('dragged '+(event.clientX-window.d[0])+','+(event.clientY-window.d[1]))">Drag here</div>
+<div id="box" style="width:300px;height:100px;overflow:auto;border:1px solid #888"><div style="height:600px">Scroll box top</div>Scroll box bottom</div>
+<p>Secret word: pelican</p>
+<div style="height:2000px"></div><p id="bottom">Page bottom</p>
+<script>window.n=0;window.m=0;function st(s){document.getElementById('status').textContent=s}</script>"#;
+
+/// `GET /lab/?leak=URL`.
+pub async fn lab(Query(q): Query<LabQuery>) -> Html<String> {
+    let leak = if q.leak.is_empty() {
+        String::new()
+    } else {
+        format!("<img id=\"leak\" alt=\"leak\" src=\"{}\">", esc(&q.leak))
+    };
+    Html(page("Lab", &format!("{LAB_BODY}{leak}")))
+}
+
+/// `GET /lab/other`: a second page to navigate to.
+pub async fn other() -> Html<String> {
+    Html(page("Other", "<h1>Other page</h1><a href=\"/lab/\">Back to lab</a>"))
+}
+
+/// Query of the slow page.
+#[derive(Debug, Deserialize, Default)]
+pub struct SlowQuery {
+    #[serde(default)]
+    ms: u64,
+}
+
+/// `GET /lab/slow?ms=N`: answers after N milliseconds (at most 60 s), to test timeouts.
+pub async fn slow(Query(q): Query<SlowQuery>) -> Html<String> {
+    tokio::time::sleep(Duration::from_millis(q.ms.min(60_000))).await;
+    Html(page("Slow", "<h1>Slow page</h1>"))
+}

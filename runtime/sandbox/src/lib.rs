@@ -1,0 +1,32 @@
+//! wrl-sandbox: the offline sandbox web (shop, forum, wiki, lab) served on 127.0.0.1 with axum,
+//! with deterministic content from a seed, per-episode resettable state, task generators with
+//! programmatic checkers and a train/test split, and the task and trajectory JSONL formats.
+//!
+//! It does not depend on a browser; `wrl-browser` drives it through Chromium.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), wrl_sandbox::SandboxError> {
+//! let sandbox = wrl_sandbox::Sandbox::start(7, 0).await?;
+//! let tasks = wrl_sandbox::generate(sandbox.content(), wrl_sandbox::Split::Train, 10, 7);
+//! println!("{} {}", sandbox.base_url(), tasks[0].goal);
+//! # Ok(()) }
+//! ```
+
+pub mod checker;
+pub mod content;
+mod forum;
+pub mod html;
+mod lab;
+pub mod server;
+mod shop;
+pub mod state;
+pub mod tasks;
+pub mod traj;
+mod wiki;
+
+pub use checker::{AnswerMode, CheckInput, Checker, Verdict};
+pub use content::Content;
+pub use server::{Sandbox, SandboxError};
+pub use state::{EPISODE_COOKIE, EpisodeState};
+pub use tasks::{Split, TEMPLATES, Task, generate, parse_jsonl};
+pub use traj::{TrajOutcome, TrajStep, Trajectory};

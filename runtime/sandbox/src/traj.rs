@@ -1,0 +1,50 @@
+//! Trajectory JSONL records: one line per episode (task, steps, outcome), see `docs/sandbox.md`.
+
+use serde::{Deserialize, Serialize};
+
+/// One agent turn of a trajectory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrajStep {
+    /// The text observation the agent saw before acting (the compact rendering).
+    pub observation: String,
+    /// The actions of the turn, in terse syntax (`click 7`, `type 3 blue mug`).
+    pub actions: Vec<String>,
+    /// Feedback after the actions ran.
+    pub feedback: String,
+    /// URL of the active tab after the actions.
+    pub url: String,
+}
+
+/// How an episode ended, plus the checker's verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrajOutcome {
+    /// `completed`, `agent_error`, `max_steps`, `env_error` or `infra_timeout`.
+    pub reason: String,
+    /// The reason's message (empty for `completed`).
+    pub message: String,
+    /// The terminal answer, if any.
+    pub answer: Option<String>,
+    /// Checker verdict (false when the episode did not complete).
+    pub success: bool,
+    /// Checker detail line.
+    pub detail: String,
+}
+
+/// One line of trajectory JSONL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trajectory {
+    /// Task id.
+    pub task_id: String,
+    /// Task template.
+    pub template: String,
+    /// Task goal.
+    pub goal: String,
+    /// Who acted: `expert` or a policy name.
+    pub agent: String,
+    /// Turns, in order.
+    pub steps: Vec<TrajStep>,
+    /// Outcome.
+    pub outcome: TrajOutcome,
+    /// Wall time of the episode in milliseconds.
+    pub elapsed_ms: u64,
+}
