@@ -82,3 +82,12 @@ fn a_long_if_breaks_before_else() {
         "reward outcome = if ended(format_error) then -1\n  else format_ok * judge(model: \"gpt-4.1\", screenshots: 3, verdict: binary)\n"
     );
 }
+
+#[test]
+fn comments_ending_consecutive_lines_are_aligned() {
+    let src = "env web = browser {\n  settle = 3 s          // a\n  concurrency = 32 // b\n  other = 1\n  retries = 2 // c\n}\n";
+    assert_eq!(
+        fmt(src),
+        "env web = browser {\n  settle = 3 s     // a\n  concurrency = 32 // b\n  other = 1\n  retries = 2 // c\n}\n"
+    );
+}
