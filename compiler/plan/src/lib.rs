@@ -39,13 +39,22 @@ pub fn lower(recipe: &Recipe) -> Result<Plan, Vec<Diagnostic>> {
     }
 }
 
-/// The plan diagnostics of every recipe, and of each of its profiles: what `wrlc check`
-/// reports after the checker found no errors.
+/// The plan diagnostics of a recipe and of each of its profiles: what `wrlc check` reports
+/// after the checker found no errors. A mistake that only a profile makes says so, and points
+/// at the profile too.
 pub fn plan_diagnostics(recipe: &Recipe) -> Vec<Diagnostic> {
     let mut out = lower(recipe).err().unwrap_or_default();
+    let base: Vec<(&'static str, Option<wrl_diagnostics::Span>)> =
+        out.iter().map(|d| (d.code, d.primary_span())).collect();
     for p in &recipe.profiles {
-        if let Ok(r) = recipe.with_profile(&p.name) {
-            out.extend(lower(&r).err().unwrap_or_default());
+        let Ok(r) = recipe.with_profile(&p.name) else { continue };
+        for d in lower(&r).err().unwrap_or_default() {
+            if base.contains(&(d.code, d.primary_span())) {
+                continue;
+            }
+            let mut d = d.label(p.span, format!("with profile `{}`", p.name));
+            d.message = format!("{} (profile `{}`)", d.message, p.name);
+            out.push(d);
         }
     }
     out.sort_by_key(|d| d.sort_key());

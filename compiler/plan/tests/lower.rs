@@ -5,7 +5,9 @@
 #![allow(clippy::unwrap_used)]
 
 use wrl_check::{MemLoader, Recipe, check_source};
-use wrl_plan::{DataKind, NodeKind, PVal, Plan, estimate, lower, render_json, render_text};
+use wrl_plan::{
+    DataKind, NodeKind, PVal, Plan, estimate, lower, plan_diagnostics, render_json, render_text,
+};
 
 const BASE: &str = r#"
 use std::rewards::{ended, task_check}
@@ -158,4 +160,18 @@ fn stage_cycles_are_caught_even_without_the_checker() {
     let r = checked.recipes.into_iter().next().unwrap();
     let diags = lower(&r).unwrap_err();
     assert!(diags.iter().any(|d| d.code == "E0416"), "{diags:#?}");
+}
+
+#[test]
+fn a_mistake_only_a_profile_makes_names_the_profile() {
+    let src = format!(
+        "{BASE}\nmodel other = std::models::small\nprofile wide {{ online.init = other }}\n"
+    );
+    let r = recipe(&src);
+    assert!(lower(&r).is_ok());
+    let diags = plan_diagnostics(&r);
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert_eq!(diags[0].code, "E0452");
+    assert!(diags[0].message.ends_with("(profile `wide`)"), "{}", diags[0].message);
+    assert_eq!(diags[0].labels.len(), 3);
 }
