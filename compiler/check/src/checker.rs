@@ -92,6 +92,8 @@ pub(crate) struct Checker<'a> {
     pub param_uses: Vec<(DeclId, Span)>,
     /// Overrides derived from the last checked param override (see `param_override_uses`).
     pub derived: Vec<crate::model::Override>,
+    /// Declarations by key, and how many declarations there were when it was built.
+    pub by_key: (BTreeMap<String, Vec<DeclId>>, usize),
 }
 
 impl<'a> Checker<'a> {
@@ -108,6 +110,7 @@ impl<'a> Checker<'a> {
             bare: BTreeMap::new(),
             param_uses: Vec::new(),
             derived: Vec::new(),
+            by_key: (BTreeMap::new(), usize::MAX),
         };
         for (i, (path, name, text)) in MODULES.iter().enumerate() {
             let id = c.sources.add(*name, *text);

@@ -505,19 +505,19 @@ impl Checker<'_> {
                 roots.push(rd);
             }
         }
-        let mut queue = roots;
-        while let Some(d) = queue.first().copied() {
-            queue.remove(0);
+        let mut queue: std::collections::VecDeque<DeclId> = roots.into();
+        while let Some(d) = queue.pop_front() {
             if !seen.insert(d) {
                 continue;
             }
             order.push(d);
-            let v = self.decls[d].value.clone().unwrap_or(Val::new(V::Unknown, Span::default()));
             let mut refs = Vec::new();
-            collect_refs(&v, &mut refs);
+            if let Some(v) = &self.decls[d].value {
+                collect_refs(v, &mut refs);
+            }
             for r in refs {
                 if let Some(rd) = self.find_ref(self.decls[d].module, &r) {
-                    queue.push(rd);
+                    queue.push_back(rd);
                 }
             }
         }
@@ -551,9 +551,15 @@ impl Checker<'_> {
     /// bare names, so with several entry files (`wrlc check recipes/`) the same key exists in
     /// several modules: prefer `from` itself, then the files it imports or extends, then the
     /// stdlib.
-    fn find_ref(&self, from: ModId, key: &str) -> Option<DeclId> {
-        let cands: Vec<DeclId> =
-            (0..self.decls.len()).filter(|d| self.decls[*d].key == key).collect();
+    fn find_ref(&mut self, from: ModId, key: &str) -> Option<DeclId> {
+        if self.by_key.1 != self.decls.len() {
+            let mut index: BTreeMap<String, Vec<DeclId>> = BTreeMap::new();
+            for (d, e) in self.decls.iter().enumerate() {
+                index.entry(e.key.clone()).or_default().push(d);
+            }
+            self.by_key = (index, self.decls.len());
+        }
+        let cands: Vec<DeclId> = self.by_key.0.get(key).cloned().unwrap_or_default();
         let md = &self.modules[from];
         let imported = |m: ModId| {
             md.file_imports.iter().any(|(t, _)| *t == m)

@@ -10,7 +10,7 @@ mod rl;
 mod stages;
 mod tools;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use wrl_diagnostics::{Diagnostic, FileId, SourceMap, Span};
 use wrl_syntax::ast::DeclKind;
@@ -24,14 +24,28 @@ pub(crate) struct Ctx<'a> {
     pub sources: &'a SourceMap,
     /// The stdlib's files: a value whose span lies there is a default, not written by the user.
     pub std_files: &'a BTreeSet<FileId>,
+    /// The recipe's declarations by name (looked up for every reference).
+    index: BTreeMap<&'a str, &'a CheckedDecl>,
 }
 
 /// The RL stage constructors (group-relative, with phases).
 pub(crate) const RL_CTORS: &[&str] = &["grpo", "dapo", "ppo"];
 
 impl<'a> Ctx<'a> {
+    pub fn new(
+        recipe: &'a Recipe,
+        sources: &'a SourceMap,
+        std_files: &'a BTreeSet<FileId>,
+    ) -> Self {
+        let mut index = BTreeMap::new();
+        for d in &recipe.decls {
+            index.entry(d.name.as_str()).or_insert(d);
+        }
+        Ctx { recipe, sources, std_files, index }
+    }
+
     pub fn decl(&self, name: &str) -> Option<&'a CheckedDecl> {
-        self.recipe.decl(name)
+        self.index.get(name).copied()
     }
 
     /// Whether the value is a stdlib default (the user did not write it).
@@ -166,12 +180,12 @@ pub(crate) fn run(
 ) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
     for recipe in recipes {
-        let base = check_recipe(&Ctx { recipe, sources, std_files });
+        let base = check_recipe(&Ctx::new(recipe, sources, std_files));
         let mut seen: Vec<Diagnostic> = base.clone();
         out.extend(base);
         for profile in &recipe.profiles {
             let Ok(variant) = recipe.with_profile(&profile.name) else { continue };
-            for d in check_recipe(&Ctx { recipe: &variant, sources, std_files }) {
+            for d in check_recipe(&Ctx::new(&variant, sources, std_files)) {
                 if seen.contains(&d) {
                     continue;
                 }
