@@ -278,3 +278,11 @@ fn profile_override_of_a_param_reaches_its_uses() {
     });
     assert_eq!(horizon, Some(9.0));
 }
+
+#[test]
+fn huge_batch_numbers_do_not_overflow() {
+    let text = rl("prompts = 99999999999, group = 99999999999, level = trajectory, mini_batch = 7");
+    let _ = diags(&text);
+    let text = rl("prompts = 4294967311, group = 4294967311, level = trajectory, mini_batch = 3");
+    let _ = diags(&text);
+}

@@ -41,7 +41,7 @@ fn rl_batch(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic
         return;
     };
     let (Some(pn), Some(gn), Some(m)) = (as_count(p), as_count(g), as_count(mb)) else { return };
-    let batch = pn * gn;
+    let Some(batch) = pn.checked_mul(gn) else { return };
     if batch == 0 || m == 0 || batch % m == 0 {
         return;
     }
@@ -63,7 +63,7 @@ fn rl_batch(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic
         }
     }
     let by_mb = near_divisors(batch, m);
-    let by_prompts = near_multiples(pn, |x| (x * gn) % m == 0);
+    let by_prompts = near_multiples(pn, |x| (u128::from(x) * u128::from(gn)) % u128::from(m) == 0);
     let mut help = format!("set `mini_batch` to {} (divisors of {batch})", or_list(&by_mb));
     if !by_prompts.is_empty() {
         help.push_str(&format!(", or `prompts` to {}", or_list(&by_prompts)));
