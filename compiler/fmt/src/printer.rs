@@ -47,11 +47,17 @@ impl<'a> Fmt<'a> {
     /// A measuring printer that starts at the same place.
     fn measurer(&self) -> Fmt<'a> {
         Fmt {
+            src: self.src,
+            trivia: self.trivia.clone(),
             comments: &[],
+            next_comment: 0,
+            out: String::new(),
             flat: true,
-            cont: self.cont,
+            failed: false,
+            pending_nl: false,
             last_end: self.last_end,
-            ..Fmt::new(self.src, &[])
+            cont: self.cont,
+            trailing: Vec::new(),
         }
     }
 
