@@ -68,3 +68,21 @@ pub fn render_json(plan: &Plan) -> String {
     s.push('\n');
     s
 }
+
+/// Reads a plan printed by `wrlc plan --format json` (the runtime's entry point), refusing a
+/// format version this build does not know.
+pub fn parse_json(text: &str) -> Result<Plan, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not a plan: {e}"))?;
+    match v.get("version").and_then(serde_json::Value::as_u64) {
+        Some(n) if n == u64::from(PLAN_VERSION) => {}
+        Some(n) => {
+            return Err(format!(
+                "plan format version {n}, but this build reads version {PLAN_VERSION}; \
+                 re-run `wrlc plan` with the same wrlc"
+            ));
+        }
+        None => return Err("not a plan: no `version`".into()),
+    }
+    serde_json::from_value(v).map_err(|e| format!("not a plan: {e}"))
+}

@@ -6,7 +6,8 @@
 
 use wrl_check::{MemLoader, Recipe, check_source};
 use wrl_plan::{
-    DataKind, NodeKind, PVal, Plan, estimate, lower, plan_diagnostics, render_json, render_text,
+    DataKind, NodeKind, PVal, Plan, estimate, lower, parse_json, plan_diagnostics, render_json,
+    render_text,
 };
 
 const BASE: &str = r#"
@@ -111,6 +112,9 @@ fn json_round_trips_and_text_is_stable() {
     let json = render_json(&p);
     let back: Plan = serde_json::from_str(&json).unwrap();
     assert_eq!(back, p);
+    assert_eq!(parse_json(&json), Ok(p.clone()));
+    let newer = json.replacen("\"version\": 1", "\"version\": 2", 1);
+    assert!(parse_json(&newer).unwrap_err().contains("version 2"));
     assert_eq!(render_text(&p), render_text(&plan(BASE)));
     assert!(render_text(&p).contains("  clip = 0.2 .. 0.2\n"));
 }
