@@ -27,9 +27,16 @@ mod seq;
 
 use wrl_diagnostics::{Diagnostic, FileId};
 
-/// Formats one file. A file with syntax errors is never formatted: its diagnostics are returned.
+/// Formats one file. A file with syntax errors is never formatted: its diagnostics are returned
+/// (with spans in `FileId(0)`; use [`format_file`] to get them in the caller's file).
 pub fn format_source(text: &str) -> Result<String, Vec<Diagnostic>> {
-    let parsed = wrl_syntax::parse(FileId(0), text);
+    format_file(FileId(0), text)
+}
+
+/// [`format_source`] for a file registered in a `SourceMap` as `file`, so that the syntax
+/// diagnostics render against it.
+pub fn format_file(file: FileId, text: &str) -> Result<String, Vec<Diagnostic>> {
+    let parsed = wrl_syntax::parse(file, text);
     let errors: Vec<Diagnostic> =
         parsed.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
     if !errors.is_empty() {

@@ -91,3 +91,9 @@ fn comments_ending_consecutive_lines_are_aligned() {
         "env web = browser {\n  settle = 3 s     // a\n  concurrency = 32 // b\n  other = 1\n  retries = 2 // c\n}\n"
     );
 }
+
+#[test]
+fn diagnostics_carry_the_callers_file_id() {
+    let errs = wrl_fmt::format_file(wrl_diagnostics::FileId(7), "model m = {").unwrap_err();
+    assert!(errs.iter().all(|d| d.primary_span().is_none_or(|s| s.file.0 == 7)), "{errs:?}");
+}
