@@ -8,6 +8,10 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target-trainer}"
 # Keep 2–8 MB activations on the heap instead of a fresh mmap + page faults per op.
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
 STEPS="${STEPS:-8}"
+# Threads for both sides (2 = the dev machine's cores). THREADS=1 is less sensitive to a
+# machine shared with other jobs (no spin-waiting thread pools).
+THREADS="${THREADS:-2}"
+export RAYON_NUM_THREADS="$THREADS" CANDLE_NUM_THREADS="$THREADS" TORCH_THREADS="$THREADS"
 DATA="${DATA:-/usr/share/common-licenses/GPL-3}"
 
 cargo build --release -p wrl-trainer --example trainer_bench >&2

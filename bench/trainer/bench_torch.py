@@ -3,6 +3,7 @@ MLP, explicit causal attention, untied lm_head), AdamW, full-sequence cross-entr
 Usage: bench_torch.py LAYERS D_MODEL HEADS CONTEXT BATCH STEPS [DATA_FILE]
 Prints: torch layers=.. d=.. tok/s median=.. best=.. loss=.."""
 import math
+import os
 import sys
 import time
 
@@ -56,7 +57,7 @@ class Tiny(nn.Module):
 def main():
     a = [int(x) for x in sys.argv[1:7]]
     layers, d, heads, ctx, batch, steps = a
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ.get("TORCH_THREADS", "2")))
     torch.manual_seed(0)
     try:
         data = open(sys.argv[7], "rb").read()

@@ -7,7 +7,8 @@
 use candle_core::{CpuStorage, CustomOp1, CustomOp3, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::{axpy, dot, slice, with_data};
+use super::matmul::{View, matmul};
+use super::{slice, with_data};
 
 /// Fused attention over separate q, k, v (B, H, T, D).
 #[derive(Debug, Clone, Copy)]
@@ -25,39 +26,59 @@ pub struct CausalAttentionQkv {
     pub scale: f32,
 }
 
-/// Row i of the probabilities (length i + 1) into `p`.
-fn probs(q: &[f32], k: &[f32], d: usize, i: usize, scale: f32, p: &mut [f32]) {
-    let qi = &q[i * d..(i + 1) * d];
-    let mut m = f32::NEG_INFINITY;
-    for j in 0..=i {
-        let s = dot(qi, &k[j * d..(j + 1) * d]) * scale;
-        p[j] = s;
-        m = m.max(s);
-    }
-    let mut z = 0f32;
-    for pj in p[..=i].iter_mut() {
-        *pj = (*pj - m).exp();
-        z += *pj;
-    }
-    let inv = 1.0 / z;
-    for pj in p[..=i].iter_mut() {
-        *pj *= inv;
-    }
-}
-
-/// One head's forward: q, k, v are (T, D) contiguous; writes o (T, D).
-fn head_forward(q: &[f32], k: &[f32], v: &[f32], t: usize, d: usize, scale: f32, o: &mut [f32]) {
-    let mut p = vec![0f32; t];
-    for i in 0..t {
-        probs(q, k, d, i, scale, &mut p);
-        let oi = &mut o[i * d..(i + 1) * d];
-        for j in 0..=i {
-            axpy(p[j], &v[j * d..(j + 1) * d], oi);
+/// P = softmax(scale·q·kᵀ + causal mask), (T, T) row-major; masked entries are 0.
+fn probs(q: &[f32], k: &[f32], t: usize, d: usize, scale: f32) -> candle_core::Result<Vec<f32>> {
+    let mut p = vec![0f32; t * t];
+    matmul(
+        &mut p,
+        View { data: q, rows: t, cols: d, rs: d, cs: 1 },
+        View { data: k, rows: d, cols: t, rs: 1, cs: d },
+        false,
+        false,
+    )?;
+    for (i, row) in p.chunks_mut(t).enumerate() {
+        let (live, masked) = row.split_at_mut(i + 1);
+        let mut m = f32::NEG_INFINITY;
+        for x in live.iter_mut() {
+            *x *= scale;
+            m = m.max(*x);
         }
+        let mut z = 0f32;
+        for x in live.iter_mut() {
+            *x = (*x - m).exp();
+            z += *x;
+        }
+        let inv = 1.0 / z;
+        for x in live.iter_mut() {
+            *x *= inv;
+        }
+        masked.fill(0.0);
     }
+    Ok(p)
 }
 
-/// One head's backward from the output gradient g (T, D); returns (dq, dk, dv), each (T, D).
+/// One head's forward: q, k, v are (T, D) contiguous; writes o (T, D) = P·v.
+fn head_forward(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    t: usize,
+    d: usize,
+    scale: f32,
+    o: &mut [f32],
+) -> candle_core::Result<()> {
+    let p = probs(q, k, t, d, scale)?;
+    matmul(
+        o,
+        View { data: &p, rows: t, cols: t, rs: t, cs: 1 },
+        View { data: v, rows: t, cols: d, rs: d, cs: 1 },
+        false,
+        false,
+    )
+}
+
+/// One head's backward from the output gradient g (T, D); returns (dq, dk, dv), each (T, D):
+/// dV = Pᵀ·g, dP = g·Vᵀ, dS = scale·P∘(dP − rowsum(dP∘P)), dQ = dS·K, dK = dSᵀ·Q.
 fn head_backward(
     q: &[f32],
     k: &[f32],
@@ -66,29 +87,26 @@ fn head_backward(
     t: usize,
     d: usize,
     scale: f32,
-) -> [Vec<f32>; 3] {
-    let mut dq = vec![0f32; t * d];
-    let mut dk = vec![0f32; t * d];
+) -> candle_core::Result<[Vec<f32>; 3]> {
+    let p = probs(q, k, t, d, scale)?;
+    let mat = |data, rows, cols| View { data, rows, cols, rs: cols, cs: 1 };
+    let tr = |data, rows, cols| View { data, rows, cols, rs: 1, cs: rows };
     let mut dv = vec![0f32; t * d];
-    let mut p = vec![0f32; t];
-    let mut dp = vec![0f32; t];
-    for i in 0..t {
-        probs(q, k, d, i, scale, &mut p);
-        let gi = &g[i * d..(i + 1) * d];
-        let mut sum = 0f32;
-        for j in 0..=i {
-            dp[j] = dot(gi, &v[j * d..(j + 1) * d]);
-            sum += p[j] * dp[j];
+    matmul(&mut dv, tr(&p, t, t), mat(g, t, d), false, false)?;
+    let mut ds = vec![0f32; t * t];
+    matmul(&mut ds, mat(g, t, d), tr(v, d, t), false, false)?;
+    for (i, (ds, p)) in ds.chunks_mut(t).zip(p.chunks(t)).enumerate() {
+        let sum: f32 = ds[..=i].iter().zip(&p[..=i]).map(|(a, b)| a * b).sum();
+        for (x, &pj) in ds[..=i].iter_mut().zip(&p[..=i]) {
+            *x = pj * (*x - sum) * scale;
         }
-        let qi = &q[i * d..(i + 1) * d];
-        for j in 0..=i {
-            let ds = p[j] * (dp[j] - sum) * scale;
-            axpy(ds, &k[j * d..(j + 1) * d], &mut dq[i * d..(i + 1) * d]);
-            axpy(ds, qi, &mut dk[j * d..(j + 1) * d]);
-            axpy(p[j], gi, &mut dv[j * d..(j + 1) * d]);
-        }
+        ds[i + 1..].fill(0.0);
     }
-    [dq, dk, dv]
+    let mut dq = vec![0f32; t * d];
+    matmul(&mut dq, mat(&ds, t, t), mat(k, t, d), false, false)?;
+    let mut dk = vec![0f32; t * d];
+    matmul(&mut dk, tr(&ds, t, t), mat(q, t, d), false, false)?;
+    Ok([dq, dk, dv])
 }
 
 impl CustomOp3 for CausalAttention {
@@ -112,10 +130,10 @@ impl CustomOp3 for CausalAttention {
         }
         let mut out = vec![0f32; q.len()];
         let td = t * d;
-        out.par_chunks_mut(td).enumerate().for_each(|(bh, o)| {
+        out.par_chunks_mut(td).enumerate().try_for_each(|(bh, o)| {
             let r = bh * td..(bh + 1) * td;
-            head_forward(&q[r.clone()], &k[r.clone()], &v[r], t, d, self.scale, o);
-        });
+            head_forward(&q[r.clone()], &k[r.clone()], &v[r], t, d, self.scale, o)
+        })?;
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
 
@@ -134,7 +152,7 @@ impl CustomOp3 for CausalAttention {
             with_data(k, |k| {
                 with_data(v, |v| {
                     with_data(grad, |g| {
-                        Ok((0..q.len() / td.max(1))
+                        (0..q.len() / td.max(1))
                             .into_par_iter()
                             .map(|bh| {
                                 let r = bh * td..(bh + 1) * td;
@@ -148,7 +166,7 @@ impl CustomOp3 for CausalAttention {
                                     scale,
                                 )
                             })
-                            .collect())
+                            .collect()
                     })
                 })
             })
@@ -220,10 +238,10 @@ impl CustomOp1 for CausalAttentionQkv {
                 let k = gather(qkv, bi, h, 1, t, hs, d);
                 let v = gather(qkv, bi, h, 2, t, hs, d);
                 let mut o = vec![0f32; t * d];
-                head_forward(&q, &k, &v, t, d, self.scale, &mut o);
-                o
+                head_forward(&q, &k, &v, t, d, self.scale, &mut o)?;
+                Ok(o)
             })
-            .collect();
+            .collect::<candle_core::Result<_>>()?;
         let width = hs * d;
         let mut out = vec![0f32; b * t * width];
         for (bh, o) in heads.iter().enumerate() {
@@ -247,7 +265,7 @@ impl CustomOp1 for CausalAttentionQkv {
         let width = hs * d;
         let parts: Vec<[Vec<f32>; 3]> = with_data(arg, |qkv| {
             with_data(grad, |g| {
-                Ok((0..b * hs)
+                (0..b * hs)
                     .into_par_iter()
                     .map(|bh| {
                         let (bi, h) = (bh / hs, bh % hs);
@@ -261,7 +279,7 @@ impl CustomOp1 for CausalAttentionQkv {
                         }
                         head_backward(&q, &k, &v, &gh, t, d, self.scale)
                     })
-                    .collect())
+                    .collect()
             })
         })?;
         let mut dqkv = vec![0f32; b * t * 3 * width];

@@ -37,7 +37,7 @@ fn forward(
     }
     let lhs = View { data: x, rows: n, cols: k, rs: k, cs: 1 };
     let rhs = View { data: w, rows: k, cols: o, rs: 1, cs: k };
-    matmul(&mut y, lhs, rhs, b.is_some())?;
+    matmul(&mut y, lhs, rhs, b.is_some(), true)?;
     Ok((CpuStorage::F32(y), Shape::from((n, o))))
 }
 
@@ -59,6 +59,7 @@ fn backward(
                     View { data: g, rows: n, cols: o, rs: o, cs: 1 },
                     View { data: ws, rows: o, cols: k, rs: k, cs: 1 },
                     false,
+                    true,
                 )?;
                 let mut dw = vec![0f32; o * k];
                 matmul(
@@ -66,6 +67,7 @@ fn backward(
                     View { data: g, rows: o, cols: n, rs: 1, cs: o },
                     View { data: xs, rows: n, cols: k, rs: k, cs: 1 },
                     false,
+                    true,
                 )?;
                 let db = bias.then(|| {
                     let mut db = vec![0f32; o];

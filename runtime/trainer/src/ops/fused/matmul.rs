@@ -33,12 +33,14 @@ impl View<'_> {
 }
 
 /// `dst (m × n, row-major, contiguous) = [dst +] lhs (m × k) · rhs (k × n)`.
+/// `parallel` lets gemm use the rayon pool (false inside rayon tasks).
 /// Panics-free: returns an error when shapes or strides do not fit the slices.
 pub fn matmul(
     dst: &mut [f32],
     lhs: View<'_>,
     rhs: View<'_>,
     accumulate: bool,
+    parallel: bool,
 ) -> candle_core::Result<()> {
     let (m, k, n) = (lhs.rows, lhs.cols, rhs.cols);
     if rhs.rows != k || dst.len() != m * n || !lhs.fits() || !rhs.fits() {
@@ -57,7 +59,7 @@ pub fn matmul(
         }
         return Ok(());
     }
-    let par = if m * n * k >= 48 * 48 * 48 {
+    let par = if parallel && m * n * k >= 48 * 48 * 48 {
         Parallelism::Rayon(rayon::current_num_threads())
     } else {
         Parallelism::None
