@@ -227,22 +227,57 @@ impl Lowering<'_> {
                 continue;
             }
             let Some(init) = init else { continue };
-            for port in &binds {
-                let Some(src) = self.source(agent, port) else { continue };
-                let Some(agent_base) = self.base_model(src) else { continue };
-                if agent_base != init {
-                    found.push(errors::lineage(
-                        &n.decl,
-                        short(&init),
-                        short(&agent_base),
-                        self.field_span(&n.decl, "init"),
-                        self.field_span(&n.decl, "agent"),
-                    ));
-                    break;
-                }
+            if let Some(agent_base) = self.other_model(agent, &binds, &init) {
+                found.push(errors::lineage(
+                    &n.decl,
+                    short(&init),
+                    short(&agent_base),
+                    self.field_span(&n.decl, "init"),
+                    self.field_span(&n.decl, "agent"),
+                ));
             }
         }
+        found.extend(self.eval_lineage());
         self.diags.extend(found);
+    }
+
+    /// The slots of `node` (after binding) whose model is not `init`'s: the first one found.
+    fn other_model(&self, agent: &str, binds: &[String], init: &str) -> Option<String> {
+        binds.iter().find_map(|port| {
+            let agent_base = self.base_model(self.source(agent, port)?)?;
+            (agent_base != init).then_some(agent_base)
+        })
+    }
+
+    /// An eval after a stage loads that stage's weights into its agent: same rule as E0452.
+    fn eval_lineage(&self) -> Vec<wrl_diagnostics::Diagnostic> {
+        let mut found = Vec::new();
+        for n in self.nodes.values().filter(|n| n.kind == NodeKind::Eval) {
+            let (Some(ckpt), Some(agent)) =
+                (self.source(&n.id, "checkpoint"), self.source(&n.id, "agent"))
+            else {
+                continue;
+            };
+            let Some(init) = self.base_model(ckpt) else { continue };
+            let binds: Vec<String> = match n.params.get("binds") {
+                Some(PVal::List { items }) => {
+                    items.iter().filter_map(|i| i.as_str().map(String::from)).collect()
+                }
+                _ => Vec::new(),
+            };
+            let stage = n.params.get("after").and_then(PVal::as_str).unwrap_or_default();
+            if let Some(agent_base) = self.other_model(agent, &binds, &init) {
+                found.push(errors::eval_lineage(
+                    &n.decl,
+                    stage,
+                    short(&init),
+                    short(&agent_base),
+                    self.field_span(&n.decl, "after"),
+                    self.field_span(&n.decl, "agent"),
+                ));
+            }
+        }
+        found
     }
 }
 

@@ -73,6 +73,28 @@ pub(crate) fn lineage(
     ))
 }
 
+/// E0452 for an eval: the weights of the stage it runs after belong to another model.
+pub(crate) fn eval_lineage(
+    eval: &str,
+    stage: &str,
+    init_model: &str,
+    agent_model: &str,
+    after_span: Span,
+    agent_span: Span,
+) -> Diagnostic {
+    Diagnostic::new(
+        "E0452",
+        format!(
+            "eval `{eval}` loads the weights of `{stage}` (a `{init_model}`), but its agent runs `{agent_model}`"
+        ),
+    )
+    .label(after_span, format!("weights of `{init_model}` trained by `{stage}`"))
+    .label(agent_span, format!("this agent's policy is `{agent_model}`"))
+    .help(format!(
+        "evaluate an agent built on `{init_model}` after `{stage}`, or drop `{stage}` from `after`"
+    ))
+}
+
 /// E0417 (backstop): an RL stage with an empty list of phases.
 pub(crate) fn no_phases(stage: &str, name_span: Span, span: Span) -> Diagnostic {
     Diagnostic::new("E0417", format!("RL stage `{stage}` has no phases"))

@@ -154,7 +154,13 @@ fn an_rl_stage_must_start_from_its_agents_model() {
         )
         .replace("grpo(warmup.model,", "grpo(other,");
     let diags = lower(&recipe(&src)).unwrap_err();
-    assert_eq!(diags.iter().map(|d| d.code).collect::<Vec<_>>(), ["E0452"]);
+    // The stage, and the eval that loads the stage's weights into `actor`.
+    assert_eq!(diags.iter().map(|d| d.code).collect::<Vec<_>>(), ["E0452", "E0452"]);
+    assert!(
+        diags
+            .iter()
+            .any(|d| d.message.starts_with("stage `online` starts from weights of `other`"))
+    );
 }
 
 #[test]
@@ -174,8 +180,24 @@ fn a_mistake_only_a_profile_makes_names_the_profile() {
     let r = recipe(&src);
     assert!(lower(&r).is_ok());
     let diags = plan_diagnostics(&r);
+    assert!(!diags.is_empty());
+    for d in &diags {
+        assert_eq!(d.code, "E0452");
+        assert!(d.message.ends_with("(profile `wide`)"), "{}", d.message);
+        assert_eq!(d.labels.len(), 3);
+    }
+}
+
+#[test]
+fn an_eval_after_a_stage_runs_that_stages_model() {
+    let src = format!(
+        "{BASE}\nmodel other = std::models::small\nagent wide = react(other, web) {{ history = action_only, max_turns = 4 turns, max_response = 32 tokens }}\neval mixed = evaluate(wide, heldout) {{ after = [online] }}\n"
+    );
+    let diags = lower(&recipe(&src)).unwrap_err();
     assert_eq!(diags.len(), 1, "{diags:#?}");
-    assert_eq!(diags[0].code, "E0452");
-    assert!(diags[0].message.ends_with("(profile `wide`)"), "{}", diags[0].message);
-    assert_eq!(diags[0].labels.len(), 3);
+    assert!(
+        diags[0].message.starts_with("eval `mixed` loads the weights of `online`"),
+        "{}",
+        diags[0].message
+    );
 }
