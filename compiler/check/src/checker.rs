@@ -372,6 +372,14 @@ impl<'a> Checker<'a> {
                         self.modules[module]
                             .imports
                             .insert(a.name.clone(), (Target::Module(m), a.span));
+                        // Its declarations are `a::name` in recipes: a bare key would collide
+                        // with the importer's own `name` (references are by key).
+                        let ids: Vec<DeclId> = self.modules[m].decls.values().copied().collect();
+                        for d in ids {
+                            if !self.decls[d].key.contains("::") {
+                                self.decls[d].key = format!("{}::{}", a.name, self.decls[d].name);
+                            }
+                        }
                     }
                     None => {
                         let names: Vec<(String, Target)> = self.modules[m]

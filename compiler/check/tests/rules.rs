@@ -286,3 +286,17 @@ fn huge_batch_numbers_do_not_overflow() {
     let text = rl("prompts = 4294967311, group = 4294967311, level = trajectory, mini_batch = 3");
     let _ = diags(&text);
 }
+
+/// A file imported `as c` keeps its names apart: `c::policy` is not the importer's `policy`.
+#[test]
+fn aliased_imports_do_not_collide_with_local_names() {
+    let main = "use \"common.wrl\" as c\nmodel policy = std::models::tiny\nstage warmup = sft(c::policy, std::sandbox::demos(count: 8))\nstage other = sft(policy, std::sandbox::demos(count: 8))\n";
+    let all = common::diags_with(
+        "main.wrl",
+        main,
+        &[("common.wrl", "model policy = api(\"gpt-4.1\")\n")],
+    );
+    let codes: Vec<&str> = all.iter().map(|d| d.code).collect();
+    assert_eq!(codes, vec!["E0415"], "{all:#?}");
+    assert!(all[0].message.contains("`c::policy`"), "{}", all[0].message);
+}
