@@ -79,16 +79,26 @@ impl TokenBatch {
         ops: &Ops,
         temperature: f32,
     ) -> Result<(Tensor, Tensor)> {
-        let logits = full.clone();
-        let (b, t, v) = logits.dims3()?;
-        let logits = logits.reshape((b * t, v))?;
-        let device = logits.device().clone();
-        let rows = Tensor::from_vec(self.rows.clone(), self.rows.len(), &device)?;
-        let mut sel = logits.index_select(&rows, 0)?;
-        if temperature != 1.0 && temperature > 0.0 {
-            sel = (sel / temperature as f64)?;
-        }
+        let (b, t, v) = full.dims3()?;
+        let device = full.device().clone();
+        let all_rows =
+            self.rows.len() == b * t && self.rows.iter().enumerate().all(|(i, &r)| r as usize == i);
+        let scale = |x: Tensor| -> Result<Tensor> {
+            if temperature != 1.0 && temperature > 0.0 {
+                Ok((x / temperature as f64)?)
+            } else {
+                Ok(x)
+            }
+        };
         let targets = Tensor::from_vec(self.targets.clone(), self.targets.len(), &device)?;
+        if all_rows && ops.is_fused() {
+            // Every position is a target, in order: the fused op reads the rows of the 3-D
+            // logits directly, so the loss graph has no reshape/index-select nodes.
+            let lp = ops.token_logprobs(&scale(full.clone())?, &targets)?;
+            return Ok((lp, scale(full.reshape((b * t, v))?)?));
+        }
+        let rows = Tensor::from_vec(self.rows.clone(), self.rows.len(), &device)?;
+        let sel = scale(full.reshape((b * t, v))?.index_select(&rows, 0)?)?;
         let lp = ops.token_logprobs(&sel, &targets)?;
         Ok((lp, sel))
     }

@@ -47,20 +47,11 @@ impl Ops {
     /// `x · wᵀ + b` over the last dimension. `x`: (..., in), `w`: (out, in), `b`: (out).
     pub fn linear(&self, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
         if self.fused && x.dtype() == DType::F32 {
-            let dims = x.dims().to_vec();
-            let k = *dims.last().unwrap_or(&1);
-            let n = x.elem_count() / k.max(1);
-            let x2 = x.reshape((n, k))?.contiguous()?;
-            let w = w.contiguous()?;
-            let y = match b {
-                Some(b) => x2.apply_op3(&w, &b.contiguous()?, fused::linear::Linear)?,
-                None => x2.apply_op2(&w, fused::linear::LinearNoBias)?,
-            };
-            let mut out = dims;
-            if let Some(last) = out.last_mut() {
-                *last = w.dim(0)?;
-            }
-            return Ok(y.reshape(out)?);
+            let (x, w) = (x.contiguous()?, w.contiguous()?);
+            return Ok(match b {
+                Some(b) => x.apply_op3(&w, &b.contiguous()?, fused::linear::Linear)?,
+                None => x.apply_op2(&w, fused::linear::LinearNoBias)?,
+            });
         }
         reference::linear(x, w, b)
     }

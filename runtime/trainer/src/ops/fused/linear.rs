@@ -1,4 +1,4 @@
-//! Fused Linear `y = x·wᵀ (+ b)` on 2-D inputs, calling gemm directly: the bias is added by
+//! Fused Linear `y = x·wᵀ (+ b)` over the last dimension of an N-D input (no reshape nodes), calling gemm directly: the bias is added by
 //! the product itself, `dx = g·w`, `dw = gᵀ·x` use strided views (no transposed copies) and the
 //! bias gradient is a column sum in fixed row order.
 
@@ -7,11 +7,11 @@ use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Shape, Tensor};
 use super::matmul::{View, matmul};
 use super::{slice, with_data};
 
-/// Linear with bias: (x (N, K), w (O, K), b (O)).
+/// Linear with bias: (x (..., K), w (O, K), b (O)) → (..., O).
 #[derive(Debug, Clone, Copy)]
 pub struct Linear;
 
-/// Linear without bias: (x (N, K), w (O, K)).
+/// Linear without bias: (x (..., K), w (O, K)) → (..., O).
 #[derive(Debug, Clone, Copy)]
 pub struct LinearNoBias;
 
@@ -22,7 +22,7 @@ fn forward(
     wl: &Layout,
     b: Option<&[f32]>,
 ) -> candle_core::Result<(CpuStorage, Shape)> {
-    let (n, k) = xl.shape().dims2()?;
+    let (n, k) = rows_cols(xl.shape())?;
     let (o, k2) = wl.shape().dims2()?;
     if k != k2 {
         return Err(candle_core::Error::Msg(format!(
@@ -38,7 +38,20 @@ fn forward(
     let lhs = View { data: x, rows: n, cols: k, rs: k, cs: 1 };
     let rhs = View { data: w, rows: k, cols: o, rs: 1, cs: k };
     matmul(&mut y, lhs, rhs, b.is_some(), true)?;
-    Ok((CpuStorage::F32(y), Shape::from((n, o))))
+    let mut dims = xl.dims().to_vec();
+    if let Some(last) = dims.last_mut() {
+        *last = o;
+    }
+    Ok((CpuStorage::F32(y), Shape::from(dims)))
+}
+
+/// (rows, last dimension) of an N-D shape.
+fn rows_cols(shape: &Shape) -> candle_core::Result<(usize, usize)> {
+    let k = *shape
+        .dims()
+        .last()
+        .ok_or_else(|| candle_core::Error::Msg("fused linear: scalar input".into()))?;
+    Ok((shape.elem_count() / k.max(1), k))
 }
 
 /// (dx, dw, db) for y = x·wᵀ + b.
@@ -48,7 +61,7 @@ fn backward(
     grad: &Tensor,
     bias: bool,
 ) -> candle_core::Result<(Tensor, Tensor, Option<Tensor>)> {
-    let (n, k) = x.dims2()?;
+    let (n, k) = rows_cols(x.shape())?;
     let (o, _) = w.dims2()?;
     let (dx, dw, db) = with_data(x, |xs| {
         with_data(w, |ws| {
@@ -87,7 +100,7 @@ fn backward(
         Some(db) => Some(Tensor::from_vec(db, o, dev)?),
         None => None,
     };
-    Ok((Tensor::from_vec(dx, (n, k), dev)?, Tensor::from_vec(dw, (o, k), dev)?, db))
+    Ok((Tensor::from_vec(dx, x.shape(), dev)?, Tensor::from_vec(dw, (o, k), dev)?, db))
 }
 
 impl CustomOp3 for Linear {
