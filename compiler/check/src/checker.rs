@@ -16,6 +16,8 @@ use crate::value::Val;
 pub(crate) type ModId = usize;
 pub(crate) type DeclId = usize;
 pub(crate) type BuiltinId = usize;
+/// A place in a recipe: a declaration's key and a path into its value.
+pub(crate) type Site = (String, Vec<crate::model::Seg>);
 
 /// What a name refers to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +96,9 @@ pub(crate) struct Checker<'a> {
     pub derived: Vec<crate::model::Override>,
     /// Declarations by key, and how many declarations there were when it was built.
     pub by_key: (BTreeMap<String, Vec<DeclId>>, usize),
+    /// W0203 warnings of the override block being checked, with the place of the computed
+    /// value (decl key and path), dropped if the block overrides that place too.
+    pub folded: Vec<(Option<Site>, Diagnostic)>,
 }
 
 impl<'a> Checker<'a> {
@@ -111,6 +116,7 @@ impl<'a> Checker<'a> {
             param_uses: Vec::new(),
             derived: Vec::new(),
             by_key: (BTreeMap::new(), usize::MAX),
+            folded: Vec::new(),
         };
         for (i, (path, name, text)) in MODULES.iter().enumerate() {
             let id = c.sources.add(*name, *text);

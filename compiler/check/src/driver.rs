@@ -242,11 +242,13 @@ impl Checker<'_> {
     fn param_override_uses(&mut self, param: DeclId, o: &Override) {
         let uses: Vec<Span> =
             self.param_uses.iter().filter(|(p, _)| *p == param).map(|(_, s)| *s).collect();
+        let mut reached: BTreeSet<Span> = BTreeSet::new();
         for d in 0..self.decls.len() {
             let Some(value) = self.decls[d].value.clone() else { continue };
             for at in &uses {
                 let mut path = Vec::new();
                 if let Some(site) = find_span(&value, *at, &mut path) {
+                    reached.insert(*at);
                     let v = match (&site.v, &o.value.v) {
                         (V::Qty { dim, .. }, V::Num { value }) => {
                             V::Qty { value: *value, dim: *dim }
@@ -262,6 +264,40 @@ impl Checker<'_> {
                 }
             }
         }
+        // Uses folded into a computed value (`lr * 2`) keep the value computed at check time.
+        let name = self.decls[param].name.clone();
+        let folded: Vec<Span> = uses
+            .iter()
+            .copied()
+            .filter(|u| !reached.contains(u) && !self.is_std_span(*u))
+            .collect();
+        for at in &folded {
+            // Where the computed value sits, so that an override of it silences the warning.
+            let mut site = None;
+            for d in 0..self.decls.len() {
+                let mut path = Vec::new();
+                if let Some(v) = &self.decls[d].value
+                    && find_containing(v, *at, &mut path)
+                {
+                    site = Some((self.decls[d].key.clone(), path));
+                    break;
+                }
+            }
+            self.folded.push((
+                site,
+                Diagnostic::new(
+                    "W0203",
+                    format!("this override of `{name}` does not change a value computed from it"),
+                )
+                .label(o.span, format!("overrides `{name}`"))
+                .label(*at, "used in an expression here: computed once, with the old value")
+                .help("override the computed field itself in the profile, or use the param without arithmetic"),
+            ));
+        }
+    }
+
+    fn is_std_span(&self, span: Span) -> bool {
+        self.modules.iter().any(|m| m.std && m.file == span.file)
     }
 
     fn decl_names_visible(&self, m: ModId) -> Vec<String> {
@@ -320,6 +356,15 @@ impl Checker<'_> {
                     Diagnostic::new("E0301", "tools cannot be declared in an override")
                         .label(x.span, "not allowed here"),
                 ),
+            }
+        }
+        // W0203 only for computed uses the same block does not override itself.
+        for (site, d) in std::mem::take(&mut self.folded) {
+            let covered = site.as_ref().is_some_and(|(decl, path)| {
+                out.iter().any(|o| &o.decl == decl && path.starts_with(&o.path))
+            });
+            if !covered {
+                self.diags.push(d);
             }
         }
         out
@@ -657,4 +702,25 @@ fn find_span<'a>(v: &'a Val, span: Span, path: &mut Vec<Seg>) -> Option<&'a Val>
         path.pop();
     }
     None
+}
+
+/// Whether some value inside `v` spans `span`; `path` leads to the innermost one.
+fn find_containing(v: &Val, span: Span, path: &mut Vec<Seg>) -> bool {
+    if v.span.file != span.file || v.span.start > span.start || v.span.end < span.end {
+        return false;
+    }
+    let children: Vec<(Seg, &Val)> = match &v.v {
+        V::Obj(o) => o.fields.iter().map(|(k, x)| (Seg::Field(k.clone()), x)).collect(),
+        V::Record { fields } => fields.iter().map(|(k, x)| (Seg::Field(k.clone()), x)).collect(),
+        V::List { items } => items.iter().enumerate().map(|(i, x)| (Seg::Index(i), x)).collect(),
+        _ => Vec::new(),
+    };
+    for (seg, child) in children {
+        path.push(seg);
+        if find_containing(child, span, path) {
+            return true;
+        }
+        path.pop();
+    }
+    true
 }

@@ -300,3 +300,15 @@ fn aliased_imports_do_not_collide_with_local_names() {
     assert_eq!(codes, vec!["E0415"], "{all:#?}");
     assert!(all[0].message.contains("`c::policy`"), "{}", all[0].message);
 }
+
+#[test]
+fn a_param_override_that_cannot_reach_a_computed_use_warns() {
+    let text = "param base_lr = 1e-5\nmodel policy = std::models::tiny\nstage warmup = sft(policy, std::sandbox::demos(count: 8)) { lr = base_lr }\nstage again = sft(warmup.model, std::sandbox::demos(count: 8)) { lr = base_lr * 10 }\nprofile fast {\n  base_lr = 1e-4\n}\n";
+    assert_eq!(codes(text), vec!["W0203"]);
+    let direct = text.replace("base_lr * 10", "base_lr");
+    assert_eq!(codes(&direct), Vec::<&str>::new());
+    // Overriding the computed field in the same profile is the fix.
+    let fixed = text.replace("  base_lr = 1e-4\n", "  base_lr = 1e-4\n  again.lr = 1e-3\n");
+    assert_ne!(fixed, text);
+    assert_eq!(codes(&fixed), Vec::<&str>::new());
+}

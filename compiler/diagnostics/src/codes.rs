@@ -85,6 +85,7 @@ pub const CODES: &[CodeInfo] = &[
     // W02xx — warnings
     live("W0201", Phase::Warning, "unused declaration"),
     live("W0202", Phase::Warning, "unused import"),
+    live("W0203", Phase::Warning, "profile override of a param does not reach a computed value"),
 ];
 
 /// The registry entry for a code.
