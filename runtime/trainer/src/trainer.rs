@@ -167,7 +167,8 @@ impl Trainer {
         self.reference = None;
     }
 
-    /// One optimiser step of SFT on explicit examples: micro-batches of `micro_batch`, gradients
+    /// One optimiser step of SFT on explicit examples (none when they hold no trained token,
+    /// reported as `tokens: 0`): micro-batches of `micro_batch`, gradients
     /// accumulated, loss = Σ w·(−log p) / (number of loss tokens in the whole step), so the
     /// split into micro-batches does not change the update. `weights` scales each example.
     pub fn sft_step_on(
@@ -177,7 +178,9 @@ impl Trainer {
     ) -> Result<Metrics> {
         let total_tokens: usize = examples.iter().map(|(e, _)| e.trained_tokens()).sum();
         if total_tokens == 0 {
-            return Err(config_err("SFT step: no example has a trained token"));
+            // Nothing to learn from (e.g. every assistant turn was cut off): no update.
+            tracing::warn!(examples = examples.len(), "SFT step without trained tokens skipped");
+            return Ok(Metrics { step: self.step, samples: examples.len(), ..Metrics::default() });
         }
         let ops = self.model.ops();
         let device = self.device();
