@@ -54,8 +54,32 @@ impl TokenBatch {
     /// Run the model and return (log-probs of the selected targets (M), their logits (M, V)).
     /// Logits are divided by `temperature` first when it is not 1.
     pub fn logprobs(&self, model: &Model, ops: &Ops, temperature: f32) -> Result<(Tensor, Tensor)> {
-        let (lp, sel, _) = self.logprobs_full(model, ops, temperature)?;
+        if self.all_rows() {
+            let (lp, sel, _) = self.logprobs_full(model, ops, temperature)?;
+            return Ok((lp, sel));
+        }
+        // Project only the selected positions onto the vocabulary: with long prompts and large
+        // vocabularies the full (B, T, V) logits would dominate memory.
+        let h = model.hidden(&self.inputs)?;
+        let (b, t, d) = h.dims3()?;
+        let device = h.device().clone();
+        let rows = Tensor::from_vec(self.rows.clone(), self.rows.len(), &device)?;
+        let mut sel = model.head(&h.reshape((b * t, d))?.index_select(&rows, 0)?)?;
+        if temperature != 1.0 && temperature > 0.0 {
+            sel = (sel / temperature as f64)?;
+        }
+        let targets = Tensor::from_vec(self.targets.clone(), self.targets.len(), &device)?;
+        let lp = ops.token_logprobs(&sel, &targets)?;
         Ok((lp, sel))
+    }
+
+    /// Whether every position of the batch is a target, in order.
+    fn all_rows(&self) -> bool {
+        let (b, w) = (
+            self.inputs.dims().first().copied().unwrap_or(0),
+            self.inputs.dims().get(1).copied().unwrap_or(0),
+        );
+        self.rows.len() == b * w && self.rows.iter().enumerate().all(|(i, &r)| r as usize == i)
     }
 
     /// Like [`TokenBatch::logprobs`], also returning the full logits (B, L − 1, V) so callers
@@ -81,8 +105,7 @@ impl TokenBatch {
     ) -> Result<(Tensor, Tensor)> {
         let (b, t, v) = full.dims3()?;
         let device = full.device().clone();
-        let all_rows =
-            self.rows.len() == b * t && self.rows.iter().enumerate().all(|(i, &r)| r as usize == i);
+        let all_rows = self.rows.len() == b * t && self.all_rows();
         let scale = |x: Tensor| -> Result<Tensor> {
             if temperature != 1.0 && temperature > 0.0 {
                 Ok((x / temperature as f64)?)

@@ -35,6 +35,7 @@ pub mod rl;
 pub mod rl_update;
 pub mod rng;
 pub mod sample;
+mod stage;
 pub mod tokenizer;
 pub mod trainer;
 

@@ -121,6 +121,22 @@ impl Model {
         }
     }
 
+    /// Final hidden states (B, T, d) of a training forward (before the vocabulary projection).
+    pub fn hidden(&self, ids: &Tensor) -> Result<Tensor> {
+        match self {
+            Model::Tiny(m) => m.hidden(ids, None),
+            Model::Qwen(m) => m.hidden(ids, None),
+        }
+    }
+
+    /// The vocabulary projection of hidden states (..., d) → (..., V).
+    pub fn head(&self, h: &Tensor) -> Result<Tensor> {
+        match self {
+            Model::Tiny(m) => m.head(h),
+            Model::Qwen(m) => m.head(h),
+        }
+    }
+
     /// Incremental forward: ids (B, t) continue the cached positions → logits (B, t, V).
     pub fn forward_cached(&self, ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
         match self {

@@ -230,7 +230,22 @@ impl QwenModel {
     }
 
     /// ids (B, T) → logits (B, T, V); with a cache, continue the cached positions.
-    pub fn forward(&self, ids: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
+    pub fn forward(&self, ids: &Tensor, cache: Option<&mut KvCache>) -> Result<Tensor> {
+        self.head(&self.hidden(ids, cache)?)
+    }
+
+    /// The vocabulary projection of final hidden states (..., hidden) → (..., V).
+    pub fn head(&self, h: &Tensor) -> Result<Tensor> {
+        let w = if self.config.tie_word_embeddings {
+            self.params.get("model.embed_tokens.weight")?
+        } else {
+            self.params.get("lm_head.weight")?
+        };
+        self.ops.linear(h, &w, None)
+    }
+
+    /// ids (B, T) → final hidden states (B, T, hidden), after the last RMSNorm.
+    pub fn hidden(&self, ids: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
         let (b, t) = ids.dims2()?;
         let c = &self.config;
         let (nh, nkv, hd) = (c.num_attention_heads, c.num_key_value_heads, c.head_dim());
@@ -287,8 +302,6 @@ impl QwenModel {
         if let Some(kv) = cache {
             kv.pos += t;
         }
-        let x = self.ops.rms_norm(&x, &p.get("model.norm.weight")?, eps)?;
-        let head = if c.tie_word_embeddings { emb } else { p.get("lm_head.weight")? };
-        self.ops.linear(&x, &head, None)
+        self.ops.rms_norm(&x, &p.get("model.norm.weight")?, eps)
     }
 }

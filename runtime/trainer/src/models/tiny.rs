@@ -129,7 +129,19 @@ impl TinyModel {
 
     /// ids (B, T) → logits (B, T, V). With a cache, the ids continue the cached positions and
     /// attention runs over cache + new keys (inference only).
-    pub fn forward(&self, ids: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
+    pub fn forward(&self, ids: &Tensor, cache: Option<&mut KvCache>) -> Result<Tensor> {
+        self.head(&self.hidden(ids, cache)?)
+    }
+
+    /// The vocabulary projection of final hidden states (..., d) → (..., V).
+    pub fn head(&self, h: &Tensor) -> Result<Tensor> {
+        let logits = self.ops.linear(h, &self.params.get("lm_head.weight")?, None)?;
+        debug_assert_eq!(logits.dim(D::Minus1)?, byte_specials::VOCAB);
+        Ok(logits)
+    }
+
+    /// ids (B, T) → final hidden states (B, T, d), after the last LayerNorm.
+    pub fn hidden(&self, ids: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
         let (b, t) = ids.dims2()?;
         let c = &self.config;
         let d = c.d_model;
@@ -176,9 +188,6 @@ impl TinyModel {
         if let Some(kv) = cache {
             kv.pos += t;
         }
-        let x = self.ops.layer_norm(&x, &p.get("ln_f.weight")?, &p.get("ln_f.bias")?, LN_EPS)?;
-        let logits = self.ops.linear(&x, &p.get("lm_head.weight")?, None)?;
-        debug_assert_eq!(logits.dim(D::Minus1)?, byte_specials::VOCAB);
-        Ok(logits)
+        self.ops.layer_norm(&x, &p.get("ln_f.weight")?, &p.get("ln_f.bias")?, LN_EPS)
     }
 }
