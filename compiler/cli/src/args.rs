@@ -86,6 +86,23 @@ pub enum Command {
                       \"gpu_hours_per_million_tokens\": 0.2}; see docs/plan-format.md.\n\nExit status: 0 \
                       estimate printed, 1 errors in the recipe, 2 usage or internal error.")]
     Estimate(EstimateCmd),
+    /// Format recipes in the one canonical layout (comments kept; meaning never changes)
+    #[command(
+        after_help = "Examples:\n  wrlc fmt recipes/\n  wrlc fmt --check recipes/   # CI: list \
+                      files that would change\n\nExit status: 0 formatted (or already formatted), 1 \
+                      syntax errors or, with --check, files that would change, 2 usage error."
+    )]
+    Fmt(FmtCmd),
+}
+
+#[derive(Debug, Args)]
+pub struct FmtCmd {
+    /// Change nothing; list the files that are not formatted and exit 1 if there are any
+    #[arg(long)]
+    pub check: bool,
+    /// Files or directories; directories are searched recursively for `*.wrl`
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
 }
 
 /// Output formats of `wrlc plan`.

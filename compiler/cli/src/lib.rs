@@ -69,6 +69,7 @@ pub fn run(cli: Cli, io: &mut Io) -> u8 {
     match cli.command {
         Command::Check(cmd) => commands::check::run(cmd, &global, io),
         Command::Explain(cmd) => explain::run(cmd, io),
+        Command::Fmt(cmd) => commands::fmt::run(cmd, &global, io),
         Command::Plan(cmd) => commands::plan::run(cmd, &global, io),
         Command::Estimate(cmd) => commands::estimate::run(cmd, &global, io),
     }

@@ -2,4 +2,5 @@
 
 pub mod check;
 pub mod estimate;
+pub mod fmt;
 pub mod plan;
