@@ -183,8 +183,7 @@ pub fn sample(
         let mut cache = model.new_cache();
         let ids: Vec<u32> = (0..n).flat_map(|_| prompt.iter().copied()).collect();
         let ids = Tensor::from_vec(ids, (n, prompt.len()), &device)?;
-        let logits = model.forward_cached(&ids, &mut cache)?;
-        let mut last = logits.narrow(1, prompt.len() - 1, 1)?.squeeze(1)?;
+        let mut last = model.forward_cached_last(&ids, &mut cache)?.detach();
         let mut rows: Vec<Completion> = (0..n)
             .map(|_| Completion {
                 prompt_index: pi,
@@ -222,7 +221,7 @@ pub fn sample(
                 break;
             }
             let ids = Tensor::from_vec(next, (n, 1), &device)?;
-            last = model.forward_cached(&ids, &mut cache)?.squeeze(1)?.detach();
+            last = model.forward_cached_last(&ids, &mut cache)?.detach();
         }
         for mut row in rows {
             row.text = tokenizer.decode(&row.tokens)?;

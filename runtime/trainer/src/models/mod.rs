@@ -153,6 +153,17 @@ impl Model {
         }
     }
 
+    /// Incremental forward returning only the last position's logits (B, V): the prefill of a
+    /// long prompt never materialises (B, T, V).
+    pub fn forward_cached_last(&self, ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let h = match self {
+            Model::Tiny(m) => m.hidden(ids, Some(cache))?,
+            Model::Qwen(m) => m.hidden(ids, Some(cache))?,
+        };
+        let t = h.dim(1)?;
+        self.head(&h.narrow(1, t - 1, 1)?.squeeze(1)?)
+    }
+
     /// A fresh cache sized for this model.
     pub fn new_cache(&self) -> KvCache {
         KvCache::new(self.num_layers())
