@@ -36,6 +36,18 @@ pub enum Direction {
     Right,
 }
 
+/// Accepts an optional point as `null`, missing, `[]` (the stdlib's "no point") or `[x, y]`.
+fn opt_point<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<[f64; 2]>, D::Error> {
+    let v: Option<Vec<f64>> = Option::deserialize(d)?;
+    match v.as_deref() {
+        None | Some([]) => Ok(None),
+        Some([x, y]) => Ok(Some([*x, *y])),
+        Some(other) => {
+            Err(serde::de::Error::custom(format!("a point is [x, y], got {} numbers", other.len())))
+        }
+    }
+}
+
 fn one() -> u32 {
     1
 }
@@ -44,6 +56,9 @@ fn half() -> f64 {
 }
 fn three() -> f64 {
     3.0
+}
+fn two() -> f64 {
+    2.0
 }
 fn ten() -> u32 {
     10
@@ -78,7 +93,7 @@ pub enum OpenWebRl {
         #[serde(default = "half")]
         amount: f64,
         /// Optional point of an inner scroll container.
-        #[serde(default)]
+        #[serde(default, deserialize_with = "opt_point")]
         point_2d: Option<[f64; 2]>,
     },
     /// Press keys, one after another, or together when `is_hotkey`.
@@ -166,7 +181,7 @@ pub enum OpAgent {
         /// Key combination.
         key: String,
         /// Optional point to click first.
-        #[serde(default)]
+        #[serde(default, deserialize_with = "opt_point")]
         coords: Option<[f64; 2]>,
     },
     /// Scroll by `distance` pixels.
@@ -178,7 +193,7 @@ pub enum OpAgent {
         #[serde(default = "default_distance")]
         distance: f64,
         /// Optional point of the block to scroll.
-        #[serde(default)]
+        #[serde(default, deserialize_with = "opt_point")]
         coords: Option<[f64; 2]>,
     },
     /// New blank tab.
@@ -212,7 +227,7 @@ pub enum OpAgent {
     /// Wait.
     Wait {
         /// Seconds.
-        #[serde(default = "three")]
+        #[serde(default = "two")]
         seconds: f64,
     },
     /// Find text on the page and scroll it into view.
@@ -240,15 +255,15 @@ pub enum Elem {
         /// Element id.
         id: u32,
     },
-    /// Clear element `id`, type `text`, optionally press Enter.
+    /// Clear element `id`, type `text`, optionally press Enter (`submit`).
     Type {
         /// Element id.
         id: u32,
         /// Text.
         text: String,
         /// Press Enter afterwards.
-        #[serde(default)]
-        enter: bool,
+        #[serde(default, alias = "enter")]
+        submit: bool,
     },
     /// Choose `option` in the `<select>` `id`.
     Select {
@@ -277,9 +292,11 @@ pub enum Elem {
         /// URL.
         url: String,
     },
-    /// History back.
+    /// History back (tool name `go_back`, alias `back`).
+    #[serde(rename = "go_back", alias = "back")]
     Back,
-    /// History forward.
+    /// History forward (tool name `go_forward`, alias `forward`).
+    #[serde(rename = "go_forward", alias = "forward")]
     Forward,
     /// Terminal: answer.
     Answer {

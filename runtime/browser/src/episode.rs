@@ -8,7 +8,7 @@
 //! let task = wrl_sandbox::generate(sandbox.content(), wrl_sandbox::Split::Train, 1, 7).remove(0);
 //! let pool = BrowserPool::launch(PoolCfg::default()).await?;
 //! let mut ep = pool.episode(EpisodeSpec::sandbox_task(&sandbox, &task), EpisodeCfg::default()).await?;
-//! let obs = ep.observe(false).await?;
+//! let obs = ep.observe(false).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
 //! println!("{}", obs.text());
 //! let step = ep.act(&[terse::parse("click 1")?]).await;
 //! println!("{}", step.feedback);
@@ -351,7 +351,7 @@ impl Episode {
         let res = tokio::time::timeout(self.cfg.step_timeout, async {
             let r = self.navigate(&url).await;
             if r.is_ok() {
-                self.settle(true, "about:blank").await;
+                self.settle(true, "about:blank", 2).await;
             }
             r
         })
@@ -390,7 +390,9 @@ impl Episode {
     /// Waits until the active tab has settled after an action: if the document was replaced
     /// or a navigation is in flight, until the new document is loaded. With `navigated`, a
     /// navigation is known to have happened.
-    pub(crate) async fn settle(&mut self, navigated: bool, url_before: &str) {
+    /// `grace` is how many 10 ms polls to wait for a navigation to show up when none is seen
+    /// (longer for clicks on links and buttons, which often navigate).
+    pub(crate) async fn settle(&mut self, navigated: bool, url_before: &str, grace: u32) -> String {
         let frame = self.page().target_id().as_ref().to_string();
         let deadline = Instant::now() + self.cfg.step_timeout;
         let mut polls = 0u32;
@@ -405,34 +407,56 @@ impl Episode {
                 // A new document, or one restored from the back-forward cache (still marked,
                 // but at another URL), that has loaded.
                 if complete && (mark == Some("0") || (navigated && href != url_before)) {
-                    return;
+                    return href.to_string();
                 }
                 // The same document, nothing in flight after a short grace period.
                 if mark == Some("1")
                     && complete
                     && !in_flight
-                    && (!navigated || polls > 25)
-                    && polls >= 2
+                    && (!navigated || polls > 50)
+                    && polls > grace
                 {
-                    return;
+                    return href.to_string();
                 }
             }
-            if Instant::now() > deadline || !self.live.is_alive() {
-                return;
-            }
-            let wait = if polls == 1 { 15 } else { 20 };
-            tokio::time::sleep(Duration::from_millis(wait)).await;
             // A request that never replaces the document (204, download): give up after 2 s.
-            if in_flight && polls > 100 {
-                return;
+            if Instant::now() > deadline || !self.live.is_alive() || (in_flight && polls > 200) {
+                return String::new();
             }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 
-    /// Takes a fresh snapshot of the active tab (also tags new elements with ids).
+    /// Takes a fresh snapshot of the active tab (also tags new elements with ids). If the
+    /// document is being replaced (a late navigation), waits for it and retries.
     pub(crate) async fn snapshot(&self) -> Result<Snapshot, String> {
-        let s = cdp::eval_string(self.page(), js::SNAPSHOT).await?;
-        serde_json::from_str(&s).map_err(|e| format!("bad snapshot: {e}"))
+        let mut last_err = String::new();
+        for attempt in 0..4 {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
+                let _ = self.wait_loaded().await;
+            }
+            match cdp::eval_string(self.page(), js::SNAPSHOT).await {
+                Ok(s) => return serde_json::from_str(&s).map_err(|e| format!("bad snapshot: {e}")),
+                Err(e) if self.live.is_alive() => last_err = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_err)
+    }
+
+    /// Waits (up to the step timeout) until the active document's readyState is complete.
+    async fn wait_loaded(&self) -> bool {
+        let deadline = Instant::now() + self.cfg.step_timeout;
+        while Instant::now() < deadline && self.live.is_alive() {
+            if let Ok(s) = cdp::eval_string(self.page(), "document.readyState").await
+                && s == "complete"
+            {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
     }
 
     /// Evaluates a JavaScript expression in the active tab and returns its JSON value (for

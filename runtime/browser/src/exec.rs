@@ -128,14 +128,18 @@ impl Episode {
     /// Marks the document before an action that may navigate.
     async fn mark(&mut self) -> Result<String, Stop> {
         self.mark_seq = self.live.seen.seq();
-        cdp::eval_string(self.page(), js::MARK_DOCUMENT).await.map_err(env)?;
-        cdp::eval_string(self.page(), "location.href").await.map_err(env)
+        cdp::eval_string(self.page(), js::MARK_DOCUMENT).await.map_err(env)
     }
 
     /// After an action that may navigate: waits, picks up new tabs, says what changed.
-    async fn after(&mut self, url_before: &str, known_nav: bool) -> Result<String, Stop> {
+    async fn after(
+        &mut self,
+        url_before: &str,
+        known_nav: bool,
+        grace: u32,
+    ) -> Result<String, Stop> {
         let seq = self.mark_seq;
-        self.settle(known_nav, url_before).await;
+        let mut url = self.settle(known_nav, url_before, grace).await;
         if !self.live.is_alive() {
             return Err(env("browser connection lost".into()));
         }
@@ -145,11 +149,13 @@ impl Episode {
                 self.tabs.push(page);
                 self.active = self.tabs.len() - 1;
                 self.mark_seq = seq;
-                self.settle(true, "about:blank").await;
+                url = self.settle(true, "about:blank", 2).await;
                 notes.push(format!("new tab opened (tab {})", self.active));
             }
         }
-        let url = cdp::eval_string(self.page(), "location.href").await.map_err(env)?;
+        if url.is_empty() {
+            url = cdp::eval_string(self.page(), "location.href").await.map_err(env)?;
+        }
         if url != url_before && notes.is_empty() {
             notes.push(format!("navigated to {}", short(&url)));
         }
@@ -187,7 +193,8 @@ impl Episode {
             (_, MouseButton::Middle) => "middle-clicked",
             _ => "clicked",
         };
-        let nav = self.after(&before, false).await?;
+        let grace = if desc.starts_with("link") || desc.starts_with("button") { 6 } else { 2 };
+        let nav = self.after(&before, false, grace).await?;
         Ok(format!("{what} {desc}{nav}"))
     }
 
@@ -214,7 +221,8 @@ impl Episode {
         for _ in 0..presses.clamp(1, 50) {
             cdp::press(self.page(), &keys, keys.len() > 1).await.map_err(env)?;
         }
-        let nav = self.after(&before, false).await?;
+        let grace = if combo.to_ascii_lowercase().contains("enter") { 6 } else { 2 };
+        let nav = self.after(&before, false, grace).await?;
         Ok(format!("pressed {combo}{nav}"))
     }
 
@@ -240,7 +248,8 @@ impl Episode {
         for _ in 0..presses.clamp(1, 50) {
             cdp::press(self.page(), &defs, hotkey).await.map_err(env)?;
         }
-        let nav = self.after(&before, false).await?;
+        let grace = if keys.iter().any(|k| k.eq_ignore_ascii_case("enter")) { 6 } else { 2 };
+        let nav = self.after(&before, false, grace).await?;
         Ok(format!("pressed {}{nav}", keys.join(if hotkey { "+" } else { " " })))
     }
 
@@ -269,7 +278,7 @@ impl Episode {
         let before = self.mark().await?;
         match self.navigate(url).await {
             Ok(()) => {
-                let nav = self.after(&before, true).await?;
+                let nav = self.after(&before, true, 2).await?;
                 Ok(format!("opened {}{nav}", short(url)))
             }
             Err(e) if !self.live.is_alive() => Err(env(e)),
@@ -298,7 +307,7 @@ impl Episode {
             .execute(NavigateToHistoryEntryParams::new(entry.id))
             .await
             .map_err(|e| env(e.to_string()))?;
-        let nav = self.after(&before, true).await?;
+        let nav = self.after(&before, true, 2).await?;
         Ok(format!("went {}{nav}", if delta < 0 { "back" } else { "forward" }))
     }
 
@@ -352,7 +361,7 @@ impl Episode {
         if r != "ok" {
             return Err(agent(AgentError::InvalidElement(format!("{desc}: {r}"))));
         }
-        let nav = self.after(&before, false).await?;
+        let nav = self.after(&before, false, 2).await?;
         Ok(format!("selected {option:?} in {desc}{nav}"))
     }
 
@@ -480,12 +489,12 @@ impl Episode {
                 let (p, desc) = self.elem(*id).await?;
                 self.click_at(p, desc, MouseButton::Left, 1).await
             }
-            Elem::Type { id, text, enter } => {
+            Elem::Type { id, text, submit } => {
                 let (p, desc) = self.elem(*id).await?;
                 cdp::click(self.page(), p.0, p.1, MouseButton::Left, 1).await.map_err(env)?;
                 let typed = self.write(text).await?;
                 let typed = typed.replacen("typed", &format!("typed into {desc}:"), 1);
-                if *enter {
+                if *submit {
                     Ok(format!("{typed}; {}", self.press_combo("Enter", 1).await?))
                 } else {
                     Ok(typed)

@@ -120,7 +120,7 @@ pub fn find_text(term: &str) -> String {
 }
 
 /// Marks the current document so a later check can tell whether it was replaced.
-pub const MARK_DOCUMENT: &str = "(() => { window.__wrlMark = 1; return document.readyState; })()";
+pub const MARK_DOCUMENT: &str = "(() => { window.__wrlMark = 1; return location.href; })()";
 
 /// `"<mark>|<readyState>|<href>"`: mark is 1 while the marked document is still current.
 pub const CHECK_DOCUMENT: &str =

@@ -36,7 +36,7 @@ pub fn parse(line: &str) -> Result<Action, AgentError> {
         "type" | "type!" => Elem::Type {
             id: id_of(first_opt, "type")?,
             text: rest_required(rest, verb)?,
-            enter: verb == "type!",
+            submit: verb == "type!",
         },
         "select" => {
             Elem::Select { id: id_of(first_opt, verb)?, option: rest_required(rest, verb)? }
@@ -86,8 +86,8 @@ pub fn render(action: &Action) -> Option<String> {
     Some(match e {
         Elem::Click { id } => format!("click {id}"),
         Elem::Hover { id } => format!("hover {id}"),
-        Elem::Type { id, text, enter } => {
-            format!("type{} {id} {text}", if *enter { "!" } else { "" })
+        Elem::Type { id, text, submit } => {
+            format!("type{} {id} {text}", if *submit { "!" } else { "" })
         }
         Elem::Select { id, option } => format!("select {id} {option}"),
         Elem::Scroll { direction } => format!(

@@ -1,0 +1,108 @@
+//! Browser benchmark (run by `bench/browser.sh`, not by `cargo test`): the same scripted shop
+//! loop as `bench/browser/pw_bench.py`, with our runtime, at a given concurrency, with or
+//! without PNG screenshots; prints one JSON line. `--serve PORT` only serves the sandbox.
+//!
+//! `cargo run --release -p wrl-browser --example bench -- --base URL --concurrency 4 --seconds 10 [--screenshots]`
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use wrl_browser::{AllowList, BrowserPool, EpisodeCfg, EpisodeSpec, Item, PoolCfg, terse};
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+}
+
+fn find(obs: &wrl_browser::Observation, role: &str, label: &str) -> Option<u32> {
+    obs.snapshot.items.iter().find_map(|i| match i {
+        Item::Element { id, role: r, label: l, .. } if r == role && l == label => Some(*id),
+        _ => None,
+    })
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--print-snapshot-js") {
+        println!("{}", wrl_browser::js::SNAPSHOT);
+        return Ok(());
+    }
+    if let Some(port) = arg(&args, "--serve") {
+        let sb = wrl_sandbox::Sandbox::start(0, port.parse()?).await?;
+        println!("{}", sb.base_url());
+        tokio::signal::ctrl_c().await?;
+        return Ok(());
+    }
+    let base = arg(&args, "--base").ok_or_else(|| anyhow::anyhow!("--base URL is required"))?;
+    let n: usize = arg(&args, "--concurrency").unwrap_or_else(|| "1".into()).parse()?;
+    let secs: f64 = arg(&args, "--seconds").unwrap_or_else(|| "10".into()).parse()?;
+    let shots = args.iter().any(|a| a == "--screenshots");
+    let port = wrl_browser::allow::origin(&base).map_or(0, |o| o.port);
+    let pool = BrowserPool::launch(PoolCfg {
+        max_concurrent: n,
+        allow: AllowList::only([format!("127.0.0.1:{port}")]),
+        ..PoolCfg::default()
+    })
+    .await?;
+    let steps = Arc::new(AtomicU64::new(0));
+    let lat_us = Arc::new(AtomicU64::new(0));
+    // Open every episode first, then run the loops for `secs`.
+    let mut eps = Vec::new();
+    for _ in 0..n {
+        let cfg = EpisodeCfg {
+            max_steps: u32::MAX,
+            task_timeout: Duration::from_secs(3600),
+            ..EpisodeCfg::default()
+        };
+        eps.push(pool.episode(EpisodeSpec::url("bench", format!("{base}/shop/")), cfg).await?);
+    }
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs_f64(secs);
+    let mut handles = Vec::new();
+    for mut ep in eps {
+        let (steps, lat_us, base) = (steps.clone(), lat_us.clone(), base.clone());
+        handles.push(tokio::spawn(async move {
+            let mut k = 0u64;
+            let mut obs = ep.observe(shots).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            while Instant::now() < deadline {
+                let line = match k % 4 {
+                    0 => format!(
+                        "type {} blue mug",
+                        find(&obs, "textbox", "Search products").unwrap_or(0)
+                    ),
+                    1 => format!("click {}", find(&obs, "button", "Search").unwrap_or(0)),
+                    2 => format!("click {}", find(&obs, "link", "blue mug").unwrap_or(0)),
+                    _ => format!("goto {base}/shop/"),
+                };
+                let s = Instant::now();
+                let r = ep.act(&[terse::parse(&line)?]).await;
+                if !r.agent_errors.is_empty() || r.done {
+                    anyhow::bail!(
+                        "bench step {line:?} failed: {} {:?} {:?}",
+                        r.feedback,
+                        r.end,
+                        r.agent_errors
+                    );
+                }
+                obs = ep.observe(shots).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                lat_us.fetch_add(s.elapsed().as_micros() as u64, Ordering::Relaxed);
+                steps.fetch_add(1, Ordering::Relaxed);
+                k += 1;
+            }
+            ep.finish().await;
+            anyhow::Ok(())
+        }));
+    }
+    for h in handles {
+        h.await??;
+    }
+    let el = t0.elapsed().as_secs_f64();
+    let s = steps.load(Ordering::Relaxed);
+    let lat = lat_us.load(Ordering::Relaxed) as f64 / s.max(1) as f64 / 1000.0;
+    println!(
+        "{{\"impl\":\"wrl\",\"concurrency\":{n},\"screenshots\":{shots},\"steps\":{s},\"seconds\":{el:.2},\"steps_per_s\":{:.2},\"mean_step_ms\":{lat:.1}}}",
+        s as f64 / el
+    );
+    Ok(())
+}
