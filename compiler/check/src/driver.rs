@@ -12,12 +12,22 @@ use crate::checker::{Checker, DeclId, ModId, Target};
 use crate::model::{CheckedDecl, Override, Profile, Recipe, Seg, apply};
 use crate::types::Ty;
 use crate::value::{V, Val};
+use wrl_syntax::tokens::Dimension;
 
 impl Checker<'_> {
     /// The checked value of a declaration, computed once.
     pub(crate) fn decl_value(&mut self, d: DeclId) -> Val {
-        if let Some(v) = &self.decls[d].value {
-            return v.clone();
+        self.ensure_value(d);
+        match &self.decls[d].value {
+            Some(v) => v.clone(),
+            None => Val::new(V::Unknown, self.decls[d].name_span),
+        }
+    }
+
+    /// Computes a declaration's value once and stores it (no copy returned).
+    fn ensure_value(&mut self, d: DeclId) {
+        if self.decls[d].value.is_some() {
+            return;
         }
         if self.decls[d].in_progress {
             let e = &self.decls[d];
@@ -27,7 +37,7 @@ impl Checker<'_> {
                     .label(span, "this declaration refers back to itself")
                     .help("break the cycle: a value cannot be defined in terms of itself"),
             );
-            return Val::new(V::Unknown, span);
+            return;
         }
         self.decls[d].in_progress = true;
         let m = self.decls[d].module;
@@ -46,8 +56,7 @@ impl Checker<'_> {
             _ => self.conform_decl(m, raw, kind),
         };
         self.decls[d].in_progress = false;
-        self.decls[d].value = Some(v.clone());
-        v
+        self.decls[d].value = Some(v);
     }
 
     /// A declaration's value must be of the declared kind (`stage x = grpo(…)`).
@@ -243,26 +252,32 @@ impl Checker<'_> {
         let uses: Vec<Span> =
             self.param_uses.iter().filter(|(p, _)| *p == param).map(|(_, s)| *s).collect();
         let mut reached: BTreeSet<Span> = BTreeSet::new();
+        let mut sites: Vec<(DeclId, Vec<Seg>, Option<Dimension>)> = Vec::new();
         for d in 0..self.decls.len() {
-            let Some(value) = self.decls[d].value.clone() else { continue };
+            let Some(value) = &self.decls[d].value else { continue };
             for at in &uses {
                 let mut path = Vec::new();
-                if let Some(site) = find_span(&value, *at, &mut path) {
+                if let Some(site) = find_span(value, *at, &mut path) {
                     reached.insert(*at);
-                    let v = match (&site.v, &o.value.v) {
-                        (V::Qty { dim, .. }, V::Num { value }) => {
-                            V::Qty { value: *value, dim: *dim }
-                        }
-                        (_, v) => v.clone(),
+                    let dim = match &site.v {
+                        V::Qty { dim, .. } => Some(*dim),
+                        _ => None,
                     };
-                    self.derived.push(Override {
-                        decl: self.decls[d].key.clone(),
-                        path,
-                        value: Val::new(v, o.value.span),
-                        span: o.span,
-                    });
+                    sites.push((d, path, dim));
                 }
             }
+        }
+        for (d, path, dim) in sites {
+            let v = match (dim, &o.value.v) {
+                (Some(dim), V::Num { value }) => V::Qty { value: *value, dim },
+                (_, v) => v.clone(),
+            };
+            self.derived.push(Override {
+                decl: self.decls[d].key.clone(),
+                path,
+                value: Val::new(v, o.value.span),
+                span: o.span,
+            });
         }
         // Uses folded into a computed value (`lr * 2`) keep the value computed at check time.
         let name = self.decls[param].name.clone();
@@ -437,7 +452,7 @@ impl Checker<'_> {
     pub(crate) fn run(&mut self, entries: &[ModId]) -> Vec<Recipe> {
         self.find_cycles();
         for d in 0..self.decls.len() {
-            self.decl_value(d);
+            self.ensure_value(d);
         }
         let mut profiles: BTreeMap<ModId, Vec<Profile>> = BTreeMap::new();
         let mut extends_overrides: BTreeMap<ModId, Vec<Override>> = BTreeMap::new();
