@@ -686,12 +686,11 @@ impl Episode {
         self.live.seen.forget(&self.frames());
         if self.live.is_alive() {
             let ctx = self.ctx.clone();
-            let _ = tokio::time::timeout(Duration::from_secs(5), async {
-                for p in self.tabs.drain(..) {
-                    let _ = p.close().await;
-                }
-                let _ = self.live.browser.dispose_browser_context(ctx).await;
-            })
+            // Disposing the context closes its tabs too.
+            let _ = tokio::time::timeout(
+                Duration::from_secs(5),
+                self.live.browser.dispose_browser_context(ctx),
+            )
             .await;
         }
         Outcome {
