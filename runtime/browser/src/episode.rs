@@ -654,7 +654,7 @@ impl Episode {
     }
 
     /// Ends the episode: runs the checker (sandbox tasks), closes the context and frees the slot.
-    pub async fn finish(mut self) -> Outcome {
+    pub async fn finish(self) -> Outcome {
         let reason = self.end.clone().unwrap_or(EndReason::MaxSteps);
         let answer = match &reason {
             EndReason::Completed { answer } => answer.clone(),
