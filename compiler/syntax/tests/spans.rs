@@ -16,7 +16,7 @@ fn text(src: &str, s: wrl_diagnostics::Span) -> &str {
         let last_line_start = trimmed.rfind('\n').map_or(0, |i| i + 1);
         let last = &trimmed[last_line_start..];
         let cut = match last.find("//") {
-            Some(i) if last[..i].matches('"').count() % 2 == 0 => last_line_start + i,
+            Some(i) if last[..i].matches('"').count().is_multiple_of(2) => last_line_start + i,
             _ => trimmed.len(),
         };
         if cut == t.len() {

@@ -30,9 +30,12 @@ impl Ctx {
         Ctx { file, offset, diags: RefCell::new(Vec::new()) }
     }
 
+    /// The pair's place, without the whitespace and comments pest leaves at its end when an
+    /// optional or repeated part at the end of a rule does not match.
     pub fn span(&self, pair: &Pair<Rule>) -> Span {
         let s = pair.as_span();
-        Span::new(self.file, self.offset + s.start(), self.offset + s.end())
+        let end = tight_end(pair);
+        Span::new(self.file, self.offset + s.start(), self.offset + end)
     }
 
     pub fn push(&self, d: Diagnostic) {
@@ -41,6 +44,33 @@ impl Ctx {
 
     fn into_diags(self) -> Vec<Diagnostic> {
         self.diags.into_inner()
+    }
+}
+
+/// The end of a pair's last token: its last child's end when only trivia follows that child
+/// inside the pair, else the pair's own end (a closing quote or bracket is not trivia).
+fn tight_end(pair: &Pair<Rule>) -> usize {
+    let end = pair.as_span().end();
+    let Some(last) = pair.clone().into_inner().last() else { return end };
+    let inner_end = tight_end(&last);
+    let input = pair.get_input();
+    match input.get(inner_end..end) {
+        Some(rest) if inner_end < end && is_trivia(rest) => inner_end,
+        _ => end,
+    }
+}
+
+/// Whether a text is only whitespace and `//` comments.
+fn is_trivia(mut s: &str) -> bool {
+    loop {
+        s = s.trim_start();
+        if s.is_empty() {
+            return true;
+        }
+        match s.strip_prefix("//") {
+            Some(rest) => s = rest.find('\n').map_or("", |i| &rest[i..]),
+            None => return false,
+        }
     }
 }
 
