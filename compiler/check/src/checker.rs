@@ -282,7 +282,7 @@ impl<'a> Checker<'a> {
                     Ok(ty) => slots.push(Slot {
                         name: p.name.name.clone(),
                         ty,
-                        ty_text: self.text(p.ty.span).to_string(),
+                        ty_text: type_text(self.text(p.ty.span)),
                         default: p.default.clone(),
                         default_val: None,
                         positional,
@@ -614,4 +614,11 @@ fn parsed_stdlib(i: usize, id: FileId, text: &str) -> (ast::File, Vec<Diagnostic
         map.insert((i, id), out.clone());
     }
     out
+}
+
+/// A type as written, on one line: the formatter may spread a long type over several lines,
+/// but schemas and messages show it compactly (`record(a: int, b: string)`).
+pub(crate) fn type_text(src: &str) -> String {
+    let one_line = src.split_whitespace().collect::<Vec<_>>().join(" ");
+    one_line.replace("( ", "(").replace(", )", ")").replace(",)", ")")
 }

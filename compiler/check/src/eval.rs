@@ -644,7 +644,7 @@ impl Checker<'_> {
             let default = p.default.as_ref().map(|d| self.eval(m, d));
             params.push(ToolParamV {
                 name: p.name.name.clone(),
-                ty: self.text(p.ty.span).to_string(),
+                ty: crate::checker::type_text(self.text(p.ty.span)),
                 default,
             });
         }

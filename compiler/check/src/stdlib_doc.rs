@@ -99,7 +99,7 @@ pub fn stdlib_doc() -> String {
 
 fn text(sources: &SourceMap, span: Span) -> String {
     let raw = sources.get(span.file).map(|f| f.slice(span)).unwrap_or("");
-    raw.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::checker::type_text(raw)
 }
 
 fn doc_lines(out: &mut String, doc: Option<&str>) {
