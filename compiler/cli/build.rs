@@ -14,6 +14,13 @@ fn main() {
                 .filter(|p| p.extension().is_some_and(|x| x == "md"))
                 .filter_map(|p| {
                     let code = p.file_stem()?.to_str()?.to_string();
+                    // Only pages named after a code (`E0103.md`), not README.md.
+                    let shaped = code.len() == 5
+                        && code.starts_with(['E', 'W'])
+                        && code[1..].chars().all(|c| c.is_ascii_digit());
+                    if !shaped {
+                        return None;
+                    }
                     Some((code, p.canonicalize().ok()?.to_string_lossy().into_owned()))
                 })
                 .collect()

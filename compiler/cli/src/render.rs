@@ -1,7 +1,9 @@
 //! Rendering diagnostics: human (miette's graphical report, colour only on a terminal) and JSON
 //! lines. This is the only place in the compiler that turns spans into lines and columns.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
 use serde::Serialize;
@@ -18,10 +20,13 @@ pub struct RenderOptions {
 
 /// Writes every diagnostic to `io.err` in the chosen format.
 pub fn emit(diags: &[Diagnostic], sources: &SourceMap, format: ErrorFormat, io: &mut Io) {
+    // One shared copy of each file's text, however many diagnostics point into it.
+    let mut texts = Texts::default();
     for d in diags {
         let text = match format {
             ErrorFormat::Human => {
-                render_human(d, sources, RenderOptions { color: io.color, width: 100 }) + "\n"
+                render_with(d, sources, RenderOptions { color: io.color, width: 100 }, &mut texts)
+                    + "\n"
             }
             ErrorFormat::Json => render_json(d, sources) + "\n",
         };
@@ -37,7 +42,7 @@ struct Report {
     code: Option<&'static str>,
     severity: miette::Severity,
     help: Option<String>,
-    source: Option<NamedSource<String>>,
+    source: Option<NamedSource<Arc<str>>>,
     labels: Vec<LabeledSpan>,
     related: Vec<Report>,
 }
@@ -82,11 +87,21 @@ fn source_span(span: Span, sources: &SourceMap) -> SourceSpan {
     SourceSpan::new(start.into(), end - start)
 }
 
-fn named_source(file: FileId, sources: &SourceMap) -> Option<NamedSource<String>> {
-    sources.get(file).map(|f| NamedSource::new(f.name.clone(), f.text.clone()).with_language("wrl"))
+/// Each file's text as a shared string, made once per rendering pass.
+#[derive(Default)]
+struct Texts(BTreeMap<FileId, Arc<str>>);
+
+fn named_source(
+    file: FileId,
+    sources: &SourceMap,
+    texts: &mut Texts,
+) -> Option<NamedSource<Arc<str>>> {
+    let f = sources.get(file)?;
+    let text = texts.0.entry(file).or_insert_with(|| Arc::from(f.text.as_str())).clone();
+    Some(NamedSource::new(f.name.clone(), text).with_language("wrl"))
 }
 
-fn to_report(d: &Diagnostic, sources: &SourceMap) -> Report {
+fn to_report(d: &Diagnostic, sources: &SourceMap, texts: &mut Texts) -> Report {
     let primary_file = d.primary_span().map(|s| s.file);
     let mut labels = Vec::new();
     let mut related = Vec::new();
@@ -105,7 +120,7 @@ fn to_report(d: &Diagnostic, sources: &SourceMap) -> Report {
                 code: None,
                 severity: miette::Severity::Advice,
                 help: None,
-                source: named_source(l.span.file, sources),
+                source: named_source(l.span.file, sources, texts),
                 labels: vec![ls],
                 related: Vec::new(),
             });
@@ -120,7 +135,7 @@ fn to_report(d: &Diagnostic, sources: &SourceMap) -> Report {
             Severity::Warning => miette::Severity::Warning,
         },
         help: d.help.clone(),
-        source: primary_file.and_then(|f| named_source(f, sources)),
+        source: primary_file.and_then(|f| named_source(f, sources, texts)),
         labels,
         related,
     }
@@ -128,12 +143,21 @@ fn to_report(d: &Diagnostic, sources: &SourceMap) -> Report {
 
 /// Renders one diagnostic as miette's graphical report.
 pub fn render_human(d: &Diagnostic, sources: &SourceMap, opts: RenderOptions) -> String {
+    render_with(d, sources, opts, &mut Texts::default())
+}
+
+fn render_with(
+    d: &Diagnostic,
+    sources: &SourceMap,
+    opts: RenderOptions,
+    texts: &mut Texts,
+) -> String {
     let theme =
         if opts.color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
     let handler =
         GraphicalReportHandler::new_themed(theme).with_width(opts.width).with_links(false);
     let mut out = String::new();
-    let report = to_report(d, sources);
+    let report = to_report(d, sources, texts);
     if handler.render_report(&mut out, &report).is_err() {
         out = format!("{}[{}]: {}\n", severity_word(d.severity), d.code, d.message);
     }
