@@ -93,6 +93,45 @@ pub enum Command {
                       syntax errors or, with --check, files that would change, 2 usage error."
     )]
     Fmt(FmtCmd),
+    /// Run a recipe: datasets, SFT, rollouts in real Chromium, rewards, RL updates, evaluation
+    #[command(
+        after_help = "Examples:\n  wrlc run recipes/quickstart.wrl\n  wrlc run recipes/openwebrl.wrl \
+                      --profile smoke --out runs/owrl\n  wrlc run recipes/quickstart.wrl --set \
+                      online.phases[0].iters=2\n  wrlc run --resume runs/quickstart\n\nThe run directory \
+                      holds plan.json, trajectories.jsonl, metrics.jsonl, checkpoints/, summary.json and \
+                      report.html.\n\nExit status: 0 finished, 1 errors in the recipe or refused before \
+                      starting, 2 usage or runtime error, 130 stopped by Ctrl-C (resumable)."
+    )]
+    Run(RunCmd),
+    /// Explore the sandbox web: serve it, print generated tasks, run the scripted expert
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  wrlc sandbox serve\n  wrlc sandbox tasks --count 5 \
+                      --split test\n  wrlc sandbox expert --count 20 --out /tmp/demos"
+    )]
+    Sandbox(wrl_browser::cli::SandboxCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct RunCmd {
+    /// The recipe to run
+    #[arg(value_name = "FILE", required_unless_present = "resume")]
+    pub file: Option<PathBuf>,
+    /// Apply a profile of the recipe (e.g. `smoke`)
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Where to write the run (default: runs/<recipe>[-<profile>])
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Override a value, checked like a profile override: `--set online.group=8`
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Resume a run that was stopped or killed, from its last commit
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["file", "profile", "set", "out"])]
+    pub resume: Option<PathBuf>,
+    /// Chromium binary (default: $WRL_CHROMIUM, or `chromium` on PATH)
+    #[arg(long, value_name = "PATH")]
+    pub chromium: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -70,6 +70,15 @@ pub fn run(cli: Cli, io: &mut Io) -> u8 {
         Command::Check(cmd) => commands::check::run(cmd, &global, io),
         Command::Explain(cmd) => explain::run(cmd, io),
         Command::Fmt(cmd) => commands::fmt::run(cmd, &global, io),
+        Command::Run(cmd) => commands::run::run(cmd, &global, io),
+        Command::Sandbox(cmd) => {
+            let _ = io.out.flush();
+            if wrl_browser::cli::run(cmd) == std::process::ExitCode::SUCCESS {
+                EXIT_OK
+            } else {
+                EXIT_USAGE
+            }
+        }
         Command::Plan(cmd) => commands::plan::run(cmd, &global, io),
         Command::Estimate(cmd) => commands::estimate::run(cmd, &global, io),
     }

@@ -2,9 +2,13 @@
 //! holds the pieces of `wrlc run` that do not drive a browser or a model themselves: the run
 //! directory with its append-only logs and crash-safe commits, and the HTML report.
 
+pub mod exec;
 pub mod judge;
+pub mod policy;
 pub mod report;
 pub mod reward;
+pub mod rollout;
 pub mod rundir;
 
+pub use exec::{EvalResult, Executor, RunError, RunOptions, Summary, preflight};
 pub use rundir::{Committed, RunDir, RunDirError};

@@ -32,10 +32,12 @@ pub struct SignalObj {
 }
 
 impl SignalObj {
-    /// The plain value of a field: checked values are `{"v": {"type": …, "value": …}}`.
+    /// The plain value of a field: plan values are `{"type": …, "value": …}` (the checker's
+    /// own serialisation wraps them once more in `{"v": …}`).
     pub fn field(&self, name: &str) -> Option<&Json> {
         let f = self.fields.get(name)?;
-        Some(f.get("v").and_then(|v| v.get("value")).unwrap_or(f))
+        let inner = f.get("v").unwrap_or(f);
+        Some(inner.get("value").unwrap_or(inner))
     }
 
     pub fn field_str(&self, name: &str) -> Option<&str> {
@@ -335,6 +337,20 @@ mod tests {
         assert_eq!(evaluate(&e, &f, &none), RewardValue::Value(1.0));
         f.judges.insert(key, Err("judge timed out".into()));
         assert_eq!(evaluate(&e, &f, &none), RewardValue::Excluded("judge timed out".into()));
+    }
+
+    #[test]
+    fn plan_values_are_read_too() {
+        let e = parse(
+            r#"{"op":"if","cond":{"op":"signal","obj":{"ctor":"std::rewards::ended","kind":"condition",
+            "fields":{"reason":{"type":"enum","value":"format_error"}}}},
+            "then":{"op":"const","value":-1.0},"otherwise":{"op":"signal","obj":{"ctor":"std::rewards::task_check","fields":{}}}}"#,
+        );
+        let mut f = EpisodeFacts { end_reason: "format_error".into(), ..Default::default() };
+        assert_eq!(evaluate(&e, &f, &BTreeMap::new()), RewardValue::Value(-1.0));
+        f.end_reason = "completed".into();
+        f.checker = Some(true);
+        assert_eq!(evaluate(&e, &f, &BTreeMap::new()), RewardValue::Value(1.0));
     }
 
     #[test]

@@ -4,3 +4,4 @@ pub mod check;
 pub mod estimate;
 pub mod fmt;
 pub mod plan;
+pub mod run;

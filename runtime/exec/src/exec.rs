@@ -1,0 +1,864 @@
+//! The executor: walks a plan's nodes in order and runs them on the embedded default — the
+//! sandbox web in real Chromium and the candle policy — writing every trajectory and metric to
+//! the run directory, committing after each stage and each RL iteration so that a killed run
+//! resumes where its last commit left it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use wrl_browser::{AllowList, BrowserPool, PoolCfg};
+use wrl_plan::{Node, NodeKind, PExpr, PVal, Plan};
+use wrl_sandbox::{Sandbox, Split, Task, Trajectory};
+use wrl_trainer::{
+    Mixture, OptimConfig, RlConfig, SampleParams, Schedule, ScheduleKind, SftConfig, Trainer,
+    TrainerConfig,
+};
+
+use crate::policy::{History, sft_examples};
+use crate::reward::RewardExpr;
+use crate::rollout::{Episode, RolloutCfg, rollout, samples, uniform_groups};
+use crate::rundir::RunDir;
+
+/// A runtime failure, with a code (`E05xx`) and what to do about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunError {
+    pub code: &'static str,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl RunError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> RunError {
+        RunError { code, message: message.into(), help: None }
+    }
+    pub fn help(mut self, h: impl Into<String>) -> RunError {
+        self.help = Some(h.into());
+        self
+    }
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)?;
+        if let Some(h) = &self.help {
+            write!(f, "\n  help: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+fn trainer_err(what: &str, e: impl std::fmt::Display) -> RunError {
+    RunError::new("E0505", format!("{what}: {e}"))
+}
+
+/// Options of one run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Chromium to use; `None` = `$WRL_CHROMIUM` or `chromium` on `PATH`.
+    pub chromium: Option<PathBuf>,
+    /// Print progress lines to standard error.
+    pub progress: bool,
+}
+
+/// One held-out evaluation result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalResult {
+    pub after: String,
+    pub success: f64,
+    pub episodes: usize,
+}
+
+/// What `summary.json` holds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Summary {
+    pub status: String,
+    pub wall_s: f64,
+    pub evals: Vec<EvalResult>,
+    pub trajectories: u64,
+    pub failures: BTreeMap<String, u64>,
+}
+
+/// Where the run stands: written with every commit.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Cursor {
+    /// Nodes finished, in order.
+    pub done: Vec<String>,
+    /// The RL phase in progress and its last finished iteration.
+    pub phase: Option<(String, u64)>,
+    pub evals: Vec<EvalResult>,
+    pub failures: BTreeMap<String, u64>,
+    /// Which node's trainer the committed checkpoint holds.
+    pub checkpoint_of: Option<String>,
+    pub wall_s: f64,
+}
+
+/// Parameters the runtime may leave `unknown` (they mean "not given").
+const OPTIONAL_UNKNOWN: &[&str] = &["count", "judge", "process_reward", "dual_clip", "judge_model"];
+
+/// Refuses a plan the runtime cannot run — `unknown` values it needs, missing data files,
+/// constructors it does not implement, no Chromium — listing every problem, before any work.
+pub fn preflight(plan: &Plan, chromium: Option<&std::path::Path>) -> Result<(), Vec<RunError>> {
+    let mut errs = Vec::new();
+    if plan.nodes.iter().any(|n| n.kind == NodeKind::Env)
+        && let Err(e) = wrl_browser::find_chromium(chromium)
+    {
+        errs.push(
+            RunError::new("E0501", format!("no Chromium to run the browser environment: {e}"))
+                .help("install it with `apt-get install chromium`, or point WRL_CHROMIUM or `--chromium` at a Chromium binary"),
+        );
+    }
+    for n in &plan.nodes {
+        for (k, v) in &n.params {
+            if v.is_unknown() && !OPTIONAL_UNKNOWN.contains(&k.as_str()) {
+                errs.push(
+                    RunError::new("E0500", format!("`{}` of `{}` is `unknown`", k, n.decl))
+                        .help("give it a value in the recipe, with a profile, or with `--set`"),
+                );
+            }
+        }
+        if n.kind == NodeKind::LoadDataset && matches!(n.ctor.as_str(), "jsonl" | "parquet") {
+            let path = n.param("path").and_then(PVal::as_str).unwrap_or("");
+            if !std::path::Path::new(path).exists() {
+                errs.push(
+                    RunError::new(
+                        "E0503",
+                        format!("dataset `{}` reads `{path}`, which does not exist", n.decl),
+                    )
+                    .help("paths are relative to the directory `wrlc run` is started in"),
+                );
+            }
+        }
+        if n.kind == NodeKind::LoadModel && n.ctor != "tiny_transformer" {
+            errs.push(
+                RunError::new(
+                    "E0502",
+                    format!("model `{}` ({}) cannot run on this runtime yet", n.decl, n.ctor),
+                )
+                .help("run the recipe's `smoke` profile, which uses `std::models::tiny`"),
+            );
+        }
+        if n.kind == NodeKind::LoadDataset
+            && !n.ctor.starts_with("std::sandbox::")
+            && n.ctor != "jsonl"
+        {
+            errs.push(
+                RunError::new("E0502", format!("dataset `{}` ({}) cannot be read by this runtime yet", n.decl, n.ctor))
+                    .help("use `jsonl(…)` or the sandbox generators (`std::sandbox::tasks`, `std::sandbox::demos`)"),
+            );
+        }
+    }
+    if errs.is_empty() { Ok(()) } else { Err(errs) }
+}
+
+/// Data a dataset node produced.
+#[derive(Clone)]
+enum Data {
+    Tasks(Vec<Task>),
+    Demos(Vec<Trajectory>),
+}
+
+/// An agent's configuration.
+#[derive(Clone, Debug)]
+struct AgentCfg {
+    history: History,
+    max_turns: u32,
+    max_response: usize,
+}
+
+/// The executor's state while it walks the plan.
+pub struct Executor<'a> {
+    plan: &'a Plan,
+    run: &'a mut RunDir,
+    opts: RunOptions,
+    started: Instant,
+    cursor: Cursor,
+    sandbox: Option<Arc<Sandbox>>,
+    pool: Option<BrowserPool>,
+    data: BTreeMap<String, Data>,
+    models: BTreeMap<String, TrainerConfig>,
+    trainers: BTreeMap<String, Arc<Mutex<Trainer>>>,
+    agents: BTreeMap<String, AgentCfg>,
+    rewards: BTreeMap<String, RewardExpr>,
+    trajectory_ids: u64,
+}
+
+fn p_num(n: &Node, k: &str, default: f64) -> f64 {
+    n.num(k).unwrap_or(default)
+}
+
+fn p_str<'n>(n: &'n Node, k: &str, default: &'n str) -> &'n str {
+    n.param(k).and_then(PVal::as_str).unwrap_or(default)
+}
+
+fn p_ref(n: &Node, k: &str) -> Option<String> {
+    match n.param(k) {
+        Some(PVal::Ref { node }) => Some(node.clone()),
+        _ => None,
+    }
+}
+
+/// The plan's reward expression in the evaluator's form (the JSON shapes agree).
+fn reward_expr(e: &PExpr) -> Result<RewardExpr, RunError> {
+    let v = serde_json::to_value(e).map_err(|e| RunError::new("E0504", e.to_string()))?;
+    let v = plan_to_eval(v);
+    serde_json::from_value(v).map_err(|e| RunError::new("E0504", format!("reward expression: {e}")))
+}
+
+/// `reward` leaves name a node (`reward:x`); fields are plan values (`{"type", "value"}`).
+fn plan_to_eval(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Object(mut m) => {
+            if m.get("op").and_then(Value::as_str) == Some("reward")
+                && let Some(node) = m.remove("node")
+            {
+                m.insert("name".into(), node);
+            }
+            Value::Object(m.into_iter().map(|(k, v)| (k, plan_to_eval(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(plan_to_eval).collect()),
+        other => other,
+    }
+}
+
+impl<'a> Executor<'a> {
+    pub fn new(plan: &'a Plan, run: &'a mut RunDir, opts: RunOptions) -> Executor<'a> {
+        let cursor: Cursor =
+            serde_json::from_value(run.committed().cursor.clone()).unwrap_or_default();
+        Executor {
+            plan,
+            run,
+            opts,
+            started: Instant::now(),
+            cursor,
+            sandbox: None,
+            pool: None,
+            data: BTreeMap::new(),
+            models: BTreeMap::new(),
+            trainers: BTreeMap::new(),
+            agents: BTreeMap::new(),
+            rewards: BTreeMap::new(),
+            trajectory_ids: 0,
+        }
+    }
+
+    fn say(&self, line: &str) {
+        if self.opts.progress {
+            eprintln!("[{:>6.1}s] {line}", self.wall());
+        }
+    }
+
+    fn wall(&self) -> f64 {
+        self.cursor.wall_s + self.started.elapsed().as_secs_f64()
+    }
+
+    /// Runs every node not yet done; returns the summary (also written to `summary.json`).
+    pub async fn run(mut self) -> Result<Summary, RunError> {
+        self.trajectory_ids = self.run.committed().trajectories;
+        // A resumed run restores the trainer its last checkpoint holds.
+        if let (Some(ckpt), Some(of)) =
+            (self.run.committed().checkpoint.clone(), self.cursor.checkpoint_of.clone())
+        {
+            let dir = self.run.root().join("checkpoints").join(&ckpt);
+            let t = Trainer::load(&dir)
+                .map_err(|e| trainer_err("cannot load the last checkpoint", e))?;
+            self.trainers.insert(of, Arc::new(Mutex::new(t)));
+            self.say(&format!("resumed from checkpoint {ckpt}"));
+        }
+        for node in &self.plan.nodes {
+            let done = self.cursor.done.contains(&node.id);
+            // Cheap nodes are rebuilt on resume; finished training and evals are skipped.
+            match node.kind {
+                NodeKind::LoadModel => self.load_model(node)?,
+                NodeKind::LoadDataset => self.load_dataset(node).await?,
+                NodeKind::Env => self.env(node).await?,
+                NodeKind::Agent => self.agent(node),
+                NodeKind::Reward => self.reward(node)?,
+                NodeKind::Sft if !done => self.sft(node)?,
+                NodeKind::RlPhase if !done => self.rl_phase(node).await?,
+                NodeKind::Checkpoint => self.checkpoint(node)?,
+                NodeKind::Eval if !done => self.eval(node).await?,
+                NodeKind::Sft | NodeKind::RlPhase | NodeKind::Eval => self.restore_output(node),
+            }
+        }
+        let summary = Summary {
+            status: "finished".into(),
+            wall_s: self.wall(),
+            evals: self.cursor.evals.clone(),
+            trajectories: self.run.committed().trajectories,
+            failures: self.cursor.failures.clone(),
+        };
+        self.cursor.wall_s = self.wall();
+        self.commit(None, true)?;
+        let bytes = serde_json::to_vec_pretty(&summary)
+            .map_err(|e| RunError::new("E0504", e.to_string()))?;
+        self.run
+            .write_file("summary.json", &bytes)
+            .map_err(|e| RunError::new("E0504", e.to_string()))?;
+        Ok(summary)
+    }
+
+    fn commit(&mut self, checkpoint: Option<&str>, finished: bool) -> Result<(), RunError> {
+        let cursor = serde_json::to_value(&self.cursor)
+            .map_err(|e| RunError::new("E0504", e.to_string()))?;
+        self.run
+            .commit(checkpoint, cursor, finished)
+            .map_err(|e| RunError::new("E0504", e.to_string()))
+    }
+
+    fn mark_done(&mut self, id: &str) {
+        if !self.cursor.done.iter().any(|d| d == id) {
+            self.cursor.done.push(id.to_string());
+        }
+    }
+
+    /// After a resume, a finished training node's output is the restored trainer.
+    fn restore_output(&mut self, node: &Node) {
+        if node.kind == NodeKind::Eval {
+            return;
+        }
+        let input = p_ref(node, "init").or_else(|| p_ref(node, "model"));
+        if !self.trainers.contains_key(&node.id)
+            && let Some(t) = self
+                .cursor
+                .checkpoint_of
+                .as_ref()
+                .and_then(|of| self.trainers.get(of))
+                .cloned()
+                .or_else(|| input.and_then(|i| self.trainers.get(&i).cloned()))
+        {
+            self.trainers.insert(node.id.clone(), t);
+        }
+    }
+
+    fn load_model(&mut self, node: &Node) -> Result<(), RunError> {
+        let cfg: TrainerConfig = serde_json::from_value(json!({
+            "policy": {
+                "family": "tiny",
+                "layers": p_num(node, "layers", 2.0) as usize,
+                "d_model": p_num(node, "d_model", 128.0) as usize,
+                "heads": p_num(node, "heads", 4.0) as usize,
+                "context": p_num(node, "context", 1024.0) as usize,
+            },
+            "seed": p_num(node, "seed", 0.0) as u64,
+        }))
+        .map_err(|e| trainer_err(&format!("model `{}`", node.decl), e))?;
+        self.models.insert(node.id.clone(), cfg);
+        Ok(())
+    }
+
+    async fn sandbox(&mut self) -> Result<Arc<Sandbox>, RunError> {
+        if let Some(s) = &self.sandbox {
+            return Ok(s.clone());
+        }
+        let sb = Sandbox::start(0, 0)
+            .await
+            .map_err(|e| RunError::new("E0504", format!("cannot start the sandbox web: {e}")))?;
+        let sb = Arc::new(sb);
+        self.sandbox = Some(sb.clone());
+        Ok(sb)
+    }
+
+    async fn pool(&mut self, concurrency: usize) -> Result<&BrowserPool, RunError> {
+        if self.pool.is_none() {
+            let sb = self.sandbox().await?;
+            let cfg = PoolCfg {
+                chromium: self.opts.chromium.clone(),
+                max_concurrent: concurrency.max(1),
+                allow: AllowList::only([format!("127.0.0.1:{}", sb.addr().port())]),
+                ..PoolCfg::default()
+            };
+            let pool = BrowserPool::launch(cfg).await.map_err(|e| {
+                RunError::new("E0501", format!("cannot start Chromium: {e}"))
+                    .help("install it with `apt-get install chromium`, or point WRL_CHROMIUM at a Chromium binary")
+            })?;
+            self.pool = Some(pool);
+        }
+        self.pool.as_ref().ok_or_else(|| RunError::new("E0501", "no browser pool"))
+    }
+
+    fn concurrency(&self) -> usize {
+        self.plan
+            .nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Env)
+            .map(|n| p_num(n, "concurrency", 4.0) as usize)
+            .max()
+            .unwrap_or(4)
+    }
+
+    async fn load_dataset(&mut self, node: &Node) -> Result<(), RunError> {
+        let count = p_num(node, "count", 0.0) as usize;
+        let seed = p_num(node, "seed", 0.0) as u64;
+        let data = match node.ctor.as_str() {
+            "std::sandbox::tasks" => {
+                let split = if p_str(node, "split", "train") == "test" {
+                    Split::Test
+                } else {
+                    Split::Train
+                };
+                let sb = self.sandbox().await?;
+                Data::Tasks(wrl_sandbox::generate(sb.content(), split, count, seed))
+            }
+            "std::sandbox::demos" => {
+                let cached = self.run.root().join("data").join(format!("{}.jsonl", node.decl));
+                if let Ok(text) = std::fs::read_to_string(&cached) {
+                    let demos: Vec<Trajectory> =
+                        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+                    Data::Demos(demos)
+                } else {
+                    let sb = self.sandbox().await?;
+                    let tasks = wrl_sandbox::generate(sb.content(), Split::Train, count, seed);
+                    let conc = self.concurrency();
+                    self.say(&format!(
+                        "dataset {}: the scripted expert solves {count} tasks in Chromium",
+                        node.decl
+                    ));
+                    let pool = self.pool(conc).await?;
+                    let results = wrl_browser::runner::run_expert(pool, &sb, &tasks, conc).await;
+                    let demos: Vec<Trajectory> = results
+                        .into_iter()
+                        .filter_map(Result::ok)
+                        .filter(|t| t.outcome.success)
+                        .collect();
+                    let lines: String = demos
+                        .iter()
+                        .filter_map(|t| serde_json::to_string(t).ok())
+                        .map(|l| l + "\n")
+                        .collect();
+                    let _ = std::fs::create_dir_all(cached.parent().unwrap_or(self.run.root()));
+                    let _ = crate::rundir::write_atomic(&cached, lines.as_bytes());
+                    self.say(&format!("dataset {}: {} demonstrations", node.decl, demos.len()));
+                    Data::Demos(demos)
+                }
+            }
+            "jsonl" => {
+                let path = p_str(node, "path", "");
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    RunError::new("E0503", format!("cannot read dataset `{path}`: {e}"))
+                })?;
+                let kind = p_str(node, "kind", "trajectories");
+                let mut demos = Vec::new();
+                let mut tasks = Vec::new();
+                for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                    let bad = |e: serde_json::Error| {
+                        RunError::new(
+                            "E0503",
+                            format!("{path}:{}: not a valid {kind} record: {e}", i + 1),
+                        )
+                        .help("docs/sandbox.md describes the task and trajectory JSONL formats")
+                    };
+                    match kind {
+                        "tasks" => tasks.push(serde_json::from_str::<Task>(line).map_err(bad)?),
+                        _ => demos.push(serde_json::from_str::<Trajectory>(line).map_err(bad)?),
+                    }
+                }
+                if kind == "tasks" { Data::Tasks(tasks) } else { Data::Demos(demos) }
+            }
+            other => {
+                return Err(RunError::new(
+                    "E0502",
+                    format!("dataset constructor `{other}` is not supported by this runtime"),
+                ));
+            }
+        };
+        self.data.insert(node.id.clone(), data);
+        Ok(())
+    }
+
+    async fn env(&mut self, node: &Node) -> Result<(), RunError> {
+        let target = node.param("target");
+        let sandbox_target =
+            matches!(target, Some(PVal::Obj(o)) if o.ctor.starts_with("std::sandbox::"));
+        if !sandbox_target {
+            return Err(RunError::new(
+                "E0502",
+                format!("env `{}` targets a site this runtime cannot reach offline", node.decl),
+            )
+            .help("run with a profile whose env targets `std::sandbox::web`"));
+        }
+        Ok(())
+    }
+
+    fn agent(&mut self, node: &Node) {
+        let cfg = AgentCfg {
+            history: History::from_name(p_str(node, "history", "action_only")),
+            max_turns: p_num(node, "max_turns", 6.0) as u32,
+            max_response: p_num(node, "max_response", 48.0) as usize,
+        };
+        self.agents.insert(node.id.clone(), cfg);
+    }
+
+    fn reward(&mut self, node: &Node) -> Result<(), RunError> {
+        if let Some(PVal::Reward { expr }) = node.param("expr") {
+            self.rewards.insert(node.id.clone(), reward_expr(expr)?);
+        }
+        Ok(())
+    }
+
+    /// The trainer a node starts from: a checkpoint's, or a fresh one from a model node.
+    fn trainer_from(
+        &mut self,
+        input: &str,
+        optim: OptimConfig,
+    ) -> Result<Arc<Mutex<Trainer>>, RunError> {
+        if let Some(t) = self.trainers.get(input) {
+            if let Ok(mut g) = t.lock() {
+                g.set_optim(optim);
+            }
+            return Ok(t.clone());
+        }
+        let Some(mut cfg) = self.models.get(input).cloned() else {
+            return Err(RunError::new("E0504", format!("nothing produced `{input}`")));
+        };
+        cfg.optim = optim;
+        let t = Trainer::new(cfg).map_err(|e| trainer_err("cannot build the policy", e))?;
+        Ok(Arc::new(Mutex::new(t)))
+    }
+
+    fn sft(&mut self, node: &Node) -> Result<(), RunError> {
+        let input = p_ref(node, "model").unwrap_or_default();
+        let data_id = p_ref(node, "data").unwrap_or_default();
+        let Some(Data::Demos(demos)) = self.data.get(&data_id).cloned() else {
+            return Err(RunError::new(
+                "E0503",
+                format!("stage `{}` needs trajectories", node.decl),
+            ));
+        };
+        let history = self
+            .plan
+            .nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Agent)
+            .map(|n| History::from_name(p_str(n, "history", "action_only")))
+            .next()
+            .unwrap_or(History::ActionOnly);
+        let examples: Vec<wrl_trainer::Trajectory> =
+            demos.iter().flat_map(|t| sft_examples(t, history)).collect();
+        let epochs = p_num(node, "epochs", 1.0).max(1.0) as usize;
+        let batch = p_num(node, "batch", 16.0).max(1.0) as usize;
+        let micro = p_num(node, "micro_batch", 1.0).max(1.0) as usize;
+        let micro = micro.min(batch);
+        let sft = SftConfig { micro_batch: micro, grad_accum: batch.div_ceil(micro), epochs };
+        let steps = sft.steps_per_epoch(examples.len()) * epochs;
+        let optim = optim_from(node, steps as u64);
+        let trainer = self.trainer_from(&input, optim)?;
+        self.say(&format!(
+            "stage {}: SFT on {} examples ({} demos), {epochs} epochs, {steps} steps",
+            node.decl,
+            examples.len(),
+            demos.len()
+        ));
+        let metrics = {
+            let mut t =
+                trainer.lock().map_err(|_| RunError::new("E0505", "trainer lock poisoned"))?;
+            let max_len = t.model().context();
+            let rendered = examples
+                .iter()
+                .map(|ex| wrl_trainer::render(t.tokenizer(), ex, max_len))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| trainer_err("cannot tokenise the demonstrations", e))?;
+            let mixture = Mixture {
+                datasets: vec![wrl_trainer::Dataset {
+                    name: node.decl.clone(),
+                    examples: rendered,
+                }],
+                weights: Default::default(),
+            };
+            t.sft_epochs(&mixture, &sft).map_err(|e| trainer_err("SFT failed", e))?
+        };
+        let lines: Vec<serde_json::Value> = metrics
+            .iter()
+            .map(|m| json!({"stage": node.decl, "node": node.id, "kind": "sft", "step": m.step, "loss": m.loss, "lr": m.lr, "grad_norm": m.grad_norm, "epoch": m.epoch}))
+            .collect();
+        if let Some(last) = metrics.last() {
+            self.say(&format!("stage {}: final loss {:.4}", node.decl, last.loss));
+        }
+        self.run.append_metrics(&lines).map_err(|e| RunError::new("E0504", e.to_string()))?;
+        self.trainers.insert(node.id.clone(), trainer);
+        self.mark_done(&node.id);
+        self.save_and_commit(&node.id, &node.id.replace([':', '/'], "-"))
+    }
+
+    fn save_and_commit(&mut self, of: &str, name: &str) -> Result<(), RunError> {
+        let Some(t) = self.trainers.get(of).cloned() else { return self.commit(None, false) };
+        let dir = self.run.checkpoint_dir(name);
+        {
+            let g = t.lock().map_err(|_| RunError::new("E0505", "trainer lock poisoned"))?;
+            g.save(&dir).map_err(|e| trainer_err("cannot save a checkpoint", e))?;
+        }
+        self.cursor.checkpoint_of = Some(of.to_string());
+        self.cursor.wall_s = self.wall();
+        self.started = Instant::now();
+        self.commit(Some(name), false)
+    }
+
+    async fn rl_phase(&mut self, node: &Node) -> Result<(), RunError> {
+        let init = p_ref(node, "init").unwrap_or_default();
+        let tasks_id = p_ref(node, "tasks").unwrap_or_default();
+        let agent_id = p_ref(node, "agent").unwrap_or_default();
+        let reward_id = p_ref(node, "reward").unwrap_or_default();
+        let Some(Data::Tasks(all_tasks)) = self.data.get(&tasks_id).cloned() else {
+            return Err(RunError::new("E0503", format!("stage `{}` needs tasks", node.decl)));
+        };
+        let agent = self
+            .agents
+            .get(&agent_id)
+            .cloned()
+            .ok_or_else(|| RunError::new("E0504", format!("no agent `{agent_id}`")))?;
+        let reward = self
+            .rewards
+            .get(&reward_id)
+            .cloned()
+            .ok_or_else(|| RunError::new("E0504", format!("no reward `{reward_id}`")))?;
+        let iters = p_num(node, "iters", 1.0).max(1.0) as u64;
+        let horizon = p_num(node, "horizon", f64::from(agent.max_turns)).max(1.0) as u32;
+        let prompts = p_num(node, "prompts", 8.0).max(1.0) as usize;
+        let group = p_num(node, "group", 4.0).max(1.0) as usize;
+        let (clip_low, clip_high) = match node.param("clip") {
+            Some(PVal::Range { lo, hi }) => (lo.num().unwrap_or(0.2), hi.num().unwrap_or(0.2)),
+            _ => (0.2, 0.2),
+        };
+        let resume_from = match &self.cursor.phase {
+            Some((id, it)) if *id == node.id => *it,
+            _ => 0,
+        };
+        let start =
+            if resume_from > 0 && self.cursor.checkpoint_of.as_deref() == Some(node.id.as_str()) {
+                resume_from
+            } else {
+                0
+            };
+        let optim = optim_from(node, 0);
+        let trainer = match self.trainers.get(&node.id).cloned() {
+            Some(t) if start > 0 => t,
+            _ => self.trainer_from(&init, optim)?,
+        };
+        let rl = RlConfig {
+            clip_low,
+            clip_high,
+            ppo_epochs: p_num(node, "ppo_epochs", 1.0).max(1.0) as usize,
+            temperature: p_num(node, "temperature", 1.0) as f32,
+            dynamic_sampling: p_str(node, "drop", "none") == "uniform_groups"
+                || node.ctor == "dapo",
+            normalize_std: node.param("std_normalize").and_then(PVal::as_bool).unwrap_or(true),
+            ..RlConfig::default()
+        };
+        let exclude: Vec<String> = match node.param("exclude") {
+            Some(PVal::List { items }) => items
+                .iter()
+                .filter_map(PVal::as_str)
+                .map(|s| match s {
+                    "infra_timeout" => "infra_timeout".to_string(),
+                    other => other.to_string(),
+                })
+                .collect(),
+            _ => vec!["env_error".into(), "infra_timeout".into()],
+        };
+        let cfg = RolloutCfg {
+            group,
+            concurrency: self.concurrency(),
+            sample: SampleParams {
+                temperature: rl.temperature,
+                top_p: p_num(node, "top_p", 1.0) as f32,
+                max_tokens: agent.max_response,
+                ..SampleParams::default()
+            },
+            history: agent.history,
+            exclude,
+        };
+        let rewards = self.rewards.clone();
+        let sb = self.sandbox().await?;
+        for iter in (start + 1)..=iters {
+            let batch: Vec<Task> = (0..prompts)
+                .map(|i| {
+                    let mut t = all_tasks
+                        [((iter as usize - 1) * prompts + i) % all_tasks.len().max(1)]
+                    .clone();
+                    t.max_steps = t.max_steps.min(horizon).min(agent.max_turns);
+                    t
+                })
+                .collect();
+            let conc = cfg.concurrency;
+            let pool = self.pool(conc).await?;
+            let episodes = rollout(pool, &sb, &batch, &trainer, &cfg, &reward, &rewards).await;
+            let samples = samples(&episodes, self.trajectory_ids);
+            let metrics = {
+                let mut t =
+                    trainer.lock().map_err(|_| RunError::new("E0505", "trainer lock poisoned"))?;
+                t.rl_update(&samples, &rl).map_err(|e| trainer_err("RL update failed", e))?
+            };
+            let (mean, success) = reward_stats(&episodes);
+            self.say(&format!(
+                "stage {} iter {iter}/{iters}: reward {mean:.3}, success {:.1}%, {} uniform groups, loss {:.4}",
+                node.id,
+                success * 100.0,
+                uniform_groups(&episodes),
+                metrics.loss
+            ));
+            self.log_episodes(node, iter, &episodes)?;
+            let line = json!({
+                "stage": node.decl, "node": node.id, "kind": "rl", "iter": iter, "reward": mean, "success": success,
+                "uniform_groups": uniform_groups(&episodes), "loss": metrics.loss, "lr": metrics.lr,
+                "grad_norm": metrics.grad_norm, "clip_frac": metrics.clip_frac, "samples": samples.len(),
+            });
+            self.run.append_metrics(&[line]).map_err(|e| RunError::new("E0504", e.to_string()))?;
+            self.trainers.insert(node.id.clone(), trainer.clone());
+            self.cursor.phase = Some((node.id.clone(), iter));
+            let name = format!("{}-iter-{iter}", node.id.replace([':', '/'], "-"));
+            self.save_and_commit(&node.id, &name)?;
+        }
+        self.trainers.insert(node.id.clone(), trainer);
+        self.cursor.phase = None;
+        self.mark_done(&node.id);
+        self.commit(None, false)
+    }
+
+    fn log_episodes(
+        &mut self,
+        node: &Node,
+        iter: u64,
+        episodes: &[Episode],
+    ) -> Result<(), RunError> {
+        let mut lines = Vec::new();
+        for ep in episodes {
+            *self.cursor.failures.entry(ep.end_reason().to_string()).or_default() += 1;
+            let reward = match &ep.reward {
+                crate::reward::RewardValue::Value(v) => json!(v),
+                crate::reward::RewardValue::Excluded(why) => json!({"excluded": why}),
+            };
+            lines.push(json!({"id": self.trajectory_ids, "node": node.id, "iter": iter, "group": ep.group, "reward": reward, "trajectory": ep.trajectory}));
+            self.trajectory_ids += 1;
+        }
+        self.run.append_trajectories(&lines).map_err(|e| RunError::new("E0504", e.to_string()))
+    }
+
+    fn checkpoint(&mut self, node: &Node) -> Result<(), RunError> {
+        // `checkpoint:NAME` is the last trained state of stage NAME: its last node's trainer.
+        let stage = p_str(node, "stage", "");
+        let last = self
+            .plan
+            .nodes
+            .iter()
+            .filter(|n| n.decl == stage && matches!(n.kind, NodeKind::Sft | NodeKind::RlPhase))
+            .map(|n| n.id.clone())
+            .next_back();
+        if let Some(t) = last.and_then(|l| self.trainers.get(&l).cloned()) {
+            self.trainers.insert(node.id.clone(), t);
+        }
+        Ok(())
+    }
+
+    async fn eval(&mut self, node: &Node) -> Result<(), RunError> {
+        let agent_id = p_ref(node, "agent").unwrap_or_default();
+        let tasks_id = p_ref(node, "tasks").unwrap_or_default();
+        let ckpt = p_ref(node, "checkpoint").unwrap_or_default();
+        let agent = self
+            .agents
+            .get(&agent_id)
+            .cloned()
+            .ok_or_else(|| RunError::new("E0504", format!("no agent `{agent_id}`")))?;
+        let Some(Data::Tasks(tasks)) = self.data.get(&tasks_id).cloned() else {
+            return Err(RunError::new("E0503", format!("eval `{}` needs tasks", node.decl)));
+        };
+        let trainer = self.trainers.get(&ckpt).cloned().ok_or_else(|| {
+            RunError::new("E0504", format!("eval `{}`: nothing produced `{ckpt}`", node.decl))
+        })?;
+        let max_steps = p_num(node, "max_steps", 30.0) as u32;
+        let count = node.num("count").map(|c| c as usize).unwrap_or(tasks.len()).min(tasks.len());
+        let tasks: Vec<Task> = tasks[..count]
+            .iter()
+            .map(|t| {
+                let mut t = t.clone();
+                t.max_steps = t.max_steps.min(max_steps).min(agent.max_turns);
+                t
+            })
+            .collect();
+        let cfg = RolloutCfg {
+            group: 1,
+            concurrency: self.concurrency(),
+            sample: SampleParams {
+                temperature: p_num(node, "temperature", 0.0) as f32,
+                top_p: p_num(node, "top_p", 1.0) as f32,
+                max_tokens: agent.max_response,
+                ..SampleParams::default()
+            },
+            history: agent.history,
+            exclude: Vec::new(),
+        };
+        let sb = self.sandbox().await?;
+        let conc = cfg.concurrency;
+        let pool = self.pool(conc).await?;
+        let none = BTreeMap::new();
+        let zero = RewardExpr::Const { value: 0.0 };
+        let episodes = rollout(pool, &sb, &tasks, &trainer, &cfg, &zero, &none).await;
+        let solved = episodes.iter().filter(|e| e.success()).count();
+        let rate = if episodes.is_empty() { 0.0 } else { solved as f64 / episodes.len() as f64 };
+        let after = p_str(node, "after", &node.decl).to_string();
+        self.say(&format!(
+            "eval {} after {after}: {solved}/{} solved ({:.1}%)",
+            node.decl,
+            episodes.len(),
+            rate * 100.0
+        ));
+        let line = json!({"stage": node.decl, "node": node.id, "kind": "eval", "after": after, "success": rate, "episodes": episodes.len()});
+        self.run.append_metrics(&[line]).map_err(|e| RunError::new("E0504", e.to_string()))?;
+        self.cursor.evals.push(EvalResult { after, success: rate, episodes: episodes.len() });
+        self.mark_done(&node.id);
+        self.commit(None, false)
+    }
+}
+
+fn reward_stats(episodes: &[Episode]) -> (f64, f64) {
+    let vals: Vec<f64> = episodes
+        .iter()
+        .filter_map(|e| match e.reward {
+            crate::reward::RewardValue::Value(v) => Some(v),
+            crate::reward::RewardValue::Excluded(_) => None,
+        })
+        .collect();
+    let mean = if vals.is_empty() { 0.0 } else { vals.iter().sum::<f64>() / vals.len() as f64 };
+    let success = if episodes.is_empty() {
+        0.0
+    } else {
+        episodes.iter().filter(|e| e.success()).count() as f64 / episodes.len() as f64
+    };
+    (mean, success)
+}
+
+/// The optimiser a training node asks for: its `lr`, `optimizer` record and `schedule`.
+fn optim_from(node: &Node, total_steps: u64) -> OptimConfig {
+    let opt = node.param("optimizer");
+    let f = |k: &str, d: f64| opt.and_then(|o| o.field(k)).and_then(PVal::num).unwrap_or(d);
+    let schedule = match node.param("schedule") {
+        Some(PVal::Obj(o)) => Schedule {
+            kind: if o.ctor == "cosine" { ScheduleKind::Cosine } else { ScheduleKind::Constant },
+            warmup_steps: None,
+            warmup_ratio: o
+                .fields
+                .get("warmup")
+                .and_then(PVal::num)
+                .filter(|w| *w > 0.0 && total_steps > 0),
+            total_steps: (total_steps > 0).then_some(total_steps),
+            min_lr_ratio: o.fields.get("floor").and_then(PVal::num).unwrap_or(0.0),
+        },
+        _ => Schedule::default(),
+    };
+    let schedule = if schedule.kind == ScheduleKind::Cosine && schedule.total_steps.is_none() {
+        Schedule::default()
+    } else {
+        schedule
+    };
+    OptimConfig {
+        lr: p_num(node, "lr", 1e-4),
+        betas: (f("beta1", 0.9), f("beta2", 0.999)),
+        weight_decay: f("weight_decay", 0.0),
+        grad_clip: Some(f("grad_clip", 1.0)).filter(|c| *c > 0.0),
+        schedule,
+        ..OptimConfig::default()
+    }
+}

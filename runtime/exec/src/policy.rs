@@ -1,0 +1,176 @@
+//! The trainable policy as an agent: renders the text observation and the actions so far into a
+//! prompt, samples one turn of terse actions from the candle policy, and records the tokens and
+//! log-probs of every turn for the RL update. SFT examples are rendered with the same prompt, so
+//! what the policy imitates is exactly what it later sees.
+
+use std::sync::{Arc, Mutex};
+
+use wrl_browser::Observation;
+use wrl_browser::runner::TextPolicy;
+use wrl_sandbox::Task;
+use wrl_trainer::{Role, SampleParams, Segment, Trainer, Trajectory, render_prompt};
+
+/// How much of the episode so far the prompt carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum History {
+    /// Only the current observation.
+    None,
+    /// The current observation and the actions taken so far (`history = action_only`).
+    ActionOnly,
+}
+
+impl History {
+    /// From a recipe's `history` value (`full_text` and `hide_thinking` keep the actions too:
+    /// a text policy's turns are its actions).
+    pub fn from_name(name: &str) -> History {
+        match name {
+            "none" => History::None,
+            _ => History::ActionOnly,
+        }
+    }
+}
+
+/// The largest prompt, in bytes, kept for the tiny byte-level policy's context.
+pub const MAX_PROMPT_BYTES: usize = 900;
+
+/// The user turn the policy sees: previous actions, then the observation.
+pub fn prompt_text(observation: &str, history: &[String], mode: History) -> String {
+    let mut s = String::new();
+    if mode == History::ActionOnly && !history.is_empty() {
+        s.push_str("done: ");
+        s.push_str(&history.join("; "));
+        s.push('\n');
+    }
+    s.push_str(observation);
+    if s.len() > MAX_PROMPT_BYTES {
+        let mut cut = MAX_PROMPT_BYTES;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+    s
+}
+
+/// Per-turn SFT examples from an expert trajectory: the same prompts the policy will see.
+pub fn sft_examples(traj: &wrl_sandbox::Trajectory, mode: History) -> Vec<Trajectory> {
+    let mut history: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for step in &traj.steps {
+        let user = prompt_text(&step.observation, &history, mode);
+        let action = step.actions.join("\n");
+        out.push(Trajectory {
+            segments: vec![Segment::new(Role::User, user), Segment::new(Role::Assistant, action)],
+        });
+        history.extend(step.actions.iter().cloned());
+    }
+    out
+}
+
+/// One sampled turn.
+#[derive(Clone, Debug, Default)]
+pub struct Turn {
+    pub prompt_tokens: Vec<u32>,
+    pub completion_tokens: Vec<u32>,
+    pub logprobs: Vec<f32>,
+    /// Generation hit its length limit.
+    pub truncated: bool,
+}
+
+/// The candle policy acting in one episode.
+pub struct TrainerPolicy {
+    trainer: Arc<Mutex<Trainer>>,
+    params: SampleParams,
+    mode: History,
+    name: String,
+    /// Every turn sampled in this episode, in order.
+    pub turns: Vec<Turn>,
+}
+
+impl TrainerPolicy {
+    pub fn new(
+        trainer: Arc<Mutex<Trainer>>,
+        params: SampleParams,
+        mode: History,
+        name: &str,
+    ) -> TrainerPolicy {
+        TrainerPolicy {
+            trainer,
+            params: SampleParams { n: 1, ..params },
+            mode,
+            name: name.to_string(),
+            turns: Vec::new(),
+        }
+    }
+}
+
+impl TextPolicy for TrainerPolicy {
+    fn act(&mut self, _task: &Task, obs: &Observation, history: &[String]) -> String {
+        let text = prompt_text(&obs.text(), history, self.mode);
+        let Ok(mut trainer) = self.trainer.lock() else { return String::new() };
+        let Ok(prompt) = render_prompt(trainer.tokenizer(), &[Segment::new(Role::User, text)])
+        else {
+            return String::new();
+        };
+        match trainer.sample(std::slice::from_ref(&prompt), &self.params) {
+            Ok(mut outs) if !outs.is_empty() => {
+                let c = outs.swap_remove(0);
+                let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
+                self.turns.push(Turn {
+                    prompt_tokens: prompt,
+                    completion_tokens: c.tokens,
+                    logprobs: c.logprobs,
+                    truncated,
+                });
+                c.text.trim().to_string()
+            }
+            _ => String::new(),
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sft_prompts_carry_the_actions_so_far() {
+        let traj = wrl_sandbox::Trajectory {
+            task_id: "t".into(),
+            template: "x".into(),
+            goal: "g".into(),
+            agent: "expert".into(),
+            steps: vec![
+                wrl_sandbox::TrajStep {
+                    observation: "task: g\n[1] link".into(),
+                    actions: vec!["click 1".into()],
+                    feedback: "ok".into(),
+                    url: "/".into(),
+                },
+                wrl_sandbox::TrajStep {
+                    observation: "task: g\n[2] button".into(),
+                    actions: vec!["answer 3".into()],
+                    feedback: String::new(),
+                    url: "/a".into(),
+                },
+            ],
+            outcome: wrl_sandbox::TrajOutcome {
+                reason: "completed".into(),
+                message: String::new(),
+                answer: Some("3".into()),
+                success: true,
+                detail: String::new(),
+            },
+            elapsed_ms: 1,
+        };
+        let ex = sft_examples(&traj, History::ActionOnly);
+        assert_eq!(ex.len(), 2);
+        assert_eq!(ex[1].segments[0].text, "done: click 1\ntask: g\n[2] button");
+        assert_eq!(ex[1].segments[1].text, "answer 3");
+        assert!(prompt_text(&"x".repeat(5000), &[], History::None).len() <= MAX_PROMPT_BYTES);
+    }
+}

@@ -1,0 +1,165 @@
+//! Rollouts: a batch of sandbox tasks, each attempted by a group of episodes of the current
+//! policy in real Chromium, scored by the recipe's reward, and turned into per-turn RL samples
+//! (the trajectory's reward broadcast to each of its turns; environment failures excluded).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use wrl_browser::BrowserPool;
+use wrl_browser::runner::run_task;
+use wrl_sandbox::{Sandbox, Task, TrajOutcome, Trajectory};
+use wrl_trainer::{Sample, SampleParams, Trainer};
+
+use crate::policy::{History, TrainerPolicy, Turn};
+use crate::reward::{EpisodeFacts, RewardExpr, RewardValue, evaluate};
+
+/// One attempted episode.
+#[derive(Clone, Debug)]
+pub struct Episode {
+    /// Index of the task in the batch (the GRPO group).
+    pub group: usize,
+    pub trajectory: Trajectory,
+    pub turns: Vec<Turn>,
+    pub reward: RewardValue,
+}
+
+impl Episode {
+    pub fn success(&self) -> bool {
+        self.trajectory.outcome.success
+    }
+
+    /// The failure class of the episode (`completed` when it completed).
+    pub fn end_reason(&self) -> &str {
+        &self.trajectory.outcome.reason
+    }
+}
+
+/// The reason names rewards use: the browser's `agent_error` is a format error.
+pub fn reward_reason(browser_reason: &str) -> &str {
+    match browser_reason {
+        "agent_error" => "format_error",
+        "infra_timeout" => "timeout",
+        other => other,
+    }
+}
+
+/// Facts a reward can read from a finished episode.
+pub fn facts(traj: &Trajectory, reference: Option<&str>) -> EpisodeFacts {
+    EpisodeFacts {
+        end_reason: reward_reason(&traj.outcome.reason).to_string(),
+        answer: traj.outcome.answer.clone(),
+        reference: reference.map(str::to_string),
+        checker: Some(traj.outcome.success),
+        format_ok: traj.outcome.reason != "agent_error",
+        url: traj.steps.last().map(|s| s.url.clone()).unwrap_or_default(),
+        judges: BTreeMap::new(),
+    }
+}
+
+/// How a batch is rolled out.
+#[derive(Clone, Debug)]
+pub struct RolloutCfg {
+    pub group: usize,
+    pub concurrency: usize,
+    pub sample: SampleParams,
+    pub history: History,
+    /// Failure classes (`env_error`, `infra_timeout`, …) whose samples leave the loss.
+    pub exclude: Vec<String>,
+}
+
+/// Runs every task `group` times with the policy and scores each episode.
+pub async fn rollout(
+    pool: &BrowserPool,
+    sandbox: &Arc<Sandbox>,
+    tasks: &[Task],
+    trainer: &Arc<Mutex<Trainer>>,
+    cfg: &RolloutCfg,
+    reward: &RewardExpr,
+    rewards: &BTreeMap<String, RewardExpr>,
+) -> Vec<Episode> {
+    let jobs: Vec<(usize, &Task)> = tasks
+        .iter()
+        .enumerate()
+        .flat_map(|(g, t)| std::iter::repeat_n((g, t), cfg.group.max(1)))
+        .collect();
+    futures::stream::iter(jobs.into_iter().map(|(group, task)| {
+        let trainer = trainer.clone();
+        async move {
+            let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
+            let trajectory = match run_task(pool, sandbox, task, &mut policy).await {
+                Ok(t) => t,
+                Err(e) => failed(task, &e.to_string()),
+            };
+            let reward = match evaluate(reward, &facts(&trajectory, None), rewards) {
+                RewardValue::Value(v)
+                    if cfg.exclude.iter().any(|x| x == &trajectory.outcome.reason) =>
+                {
+                    let _ = v;
+                    RewardValue::Excluded(trajectory.outcome.reason.clone())
+                }
+                r => r,
+            };
+            Episode { group, trajectory, turns: policy.turns, reward }
+        }
+    }))
+    .buffered(cfg.concurrency.max(1))
+    .collect()
+    .await
+}
+
+/// A trajectory for an episode that could not start (the browser failed).
+fn failed(task: &Task, message: &str) -> Trajectory {
+    Trajectory {
+        task_id: task.id.clone(),
+        template: task.template.clone(),
+        goal: task.goal.clone(),
+        agent: "policy".into(),
+        steps: Vec::new(),
+        outcome: TrajOutcome {
+            reason: "env_error".into(),
+            message: message.to_string(),
+            answer: None,
+            success: false,
+            detail: String::new(),
+        },
+        elapsed_ms: 0,
+    }
+}
+
+/// Per-turn RL samples: each turn of an episode carries the episode's reward.
+pub fn samples(episodes: &[Episode], first_trajectory_id: u64) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for (i, ep) in episodes.iter().enumerate() {
+        let (reward, excluded) = match &ep.reward {
+            RewardValue::Value(v) => (*v as f32, false),
+            RewardValue::Excluded(_) => (0.0, true),
+        };
+        for turn in &ep.turns {
+            out.push(Sample {
+                prompt_tokens: turn.prompt_tokens.clone(),
+                completion_tokens: turn.completion_tokens.clone(),
+                old_logprobs: turn.logprobs.clone(),
+                completion_mask: None,
+                reward,
+                advantage: None,
+                group_id: ep.group as u64,
+                trajectory_id: first_trajectory_id + i as u64,
+                excluded,
+                truncated: turn.truncated,
+            });
+        }
+    }
+    out
+}
+
+/// Groups whose rewards are all equal carry no signal (GRPO advantage 0).
+pub fn uniform_groups(episodes: &[Episode]) -> usize {
+    let mut by_group: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for e in episodes {
+        if let RewardValue::Value(v) = e.reward {
+            by_group.entry(e.group).or_default().push(v);
+        }
+    }
+    by_group.values().filter(|rs| rs.windows(2).all(|w| w[0] == w[1])).count()
+}

@@ -1,0 +1,64 @@
+//! `wrlc run` end to end on a shrunken quickstart: expert demos in real Chromium, SFT, GRPO
+//! rollouts, both held-out evaluations, the run directory and the report; then `--resume` of
+//! the finished run adds nothing.
+
+use std::path::Path;
+
+fn lines(p: &Path) -> usize {
+    std::fs::read_to_string(p)
+        .expect("a log of the run")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count()
+}
+
+#[test]
+fn shrunken_quickstart_runs_end_to_end_and_resumes_without_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes/quickstart.wrl");
+    let args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        recipe.into_os_string(),
+        "--out".into(),
+        out.clone().into_os_string(),
+        "--set".into(),
+        "demos=std::sandbox::demos(count: 4)".into(),
+        "--set".into(),
+        "heldout=std::sandbox::tasks(count: 3) { split = test }".into(),
+        "--set".into(),
+        "online.prompts=2".into(),
+        "--set".into(),
+        "online.group=2".into(),
+        "--set".into(),
+        "online.phases[0].iters=2".into(),
+        "--set".into(),
+        "warmup.epochs=1".into(),
+    ];
+    let (code, stdout, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.trim_end().ends_with("report.html"), "{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["status"], "finished");
+    let evals = summary["evals"].as_array().unwrap();
+    assert_eq!(evals.len(), 2, "{summary}");
+    assert_eq!(evals[0]["after"], "warmup");
+    assert_eq!(evals[1]["after"], "online");
+    // 2 iterations × 2 prompts × group 2, each logged once.
+    assert_eq!(lines(&out.join("trajectories.jsonl")), 8);
+    let metrics = std::fs::read_to_string(out.join("metrics.jsonl")).unwrap();
+    assert!(metrics.contains("\"kind\":\"sft\"") && metrics.contains("\"kind\":\"rl\""));
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("Held-out evaluation") && report.contains("<svg"));
+    assert!(out.join("plan.json").exists());
+
+    let (code, _, stderr) =
+        wrl_cli::run_captured(["run".as_ref(), "--resume".as_ref(), out.as_os_str()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        lines(&out.join("trajectories.jsonl")),
+        8,
+        "resume of a finished run must not add trajectories"
+    );
+}
