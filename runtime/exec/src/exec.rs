@@ -142,8 +142,7 @@ pub fn preflight(plan: &Plan, chromium: Option<&std::path::Path>) -> Result<(), 
             );
         }
         if n.kind == NodeKind::LoadDataset
-            && !n.ctor.starts_with("std::sandbox::")
-            && n.ctor != "jsonl"
+            && !matches!(n.ctor.as_str(), "std::sandbox::tasks" | "std::sandbox::demos" | "jsonl")
         {
             errs.push(
                 RunError::new("E0502", format!("dataset `{}` ({}) cannot be read by this runtime yet", n.decl, n.ctor))
