@@ -655,28 +655,13 @@ fn param_type(v: &Val) -> Ty {
 
 /// Names of declarations a value refers to.
 pub(crate) fn collect_refs(v: &Val, out: &mut Vec<String>) {
-    match &v.v {
-        V::Ref { decl, .. } => out.push(decl.clone()),
-        V::List { items } => items.iter().for_each(|i| collect_refs(i, out)),
-        V::Record { fields } => fields.values().for_each(|i| collect_refs(i, out)),
-        V::Range { lo, hi } => {
-            collect_refs(lo, out);
-            collect_refs(hi, out);
-        }
-        V::Obj(o) => {
-            o.fields.values().for_each(|i| collect_refs(i, out));
-            o.modules.iter().for_each(|mv| collect_refs(&mv.value, out));
-        }
-        V::Signal { expr } => sig_refs(expr, out),
-        V::Num { .. }
-        | V::Qty { .. }
-        | V::Bool { .. }
-        | V::Str { .. }
-        | V::Symbol { .. }
-        | V::Enum { .. }
-        | V::Dims { .. }
-        | V::Unknown => {}
+    if let V::Ref { decl, .. } = &v.v {
+        out.push(decl.clone());
     }
+    if let V::Signal { expr } = &v.v {
+        sig_refs(expr, out);
+    }
+    v.children().into_iter().for_each(|c| collect_refs(c, out));
 }
 
 fn sig_refs(e: &crate::value::SigExpr, out: &mut Vec<String>) {

@@ -191,6 +191,27 @@ impl Val {
         }
     }
 
+    /// The values directly inside this one: fields, list items, range bounds, graph modules.
+    /// Reward expressions are not looked into (their signals are walked by `SigExpr`).
+    pub fn children(&self) -> Vec<&Val> {
+        match &self.v {
+            V::Obj(o) => o.fields.values().chain(o.modules.iter().map(|m| &m.value)).collect(),
+            V::List { items } => items.iter().collect(),
+            V::Record { fields } => fields.values().collect(),
+            V::Range { lo, hi } => vec![&**lo, &**hi],
+            V::Num { .. }
+            | V::Qty { .. }
+            | V::Bool { .. }
+            | V::Str { .. }
+            | V::Symbol { .. }
+            | V::Enum { .. }
+            | V::Dims { .. }
+            | V::Ref { .. }
+            | V::Signal { .. }
+            | V::Unknown => Vec::new(),
+        }
+    }
+
     pub fn as_f64(&self) -> Option<f64> {
         match &self.v {
             V::Num { value } | V::Qty { value, .. } => Some(*value),

@@ -45,29 +45,10 @@ fn frozen(ctx: &Ctx<'_>, stage: &str, o: &Obj, out: &mut Vec<Diagnostic>) {
 
 /// References from one stage to other stages, with where they are written.
 fn stage_refs<'a>(v: &'a Val, out: &mut Vec<(&'a str, Span)>) {
-    match &v.v {
-        V::Ref { decl, kind: DeclKind::Stage, .. } => out.push((decl, v.span)),
-        V::Obj(o) => {
-            o.fields.values().for_each(|x| stage_refs(x, out));
-            o.modules.iter().for_each(|m| stage_refs(&m.value, out));
-        }
-        V::List { items } => items.iter().for_each(|x| stage_refs(x, out)),
-        V::Record { fields } => fields.values().for_each(|x| stage_refs(x, out)),
-        V::Range { lo, hi } => {
-            stage_refs(lo, out);
-            stage_refs(hi, out);
-        }
-        V::Ref { .. }
-        | V::Num { .. }
-        | V::Qty { .. }
-        | V::Bool { .. }
-        | V::Str { .. }
-        | V::Symbol { .. }
-        | V::Enum { .. }
-        | V::Dims { .. }
-        | V::Signal { .. }
-        | V::Unknown => {}
+    if let V::Ref { decl, kind: DeclKind::Stage, .. } = &v.v {
+        out.push((decl, v.span));
     }
+    v.children().into_iter().for_each(|c| stage_refs(c, out));
 }
 
 fn cycles(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {

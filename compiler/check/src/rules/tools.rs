@@ -41,27 +41,8 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 
 /// Calls `f` on every object inside a value (not through references).
 pub(super) fn walk<'a>(v: &'a Val, f: &mut dyn FnMut(&'a Val, &'a Obj)) {
-    match &v.v {
-        V::Obj(o) => {
-            f(v, o);
-            o.fields.values().for_each(|x| walk(x, f));
-            o.modules.iter().for_each(|m| walk(&m.value, f));
-        }
-        V::List { items } => items.iter().for_each(|x| walk(x, f)),
-        V::Record { fields } => fields.values().for_each(|x| walk(x, f)),
-        V::Range { lo, hi } => {
-            walk(lo, f);
-            walk(hi, f);
-        }
-        V::Num { .. }
-        | V::Qty { .. }
-        | V::Bool { .. }
-        | V::Str { .. }
-        | V::Symbol { .. }
-        | V::Enum { .. }
-        | V::Dims { .. }
-        | V::Ref { .. }
-        | V::Signal { .. }
-        | V::Unknown => {}
+    if let V::Obj(o) = &v.v {
+        f(v, o);
     }
+    v.children().into_iter().for_each(|c| walk(c, f));
 }
