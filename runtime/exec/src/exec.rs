@@ -648,14 +648,9 @@ impl<'a> Executor<'a> {
             ..RlConfig::default()
         };
         let exclude: Vec<String> = match node.param("exclude") {
-            Some(PVal::List { items }) => items
-                .iter()
-                .filter_map(PVal::as_str)
-                .map(|s| match s {
-                    "infra_timeout" => "infra_timeout".to_string(),
-                    other => other.to_string(),
-                })
-                .collect(),
+            Some(PVal::List { items }) => {
+                items.iter().filter_map(PVal::as_str).map(str::to_string).collect()
+            }
             _ => vec!["env_error".into(), "infra_timeout".into()],
         };
         let cfg = RolloutCfg {

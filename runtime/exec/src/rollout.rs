@@ -92,10 +92,9 @@ pub async fn rollout(
                 Err(e) => failed(task, &e.to_string()),
             };
             let reward = match evaluate(reward, &facts(&trajectory, None), rewards) {
-                RewardValue::Value(v)
+                RewardValue::Value(_)
                     if cfg.exclude.iter().any(|x| x == &trajectory.outcome.reason) =>
                 {
-                    let _ = v;
                     RewardValue::Excluded(trajectory.outcome.reason.clone())
                 }
                 r => r,
