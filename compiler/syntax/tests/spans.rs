@@ -6,9 +6,9 @@ mod common;
 use common::{F, SpanCheck, parse_ok};
 use wrl_syntax::ast::*;
 
-/// The source under a span, without trailing whitespace and comments: the parser includes
-/// those today (see `spans_have_no_surrounding_whitespace`), and the tests here check what the
-/// span starts and ends on, not that bug.
+/// The source under a span, without trailing whitespace and comments (a guard: spans end at
+/// their last token, as `spans_have_no_surrounding_whitespace` checks; the tests here check what
+/// the span starts and ends on).
 fn text(src: &str, s: wrl_diagnostics::Span) -> &str {
     let mut t = &src[s.range()];
     loop {
@@ -160,15 +160,11 @@ fn diagnostic_spans_point_at_the_offending_text() {
     assert_eq!(d.primary_span().unwrap().start, 16);
 }
 
-/// BUG (parser, reported): a pair's span in pest includes the whitespace and comments that the
-/// implicit `WHITESPACE`/`COMMENT` skipping consumed before an optional or repeated element
-/// that then matched nothing. So item spans run on to the next item (`"param a = 1\n\n"`, even
-/// over the next item's `///` doc comment), expression spans end in spaces (`"turns "`), and
-/// operator spans cover `"- "`. Labels then underline blank space and LSP ranges are wrong.
-/// Fix in `Ctx::span` (parser/mod.rs): trim trailing whitespace and trailing comments (the
-/// lexer already has their spans) off every pair span. Remove the `ignore` once fixed.
+/// Regression: a pair's span in pest includes the whitespace and comments that the implicit
+/// `WHITESPACE`/`COMMENT` skipping consumed before an optional or repeated element that then
+/// matched nothing (`"param a = 1\n\n"`, `"turns "`, `"- "`). `Ctx::span` trims them, and the
+/// operators are atomic rules.
 #[test]
-#[ignore = "parser bug: spans include trailing whitespace and comments"]
 fn spans_have_no_surrounding_whitespace() {
     let mut padded = Vec::new();
     for (name, text) in common::corpus() {
@@ -181,7 +177,6 @@ fn spans_have_no_surrounding_whitespace() {
 
 /// The smallest case of the bug above, pinned to exact offsets.
 #[test]
-#[ignore = "parser bug: spans include trailing whitespace and comments"]
 fn item_and_operator_spans_stop_at_their_last_token() {
     let src = "param a = x - y   // c\n\n/// doc of b\nparam b = 2\n";
     let f = parse_ok(src);

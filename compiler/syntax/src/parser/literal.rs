@@ -11,9 +11,13 @@ pub(crate) fn number(text: &str, span: Span) -> Result<Number, Diagnostic> {
         .iter()
         .find_map(|(m, s)| text.strip_suffix(m).map(|d| (d, *s)))
         .unwrap_or((text, 1.0));
-    let plain: String = digits.chars().filter(|c| *c != '_').collect();
-    let is_int = !plain.contains(['.', 'e', 'E']);
-    let parsed = plain.parse::<f64>().ok().map(|v| v * scale).filter(|v| v.is_finite());
+    let is_int = !digits.contains(['.', 'e', 'E']);
+    let parsed = if digits.contains('_') {
+        digits.chars().filter(|c| *c != '_').collect::<String>().parse::<f64>()
+    } else {
+        digits.parse::<f64>()
+    };
+    let parsed = parsed.ok().map(|v| v * scale).filter(|v| v.is_finite());
     match parsed {
         Some(value) => Ok(Number { value, is_int, text: text.to_string() }),
         None => Err(Diagnostic::new("E0105", format!("the number `{text}` is out of range"))

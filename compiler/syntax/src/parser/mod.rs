@@ -1,7 +1,9 @@
-//! The parse driver: runs pest item by item, converts pairs to the AST, and recovers after a
-//! broken item so that one run reports an error in every broken top-level item.
+//! The parse driver: tries the fast path (`fast.rs`) on the whole file; else runs pest item by
+//! item, converts pairs to the AST, and recovers after a broken item so that one run reports an
+//! error in every broken top-level item.
 
 mod expr;
+mod fast;
 mod items;
 mod literal;
 
@@ -122,13 +124,65 @@ fn skip_trivia(text: &str, mut pos: usize) -> usize {
     pos
 }
 
+/// The parser recurses once per level of nesting (bounded by the lexical pre-pass) and pest no
+/// longer checks the stack on every rule: with less than this much stack left, `parse` runs on
+/// a fresh stack of [`STACK_SIZE`] bytes (an editor or a test may call it from a small thread).
+const STACK_RED_ZONE: usize = 4 << 20;
+/// The size of that fresh stack.
+const STACK_SIZE: usize = 32 << 20;
+
 /// Parses one file. Never panics; every problem is a diagnostic.
 pub fn parse(file: FileId, text: &str) -> Parsed {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SIZE, || parse_file(file, text))
+}
+
+fn parse_file(file: FileId, text: &str) -> Parsed {
     let lex = scan(file, text);
+    if lex.violations.is_empty()
+        && let Some(mut items) = fast::parse_items(file, text, skip_trivia(text, 0))
+    {
+        attach_docs(&mut items, &lex.comments, text);
+        return Parsed {
+            file: File { id: file, items },
+            diagnostics: Vec::new(),
+            comments: lex.comments,
+        };
+    }
+    parse_with_pest(file, text, lex)
+}
+
+/// The fast path alone: the items of a file without syntax errors, or `None` (for tests that
+/// compare the two paths).
+#[doc(hidden)]
+pub fn parse_fast(file: FileId, text: &str) -> Option<File> {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SIZE, || {
+        let lex = scan(file, text);
+        if !lex.violations.is_empty() {
+            return None;
+        }
+        let mut items = fast::parse_items(file, text, skip_trivia(text, 0))?;
+        attach_docs(&mut items, &lex.comments, text);
+        Some(File { id: file, items })
+    })
+}
+
+/// The pest path alone, as `parse` runs it when the fast path gives up (for tests that compare
+/// the two paths).
+#[doc(hidden)]
+pub fn parse_pest(file: FileId, text: &str) -> Parsed {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SIZE, || {
+        parse_with_pest(file, text, scan(file, text))
+    })
+}
+
+/// Parses with pest, item by item, recovering after broken items; the only path that reports
+/// syntax diagnostics.
+fn parse_with_pest(file: FileId, text: &str, lex: crate::lex::Scan) -> Parsed {
     let mut items: Vec<Item> = Vec::new();
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
     let mut violations = lex.violations.into_iter().peekable();
-    let next_start_after = |p: usize| lex.item_starts.iter().copied().find(|s| *s > p);
+    let starts = &lex.item_starts;
+    let next_start_after = |p: usize| starts.get(starts.partition_point(|s| *s <= p)).copied();
     let mut pos = 0;
     loop {
         pos = skip_trivia(text, pos);
@@ -140,7 +194,8 @@ pub fn parse(file: FileId, text: &str) -> Parsed {
         }
         // Parse no further than the item holding the next nesting violation.
         let violation_item = violations.peek().map(|(v, _)| {
-            let start = lex.item_starts.iter().copied().filter(|s| *s <= *v).max().unwrap_or(0);
+            let at = starts.partition_point(|s| *s <= *v);
+            let start = at.checked_sub(1).map_or(0, |i| starts[i]);
             start.max(pos)
         });
         let limit = violation_item.unwrap_or(text.len());
@@ -211,9 +266,10 @@ fn attach_docs(items: &mut [Item], comments: &[Comment], text: &str) {
     for item in items {
         let mut lines: Vec<&str> = Vec::new();
         let mut end = item.span.start as usize;
-        let first = item.span.start as usize;
-        let before = comments.iter().rev().skip_while(|c| (c.span.end as usize) > first);
-        for c in before {
+        // Comments are in source order and do not overlap: those ending before the item are a
+        // prefix of the list (a binary search, not a walk per item).
+        let before = comments.partition_point(|c| (c.span.end as usize) <= end);
+        for c in comments[..before].iter().rev() {
             let between = &text[c.span.end as usize..end];
             if !c.doc
                 || between.chars().any(|ch| !ch.is_whitespace())
@@ -233,6 +289,10 @@ fn attach_docs(items: &mut [Item], comments: &[Comment], text: &str) {
 
 /// Parses a lone expression (`--set` values, tests).
 pub fn parse_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diagnostic>> {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SIZE, || parse_lone_expr(file, text))
+}
+
+fn parse_lone_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diagnostic>> {
     if let Some((_, d)) = scan(file, text).violations.into_iter().next() {
         return Err(vec![d]);
     }
