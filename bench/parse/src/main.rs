@@ -1,12 +1,15 @@
 //! Measures the `.wrl` parser on generated, realistic recipe corpora (about 10k, 100k and 1M
 //! lines): parse-to-AST throughput in MB/s (best of several runs), and the time of a whole
 //! `wrlc check` on the same file (read, UTF-8 check, parse, render) to show that it grows
-//! linearly. Prints a Markdown table. Run it through `bench/parse.sh` (release build).
+//! linearly. Prints a Markdown table; "CPU MB/s" divides by the parsing thread's CPU time
+//! (best of the runs), which a loaded machine disturbs far less than the wall time. Run it through `bench/parse.sh` (release build).
 //!
 //! Options: `--lines 10000,100000,1000000` (sizes), `--runs N` (parse repetitions per size),
 //! `--write DIR` (also write each corpus to `DIR/corpus_<lines>.wrl`, e.g. for `perf`),
+//! `--pest` (time the pest path alone, which files with syntax errors take),
 //! `--parse-only FILE` (parse one file N times and exit; for profiling), `--check-all` (also
 //! time `wrlc check` above 10k lines: today that takes minutes, see docs/benchmarks.md).
+//! Built with `--no-default-features`, it measures the parse only (no `wrl-cli`, quick to build).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -141,6 +144,32 @@ fn best_of<F: FnMut() -> Duration>(runs: usize, mut f: F) -> Duration {
     (0..runs.max(1)).map(|_| f()).min().unwrap_or_default()
 }
 
+/// The best time of a whole `wrlc check` of `path`.
+#[cfg(feature = "check")]
+fn time_check(runs: usize, path: &std::path::Path) -> Duration {
+    best_of(runs, || {
+        let t = Instant::now();
+        let (code, _, err) = wrl_cli::run_captured(["check".as_ref(), path.as_os_str()]);
+        let e = t.elapsed();
+        assert!(code == 0 || code == 1, "wrlc check failed: {err}");
+        e
+    })
+}
+
+#[cfg(not(feature = "check"))]
+fn time_check(_runs: usize, _path: &std::path::Path) -> Duration {
+    Duration::ZERO
+}
+
+/// The CPU time of this thread so far (Linux `schedstat`, in ns), or zero where unknown: on a
+/// loaded machine the wall time says more about the load than about the parser.
+fn cpu_time() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map_or(Duration::ZERO, Duration::from_nanos)
+}
+
 fn mb(bytes: usize) -> f64 {
     bytes as f64 / 1e6
 }
@@ -153,6 +182,7 @@ fn main() {
         .unwrap_or_else(|| vec![10_000, 100_000, 1_000_000]);
     let runs: usize = opt("--runs").and_then(|r| r.parse().ok()).unwrap_or(5);
     let write_dir = opt("--write");
+    let pest_only = args.iter().any(|a| a == "--pest");
 
     if let Some(file) = opt("--parse-only") {
         let text = std::fs::read_to_string(file).expect("readable file");
@@ -173,9 +203,9 @@ fn main() {
     let tmp = std::env::temp_dir().join(format!("wrl-bench-parse-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");
     println!(
-        "| lines | MB | items | parse (best of {runs}) | parse MB/s | `wrlc check` | check µs/line |"
+        "| lines | MB | items | parse (best of {runs}) | parse MB/s | CPU MB/s | `wrlc check` | check µs/line |"
     );
-    println!("|------:|---:|------:|------:|------:|------:|------:|");
+    println!("|------:|---:|------:|------:|------:|------:|------:|------:|");
     for &lines in &sizes {
         let text = corpus(lines);
         let n_lines = text.lines().count();
@@ -194,28 +224,32 @@ fn main() {
             check.diagnostics.first()
         );
         let items = check.file.items.len();
-        drop(check);
+        // `parse` took the fast path; the pest path (the grammar of record) must agree.
+        let pest = wrl_syntax::parse_pest(FileId(0), &text);
+        assert!(
+            pest.diagnostics.is_empty() && pest.file == check.file,
+            "the fast path and pest disagree on the generated corpus"
+        );
+        drop((check, pest));
 
         let r = if lines >= 1_000_000 { runs.min(3) } else { runs };
+        let mut cpu = Duration::MAX;
         let parse = best_of(r, || {
+            let c = cpu_time();
             let t = Instant::now();
-            let p = wrl_syntax::parse(FileId(0), &text);
+            let p = if pest_only {
+                wrl_syntax::parse_pest(FileId(0), &text)
+            } else {
+                wrl_syntax::parse(FileId(0), &text)
+            };
             let e = t.elapsed();
+            cpu = cpu.min(cpu_time().saturating_sub(c));
             std::hint::black_box(&p);
             e
         });
-        let run_check = lines <= 10_000 || args.iter().any(|a| a == "--check-all");
-        let whole = if !run_check {
-            Duration::ZERO
-        } else {
-            best_of(r.min(3), || {
-                let t = Instant::now();
-                let (code, _, err) = wrl_cli::run_captured(["check".as_ref(), path.as_os_str()]);
-                let e = t.elapsed();
-                assert!(code == 0 || code == 1, "wrlc check failed: {err}");
-                e
-            })
-        };
+        let run_check =
+            cfg!(feature = "check") && (lines <= 10_000 || args.iter().any(|a| a == "--check-all"));
+        let whole = if !run_check { Duration::ZERO } else { time_check(r.min(3), &path) };
         let (check_ms, check_us) = if run_check {
             (
                 format!("{:.1} ms", whole.as_secs_f64() * 1e3),
@@ -224,8 +258,13 @@ fn main() {
         } else {
             ("—".to_string(), "—".to_string())
         };
+        let cpu_mbs = if cpu.is_zero() || cpu == Duration::MAX {
+            "—".to_string()
+        } else {
+            format!("{:.1}", mb(text.len()) / cpu.as_secs_f64())
+        };
         println!(
-            "| {n_lines} | {:.1} | {items} | {:.1} ms | **{:.1}** | {check_ms} | {check_us} |",
+            "| {n_lines} | {:.1} | {items} | {:.1} ms | **{:.1}** | {cpu_mbs} | {check_ms} | {check_us} |",
             mb(text.len()),
             parse.as_secs_f64() * 1e3,
             mb(text.len()) / parse.as_secs_f64(),
