@@ -127,8 +127,15 @@ fn summarise(mut d: Vec<&'static str>) -> Vec<&'static str> {
     d
 }
 
-/// Converts a pest error for text that starts at byte `offset` of file `file`.
-pub(crate) fn from_pest(err: &Error<Rule>, file: FileId, text: &str, offset: usize) -> Diagnostic {
+/// Converts a pest error for text that starts at byte `offset` of file `file`. `cut` says that
+/// `text` is one item cut off where the next item starts: its end is an end of line.
+pub(crate) fn from_pest(
+    err: &Error<Rule>,
+    file: FileId,
+    text: &str,
+    offset: usize,
+    cut: bool,
+) -> Diagnostic {
     let pos = match err.location {
         InputLocation::Pos(p) => p,
         InputLocation::Span((s, _)) => s,
@@ -140,7 +147,10 @@ pub(crate) fn from_pest(err: &Error<Rule>, file: FileId, text: &str, offset: usi
         }
         ErrorVariant::CustomError { .. } => Vec::new(),
     };
-    let (found, len) = found_at(text, pos);
+    let (found, len) = match found_at(text, pos) {
+        (f, len) if cut && f == "end of file" => ("end of line".to_string(), len),
+        other => other,
+    };
     let abs = offset + pos;
     let span = Span::new(file, abs, abs + len);
     // pest gives up with a custom error when its own stack guard trips (very deep input).

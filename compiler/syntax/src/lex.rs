@@ -26,8 +26,20 @@ pub(crate) struct Scan {
     pub comments: Vec<Comment>,
     /// Byte offsets of lines that look like the start of a top-level item.
     pub item_starts: Vec<usize>,
+    /// Byte offsets of lines that begin with an item word (`use`, `extends`, `profile`,
+    /// `builtin`, a declaration kind) however malformed the rest, and of `item_starts`: where
+    /// recovery may resume after a broken item, so that a malformed head is reported too.
+    pub head_starts: Vec<usize>,
     /// Places where nesting is too deep, each with its diagnostic.
     pub violations: Vec<(usize, Diagnostic)>,
+}
+
+/// Whether a line begins with an item word as a whole word.
+fn begins_with_item_word(line: &str) -> bool {
+    let word_end =
+        line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(line.len());
+    let word = &line[..word_end];
+    matches!(word, "use" | "extends" | "profile" | "builtin") || DECL_KINDS.contains(&word)
 }
 
 fn looks_like_item_start(line: &str) -> bool {
@@ -58,7 +70,11 @@ pub(crate) fn scan(file: FileId, text: &str) -> Scan {
     while i < bytes.len() {
         if at_line_start {
             at_line_start = false;
-            if looks_like_item_start(&text[i..]) {
+            let strong = looks_like_item_start(&text[i..]);
+            if strong || begins_with_item_word(&text[i..]) {
+                out.head_starts.push(i);
+            }
+            if strong {
                 out.item_starts.push(i);
                 // A `///` line only precedes an item; counting restarts at the item itself
                 // (else `if` and `///` lines, alternating, would never reach the limit).

@@ -98,14 +98,11 @@ fn an_unterminated_string_does_not_hide_the_next_declaration() {
     assert_eq!(decl_names(src), ["c", "d"]);
 }
 
-/// BUG (parser driver, reported): declaration words are not reserved and layout does not
-/// matter, so an unfinished value runs on into the next line's declaration (`1 +` takes
-/// `param` as its operand, an unclosed `{` takes `dataset demos = …` as a flag and a field).
-/// The error is then reported in the *next* declaration and that declaration is lost. Fix:
-/// in `parse()`, parse each item no further than the next line that `lex` marks as an item
-/// start (as is already done for nesting violations), so that the broken item ends there.
+/// Regression: declaration words are not reserved and layout does not matter, so an unfinished
+/// value runs on into the next line's declaration (`1 +` takes `param` as its operand, an
+/// unclosed `{` takes `dataset demos = …` as a flag and a field). The broken item now ends
+/// where the lexer sees the next item start, and the error is reported in it.
 #[test]
-#[ignore = "parser bug: an unfinished value swallows the next declaration"]
 fn an_unfinished_value_does_not_swallow_the_next_declaration() {
     let src = "param e = 1 +\nparam f = 2\n";
     assert_eq!(lines_of(src), [(0, "E0100")]);
@@ -117,14 +114,11 @@ fn an_unfinished_value_does_not_swallow_the_next_declaration() {
     assert!(decl_names(src).contains(&"demos".to_string()));
 }
 
-/// BUG (lexer, reported): after a broken item, parsing resumes at the next line that *looks*
-/// like an item start (`model name`, `use `, `extends "`, …). A broken item whose head is
-/// itself malformed (`model` alone, `profile {`, `use` at the end of a line, `extends 3`) does
-/// not look like one, so it is skipped without any error. Fix: in `looks_like_item_start`,
-/// treat any line that begins with an item keyword as a word (`use`, `extends`, `profile`,
-/// `builtin`, a declaration kind) as an item start.
+/// Regression: after a broken item, parsing resumed only at lines that *look* like a whole item
+/// head (`model name`, `use `, `extends "`, …), so a malformed head (`model` alone, `profile {`,
+/// `use` at the end of a line, `extends 3`) was skipped without an error. Recovery now resumes
+/// at any line that begins with an item word.
 #[test]
-#[ignore = "parser bug: a malformed item head after a broken item is skipped silently"]
 fn malformed_item_heads_after_a_broken_item_are_reported() {
     for head in ["model", "profile { }", "use", "extends 3", "builtin (x) -> y", "stage = 1"] {
         let src = format!("param a = ]\n{head}\nparam ok = 1\n");

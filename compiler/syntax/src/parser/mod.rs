@@ -223,24 +223,52 @@ fn parse_with_pest(file: FileId, text: &str, lex: crate::lex::Scan) -> Parsed {
             continue;
         }
         // The item at `stop` does not parse: report why, then resume at the next item start.
-        let err_at = match WrlParser::parse(Rule::one_item, &text[stop..limit]) {
-            Err(e) => {
-                let d = from_pest(&e, file, &text[stop..limit], stop);
-                let at = d.primary_span().map_or(stop, |s| s.start as usize);
-                diagnostics.push(d);
-                at
+        let mut report = WrlParser::parse(Rule::one_item, &text[stop..limit])
+            .err()
+            .map(|e| from_pest(&e, file, &text[stop..limit], stop, false));
+        let err_at =
+            report.as_ref().and_then(|d| d.primary_span()).map_or(stop, |s| s.start as usize);
+        // Declaration words are not reserved and layout does not matter, so an unfinished
+        // value (`param e = 1 +`, an unclosed `{`) runs on into the next item and the error
+        // shows up there. Then the broken item ends where the next item starts: parse it alone
+        // to report the error in it, and resume at that next item.
+        let next_item = next_start_after(stop).filter(|n| *n < limit && err_at >= *n);
+        if let Some(next) = next_item {
+            let cut = trim_trivia_end(text, stop, next, &lex.comments);
+            if let Err(e) = WrlParser::parse(Rule::one_item, &text[stop..cut]) {
+                report = Some(from_pest(&e, file, &text[stop..cut], stop, true));
             }
-            Ok(_) => stop,
-        };
+        }
+        diagnostics.extend(report);
+        if let Some(next) = next_item {
+            pos = next;
+            continue;
+        }
+        // Else resume at the next line that starts with an item word, however malformed.
         let line_start = text[..err_at.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
-        match lex.item_starts.iter().copied().find(|s| *s > stop && *s >= line_start) {
-            Some(next) => pos = next,
+        let heads = &lex.head_starts;
+        match heads.get(heads.partition_point(|s| *s <= stop.max(line_start.saturating_sub(1)))) {
+            Some(next) => pos = *next,
             None => break,
         }
     }
     attach_docs(&mut items, &lex.comments, text);
     diagnostics.sort_by_key(|d| d.sort_key());
     Parsed { file: File { id: file, items }, diagnostics, comments: lex.comments }
+}
+
+/// The end of `text[start..end]` without its trailing whitespace and comments.
+fn trim_trivia_end(text: &str, start: usize, mut end: usize, comments: &[Comment]) -> usize {
+    loop {
+        end = start + text[start..end].trim_end().len();
+        let before = comments.partition_point(|c| (c.span.end as usize) <= end);
+        match before.checked_sub(1).map(|i| &comments[i]) {
+            Some(c) if c.span.end as usize == end && c.span.start as usize >= start => {
+                end = c.span.start as usize;
+            }
+            _ => return end,
+        }
+    }
 }
 
 /// Parses as many items as parse from the start of `text`.
@@ -255,7 +283,7 @@ fn parse_items(text: &str, ctx: &Ctx) -> Vec<Item> {
         }
         // `items` accepts the empty sequence, so it only fails on pest's own limits.
         Err(e) => {
-            ctx.push(from_pest(&e, ctx.file, text, ctx.offset));
+            ctx.push(from_pest(&e, ctx.file, text, ctx.offset, false));
             Vec::new()
         }
     }
@@ -305,6 +333,6 @@ fn parse_lone_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diagnostic>> {
             let diags = ctx.into_diags();
             if diags.is_empty() { Ok(expr) } else { Err(diags) }
         }
-        Err(e) => Err(vec![from_pest(&e, file, text, 0)]),
+        Err(e) => Err(vec![from_pest(&e, file, text, 0, false)]),
     }
 }
