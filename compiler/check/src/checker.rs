@@ -94,8 +94,9 @@ pub(crate) struct Checker<'a> {
     pub param_uses: Vec<(DeclId, Span)>,
     /// Overrides derived from the last checked param override (see `param_override_uses`).
     pub derived: Vec<crate::model::Override>,
-    /// Declarations by key, and how many declarations there were when it was built.
-    pub by_key: (BTreeMap<String, Vec<DeclId>>, usize),
+    /// Declarations by key and module (one per module: names are unique in a file), and how
+    /// many declarations there were when it was built.
+    pub by_key: (BTreeMap<String, BTreeMap<ModId, DeclId>>, usize),
     /// W0203 warnings of the override block being checked, with the place of the computed
     /// value (decl key and path), dropped if the block overrides that place too.
     pub folded: Vec<(Option<Site>, Diagnostic)>,
@@ -190,6 +191,7 @@ impl<'a> Checker<'a> {
             self.by_file_name.insert(path.to_string(), id);
         }
         let mut first_seen: BTreeMap<String, Span> = BTreeMap::new();
+        let mut profiles_seen: BTreeMap<&str, Span> = BTreeMap::new();
         for item in &ast.items {
             match &item.kind {
                 ItemKind::Decl(d) => {
@@ -222,10 +224,7 @@ impl<'a> Checker<'a> {
                     self.modules[id].builtins.insert(b.name.name.clone(), bid);
                 }
                 ItemKind::Profile(p) => {
-                    if let Some(prev) =
-                        self.modules[id].profiles.iter().find(|q| q.name.name == p.name.name)
-                    {
-                        let prev_span = prev.name.span;
+                    if let Some(&prev_span) = profiles_seen.get(p.name.name.as_str()) {
                         self.diags.push(
                             Diagnostic::new(
                                 "E0201",
@@ -237,6 +236,7 @@ impl<'a> Checker<'a> {
                         );
                         continue;
                     }
+                    profiles_seen.insert(&p.name.name, p.name.span);
                     self.modules[id].profiles.push(p.clone());
                 }
                 ItemKind::Use(_) | ItemKind::Extends(_) => {}

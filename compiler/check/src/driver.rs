@@ -490,13 +490,15 @@ impl Checker<'_> {
     }
 
     fn warn_unused(&mut self) {
+        // Declarations of a file that others import are its exports, not unused.
+        let imported: BTreeSet<ModId> =
+            self.modules.iter().flat_map(|o| o.file_imports.iter().map(|(t, _)| *t)).collect();
         for d in &self.decls {
             let m = &self.modules[d.module];
             if m.std || d.used || matches!(d.kind, DeclKind::Stage | DeclKind::Eval) {
                 continue;
             }
-            // Declarations of a file that others import are its exports, not unused.
-            if self.modules.iter().any(|o| o.file_imports.iter().any(|(t, _)| *t == d.module)) {
+            if imported.contains(&d.module) {
                 continue;
             }
             self.diags.push(
@@ -600,10 +602,11 @@ impl Checker<'_> {
         if let Some((parent, _, _)) = self.modules[m].extends {
             all_profiles.extend(profiles.get(&parent).cloned().unwrap_or_default());
         }
-        for p in profiles.get(&m).cloned().unwrap_or_default() {
-            all_profiles.retain(|q: &Profile| q.name != p.name);
-            all_profiles.push(p);
-        }
+        // The entry's own profiles replace the parent's of the same name.
+        let own = profiles.get(&m).cloned().unwrap_or_default();
+        let own_names: BTreeSet<&str> = own.iter().map(|p| p.name.as_str()).collect();
+        all_profiles.retain(|q: &Profile| !own_names.contains(q.name.as_str()));
+        all_profiles.extend(own);
         Recipe { file: self.modules[m].path.clone(), decls, profiles: all_profiles, profile: None }
     }
 
@@ -613,24 +616,23 @@ impl Checker<'_> {
     /// stdlib.
     fn find_ref(&mut self, from: ModId, key: &str) -> Option<DeclId> {
         if self.by_key.1 != self.decls.len() {
-            let mut index: BTreeMap<String, Vec<DeclId>> = BTreeMap::new();
+            let mut index: BTreeMap<String, BTreeMap<ModId, DeclId>> = BTreeMap::new();
             for (d, e) in self.decls.iter().enumerate() {
-                index.entry(e.key.clone()).or_default().push(d);
+                index.entry(e.key.clone()).or_default().entry(e.module).or_insert(d);
             }
             self.by_key = (index, self.decls.len());
         }
-        let cands: Vec<DeclId> = self.by_key.0.get(key).cloned().unwrap_or_default();
+        // Declarations are numbered module by module, so the lowest module is the first
+        // declaration; the stdlib's modules come before every user file.
+        let cands = self.by_key.0.get(key)?;
         let md = &self.modules[from];
-        let imported = |m: ModId| {
-            md.file_imports.iter().any(|(t, _)| *t == m)
-                || md.extends.as_ref().is_some_and(|e| e.0 == m)
-        };
+        let imported =
+            md.file_imports.iter().map(|(t, _)| *t).chain(md.extends.as_ref().map(|e| e.0));
         cands
-            .iter()
-            .find(|d| self.decls[**d].module == from)
-            .or_else(|| cands.iter().find(|d| imported(self.decls[**d].module)))
-            .or_else(|| cands.iter().find(|d| self.modules[self.decls[**d].module].std))
-            .or(cands.first())
+            .get(&from)
+            .or_else(|| imported.filter_map(|m| cands.get_key_value(&m)).min().map(|(_, d)| d))
+            .or_else(|| cands.iter().next().filter(|(m, _)| self.modules[**m].std).map(|(_, d)| d))
+            .or_else(|| cands.values().next())
             .copied()
     }
 
