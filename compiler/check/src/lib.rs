@@ -9,6 +9,7 @@ mod eval;
 mod loader;
 mod model;
 mod rules;
+mod slice;
 mod stdlib;
 mod stdlib_doc;
 mod suggest;
@@ -20,6 +21,7 @@ use wrl_syntax::ast;
 
 pub use loader::{FsLoader, Loader, MemLoader, join_relative};
 pub use model::{CheckedDecl, Override, Profile, Recipe, Seg};
+pub use slice::ProfileSlicer;
 pub use stdlib::MODULES as STDLIB_MODULES;
 pub use stdlib_doc::stdlib_doc;
 pub use types::{Ty, parse_type};
@@ -39,6 +41,19 @@ pub fn check(
     entries: &[(FileId, &ast::File)],
     loader: &dyn Loader,
 ) -> Checked {
+    check_as(sources, entries, loader, None)
+}
+
+/// [`check`], with the recipe rules judging each recipe as `profile` resolves it (`wrlc check
+/// --profile NAME`): they run on the profiled recipe only, and a recipe that declares no such
+/// profile gets E0206. The recipes returned are the plain ones. With `None`, the rules run on
+/// each recipe and on each of its profiles.
+pub fn check_as(
+    sources: &mut SourceMap,
+    entries: &[(FileId, &ast::File)],
+    loader: &dyn Loader,
+    profile: Option<&str>,
+) -> Checked {
     let mut c = checker::Checker::new(sources, loader);
     let mut ids = Vec::new();
     for (file, parsed) in entries {
@@ -53,7 +68,7 @@ pub fn check(
         c.modules.iter().filter(|m| m.std).map(|m| m.file).collect();
     let mut diagnostics = std::mem::take(&mut c.diags);
     drop(c);
-    diagnostics.extend(rules::run(&recipes, sources, &std_files));
+    diagnostics.extend(rules::run(&recipes, sources, &std_files, profile));
     diagnostics
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()).then_with(|| a.message.cmp(&b.message)));
     diagnostics.dedup();

@@ -46,8 +46,11 @@ pub fn plan_diagnostics(recipe: &Recipe) -> Vec<Diagnostic> {
     let mut out = lower(recipe).err().unwrap_or_default();
     let base: Vec<(&'static str, Option<wrl_diagnostics::Span>)> =
         out.iter().map(|d| (d.code, d.primary_span())).collect();
+    // Each profile is lowered only as far as it changes the recipe: what it cannot reach
+    // lowers as in the plain recipe, whose diagnostics are already there.
+    let slicer = wrl_check::ProfileSlicer::new(recipe);
     for p in &recipe.profiles {
-        let Ok(r) = recipe.with_profile(&p.name) else { continue };
+        let r = slicer.slice(p);
         for d in lower(&r).err().unwrap_or_default() {
             if base.contains(&(d.code, d.primary_span())) {
                 continue;

@@ -173,18 +173,31 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
 
 /// Runs the rules on each recipe and on each of its profiles. A profile's diagnostics that
 /// the plain recipe already has are dropped; the others say which profile they come from.
+/// With `only`, the rules run on each recipe as that profile resolves it, and nothing else.
 pub(crate) fn run(
     recipes: &[Recipe],
     sources: &SourceMap,
     std_files: &BTreeSet<FileId>,
+    only: Option<&str>,
 ) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
+    if let Some(name) = only {
+        for recipe in recipes {
+            match recipe.with_profile(name) {
+                Ok(variant) => out.extend(check_recipe(&Ctx::new(&variant, sources, std_files))),
+                Err(d) => out.push(d),
+            }
+        }
+        return out;
+    }
     for recipe in recipes {
         let base = check_recipe(&Ctx::new(recipe, sources, std_files));
         let mut seen: Vec<Diagnostic> = base.clone();
         out.extend(base);
+        // Only what a profile can change is checked again (see `ProfileSlicer`).
+        let slicer = crate::slice::ProfileSlicer::new(recipe);
         for profile in &recipe.profiles {
-            let Ok(variant) = recipe.with_profile(&profile.name) else { continue };
+            let variant = slicer.slice(profile);
             for d in check_recipe(&Ctx::new(&variant, sources, std_files)) {
                 if seen.contains(&d) {
                     continue;

@@ -1,0 +1,177 @@
+//! The part of a recipe a profile can change. `wrlc check` runs the recipe rules and the
+//! planner's checks on every profile too; on a copy of the whole recipe per profile that costs
+//! (profiles × declarations), quadratic in a file whose experiments each have a profile. A
+//! [`ProfileSlicer`] indexes the recipe's references once and gives, per profile, only the
+//! declarations whose meaning the profile can change, with its overrides applied.
+
+use std::collections::BTreeMap;
+
+use crate::model::{Profile, Recipe, apply};
+use crate::value::{Obj, SigExpr, V, Val};
+
+/// A recipe's declarations and who refers to whom, built once for all its profiles.
+pub struct ProfileSlicer<'r> {
+    recipe: &'r Recipe,
+    /// Declarations by name (all of them, should a name repeat).
+    by_name: BTreeMap<&'r str, Vec<usize>>,
+    /// For each declaration, the declarations its value mentions.
+    refs: Vec<Vec<usize>>,
+    /// For each declaration, the declarations whose value mentions it.
+    users: Vec<Vec<usize>>,
+}
+
+impl<'r> ProfileSlicer<'r> {
+    pub fn new(recipe: &'r Recipe) -> ProfileSlicer<'r> {
+        let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, d) in recipe.decls.iter().enumerate() {
+            by_name.entry(d.name.as_str()).or_default().push(i);
+        }
+        let mut refs = Vec::with_capacity(recipe.decls.len());
+        let mut users = vec![Vec::new(); recipe.decls.len()];
+        for (i, d) in recipe.decls.iter().enumerate() {
+            let mut out = Vec::new();
+            mentions(&d.value, &by_name, &mut out);
+            out.sort_unstable();
+            out.dedup();
+            for &j in &out {
+                users[j].push(i);
+            }
+            refs.push(out);
+        }
+        ProfileSlicer { recipe, by_name, refs, users }
+    }
+
+    /// The recipe with `profile` applied, restricted to what the profile can change: every
+    /// declaration that refers (directly or not) to one the profile overrides, and everything
+    /// those refer to in turn. A rule that starts at a declaration and follows references
+    /// reports the same on the slice as on the whole profiled recipe for every declaration in
+    /// the slice; declarations outside it mean what they mean without the profile, so their
+    /// diagnostics are those of the plain recipe. The slice keeps the recipe's order.
+    pub fn slice(&self, profile: &Profile) -> Recipe {
+        let n = self.recipe.decls.len();
+        let mut overridden: Vec<usize> = profile
+            .overrides
+            .iter()
+            .flat_map(|o| self.by_name.get(o.decl.as_str()).into_iter().flatten().copied())
+            .collect();
+        overridden.sort_unstable();
+        overridden.dedup();
+        // The overridden declarations with the profile applied (overrides in order).
+        let mut changed = Recipe {
+            file: self.recipe.file.clone(),
+            decls: overridden.iter().map(|&i| self.recipe.decls[i].clone()).collect(),
+            profiles: Vec::new(),
+            profile: Some(profile.name.clone()),
+        };
+        for o in &profile.overrides {
+            apply(&mut changed, o);
+        }
+        let changed_at: BTreeMap<usize, usize> =
+            overridden.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+        // Whatever reaches an overridden declaration; the paths to the first overridden one
+        // run through unchanged declarations, so the plain recipe's references find them.
+        let mut keep = vec![false; n];
+        let mut stack = overridden.clone();
+        while let Some(i) = stack.pop() {
+            if !std::mem::replace(&mut keep[i], true) {
+                stack.extend(self.users[i].iter().copied().filter(|&u| !keep[u]));
+            }
+        }
+        // And whatever those refer to, with the profile's new references.
+        let mut stack: Vec<usize> = (0..n).filter(|&i| keep[i]).collect();
+        let mut seen = keep.clone();
+        while let Some(i) = stack.pop() {
+            let new_refs;
+            let out = match changed_at.get(&i) {
+                Some(&k) => {
+                    let mut v = Vec::new();
+                    mentions(&changed.decls[k].value, &self.by_name, &mut v);
+                    new_refs = v;
+                    &new_refs
+                }
+                None => &self.refs[i],
+            };
+            for &j in out {
+                if !std::mem::replace(&mut seen[j], true) {
+                    stack.push(j);
+                }
+            }
+        }
+        let mut changed_decls: Vec<Option<crate::model::CheckedDecl>> =
+            changed.decls.drain(..).map(Some).collect();
+        changed.decls = (0..n)
+            .filter(|&i| seen[i])
+            .map(|i| match changed_at.get(&i).and_then(|&k| changed_decls[k].take()) {
+                Some(d) => d,
+                None => self.recipe.decls[i].clone(),
+            })
+            .collect();
+        changed
+    }
+}
+
+/// Every declaration of the recipe a value may name: references, reward names, and (to be
+/// safe, as rules look some names up) any word that is a declaration's name.
+fn mentions(v: &Val, by_name: &BTreeMap<&str, Vec<usize>>, out: &mut Vec<usize>) {
+    let name = |s: &str, out: &mut Vec<usize>| {
+        if let Some(ids) = by_name.get(s) {
+            out.extend(ids.iter().copied());
+        }
+    };
+    match &v.v {
+        V::Ref { decl, .. } => name(decl, out),
+        V::Str { value } | V::Enum { value } | V::Symbol { name: value } => name(value, out),
+        V::List { items } => items.iter().for_each(|x| mentions(x, by_name, out)),
+        V::Record { fields } => fields.values().for_each(|x| mentions(x, by_name, out)),
+        V::Range { lo, hi } => {
+            mentions(lo, by_name, out);
+            mentions(hi, by_name, out);
+        }
+        V::Obj(o) => obj_mentions(o, by_name, out),
+        V::Signal { expr } => sig_mentions(expr, by_name, out),
+        V::Num { .. } | V::Qty { .. } | V::Bool { .. } | V::Dims { .. } | V::Unknown => {}
+    }
+}
+
+fn obj_mentions(o: &Obj, by_name: &BTreeMap<&str, Vec<usize>>, out: &mut Vec<usize>) {
+    for x in o.fields.values().chain(o.meta.values()) {
+        mentions(x, by_name, out);
+    }
+    for m in &o.modules {
+        mentions(&m.value, by_name, out);
+    }
+    for e in &o.edges {
+        if let Some(l) = &e.limit {
+            mentions(l, by_name, out);
+        }
+    }
+    for t in &o.tools {
+        for p in &t.params {
+            if let Some(d) = &p.default {
+                mentions(d, by_name, out);
+            }
+        }
+    }
+}
+
+fn sig_mentions(e: &SigExpr, by_name: &BTreeMap<&str, Vec<usize>>, out: &mut Vec<usize>) {
+    match e {
+        SigExpr::Reward { name } => {
+            if let Some(ids) = by_name.get(name.as_str()) {
+                out.extend(ids.iter().copied());
+            }
+        }
+        SigExpr::Signal { obj } => obj_mentions(obj, by_name, out),
+        SigExpr::Unary { arg, .. } => sig_mentions(arg, by_name, out),
+        SigExpr::Binary { lhs, rhs, .. } => {
+            sig_mentions(lhs, by_name, out);
+            sig_mentions(rhs, by_name, out);
+        }
+        SigExpr::If { cond, then, otherwise } => {
+            sig_mentions(cond, by_name, out);
+            sig_mentions(then, by_name, out);
+            sig_mentions(otherwise, by_name, out);
+        }
+        SigExpr::Const { .. } | SigExpr::Bool { .. } => {}
+    }
+}
