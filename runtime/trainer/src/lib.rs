@@ -46,7 +46,7 @@ pub use data::{
 pub use device::DeviceChoice;
 pub use error::{Result, TrainerError};
 pub use metrics::Metrics;
-pub use models::{PolicyConfig, PretrainedSource, TinyConfig};
+pub use models::{PolicyConfig, Positions, PretrainedSource, TinyConfig};
 pub use ops::OpsMode;
 pub use optim::{OptimConfig, Schedule, ScheduleKind};
 pub use rl::{

@@ -15,7 +15,7 @@ use crate::params::ParamStore;
 use crate::tokenizer::Tokenizer;
 
 pub use qwen::{QwenConfig, QwenModel};
-pub use tiny::{TinyConfig, TinyModel};
+pub use tiny::{Positions, TinyConfig, TinyModel};
 
 /// Which policy to build. Deserialises from the plan JSON, e.g.
 /// `{ "family": "tiny", "layers": 2, "d_model": 128, "heads": 4, "context": 256 }` or

@@ -1,5 +1,5 @@
-//! `std::models::tiny`: a byte-level pre-LN GPT decoder with learned positions and a tanh-GELU
-//! MLP, small enough to train on two CPU cores in minutes.
+//! `std::models::tiny`: a byte-level pre-LN GPT decoder with a tanh-GELU MLP and either learned
+//! absolute positions or ALiBi, small enough to train on two CPU cores in minutes.
 
 use candle_core::{D, Device, Tensor};
 use rand_chacha::ChaCha8Rng;
@@ -27,6 +27,19 @@ fn d_mlp() -> usize {
     4
 }
 
+/// How the tiny model knows where a token is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Positions {
+    /// A learned embedding per absolute position (GPT-2).
+    #[default]
+    Learned,
+    /// No position embedding; attention scores fall linearly with distance, per head (ALiBi).
+    /// What the policy learns at one place of a prompt holds at every other: better for small
+    /// data whose prompts vary in length.
+    Alibi,
+}
+
 /// Sizes of the tiny model. Every field has a default, so `{ "family": "tiny" }` is valid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TinyConfig {
@@ -45,6 +58,9 @@ pub struct TinyConfig {
     /// MLP hidden width as a multiple of `d_model`.
     #[serde(default = "d_mlp")]
     pub mlp_ratio: usize,
+    /// Position scheme (default: learned, as in checkpoints written before ALiBi existed).
+    #[serde(default)]
+    pub positions: Positions,
     /// Operation implementation (default: fused kernels on CPU).
     #[serde(default)]
     pub ops: OpsMode,
@@ -58,6 +74,7 @@ impl Default for TinyConfig {
             heads: d_heads(),
             context: d_context(),
             mlp_ratio: d_mlp(),
+            positions: Positions::Learned,
             ops: OpsMode::Auto,
         }
     }
@@ -94,7 +111,9 @@ impl TinyModel {
         let proj_std = std / ((2 * config.layers) as f32).sqrt();
         let mut p = ParamStore::new();
         p.create("tok_emb.weight", &[v, d], Init::Normal(std), rng, device)?;
-        p.create("pos_emb.weight", &[config.context, d], Init::Normal(std), rng, device)?;
+        if config.positions == Positions::Learned {
+            p.create("pos_emb.weight", &[config.context, d], Init::Normal(std), rng, device)?;
+        }
         for i in 0..config.layers {
             let n = |s: &str| format!("layers.{i}.{s}");
             p.create(&n("ln1.weight"), &[d], Init::Ones, rng, device)?;
@@ -157,15 +176,21 @@ impl TinyModel {
         }
         let p = &self.params;
         let tok = p.get("tok_emb.weight")?.index_select(&ids.flatten_all()?, 0)?;
-        let pos = p.get("pos_emb.weight")?.narrow(0, offset, t)?;
-        let mut x = tok.reshape((b, t, d))?.broadcast_add(&pos)?;
+        let tok = tok.reshape((b, t, d))?;
+        let alibi = c.positions == Positions::Alibi;
+        let mut x = match c.positions {
+            Positions::Learned => {
+                tok.broadcast_add(&p.get("pos_emb.weight")?.narrow(0, offset, t)?)?
+            }
+            Positions::Alibi => tok,
+        };
         let scale = 1.0 / (hd as f64).sqrt();
         for i in 0..c.layers {
             let g = |s: &str| p.get(&format!("layers.{i}.{s}"));
             let h = self.ops.layer_norm(&x, &g("ln1.weight")?, &g("ln1.bias")?, LN_EPS)?;
             let qkv = self.ops.linear(&h, &g("attn.qkv.weight")?, Some(&g("attn.qkv.bias")?))?;
             let y = match cache.as_deref_mut() {
-                None => self.ops.causal_attention_qkv(&qkv, nh, scale)?,
+                None => self.ops.causal_attention_qkv(&qkv, nh, scale, alibi)?,
                 Some(kv) => {
                     let qkv = qkv.reshape((b, t, 3, nh, hd))?;
                     let split = |j: usize| -> Result<Tensor> {
@@ -173,7 +198,11 @@ impl TinyModel {
                     };
                     let (q, k, v) = (split(0)?, split(1)?, split(2)?);
                     let (k, v) = kv.append(i, k, v)?;
-                    let y = reference::attention(&q, &k, &v, scale, offset)?;
+                    let y = if alibi {
+                        reference::attention_alibi(&q, &k, &v, scale, offset)?
+                    } else {
+                        reference::attention(&q, &k, &v, scale, offset)?
+                    };
                     y.transpose(1, 2)?.reshape((b, t, d))?
                 }
             };

@@ -91,9 +91,16 @@ impl Ops {
 
     /// Causal self-attention from a packed projection: qkv (B, T, 3·H·D) laid out as
     /// [q heads | k heads | v heads] → (B, T, H·D). The fused path reads it in place.
-    pub fn causal_attention_qkv(&self, qkv: &Tensor, heads: usize, scale: f64) -> Result<Tensor> {
+    /// `alibi` adds ALiBi's per-head distance penalty to the scores.
+    pub fn causal_attention_qkv(
+        &self,
+        qkv: &Tensor,
+        heads: usize,
+        scale: f64,
+        alibi: bool,
+    ) -> Result<Tensor> {
         if self.fused && qkv.dtype() == DType::F32 {
-            let op = fused::attention::CausalAttentionQkv { heads, scale: scale as f32 };
+            let op = fused::attention::CausalAttentionQkv { heads, scale: scale as f32, alibi };
             return Ok(qkv.contiguous()?.apply_op1(op)?);
         }
         let (b, t, w) = qkv.dims3()?;
@@ -102,7 +109,11 @@ impl Ops {
         let part = |j: usize| -> Result<Tensor> {
             Ok(qkv.narrow(2, j, 1)?.squeeze(2)?.transpose(1, 2)?.contiguous()?)
         };
-        let y = reference::attention(&part(0)?, &part(1)?, &part(2)?, scale, 0)?;
+        let y = if alibi {
+            reference::attention_alibi(&part(0)?, &part(1)?, &part(2)?, scale, 0)?
+        } else {
+            reference::attention(&part(0)?, &part(1)?, &part(2)?, scale, 0)?
+        };
         Ok(y.transpose(1, 2)?.reshape((b, t, heads * d))?)
     }
 

@@ -52,6 +52,47 @@ pub fn causal_mask(tq: usize, tk: usize, offset: usize, device: &Device) -> Resu
     Ok(Tensor::from_vec(m, (tq, tk), device)?)
 }
 
+/// The additive ALiBi bias and causal mask (H, tq, tk): query i at absolute position
+/// `offset + i` scores key j with −slope_h·(offset + i − j), and −∞ for j > offset + i.
+pub fn alibi_bias(
+    heads: usize,
+    tq: usize,
+    tk: usize,
+    offset: usize,
+    device: &Device,
+) -> Result<Tensor> {
+    let mut m = vec![0f32; heads * tq * tk];
+    for h in 0..heads {
+        let slope = super::fused::attention::alibi_slope(h, heads);
+        for i in 0..tq {
+            for j in 0..tk {
+                m[(h * tq + i) * tk + j] = if j > offset + i {
+                    f32::NEG_INFINITY
+                } else {
+                    -slope * (offset + i - j) as f32
+                };
+            }
+        }
+    }
+    Ok(Tensor::from_vec(m, (heads, tq, tk), device)?)
+}
+
+/// Causal attention with ALiBi (q: (B, H, tq, D); k, v: (B, H, tk, D)), as
+/// [`attention`] otherwise.
+pub fn attention_alibi(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f64,
+    offset: usize,
+) -> Result<Tensor> {
+    let (heads, tq, tk) = (q.dim(1)?, q.dim(2)?, k.dim(2)?);
+    let scores = (q.matmul(&k.t()?)? * scale)?;
+    let bias = alibi_bias(heads, tq, tk, offset, q.device())?.to_dtype(scores.dtype())?;
+    let p = candle_nn::ops::softmax(&scores.broadcast_add(&bias)?, D::Minus1)?;
+    Ok(p.matmul(v)?)
+}
+
 /// Attention with a causal mask. q: (B, H, tq, D); k, v: (B, H, tk, D); query i sits at
 /// absolute position `offset + i` and the keys at 0..tk.
 pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, offset: usize) -> Result<Tensor> {

@@ -3,12 +3,30 @@
 use std::collections::BTreeMap;
 
 use wrl_trainer::{
-    DeviceChoice, OpsMode, OptimConfig, PolicyConfig, TinyConfig, Trainer, TrainerConfig,
+    DeviceChoice, OpsMode, OptimConfig, PolicyConfig, Positions, TinyConfig, Trainer, TrainerConfig,
 };
 
 /// A tiny model config small enough for debug-build tests.
 pub fn tiny(layers: usize, d: usize, ops: OpsMode) -> PolicyConfig {
-    PolicyConfig::Tiny(TinyConfig { layers, d_model: d, heads: 2, context: 64, mlp_ratio: 4, ops })
+    PolicyConfig::Tiny(TinyConfig {
+        layers,
+        d_model: d,
+        heads: 2,
+        context: 64,
+        mlp_ratio: 4,
+        positions: Positions::Learned,
+        ops,
+    })
+}
+
+/// The same tiny model with ALiBi instead of learned positions.
+pub fn tiny_alibi(layers: usize, d: usize, ops: OpsMode) -> PolicyConfig {
+    match tiny(layers, d, ops) {
+        PolicyConfig::Tiny(c) => {
+            PolicyConfig::Tiny(TinyConfig { positions: Positions::Alibi, ..c })
+        }
+        other => other,
+    }
 }
 
 /// A CPU trainer.

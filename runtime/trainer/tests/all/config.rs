@@ -1,7 +1,8 @@
 //! The plan JSON the executor passes deserialises into the public config types.
 
 use wrl_trainer::{
-    DeviceChoice, OpsMode, PolicyConfig, RlConfig, ScheduleKind, TinyConfig, TrainerConfig,
+    DeviceChoice, OpsMode, PolicyConfig, Positions, RlConfig, ScheduleKind, TinyConfig,
+    TrainerConfig,
 };
 
 #[test]
@@ -16,6 +17,7 @@ fn plan_json_deserialises() {
             heads: 4,
             context: 256,
             mlp_ratio: 4,
+            positions: Positions::Learned,
             ops: OpsMode::Auto
         })
     );

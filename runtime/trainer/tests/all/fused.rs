@@ -8,7 +8,7 @@ use wrl_trainer::ops::fused::gelu::fast_tanh;
 use wrl_trainer::ops::{Ops, OpsMode, reference};
 use wrl_trainer::{Role, Segment, Trajectory, render};
 
-use crate::common::{tiny, trainer};
+use crate::common::{tiny, tiny_alibi, trainer};
 
 fn rand_var(shape: &[usize], scale: f32, seed: u64) -> Var {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
@@ -147,8 +147,17 @@ fn fused_logprobs_match_reference() {
 
 #[test]
 fn fused_and_reference_models_agree() {
-    let fused = trainer(tiny(2, 32, OpsMode::Auto), 1e-3, 0.0, 12);
-    let refm = trainer(tiny(2, 32, OpsMode::Reference), 1e-3, 0.0, 12);
+    models_agree(tiny(2, 32, OpsMode::Auto), tiny(2, 32, OpsMode::Reference));
+}
+
+#[test]
+fn fused_and_reference_alibi_models_agree() {
+    models_agree(tiny_alibi(2, 32, OpsMode::Auto), tiny_alibi(2, 32, OpsMode::Reference));
+}
+
+fn models_agree(f: wrl_trainer::PolicyConfig, r: wrl_trainer::PolicyConfig) {
+    let fused = trainer(f, 1e-3, 0.0, 12);
+    let refm = trainer(r, 1e-3, 0.0, 12);
     let tr = Trajectory {
         segments: vec![
             Segment::new(Role::User, "compare"),
@@ -206,8 +215,15 @@ fn fused_packed_qkv_attention_matches_reference() {
     check(
         "attention-qkv",
         &[&qkv],
-        &|| fused.causal_attention_qkv(qkv.as_tensor(), 3, s).unwrap(),
-        &|| refo.causal_attention_qkv(qkv.as_tensor(), 3, s).unwrap(),
+        &|| fused.causal_attention_qkv(qkv.as_tensor(), 3, s, false).unwrap(),
+        &|| refo.causal_attention_qkv(qkv.as_tensor(), 3, s, false).unwrap(),
+        2e-5,
+    );
+    check(
+        "attention-qkv-alibi",
+        &[&qkv],
+        &|| fused.causal_attention_qkv(qkv.as_tensor(), 3, s, true).unwrap(),
+        &|| refo.causal_attention_qkv(qkv.as_tensor(), 3, s, true).unwrap(),
         2e-5,
     );
 }

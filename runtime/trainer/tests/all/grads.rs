@@ -7,7 +7,7 @@ use wrl_trainer::{
     SampleParams, Segment, Trainer, Trajectory, render, render_prompt,
 };
 
-use crate::common::{snapshot, tiny, trainer, unchanged};
+use crate::common::{snapshot, tiny, tiny_alibi, trainer, unchanged};
 use crate::qwen::{policy, qwen2_shape, qwen3_shape, write_checkpoint};
 
 fn samples(t: &mut Trainer) -> Vec<Sample> {
@@ -83,6 +83,11 @@ fn check_all(make: &dyn Fn() -> Trainer, label: &str) {
 #[test]
 fn every_param_gets_gradient_tiny_fused() {
     check_all(&|| trainer(tiny(2, 32, OpsMode::Auto), 1e-3, 0.0, 3), "tiny-fused");
+}
+
+#[test]
+fn every_param_gets_gradient_tiny_alibi() {
+    check_all(&|| trainer(tiny_alibi(2, 32, OpsMode::Auto), 1e-3, 0.0, 3), "tiny-alibi");
 }
 
 #[test]

@@ -4,14 +4,23 @@
 use candle_core::{D, Device, Tensor};
 use wrl_trainer::{FinishReason, OpsMode, SampleParams};
 
-use crate::common::{tiny, trainer};
+use crate::common::{tiny, tiny_alibi, trainer};
 
 const PROMPT: [u32; 4] = [256, 260, b'x' as u32, 261];
 
 #[test]
 fn sampling_is_seeded_and_logprobs_match_forward() {
-    let mut a = trainer(tiny(1, 32, OpsMode::Auto), 1e-3, 0.0, 17);
-    let mut b = trainer(tiny(1, 32, OpsMode::Auto), 1e-3, 0.0, 17);
+    seeded_and_matching(&|| trainer(tiny(1, 32, OpsMode::Auto), 1e-3, 0.0, 17));
+}
+
+#[test]
+fn alibi_kv_cache_logprobs_match_forward() {
+    seeded_and_matching(&|| trainer(tiny_alibi(2, 32, OpsMode::Auto), 1e-3, 0.0, 18));
+}
+
+fn seeded_and_matching(make: &dyn Fn() -> wrl_trainer::Trainer) {
+    let mut a = make();
+    let mut b = make();
     let p = SampleParams { n: 3, max_tokens: 12, temperature: 0.7, ..Default::default() };
     let oa = a.sample(&[PROMPT.to_vec()], &p).unwrap();
     let ob = b.sample(&[PROMPT.to_vec()], &p).unwrap();

@@ -2,7 +2,8 @@
 //! `CausalAttentionQkv` takes the packed qkv projection (B, T, 3·H·D) and returns (B, T, H·D),
 //! so the model needs no split/transpose copies (whose backward in candle is zero-pad + cat).
 //! One (batch, head) per rayon task; the masked upper triangle is never computed; the backward
-//! recomputes the probabilities row by row instead of storing them.
+//! recomputes the probabilities row by row instead of storing them. With ALiBi, each head adds
+//! −slope·(i − j) to its scores: a constant, so the backward formula is unchanged.
 
 use candle_core::{CpuStorage, CustomOp1, CustomOp3, Layout, Shape, Tensor};
 use rayon::prelude::*;
@@ -24,10 +25,25 @@ pub struct CausalAttentionQkv {
     pub heads: usize,
     /// Score scale, usually 1/√D.
     pub scale: f32,
+    /// Add ALiBi's per-head linear distance penalty (see [`alibi_slope`]).
+    pub alibi: bool,
 }
 
-/// P = softmax(scale·q·kᵀ + causal mask), (T, T) row-major; masked entries are 0.
-fn probs(q: &[f32], k: &[f32], t: usize, d: usize, scale: f32) -> candle_core::Result<Vec<f32>> {
+/// ALiBi's slope of head `h` of `heads`: 2^(−8(h+1)/H) (Press et al., 2022).
+pub fn alibi_slope(h: usize, heads: usize) -> f32 {
+    (2f32).powf(-8.0 * (h + 1) as f32 / heads.max(1) as f32)
+}
+
+/// P = softmax(scale·q·kᵀ − slope·(i − j) + causal mask), (T, T) row-major; masked entries
+/// are 0. `slope` 0 is plain attention.
+fn probs(
+    q: &[f32],
+    k: &[f32],
+    t: usize,
+    d: usize,
+    scale: f32,
+    slope: f32,
+) -> candle_core::Result<Vec<f32>> {
     let mut p = vec![0f32; t * t];
     matmul(
         &mut p,
@@ -39,8 +55,8 @@ fn probs(q: &[f32], k: &[f32], t: usize, d: usize, scale: f32) -> candle_core::R
     for (i, row) in p.chunks_mut(t).enumerate() {
         let (live, masked) = row.split_at_mut(i + 1);
         let mut m = f32::NEG_INFINITY;
-        for x in live.iter_mut() {
-            *x *= scale;
+        for (j, x) in live.iter_mut().enumerate() {
+            *x = *x * scale - slope * (i - j) as f32;
             m = m.max(*x);
         }
         let mut z = 0f32;
@@ -64,10 +80,10 @@ fn head_forward(
     v: &[f32],
     t: usize,
     d: usize,
-    scale: f32,
+    (scale, slope): (f32, f32),
     o: &mut [f32],
 ) -> candle_core::Result<()> {
-    let p = probs(q, k, t, d, scale)?;
+    let p = probs(q, k, t, d, scale, slope)?;
     matmul(
         o,
         View { data: &p, rows: t, cols: t, rs: t, cs: 1 },
@@ -86,9 +102,9 @@ fn head_backward(
     g: &[f32],
     t: usize,
     d: usize,
-    scale: f32,
+    (scale, slope): (f32, f32),
 ) -> candle_core::Result<[Vec<f32>; 3]> {
-    let p = probs(q, k, t, d, scale)?;
+    let p = probs(q, k, t, d, scale, slope)?;
     let mat = |data, rows, cols| View { data, rows, cols, rs: cols, cs: 1 };
     let tr = |data, rows, cols| View { data, rows, cols, rs: 1, cs: rows };
     let mut dv = vec![0f32; t * d];
@@ -132,7 +148,7 @@ impl CustomOp3 for CausalAttention {
         let td = t * d;
         out.par_chunks_mut(td).enumerate().try_for_each(|(bh, o)| {
             let r = bh * td..(bh + 1) * td;
-            head_forward(&q[r.clone()], &k[r.clone()], &v[r], t, d, self.scale, o)
+            head_forward(&q[r.clone()], &k[r.clone()], &v[r], t, d, (self.scale, 0.0), o)
         })?;
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
@@ -163,7 +179,7 @@ impl CustomOp3 for CausalAttention {
                                     &g[r],
                                     t,
                                     d,
-                                    scale,
+                                    (scale, 0.0),
                                 )
                             })
                             .collect()
@@ -211,6 +227,10 @@ fn gather(
 }
 
 impl CausalAttentionQkv {
+    fn slope(&self, h: usize) -> f32 {
+        if self.alibi { alibi_slope(h, self.heads) } else { 0.0 }
+    }
+
     fn shape(&self, dims: &[usize]) -> candle_core::Result<(usize, usize, usize)> {
         match dims {
             [b, t, w] if self.heads > 0 && w % (3 * self.heads) == 0 => {
@@ -238,7 +258,7 @@ impl CustomOp1 for CausalAttentionQkv {
                 let k = gather(qkv, bi, h, 1, t, hs, d);
                 let v = gather(qkv, bi, h, 2, t, hs, d);
                 let mut o = vec![0f32; t * d];
-                head_forward(&q, &k, &v, t, d, self.scale, &mut o)?;
+                head_forward(&q, &k, &v, t, d, (self.scale, self.slope(h)), &mut o)?;
                 Ok(o)
             })
             .collect::<candle_core::Result<_>>()?;
@@ -277,7 +297,7 @@ impl CustomOp1 for CausalAttentionQkv {
                             let start = (bi * t + i) * width + h * d;
                             gh.extend_from_slice(&g[start..start + d]);
                         }
-                        head_backward(&q, &k, &v, &gh, t, d, self.scale)
+                        head_backward(&q, &k, &v, &gh, t, d, (self.scale, self.slope(h)))
                     })
                     .collect()
             })
