@@ -141,11 +141,18 @@ impl Observation {
     /// The compact text observation for text policies: task, URL (path only for loopback
     /// sites), elements with ids, feedback. A few hundred bytes on sandbox pages.
     pub fn text(&self) -> String {
-        let url = match origin(&self.url) {
-            Some(o) if o.host == "127.0.0.1" || o.host == "localhost" => {
-                wrl_sandbox::checker::url_path(&self.url).to_string()
-            }
-            _ => self.url.clone(),
+        // Loopback sites are shown by path alone: their port changes from run to run, and a
+        // policy trained on one run's demonstrations must see the same text in the next.
+        let local = origin(&self.url)
+            .filter(|o| o.host == "127.0.0.1" || o.host == "localhost")
+            .and_then(|_| self.url.find("://").map(|i| i + 3))
+            .map(|i| {
+                let end = self.url[i..].find('/').map_or(self.url.len(), |j| i + j);
+                self.url[..end].to_string()
+            });
+        let url = match &local {
+            Some(_) => wrl_sandbox::checker::url_path(&self.url).to_string(),
+            None => self.url.clone(),
         };
         let mut out = format!("task: {}\nurl: {url}\n", self.goal);
         if self.tabs.len() > 1 {
@@ -154,7 +161,11 @@ impl Observation {
         }
         out.push_str(&self.snapshot.render_items());
         if !self.feedback.is_empty() {
-            out.push_str(&format!("feedback: {}\n", self.feedback.replace('\n', "; ")));
+            let feedback = match &local {
+                Some(o) => self.feedback.replace(o.as_str(), ""),
+                None => self.feedback.clone(),
+            };
+            out.push_str(&format!("feedback: {}\n", feedback.replace('\n', "; ")));
         }
         out
     }

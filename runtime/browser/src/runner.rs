@@ -40,15 +40,37 @@ pub async fn run_task(
     task: &Task,
     policy: &mut dyn TextPolicy,
 ) -> Result<Trajectory, EpisodeError> {
+    Ok(run_task_with_screenshots(pool, sandbox, task, policy, 0).await?.0)
+}
+
+/// [`run_task`], also keeping the last `keep` PNG screenshots of the episode (the final page
+/// last), for judges that look at them. `keep` 0 takes none (screenshots cost time).
+pub async fn run_task_with_screenshots(
+    pool: &BrowserPool,
+    sandbox: &Arc<Sandbox>,
+    task: &Task,
+    policy: &mut dyn TextPolicy,
+    keep: usize,
+) -> Result<(Trajectory, Vec<Vec<u8>>), EpisodeError> {
     let cfg = EpisodeCfg { max_steps: task.max_steps, ..EpisodeCfg::default() };
     let mut ep = pool.episode(EpisodeSpec::sandbox_task(sandbox, task), cfg).await?;
     let mut steps = Vec::new();
     let mut history: Vec<String> = Vec::new();
+    let mut shots: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
+    let mut keep_shot = |shot: Option<Vec<u8>>| {
+        if let Some(png) = shot.filter(|_| keep > 0) {
+            if shots.len() == keep {
+                shots.pop_front();
+            }
+            shots.push_back(png);
+        }
+    };
     while ep.ended().is_none() {
-        let obs = match ep.observe(false).await {
+        let mut obs = match ep.observe(keep > 0).await {
             Ok(o) => o,
             Err(_) => break,
         };
+        keep_shot(obs.screenshot.take());
         let turn = policy.act(task, &obs, &history);
         let result = match terse::parse_turn(&turn) {
             Ok(actions) => ep.act(&actions).await,
@@ -62,9 +84,14 @@ pub async fn run_task(
         });
         history.extend(turn.lines().map(str::to_string));
     }
+    if keep > 0
+        && let Ok(mut obs) = ep.observe(true).await
+    {
+        keep_shot(obs.screenshot.take());
+    }
     let out = ep.finish().await;
     let verdict = out.verdict.clone();
-    Ok(Trajectory {
+    let trajectory = Trajectory {
         task_id: task.id.clone(),
         template: task.template.clone(),
         goal: task.goal.clone(),
@@ -78,7 +105,8 @@ pub async fn run_task(
             detail: verdict.map(|v| v.detail).unwrap_or_default(),
         },
         elapsed_ms: out.elapsed_ms,
-    })
+    };
+    Ok((trajectory, shots.into()))
 }
 
 fn ep_url(result: &crate::failure::StepResult, obs: &Observation) -> String {
