@@ -18,9 +18,10 @@ use wrl_trainer::{
     TrainerConfig,
 };
 
+use crate::judges::Judges;
 use crate::policy::{History, sft_examples};
 use crate::reward::RewardExpr;
-use crate::rollout::{Episode, RolloutCfg, rollout, samples, uniform_groups};
+use crate::rollout::{Episode, RolloutCfg, Scoring, rollout, samples, uniform_groups};
 use crate::rundir::RunDir;
 
 /// A runtime failure, with a code (`E05xx`) and what to do about it.
@@ -342,6 +343,7 @@ impl<'a> Executor<'a> {
                 "d_model": p_num(node, "d_model", 128.0) as usize,
                 "heads": p_num(node, "heads", 4.0) as usize,
                 "context": p_num(node, "context", 1024.0) as usize,
+                "positions": p_str(node, "positions", "learned"),
             },
             "seed": p_num(node, "seed", 0.0) as u64,
         }))
@@ -666,6 +668,8 @@ impl<'a> Executor<'a> {
             exclude,
         };
         let rewards = self.rewards.clone();
+        let judges = Judges::for_reward(&reward, &rewards)
+            .map_err(|e| RunError::new("E0504", format!("cannot set up the judges: {e}")))?;
         let sb = self.sandbox().await?;
         for iter in (start + 1)..=iters {
             let batch: Vec<Task> = (0..prompts)
@@ -679,7 +683,8 @@ impl<'a> Executor<'a> {
                 .collect();
             let conc = cfg.concurrency;
             let pool = self.pool(conc).await?;
-            let episodes = rollout(pool, &sb, &batch, &trainer, &cfg, &reward, &rewards).await;
+            let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
+            let episodes = rollout(pool, &sb, &batch, &trainer, &cfg, scoring).await;
             let samples = samples(&episodes, self.trajectory_ids);
             let metrics = {
                 let mut t =
@@ -720,7 +725,9 @@ impl<'a> Executor<'a> {
     ) -> Result<(), RunError> {
         let mut lines = Vec::new();
         for ep in episodes {
-            *self.cursor.failures.entry(ep.end_reason().to_string()).or_default() += 1;
+            if node.kind == NodeKind::RlPhase {
+                *self.cursor.failures.entry(ep.end_reason().to_string()).or_default() += 1;
+            }
             let reward = match &ep.reward {
                 crate::reward::RewardValue::Value(v) => json!(v),
                 crate::reward::RewardValue::Excluded(why) => json!({"excluded": why}),
@@ -789,7 +796,10 @@ impl<'a> Executor<'a> {
         let pool = self.pool(conc).await?;
         let none = BTreeMap::new();
         let zero = RewardExpr::Const { value: 0.0 };
-        let episodes = rollout(pool, &sb, &tasks, &trainer, &cfg, &zero, &none).await;
+        let judges = Judges::default();
+        let scoring = Scoring { reward: &zero, rewards: &none, judges: &judges };
+        let episodes = rollout(pool, &sb, &tasks, &trainer, &cfg, scoring).await;
+        self.log_episodes(node, 0, &episodes)?;
         let solved = episodes.iter().filter(|e| e.success()).count();
         let rate = if episodes.is_empty() { 0.0 } else { solved as f64 / episodes.len() as f64 };
         let after = p_str(node, "after", &node.decl).to_string();

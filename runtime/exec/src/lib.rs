@@ -4,6 +4,7 @@
 
 pub mod exec;
 pub mod judge;
+pub mod judges;
 pub mod policy;
 pub mod report;
 pub mod reward;

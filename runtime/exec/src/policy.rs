@@ -33,21 +33,40 @@ impl History {
 /// The largest prompt, in bytes, kept for the tiny byte-level policy's context.
 pub const MAX_PROMPT_BYTES: usize = 900;
 
-/// The user turn the policy sees: previous actions, then the observation.
+/// The user turn the policy sees: the page (URL, elements, feedback), then the actions so far,
+/// then the task. The task comes last, next to the answer the policy writes, because that is
+/// what it copies from most (a product or town name to search for); when the prompt is too long
+/// the page is cut, never the task or the actions.
 pub fn prompt_text(observation: &str, history: &[String], mode: History) -> String {
-    let mut s = String::new();
+    let (task, page) = match observation.split_once('\n') {
+        Some((first, rest)) if first.starts_with("task: ") => (first, rest),
+        _ => ("", observation),
+    };
+    let mut tail = String::new();
     if mode == History::ActionOnly && !history.is_empty() {
-        s.push_str("done: ");
-        s.push_str(&history.join("; "));
+        tail.push_str("done: ");
+        tail.push_str(&history.join("; "));
+        tail.push('\n');
+    }
+    tail.push_str(task);
+    // One byte stays free for the newline between the page and the tail.
+    let mut keep = MAX_PROMPT_BYTES.saturating_sub(tail.len() + 1).min(page.len());
+    while !page.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    let page = &page[..keep];
+    let mut s = String::with_capacity(keep + tail.len() + 1);
+    s.push_str(page);
+    if !page.is_empty() && !page.ends_with('\n') {
         s.push('\n');
     }
-    s.push_str(observation);
+    s.push_str(&tail);
     if s.len() > MAX_PROMPT_BYTES {
-        let mut cut = MAX_PROMPT_BYTES;
+        let mut cut = s.len() - MAX_PROMPT_BYTES;
         while !s.is_char_boundary(cut) {
-            cut -= 1;
+            cut += 1;
         }
-        s.truncate(cut);
+        s.drain(..cut);
     }
     s
 }
@@ -169,8 +188,11 @@ mod tests {
         };
         let ex = sft_examples(&traj, History::ActionOnly);
         assert_eq!(ex.len(), 2);
-        assert_eq!(ex[1].segments[0].text, "done: click 1\ntask: g\n[2] button");
+        assert_eq!(ex[1].segments[0].text, "[2] button\ndone: click 1\ntask: g");
         assert_eq!(ex[1].segments[1].text, "answer 3");
         assert!(prompt_text(&"x".repeat(5000), &[], History::None).len() <= MAX_PROMPT_BYTES);
+        let long = format!("task: find it\n{}", "[9] link \"x\"\n".repeat(200));
+        let p = prompt_text(&long, &["click 1".into()], History::ActionOnly);
+        assert!(p.len() <= MAX_PROMPT_BYTES && p.ends_with("\ndone: click 1\ntask: find it"));
     }
 }

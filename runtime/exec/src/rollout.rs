@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use wrl_browser::BrowserPool;
-use wrl_browser::runner::run_task;
+use wrl_browser::runner::run_task_with_screenshots;
 use wrl_sandbox::{Sandbox, Task, TrajOutcome, Trajectory};
 use wrl_trainer::{Sample, SampleParams, Trainer};
 
+use crate::judges::Judges;
 use crate::policy::{History, TrainerPolicy, Turn};
 use crate::reward::{EpisodeFacts, RewardExpr, RewardValue, evaluate};
 
@@ -68,6 +69,33 @@ pub struct RolloutCfg {
     pub exclude: Vec<String>,
 }
 
+/// How episodes are scored: the reward, the rewards it names, and the judges it asks.
+#[derive(Clone, Copy, Debug)]
+pub struct Scoring<'a> {
+    pub reward: &'a RewardExpr,
+    pub rewards: &'a BTreeMap<String, RewardExpr>,
+    pub judges: &'a Judges,
+}
+
+/// Scores one episode: the reward is evaluated first without judges; only when the branch it
+/// takes needs a judge are the judges asked (a judge is an HTTP call), then it is evaluated
+/// again with their verdicts.
+pub async fn score(
+    scoring: Scoring<'_>,
+    trajectory: &Trajectory,
+    screenshots: &[Vec<u8>],
+) -> RewardValue {
+    let mut f = facts(trajectory, None);
+    match evaluate(scoring.reward, &f, scoring.rewards) {
+        RewardValue::Excluded(_) if !scoring.judges.is_empty() => {
+            let (verdicts, _) = scoring.judges.judge(trajectory, screenshots).await;
+            f.judges = verdicts;
+            evaluate(scoring.reward, &f, scoring.rewards)
+        }
+        r => r,
+    }
+}
+
 /// Runs every task `group` times with the policy and scores each episode.
 pub async fn rollout(
     pool: &BrowserPool,
@@ -75,8 +103,7 @@ pub async fn rollout(
     tasks: &[Task],
     trainer: &Arc<Mutex<Trainer>>,
     cfg: &RolloutCfg,
-    reward: &RewardExpr,
-    rewards: &BTreeMap<String, RewardExpr>,
+    scoring: Scoring<'_>,
 ) -> Vec<Episode> {
     let jobs: Vec<(usize, &Task)> = tasks
         .iter()
@@ -87,11 +114,13 @@ pub async fn rollout(
         let trainer = trainer.clone();
         async move {
             let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
-            let trajectory = match run_task(pool, sandbox, task, &mut policy).await {
-                Ok(t) => t,
-                Err(e) => failed(task, &e.to_string()),
-            };
-            let reward = match evaluate(reward, &facts(&trajectory, None), rewards) {
+            let keep = scoring.judges.screenshots();
+            let (trajectory, shots) =
+                match run_task_with_screenshots(pool, sandbox, task, &mut policy, keep).await {
+                    Ok(t) => t,
+                    Err(e) => (failed(task, &e.to_string()), Vec::new()),
+                };
+            let reward = match score(scoring, &trajectory, &shots).await {
                 RewardValue::Value(_)
                     if cfg.exclude.iter().any(|x| x == &trajectory.outcome.reason) =>
                 {
