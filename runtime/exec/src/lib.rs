@@ -10,6 +10,7 @@ pub mod report;
 pub mod reward;
 pub mod rollout;
 pub mod rundir;
+pub mod serve;
 
 pub use exec::{EvalResult, Executor, RunError, RunOptions, Summary, preflight};
 pub use rundir::{Committed, RunDir, RunDirError};
