@@ -110,6 +110,18 @@ pub enum Command {
                       --split test\n  wrlc sandbox expert --count 20 --out /tmp/demos"
     )]
     Sandbox(wrl_browser::cli::SandboxCommand),
+    /// Serve a trained policy over an OpenAI-compatible HTTP API (chat completions, models)
+    #[command(
+        after_help = "Examples:\n  wrlc serve runs/quickstart/checkpoints/sft\n  wrlc serve \
+                      runs/quickstart --addr 127.0.0.1:0 --model-name judge\n  curl \
+                      http://127.0.0.1:8000/v1/chat/completions -d '{\"messages\": [{\"role\": \
+                      \"user\", \"content\": \"hi\"}], \"max_tokens\": 32}'\n\nA run directory \
+                      serves its latest committed checkpoint. The first line of stdout is the \
+                      base URL (`serving policy at http://HOST:PORT/v1`). See docs/serve.md.\n\nExit \
+                      status: 0 stopped by Ctrl-C, 2 unreadable checkpoint, refused address or \
+                      runtime error."
+    )]
+    Serve(crate::commands::serve::ServeCmd),
 }
 
 #[derive(Debug, Args)]

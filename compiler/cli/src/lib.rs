@@ -81,6 +81,7 @@ pub fn run(cli: Cli, io: &mut Io) -> u8 {
         }
         Command::Plan(cmd) => commands::plan::run(cmd, &global, io),
         Command::Estimate(cmd) => commands::estimate::run(cmd, &global, io),
+        Command::Serve(cmd) => commands::serve::run(cmd, io),
     }
 }
 

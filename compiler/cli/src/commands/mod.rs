@@ -5,3 +5,4 @@ pub mod estimate;
 pub mod fmt;
 pub mod plan;
 pub mod run;
+pub mod serve;

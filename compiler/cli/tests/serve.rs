@@ -1,0 +1,37 @@
+//! `wrlc serve` refuses before loading anything when the checkpoint is missing or not one, or
+//! the address is not loopback without `--public`: coded errors with a help line, exit 2.
+
+use wrl_cli::run_captured;
+
+#[test]
+fn a_missing_checkpoint_is_a_coded_error() {
+    let (code, out, err) =
+        run_captured(["serve", "no/such/run/checkpoints/sft", "--addr", "127.0.0.1:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("E0503") && err.contains("no/such/run/checkpoints/sft"), "{err}");
+    assert!(err.contains("help:"), "{err}");
+}
+
+#[test]
+fn a_directory_that_is_not_a_checkpoint_is_refused() {
+    let (code, _, err) =
+        run_captured(["serve", env!("CARGO_MANIFEST_DIR"), "--addr", "127.0.0.1:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("E0503") && err.contains("not a checkpoint"), "{err}");
+}
+
+#[test]
+fn a_public_address_needs_public() {
+    let (code, _, err) = run_captured(["serve", "no/such/ckpt", "--addr", "0.0.0.0:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a loopback address") && err.contains("--public"), "{err}");
+}
+
+#[test]
+fn help_has_examples() {
+    // `run_captured` returns clap's help on the error stream.
+    let (code, _, help) = run_captured(["serve", "--help"]);
+    assert_eq!(code, 0);
+    assert!(help.contains("Examples:") && help.contains("--max-concurrency"), "{help}");
+}
