@@ -14,6 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -272,6 +273,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/v1/models/{id}", get(model_by_id))
         .route("/health", get(health))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
 }
 
@@ -312,6 +314,15 @@ impl IntoResponse for ApiError {
             "code": self.code,
         }});
         (self.status, axum::Json(body)).into_response()
+    }
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        kind: "invalid_request_error",
+        code: "method_not_allowed",
+        message: "wrong method; chat completions are POST, models and health are GET".into(),
     }
 }
 
@@ -564,7 +575,28 @@ fn visible_text(c: &Completion, stops: &[String]) -> String {
     }
 }
 
-async fn chat_completions(State(s): State<Arc<AppState>>, body: Bytes) -> Response {
+async fn chat_completions(
+    State(s): State<Arc<AppState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => {
+            let status = e.status();
+            let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+                "request_too_large"
+            } else {
+                "invalid_body"
+            };
+            return ApiError {
+                status,
+                kind: "invalid_request_error",
+                code,
+                message: format!("the request body cannot be read: {}", e.body_text()),
+            }
+            .into_response();
+        }
+    };
     match complete(s, body).await {
         Ok(v) => axum::Json(v).into_response(),
         Err(e) => e.into_response(),

@@ -172,6 +172,12 @@ async fn chat_completions_models_health_and_errors() {
     assert_eq!(health["status"], "ok");
     let missing = http.get(format!("{root}/v2/nothing")).send().await.unwrap();
     assert_eq!(missing.status().as_u16(), 404);
+    let e: Json = missing.json().await.unwrap();
+    assert_eq!(e["error"]["code"], "not_found");
+    let wrong = http.get(format!("{base}/chat/completions")).send().await.unwrap();
+    assert_eq!(wrong.status().as_u16(), 405);
+    let e: Json = wrong.json().await.unwrap();
+    assert_eq!(e["error"]["code"], "method_not_allowed");
 
     server.stop().await.unwrap();
     assert!(
