@@ -45,8 +45,11 @@ fn shrunken_quickstart_runs_end_to_end_and_resumes_without_duplicates() {
     assert_eq!(evals.len(), 2, "{summary}");
     assert_eq!(evals[0]["after"], "warmup");
     assert_eq!(evals[1]["after"], "online");
-    // 2 iterations × 2 prompts × group 2, each logged once.
-    assert_eq!(lines(&out.join("trajectories.jsonl")), 8);
+    // 2 iterations × 2 prompts × group 2, and 2 evaluations × 3 tasks, each logged once.
+    assert_eq!(lines(&out.join("trajectories.jsonl")), 14);
+    let text = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
+    let evals_logged = text.lines().filter(|l| l.contains("\"node\":\"eval:")).count();
+    assert_eq!(evals_logged, 6, "evaluation episodes are logged too");
     let metrics = std::fs::read_to_string(out.join("metrics.jsonl")).unwrap();
     assert!(metrics.contains("\"kind\":\"sft\"") && metrics.contains("\"kind\":\"rl\""));
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
@@ -58,7 +61,7 @@ fn shrunken_quickstart_runs_end_to_end_and_resumes_without_duplicates() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
         lines(&out.join("trajectories.jsonl")),
-        8,
+        14,
         "resume of a finished run must not add trajectories"
     );
 }
