@@ -7,7 +7,8 @@
 use std::time::Instant;
 
 use wrl_trainer::{
-    DeviceChoice, Example, OpsMode, OptimConfig, PolicyConfig, TinyConfig, Trainer, TrainerConfig,
+    DeviceChoice, Example, OpsMode, OptimConfig, PolicyConfig, Positions, TinyConfig, Trainer,
+    TrainerConfig,
 };
 
 fn arg(args: &[String], i: usize, default: usize) -> usize {
@@ -39,6 +40,8 @@ fn main() -> wrl_trainer::Result<()> {
             heads,
             context: ctx,
             mlp_ratio: 4,
+            // The PyTorch side learns absolute positions too.
+            positions: Positions::Learned,
             ops,
         }),
         optim: OptimConfig { lr: 1e-3, weight_decay: 0.01, ..OptimConfig::default() },
