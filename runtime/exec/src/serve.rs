@@ -152,7 +152,8 @@ struct AppState {
     trainer: Arc<Mutex<Trainer>>,
     model: String,
     context: usize,
-    admitted: Semaphore,
+    /// One permit per admitted request, held until its sampling ends (even if the client left).
+    admitted: Arc<Semaphore>,
     created: Option<u64>,
     started: u64,
     counter: AtomicU64,
@@ -227,7 +228,7 @@ impl Server {
             context: trainer.model().context(),
             trainer: Arc::new(Mutex::new(trainer)),
             model: opts.model_name.clone(),
-            admitted: Semaphore::new(opts.max_concurrency.max(1)),
+            admitted: Arc::new(Semaphore::new(opts.max_concurrency.max(1))),
             created: opts.fixed_created,
             started: opts.fixed_created.unwrap_or_else(now),
             counter: AtomicU64::new(0),
@@ -605,7 +606,7 @@ async fn chat_completions(
 
 async fn complete(s: Arc<AppState>, body: Bytes) -> Result<Json, ApiError> {
     let req = parse_request(&body, &s.model, s.context)?;
-    let _permit = s.admitted.try_acquire().map_err(|_| ApiError {
+    let permit = s.admitted.clone().try_acquire_owned().map_err(|_| ApiError {
         status: StatusCode::TOO_MANY_REQUESTS,
         kind: "rate_limit_error",
         code: "rate_limit_exceeded",
@@ -615,6 +616,7 @@ async fn complete(s: Arc<AppState>, body: Bytes) -> Result<Json, ApiError> {
     let context = s.context;
     let params = req.params.clone();
     let sampled = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
         // Sampling never leaves the trainer half-updated, so a poisoned lock is still usable.
         let mut t = trainer.lock().unwrap_or_else(|p| p.into_inner());
         let prompt = wrl_trainer::render_prompt(t.tokenizer(), &req.history)

@@ -2,6 +2,8 @@
 //! a loopback port and called over HTTP (reqwest and the judge client), covering the response
 //! shape, token usage, greedy determinism, stop strings, errors and checkpoint resolution.
 
+#![allow(clippy::unwrap_used)] // test helpers fail loudly, like the tests they serve
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -215,6 +217,41 @@ async fn the_judge_client_talks_to_a_served_policy() {
         Err(JudgeError::Malformed(m)) => assert!(m.contains("no SUCCESS"), "{m}"),
         Err(e) => panic!("the judge could not talk to the served policy: {e}"),
     }
+    server.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_beyond_max_concurrency_get_429() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ckpt = tmp.path().join("busy");
+    tiny_trainer().save(&ckpt).unwrap();
+    let opts = ServeOptions {
+        addr: "127.0.0.1:0".into(),
+        model_name: "busy".into(),
+        max_concurrency: 1,
+        ..ServeOptions::default()
+    };
+    let server = Server::bind(load_policy(&ckpt).unwrap(), &opts).await.unwrap().spawn();
+    let base = server.base_url();
+    let hi = json!([{"role": "user", "content": "hi"}]);
+    let long = tokio::spawn({
+        let base = base.clone();
+        let hi = hi.clone();
+        async move { chat(&base, json!({"messages": hi, "n": 8, "max_tokens": 600})).await }
+    });
+    let mut statuses = Vec::new();
+    while !long.is_finished() {
+        let (status, v) = chat(&base, json!({"messages": hi, "max_tokens": 1})).await;
+        if status == 429 {
+            assert_eq!(v["error"]["code"], "rate_limit_exceeded", "{v}");
+        }
+        statuses.push(status);
+    }
+    let (status, v) = long.await.unwrap();
+    assert_eq!(status, 200, "{v}");
+    assert!(statuses.contains(&429), "no request was turned away while one sampled: {statuses:?}");
+    // Once the policy is free, requests are admitted again.
+    assert_eq!(chat(&base, json!({"messages": hi, "max_tokens": 1})).await.0, 200);
     server.stop().await.unwrap();
 }
 
