@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
 
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,
+    SourceCode, SourceSpan, SpanContents,
+};
 use serde::Serialize;
-use wrl_diagnostics::{Diagnostic, FileId, Severity, SourceMap, Span};
+use wrl_diagnostics::{Diagnostic, FileId, Severity, SourceFile, SourceMap, Span};
 
 use crate::{ErrorFormat, Io};
 
@@ -20,13 +22,12 @@ pub struct RenderOptions {
 
 /// Writes every diagnostic to `io.err` in the chosen format.
 pub fn emit(diags: &[Diagnostic], sources: &SourceMap, format: ErrorFormat, io: &mut Io) {
-    // One shared copy of each file's text, however many diagnostics point into it.
-    let mut texts = Texts::default();
+    let mut cache = LoneCr::default();
     for d in diags {
         let text = match format {
             ErrorFormat::Human => {
-                render_with(d, sources, RenderOptions { color: io.color, width: 100 }, &mut texts)
-                    + "\n"
+                let opts = RenderOptions { color: io.color, width: 100 };
+                render_with(d, sources, opts, &mut cache) + "\n"
             }
             ErrorFormat::Json => render_json(d, sources) + "\n",
         };
@@ -37,25 +38,25 @@ pub fn emit(diags: &[Diagnostic], sources: &SourceMap, format: ErrorFormat, io: 
 /// A diagnostic in miette's shape: one source file, its labels, and related reports for
 /// labels that point into other files.
 #[derive(Debug)]
-struct Report {
+struct Report<'s> {
     message: String,
     code: Option<&'static str>,
     severity: miette::Severity,
     help: Option<String>,
-    source: Option<NamedSource<Arc<str>>>,
+    source: Option<Window<'s>>,
     labels: Vec<LabeledSpan>,
-    related: Vec<Report>,
+    related: Vec<Report<'s>>,
 }
 
-impl fmt::Display for Report {
+impl fmt::Display for Report<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for Report {}
+impl std::error::Error for Report<'_> {}
 
-impl miette::Diagnostic for Report {
+impl miette::Diagnostic for Report<'_> {
     fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
         self.code.map(|c| Box::new(c) as Box<dyn fmt::Display>)
     }
@@ -87,21 +88,78 @@ fn source_span(span: Span, sources: &SourceMap) -> SourceSpan {
     SourceSpan::new(start.into(), end - start)
 }
 
-/// Each file's text as a shared string, made once per rendering pass.
-#[derive(Default)]
-struct Texts(BTreeMap<FileId, Arc<str>>);
-
-fn named_source(
-    file: FileId,
-    sources: &SourceMap,
-    texts: &mut Texts,
-) -> Option<NamedSource<Arc<str>>> {
-    let f = sources.get(file)?;
-    let text = texts.0.entry(file).or_insert_with(|| Arc::from(f.text.as_str())).clone();
-    Some(NamedSource::new(f.name.clone(), text).with_language("wrl"))
+/// A file as miette reads it: only a window of lines around the span it asks for. miette's
+/// own `SourceCode` for text scans from the start of the file to find lines, so rendering a
+/// diagnostic near the end of a large file costs the whole file; the window is found with the
+/// file's line table instead, and miette scans only the window.
+#[derive(Debug)]
+struct Window<'s> {
+    file: &'s SourceFile,
+    /// A `\r` not followed by `\n` ends a line for miette but not for the line table: such
+    /// files (rare) are read whole, so that line numbers stay the same.
+    lone_cr: bool,
 }
 
-fn to_report(d: &Diagnostic, sources: &SourceMap, texts: &mut Texts) -> Report {
+/// Whether each file has a lone `\r`, found once per file and rendering pass.
+#[derive(Default)]
+struct LoneCr(BTreeMap<FileId, bool>);
+
+fn has_lone_cr(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.contains('\r')
+        && bytes.iter().enumerate().any(|(i, b)| *b == b'\r' && bytes.get(i + 1) != Some(&b'\n'))
+}
+
+impl SourceCode for Window<'_> {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let text = self.file.text.as_str();
+        let (start, end) = (span.offset(), span.offset() + span.len());
+        // Whole lines, with two more than the context on each side (miette looks one byte
+        // beyond a line end to pair `\r\n`).
+        let (first, from) = if self.lone_cr {
+            (0, 0)
+        } else {
+            let first = self.file.line_index(start).saturating_sub(context_lines_before + 2);
+            (first, self.file.line_start(first))
+        };
+        let to = if self.lone_cr {
+            text.len()
+        } else {
+            let last = self.file.line_index(end.max(start)) + context_lines_after + 3;
+            self.file.line_start(last).min(text.len())
+        };
+        let window = text.get(from..to).ok_or(MietteError::OutOfBounds)?;
+        if start < from || end > to {
+            return Err(MietteError::OutOfBounds);
+        }
+        let inner = SourceSpan::new((start - from).into(), span.len());
+        let c = window.read_span(&inner, context_lines_before, context_lines_after)?;
+        // Offsets and line numbers inside the window, moved back to the whole file.
+        let contents = MietteSpanContents::new_named(
+            self.file.name.clone(),
+            c.data(),
+            SourceSpan::new((c.span().offset() + from).into(), c.span().len()),
+            c.line() + first,
+            c.column(),
+            c.line_count() + first,
+        )
+        .with_language("wrl");
+        Ok(Box::new(contents))
+    }
+}
+
+fn window<'s>(file: FileId, sources: &'s SourceMap, cache: &mut LoneCr) -> Option<Window<'s>> {
+    let f = sources.get(file)?;
+    let lone_cr = *cache.0.entry(file).or_insert_with(|| has_lone_cr(&f.text));
+    Some(Window { file: f, lone_cr })
+}
+
+fn to_report<'s>(d: &Diagnostic, sources: &'s SourceMap, cache: &mut LoneCr) -> Report<'s> {
     let primary_file = d.primary_span().map(|s| s.file);
     let mut labels = Vec::new();
     let mut related = Vec::new();
@@ -120,7 +178,7 @@ fn to_report(d: &Diagnostic, sources: &SourceMap, texts: &mut Texts) -> Report {
                 code: None,
                 severity: miette::Severity::Advice,
                 help: None,
-                source: named_source(l.span.file, sources, texts),
+                source: window(l.span.file, sources, cache),
                 labels: vec![ls],
                 related: Vec::new(),
             });
@@ -135,7 +193,7 @@ fn to_report(d: &Diagnostic, sources: &SourceMap, texts: &mut Texts) -> Report {
             Severity::Warning => miette::Severity::Warning,
         },
         help: d.help.clone(),
-        source: primary_file.and_then(|f| named_source(f, sources, texts)),
+        source: primary_file.and_then(|f| window(f, sources, cache)),
         labels,
         related,
     }
@@ -143,21 +201,21 @@ fn to_report(d: &Diagnostic, sources: &SourceMap, texts: &mut Texts) -> Report {
 
 /// Renders one diagnostic as miette's graphical report.
 pub fn render_human(d: &Diagnostic, sources: &SourceMap, opts: RenderOptions) -> String {
-    render_with(d, sources, opts, &mut Texts::default())
+    render_with(d, sources, opts, &mut LoneCr::default())
 }
 
 fn render_with(
     d: &Diagnostic,
     sources: &SourceMap,
     opts: RenderOptions,
-    texts: &mut Texts,
+    cache: &mut LoneCr,
 ) -> String {
     let theme =
         if opts.color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
     let handler =
         GraphicalReportHandler::new_themed(theme).with_width(opts.width).with_links(false);
     let mut out = String::new();
-    let report = to_report(d, sources, texts);
+    let report = to_report(d, sources, cache);
     if handler.render_report(&mut out, &report).is_err() {
         out = format!("{}[{}]: {}\n", severity_word(d.severity), d.code, d.message);
     }

@@ -42,6 +42,20 @@ impl SourceFile {
         LineCol { line: line + 1, column }
     }
 
+    /// The 0-based line a byte offset is on (lines end at `\n`; offsets past the end are on
+    /// the last line).
+    pub fn line_index(&self, offset: usize) -> usize {
+        match self.line_starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i.saturating_sub(1),
+        }
+    }
+
+    /// The byte offset where 0-based line `line` starts; the text's length past the last line.
+    pub fn line_start(&self, line: usize) -> usize {
+        self.line_starts.get(line).copied().unwrap_or(self.text.len())
+    }
+
     /// The text a span covers (empty if the span does not fit this file).
     pub fn slice(&self, span: Span) -> &str {
         self.text.get(span.range()).unwrap_or("")
@@ -90,5 +104,13 @@ mod tests {
         assert_eq!(f.line_col(6), LineCol { line: 2, column: 2 });
         assert_eq!(f.line_col(5), LineCol { line: 2, column: 1 }); // inside 'ç': snapped back
         assert_eq!(f.line_col(999), LineCol { line: 3, column: 2 });
+    }
+
+    #[test]
+    fn line_index_and_line_start_agree() {
+        let f = SourceFile::new("a.wrl", "ab\ncd\n\nx");
+        assert_eq!((f.line_index(0), f.line_index(2), f.line_index(3)), (0, 0, 1));
+        assert_eq!((f.line_index(6), f.line_index(7), f.line_index(99)), (2, 3, 3));
+        assert_eq!((f.line_start(1), f.line_start(3), f.line_start(4)), (3, 7, 8));
     }
 }
