@@ -63,7 +63,9 @@ pub enum Command {
     /// Check recipes: every error at once, with codes, places and fixes
     #[command(
         after_help = "Examples:\n  wrlc check recipes/quickstart.wrl\n  wrlc check recipes/ \
-                            --error-format json\n\nExit status: 0 clean (warnings allowed), 1 errors \
+                            --error-format json\n  wrlc check recipes/openwebrl.wrl --profile smoke\n\nWithout \
+                            --profile, the recipe rules also run on every profile of each recipe \
+                            (a mistake only a profile makes names it).\n\nExit status: 0 clean (warnings allowed), 1 errors \
                             in the input, 2 usage or internal error."
     )]
     Check(CheckCmd),
@@ -204,6 +206,10 @@ pub struct CheckCmd {
     /// Files or directories; directories are searched recursively for `*.wrl`
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// Judge each recipe as this profile resolves it (what `wrlc run --profile NAME` would
+    /// run); every recipe checked must declare the profile
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
 }
 
 #[derive(Debug, Args)]

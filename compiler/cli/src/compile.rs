@@ -24,6 +24,16 @@ impl Compilation {
 
 /// Loads, parses and checks the given paths.
 pub fn compile_paths(paths: &[PathBuf]) -> Result<Compilation, PathError> {
+    compile_paths_as(paths, None)
+}
+
+/// [`compile_paths`], with the recipe rules and the plan checks judging each recipe as
+/// `profile` resolves it (`wrlc check --profile NAME`); a recipe without that profile gets
+/// E0206. The recipes returned are the plain ones.
+pub fn compile_paths_as(
+    paths: &[PathBuf],
+    profile: Option<&str>,
+) -> Result<Compilation, PathError> {
     let files = discover(paths)?;
     let mut sources = SourceMap::new();
     let mut parsed = Vec::new();
@@ -43,12 +53,19 @@ pub fn compile_paths(paths: &[PathBuf]) -> Result<Compilation, PathError> {
     }
     let entries: Vec<(wrl_diagnostics::FileId, &ast::File)> =
         ids.iter().copied().zip(parsed.iter()).collect();
-    let checked = wrl_check::check(&mut sources, &entries, &wrl_check::FsLoader);
+    let checked = wrl_check::check_as(&mut sources, &entries, &wrl_check::FsLoader, profile);
     diagnostics.extend(checked.diagnostics);
     // The planner's graph rules (E045x) run on recipes the checker found no errors in.
     if !diagnostics.iter().any(Diagnostic::is_error) {
         for r in &checked.recipes {
-            diagnostics.extend(wrl_plan::plan_diagnostics(r));
+            match profile {
+                None => diagnostics.extend(wrl_plan::plan_diagnostics(r)),
+                Some(name) => {
+                    if let Ok(profiled) = r.with_profile(name) {
+                        diagnostics.extend(wrl_plan::lower(&profiled).err().unwrap_or_default());
+                    }
+                }
+            }
         }
     }
     diagnostics.sort_by_key(|d| d.sort_key());

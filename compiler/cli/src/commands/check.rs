@@ -1,13 +1,14 @@
-//! `wrlc check PATH…`: every diagnostic of every file at once.
+//! `wrlc check [--profile NAME] PATH…`: every diagnostic of every file at once; with a
+//! profile, each recipe is judged as that profile resolves it.
 
 use crate::args::{CheckCmd, GlobalOpts};
-use crate::compile::compile_paths;
+use crate::compile::compile_paths_as;
 use crate::render::emit;
 use crate::{EXIT_OK, EXIT_USAGE, EXIT_USER, Io};
 
 pub fn run(cmd: CheckCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     let started = std::time::Instant::now();
-    let comp = match compile_paths(&cmd.paths) {
+    let comp = match compile_paths_as(&cmd.paths, cmd.profile.as_deref()) {
         Ok(c) => c,
         Err(e) => {
             let _ = writeln!(io.err, "error: {}", e.0);
