@@ -4,7 +4,7 @@
 //! [`ProfileSlicer`] indexes the recipe's references once and gives, per profile, only the
 //! declarations whose meaning the profile can change, with its overrides applied.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{Profile, Recipe, apply};
 use crate::value::{Obj, SigExpr, V, Val};
@@ -48,7 +48,6 @@ impl<'r> ProfileSlicer<'r> {
     /// the slice; declarations outside it mean what they mean without the profile, so their
     /// diagnostics are those of the plain recipe. The slice keeps the recipe's order.
     pub fn slice(&self, profile: &Profile) -> Recipe {
-        let n = self.recipe.decls.len();
         let mut overridden: Vec<usize> = profile
             .overrides
             .iter()
@@ -70,16 +69,17 @@ impl<'r> ProfileSlicer<'r> {
             overridden.iter().enumerate().map(|(k, &i)| (i, k)).collect();
         // Whatever reaches an overridden declaration; the paths to the first overridden one
         // run through unchanged declarations, so the plain recipe's references find them.
-        let mut keep = vec![false; n];
+        // (Sets, not a flag per declaration: a profile costs what it touches.)
+        let mut keep: BTreeSet<usize> = BTreeSet::new();
         let mut stack = overridden.clone();
         while let Some(i) = stack.pop() {
-            if !std::mem::replace(&mut keep[i], true) {
-                stack.extend(self.users[i].iter().copied().filter(|&u| !keep[u]));
+            if keep.insert(i) {
+                stack.extend(self.users[i].iter().copied().filter(|u| !keep.contains(u)));
             }
         }
         // And whatever those refer to, with the profile's new references.
-        let mut stack: Vec<usize> = (0..n).filter(|&i| keep[i]).collect();
         let mut seen = keep.clone();
+        let mut stack: Vec<usize> = keep.iter().copied().collect();
         while let Some(i) = stack.pop() {
             let new_refs;
             let out = match changed_at.get(&i) {
@@ -92,15 +92,15 @@ impl<'r> ProfileSlicer<'r> {
                 None => &self.refs[i],
             };
             for &j in out {
-                if !std::mem::replace(&mut seen[j], true) {
+                if seen.insert(j) {
                     stack.push(j);
                 }
             }
         }
         let mut changed_decls: Vec<Option<crate::model::CheckedDecl>> =
             changed.decls.drain(..).map(Some).collect();
-        changed.decls = (0..n)
-            .filter(|&i| seen[i])
+        changed.decls = seen
+            .into_iter()
             .map(|i| match changed_at.get(&i).and_then(|&k| changed_decls[k].take()) {
                 Some(d) => d,
                 None => self.recipe.decls[i].clone(),

@@ -46,6 +46,12 @@ impl Lowering<'_> {
 
     /// Runs every check and returns the node order.
     pub fn check_and_order(&mut self) -> Vec<String> {
+        // `source` is asked for every node and port: index the edges once (first edge wins).
+        let mut edge_into: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+        for (i, e) in self.edges.iter().enumerate() {
+            edge_into.entry(e.to.clone()).or_default().entry(e.port.clone()).or_insert(i);
+        }
+        self.edge_into = edge_into;
         self.check_inputs();
         let cyclic = self.check_cycles();
         let order = self.topo_order();
@@ -150,7 +156,8 @@ impl Lowering<'_> {
 
     /// The node feeding `port` of `node`.
     fn source(&self, node: &str, port: &str) -> Option<&str> {
-        self.edges.iter().find(|e| e.to == node && e.port == port).map(|e| e.from.as_str())
+        let i = *self.edge_into.get(node)?.get(port)?;
+        self.edges.get(i).map(|e| e.from.as_str())
     }
 
     /// The model node whose weights a checkpoint (or model) descends from.

@@ -24,6 +24,8 @@ pub(crate) struct Lowering<'r> {
     pub edges: Vec<Edge>,
     pub edge_spans: EdgeSpans,
     pub diags: Vec<Diagnostic>,
+    /// The first edge into each node and port, once every edge is added (`check_and_order`).
+    pub edge_into: BTreeMap<String, BTreeMap<String, usize>>,
     queued: BTreeSet<String>,
     queue: Vec<String>,
 }
@@ -40,6 +42,7 @@ impl<'r> Lowering<'r> {
             edges: Vec::new(),
             edge_spans: BTreeMap::new(),
             diags: Vec::new(),
+            edge_into: BTreeMap::new(),
             queued: BTreeSet::new(),
             queue: Vec::new(),
         }
