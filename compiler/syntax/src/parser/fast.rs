@@ -158,6 +158,23 @@ impl<'t> P<'t> {
         })
     }
 
+    /// `item ("," item)* ","?` between brackets the caller matches: the items, possibly none.
+    fn comma_list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Option<T>) -> Vec<T> {
+        let mut out = Vec::new();
+        if let Some(first) = self.then(&mut item) {
+            out.push(first);
+            while let Some(next) = self.then(|p| {
+                p.lit(b",")?;
+                p.ws();
+                item(p)
+            }) {
+                out.push(next);
+            }
+            self.then(|p| p.lit(b","));
+        }
+        out
+    }
+
     fn span(&self, start: usize) -> Span {
         Span::new(self.file, start, self.last)
     }
@@ -327,15 +344,10 @@ impl<'t> P<'t> {
             p.ws();
             p.lit(b"{")?;
             p.ws();
-            let mut names = vec![p.ident()?];
-            while let Some(id) = p.then(|p| {
-                p.lit(b",")?;
-                p.ws();
-                p.ident()
-            }) {
-                names.push(id);
+            let names = p.comma_list(|p| p.ident());
+            if names.is_empty() {
+                return None;
             }
-            p.then(|p| p.lit(b","));
             p.ws();
             p.lit(b"}")?;
             Some(names)
@@ -382,18 +394,7 @@ impl<'t> P<'t> {
     /// `( name: type = default, … )`.
     fn params(&mut self) -> Option<Vec<Param>> {
         self.lit(b"(")?;
-        let mut out = Vec::new();
-        if let Some(first) = self.then(|p| p.param()) {
-            out.push(first);
-            while let Some(next) = self.then(|p| {
-                p.lit(b",")?;
-                p.ws();
-                p.param()
-            }) {
-                out.push(next);
-            }
-            self.then(|p| p.lit(b","));
-        }
+        let out = self.comma_list(|p| p.param());
         self.ws();
         self.lit(b")")?;
         Some(out)
@@ -672,18 +673,7 @@ impl<'t> P<'t> {
     fn call_args(&mut self) -> Option<(Vec<(Arg, u32)>, Span)> {
         let start = self.pos;
         self.lit(b"(")?;
-        let mut args = Vec::new();
-        if let Some(first) = self.then(|p| p.arg()) {
-            args.push(first);
-            while let Some(next) = self.then(|p| {
-                p.lit(b",")?;
-                p.ws();
-                p.arg()
-            }) {
-                args.push(next);
-            }
-            self.then(|p| p.lit(b","));
-        }
+        let args = self.comma_list(|p| p.arg());
         self.ws();
         self.lit(b")")?;
         Some((args, self.span(start)))
@@ -720,21 +710,9 @@ impl<'t> P<'t> {
             }
             b'[' => {
                 self.advance(1);
-                let mut items = Vec::new();
-                let mut d = 0;
-                if let Some((first, fd)) = self.then(|p| p.expr()) {
-                    items.push(first);
-                    d = fd;
-                    while let Some((next, nd)) = self.then(|p| {
-                        p.lit(b",")?;
-                        p.ws();
-                        p.expr()
-                    }) {
-                        items.push(next);
-                        d = d.max(nd);
-                    }
-                    self.then(|p| p.lit(b","));
-                }
+                let (items, depths): (Vec<_>, Vec<u32>) =
+                    self.comma_list(|p| p.expr()).into_iter().unzip();
+                let d = depths.into_iter().max().unwrap_or(0);
                 self.ws();
                 self.lit(b"]")?;
                 self.grow(ExprKind::List(items), self.span(start), d)
