@@ -121,13 +121,13 @@ impl Judges {
         self.screenshots
     }
 
-    /// Asks every judge about one episode. Returns verdicts keyed for `EpisodeFacts::judges`
-    /// and the failure class of the first failed call, if any.
+    /// Asks every judge about one episode. Returns verdicts keyed for `EpisodeFacts::judges`;
+    /// a failed call is `Err(its failure class)`.
     pub async fn judge(
         &self,
         traj: &Trajectory,
         screenshots: &[Vec<u8>],
-    ) -> (BTreeMap<String, Result<f64, String>>, Option<&'static str>) {
+    ) -> BTreeMap<String, Result<f64, String>> {
         let input = JudgeInput {
             task: traj.goal.clone(),
             actions: traj
@@ -139,7 +139,6 @@ impl Judges {
             screenshots: screenshots.to_vec(),
         };
         let mut out = BTreeMap::new();
-        let mut failure = None;
         for j in &self.judges {
             let r = match j.verdict {
                 Verdict::Binary => j.client.binary(&input).await,
@@ -148,14 +147,11 @@ impl Judges {
             let r = match r {
                 Ok(v) => Ok(v),
                 Err(JudgeError::Timeout) if j.timeout_is_zero => Ok(0.0),
-                Err(e) => {
-                    failure.get_or_insert(e.class());
-                    Err(e.class().to_string())
-                }
+                Err(e) => Err(e.class().to_string()),
             };
             out.insert(j.key.clone(), r);
         }
-        (out, failure)
+        out
     }
 }
 

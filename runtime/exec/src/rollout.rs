@@ -88,8 +88,7 @@ pub async fn score(
     let mut f = facts(trajectory, None);
     match evaluate(scoring.reward, &f, scoring.rewards) {
         RewardValue::Excluded(_) if !scoring.judges.is_empty() => {
-            let (verdicts, _) = scoring.judges.judge(trajectory, screenshots).await;
-            f.judges = verdicts;
+            f.judges = scoring.judges.judge(trajectory, screenshots).await;
             evaluate(scoring.reward, &f, scoring.rewards)
         }
         r => r,
