@@ -12,6 +12,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod augment;
 pub mod checker;
 pub mod content;
 mod forum;
@@ -24,9 +25,10 @@ pub mod tasks;
 pub mod traj;
 mod wiki;
 
+pub use augment::augment;
 pub use checker::{AnswerMode, CheckInput, Checker, Verdict};
 pub use content::Content;
 pub use server::{Sandbox, SandboxError};
 pub use state::{EPISODE_COOKIE, EpisodeState};
-pub use tasks::{Split, TEMPLATES, Task, generate, parse_jsonl};
+pub use tasks::{Split, TEMPLATES, Task, generate, generate_on, parse_jsonl, template_site};
 pub use traj::{TrajOutcome, TrajStep, Trajectory};

@@ -246,11 +246,33 @@ fn build(content: &Content, template: &str, split: Split, rng: &mut ChaCha8Rng) 
 /// (so every template is covered), drawing values with a generator seeded by `seed`.
 /// Same arguments, same tasks.
 pub fn generate(content: &Content, split: Split, count: usize, seed: u64) -> Vec<Task> {
+    generate_on(content, split, count, seed, &["shop", "forum", "wiki"])
+}
+
+/// The site a template's tasks start on (the part of its name before `_`).
+pub fn template_site(template: &str) -> &str {
+    template.split('_').next().unwrap_or(template)
+}
+
+/// Like [`generate`], over the templates of `sites` only (`shop`, `forum`, `wiki`); no tasks
+/// when none of them is a sandbox site.
+pub fn generate_on(
+    content: &Content,
+    split: Split,
+    count: usize,
+    seed: u64,
+    sites: &[&str],
+) -> Vec<Task> {
+    let templates: Vec<&str> =
+        TEMPLATES.iter().copied().filter(|t| sites.contains(&template_site(t))).collect();
+    if templates.is_empty() {
+        return Vec::new();
+    }
     let mut out = Vec::with_capacity(count);
     let mut rng =
         ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (split as u64 + 1));
     for index in 0..count {
-        let template = TEMPLATES[index % TEMPLATES.len()];
+        let template = templates[index % templates.len()];
         if let Some(Draft { site, start, goal, params, checker, max_steps }) =
             build(content, template, split, &mut rng)
         {
@@ -312,6 +334,23 @@ mod tests {
         let (tr, te) = (vals(&train), vals(&test));
         assert!(!te.is_empty());
         assert!(tr.is_disjoint(&te), "overlap: {:?}", tr.intersection(&te).next());
+    }
+
+    #[test]
+    fn sites_choose_the_templates() {
+        let c = Content::new(3);
+        let a = generate_on(&c, Split::Train, 10, 5, &["wiki", "shop"]);
+        assert_eq!(a.len(), 10);
+        assert!(a.iter().all(|t| t.site == "wiki" || t.site == "shop"));
+        assert!(a.iter().any(|t| t.site == "wiki") && a.iter().any(|t| t.site == "shop"));
+        assert!(generate_on(&c, Split::Train, 10, 5, &["news"]).is_empty());
+        for t in TEMPLATES {
+            let task = generate_on(&c, Split::Test, 9, 1, &["shop", "forum", "wiki"])
+                .into_iter()
+                .find(|x| x.template == t)
+                .unwrap();
+            assert_eq!(template_site(t), task.site);
+        }
     }
 
     #[test]
