@@ -194,6 +194,15 @@ fn p_str<'n>(n: &'n Node, k: &str, default: &'n str) -> &'n str {
     n.param(k).and_then(PVal::as_str).unwrap_or(default)
 }
 
+/// The tasks a sandbox dataset node generates: its `sites` (default all three) and split.
+fn generate(sb: &Sandbox, node: &Node, split: Split, count: usize, seed: u64) -> Vec<Task> {
+    let sites: Vec<&str> = match node.param("sites") {
+        Some(PVal::List { items }) => items.iter().filter_map(PVal::as_str).collect(),
+        _ => vec!["shop", "forum", "wiki"],
+    };
+    wrl_sandbox::generate_on(sb.content(), split, count, seed, &sites)
+}
+
 fn p_ref(n: &Node, k: &str) -> Option<String> {
     match n.param(k) {
         Some(PVal::Ref { node }) => Some(node.clone()),
@@ -403,37 +412,22 @@ impl<'a> Executor<'a> {
                     Split::Train
                 };
                 let sb = self.sandbox().await?;
-                Data::Tasks(wrl_sandbox::generate(sb.content(), split, count, seed))
+                Data::Tasks(generate(&sb, node, split, count, seed))
             }
             "std::sandbox::demos" => {
-                let cached = self.run.root().join("data").join(format!("{}.jsonl", node.decl));
-                if let Ok(text) = std::fs::read_to_string(&cached) {
-                    let demos: Vec<Trajectory> =
-                        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+                let demos = self.expert_demos(node, count, seed).await?;
+                let copies = p_num(node, "augment", 0.0) as usize;
+                if copies == 0 {
                     Data::Demos(demos)
                 } else {
                     let sb = self.sandbox().await?;
-                    let tasks = wrl_sandbox::generate(sb.content(), Split::Train, count, seed);
-                    let conc = self.concurrency();
+                    let tasks = generate(&sb, node, Split::Train, count, seed);
+                    let demos = augmented(demos, &tasks, copies, seed);
                     self.say(&format!(
-                        "dataset {}: the scripted expert solves {count} tasks in Chromium",
-                        node.decl
+                        "dataset {}: {} demonstrations with {copies} rewritten copies of each",
+                        node.decl,
+                        demos.len()
                     ));
-                    let pool = self.pool(conc).await?;
-                    let results = wrl_browser::runner::run_expert(pool, &sb, &tasks, conc).await;
-                    let demos: Vec<Trajectory> = results
-                        .into_iter()
-                        .filter_map(Result::ok)
-                        .filter(|t| t.outcome.success)
-                        .collect();
-                    let lines: String = demos
-                        .iter()
-                        .filter_map(|t| serde_json::to_string(t).ok())
-                        .map(|l| l + "\n")
-                        .collect();
-                    let _ = std::fs::create_dir_all(cached.parent().unwrap_or(self.run.root()));
-                    let _ = crate::rundir::write_atomic(&cached, lines.as_bytes());
-                    self.say(&format!("dataset {}: {} demonstrations", node.decl, demos.len()));
                     Data::Demos(demos)
                 }
             }
@@ -469,6 +463,37 @@ impl<'a> Executor<'a> {
         };
         self.data.insert(node.id.clone(), data);
         Ok(())
+    }
+
+    /// The scripted expert's successful demonstrations of `count` training tasks, solved in
+    /// Chromium once and cached in the run directory (a resumed run reads them back).
+    async fn expert_demos(
+        &mut self,
+        node: &Node,
+        count: usize,
+        seed: u64,
+    ) -> Result<Vec<Trajectory>, RunError> {
+        let cached = self.run.root().join("data").join(format!("{}.jsonl", node.decl));
+        if let Ok(text) = std::fs::read_to_string(&cached) {
+            return Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
+        }
+        let sb = self.sandbox().await?;
+        let tasks = generate(&sb, node, Split::Train, count, seed);
+        let conc = self.concurrency();
+        self.say(&format!(
+            "dataset {}: the scripted expert solves {count} tasks in Chromium",
+            node.decl
+        ));
+        let pool = self.pool(conc).await?;
+        let results = wrl_browser::runner::run_expert(pool, &sb, &tasks, conc).await;
+        let demos: Vec<Trajectory> =
+            results.into_iter().filter_map(Result::ok).filter(|t| t.outcome.success).collect();
+        let lines: String =
+            demos.iter().filter_map(|t| serde_json::to_string(t).ok()).map(|l| l + "\n").collect();
+        let _ = std::fs::create_dir_all(cached.parent().unwrap_or(self.run.root()));
+        let _ = crate::rundir::write_atomic(&cached, lines.as_bytes());
+        self.say(&format!("dataset {}: {} demonstrations", node.decl, demos.len()));
+        Ok(demos)
     }
 
     async fn env(&mut self, node: &Node) -> Result<(), RunError> {
@@ -606,6 +631,15 @@ impl<'a> Executor<'a> {
         let Some(Data::Tasks(all_tasks)) = self.data.get(&tasks_id).cloned() else {
             return Err(RunError::new("E0503", format!("stage `{}` needs tasks", node.decl)));
         };
+        if all_tasks.is_empty() {
+            return Err(RunError::new(
+                "E0503",
+                format!("stage `{}`: its task dataset `{tasks_id}` is empty", node.decl),
+            )
+            .help(
+                "give the dataset at least one task (for the sandbox, at least one of its sites)",
+            ));
+        }
         let agent = self
             .agents
             .get(&agent_id)
@@ -815,6 +849,24 @@ impl<'a> Executor<'a> {
         self.mark_done(&node.id);
         self.commit(None, false)
     }
+}
+
+/// The demonstrations followed by `copies` rewritten copies of each (its task's values replaced
+/// by random strings of the same shape, see `wrl_sandbox::augment`), seeded by the dataset's
+/// seed. Demonstrations whose task is not among `tasks` are kept as they are.
+fn augmented(demos: Vec<Trajectory>, tasks: &[Task], copies: usize, seed: u64) -> Vec<Trajectory> {
+    use rand::SeedableRng;
+    let by_id: BTreeMap<&str, &Task> = tasks.iter().map(|t| (t.id.as_str(), t)).collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0xa5a5_5a5a);
+    let mut out = demos.clone();
+    for copy in 1..=copies {
+        for d in &demos {
+            if let Some(task) = by_id.get(d.task_id.as_str()) {
+                out.push(wrl_sandbox::augment(d, task, copy, &mut rng));
+            }
+        }
+    }
+    out
 }
 
 fn reward_stats(episodes: &[Episode]) -> (f64, f64) {

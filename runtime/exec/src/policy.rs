@@ -126,13 +126,17 @@ impl TrainerPolicy {
 impl TextPolicy for TrainerPolicy {
     fn act(&mut self, _task: &Task, obs: &Observation, history: &[String]) -> String {
         let text = prompt_text(&obs.text(), history, self.mode);
-        let Ok(mut trainer) = self.trainer.lock() else { return String::new() };
-        let Ok(prompt) = render_prompt(trainer.tokenizer(), &[Segment::new(Role::User, text)])
-        else {
-            return String::new();
-        };
-        match trainer.sample(std::slice::from_ref(&prompt), &self.params) {
-            Ok(mut outs) if !outs.is_empty() => {
+        // The lock is taken inside `blocking`: waiting for another episode's turn is blocking too.
+        let sampled = blocking(|| {
+            let mut trainer = self.trainer.lock().map_err(|_| ())?;
+            let prompt = render_prompt(trainer.tokenizer(), &[Segment::new(Role::User, text)])
+                .map_err(|_| ())?;
+            let outs =
+                trainer.sample(std::slice::from_ref(&prompt), &self.params).map_err(|_| ())?;
+            Ok::<_, ()>((prompt, outs))
+        });
+        match sampled {
+            Ok((prompt, mut outs)) if !outs.is_empty() => {
                 let c = outs.swap_remove(0);
                 let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
                 self.turns.push(Turn {
@@ -149,6 +153,17 @@ impl TextPolicy for TrainerPolicy {
 
     fn name(&self) -> &str {
         &self.name
+    }
+}
+
+/// Runs CPU-bound `f` (a sampling turn) so that the other tasks of a multi-threaded tokio
+/// runtime move to another worker meanwhile; on any other runtime, or none, it just runs `f`.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
     }
 }
 

@@ -95,7 +95,10 @@ pub async fn score(
     }
 }
 
-/// Runs every task `group` times with the policy and scores each episode.
+/// Runs every task `group` times with the policy and scores each episode. Each episode is its
+/// own tokio task, so one episode's browser work (page loads, CDP round trips) overlaps with
+/// another's sampling instead of waiting behind it, and a long sampling turn cannot starve the
+/// other episodes' step timers.
 pub async fn rollout(
     pool: &BrowserPool,
     sandbox: &Arc<Sandbox>,
@@ -104,35 +107,60 @@ pub async fn rollout(
     cfg: &RolloutCfg,
     scoring: Scoring<'_>,
 ) -> Vec<Episode> {
-    let jobs: Vec<(usize, &Task)> = tasks
+    let owned = Arc::new((scoring.reward.clone(), scoring.rewards.clone(), scoring.judges.clone()));
+    let jobs: Vec<(usize, Task)> = tasks
         .iter()
         .enumerate()
-        .flat_map(|(g, t)| std::iter::repeat_n((g, t), cfg.group.max(1)))
+        .flat_map(|(g, t)| std::iter::repeat_n((g, t.clone()), cfg.group.max(1)))
         .collect();
     futures::stream::iter(jobs.into_iter().map(|(group, task)| {
-        let trainer = trainer.clone();
+        let (trainer, pool, sandbox, cfg, owned) =
+            (trainer.clone(), pool.clone(), sandbox.clone(), cfg.clone(), owned.clone());
+        let job = tokio::spawn(async move {
+            let scoring = Scoring { reward: &owned.0, rewards: &owned.1, judges: &owned.2 };
+            episode(&pool, &sandbox, &task, group, trainer, &cfg, scoring).await
+        });
         async move {
-            let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
-            let keep = scoring.judges.screenshots();
-            let (trajectory, shots) =
-                match run_task_with_screenshots(pool, sandbox, task, &mut policy, keep).await {
-                    Ok(t) => t,
-                    Err(e) => (failed(task, &e.to_string()), Vec::new()),
-                };
-            let reward = match score(scoring, &trajectory, &shots).await {
-                RewardValue::Value(_)
-                    if cfg.exclude.iter().any(|x| x == &trajectory.outcome.reason) =>
-                {
-                    RewardValue::Excluded(trajectory.outcome.reason.clone())
-                }
-                r => r,
-            };
-            Episode { group, trajectory, turns: policy.turns, reward }
+            match job.await {
+                Ok(e) => e,
+                Err(e) => Episode {
+                    group,
+                    trajectory: failed(&tasks[group], &format!("episode task failed: {e}")),
+                    turns: Vec::new(),
+                    reward: RewardValue::Excluded("env_error".into()),
+                },
+            }
         }
     }))
     .buffered(cfg.concurrency.max(1))
     .collect()
     .await
+}
+
+/// One episode of `task` by the policy, scored.
+async fn episode(
+    pool: &BrowserPool,
+    sandbox: &Arc<Sandbox>,
+    task: &Task,
+    group: usize,
+    trainer: Arc<Mutex<Trainer>>,
+    cfg: &RolloutCfg,
+    scoring: Scoring<'_>,
+) -> Episode {
+    let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
+    let keep = scoring.judges.screenshots();
+    let (trajectory, shots) =
+        match run_task_with_screenshots(pool, sandbox, task, &mut policy, keep).await {
+            Ok(t) => t,
+            Err(e) => (failed(task, &e.to_string()), Vec::new()),
+        };
+    let reward = match score(scoring, &trajectory, &shots).await {
+        RewardValue::Value(_) if cfg.exclude.iter().any(|x| x == &trajectory.outcome.reason) => {
+            RewardValue::Excluded(trajectory.outcome.reason.clone())
+        }
+        r => r,
+    };
+    Episode { group, trajectory, turns: policy.turns, reward }
 }
 
 /// A trajectory for an episode that could not start (the browser failed).

@@ -1,14 +1,26 @@
 //! Browser benchmark (run by `bench/browser.sh`, not by `cargo test`): the same scripted shop
-//! loop as `bench/browser/pw_bench.py`, with our runtime, at a given concurrency, with or
-//! without PNG screenshots; prints one JSON line. `--serve PORT` only serves the sandbox.
+//! loop as `bench/browser/pw_bench.py`, with our runtime or (`--bare`) with bare chromiumoxide
+//! calls, at a given concurrency, with or without PNG screenshots; prints one JSON line.
+//! `--serve PORT` only serves the sandbox.
 //!
-//! `cargo run --release -p wrl-browser --example bench -- --base URL --concurrency 4 --seconds 10 [--screenshots]`
+//! `cargo run -p wrl-browser --example bench -- --base URL --concurrency 4 --seconds 10 [--screenshots] [--bare]`
+
+mod bare;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use wrl_browser::{AllowList, BrowserPool, EpisodeCfg, EpisodeSpec, Item, PoolCfg, terse};
+
+/// Steps and summed step latency over all loops.
+#[derive(Clone)]
+pub struct Counters {
+    /// Steps done.
+    pub steps: Arc<AtomicU64>,
+    /// Sum of step latencies in µs.
+    pub lat_us: Arc<AtomicU64>,
+}
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
@@ -21,32 +33,16 @@ fn find(obs: &wrl_browser::Observation, role: &str, label: &str) -> Option<u32> 
     })
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    if args.iter().any(|a| a == "--print-snapshot-js") {
-        println!("{}", wrl_browser::js::SNAPSHOT);
-        return Ok(());
-    }
-    if let Some(port) = arg(&args, "--serve") {
-        let sb = wrl_sandbox::Sandbox::start(0, port.parse()?).await?;
-        println!("{}", sb.base_url());
-        tokio::signal::ctrl_c().await?;
-        return Ok(());
-    }
-    let base = arg(&args, "--base").ok_or_else(|| anyhow::anyhow!("--base URL is required"))?;
-    let n: usize = arg(&args, "--concurrency").unwrap_or_else(|| "1".into()).parse()?;
-    let secs: f64 = arg(&args, "--seconds").unwrap_or_else(|| "10".into()).parse()?;
-    let shots = args.iter().any(|a| a == "--screenshots");
-    let port = wrl_browser::allow::origin(&base).map_or(0, |o| o.port);
+/// Our runtime: `n` episodes on one pool, each running the loop for `secs`. Returns the seconds
+/// from the start of the loops to the end of the last one.
+async fn ours(base: &str, n: usize, secs: f64, shots: bool, c: &Counters) -> anyhow::Result<f64> {
+    let port = wrl_browser::allow::origin(base).map_or(0, |o| o.port);
     let pool = BrowserPool::launch(PoolCfg {
         max_concurrent: n,
         allow: AllowList::only([format!("127.0.0.1:{port}")]),
         ..PoolCfg::default()
     })
     .await?;
-    let steps = Arc::new(AtomicU64::new(0));
-    let lat_us = Arc::new(AtomicU64::new(0));
     // Open every episode first, then run the loops for `secs`.
     let mut eps = Vec::new();
     for _ in 0..n {
@@ -61,7 +57,7 @@ async fn main() -> anyhow::Result<()> {
     let deadline = t0 + Duration::from_secs_f64(secs);
     let mut handles = Vec::new();
     for mut ep in eps {
-        let (steps, lat_us, base) = (steps.clone(), lat_us.clone(), base.clone());
+        let (c, base) = (c.clone(), base.to_string());
         handles.push(tokio::spawn(async move {
             let mut k = 0u64;
             let mut obs = ep.observe(shots).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -86,8 +82,8 @@ async fn main() -> anyhow::Result<()> {
                     );
                 }
                 obs = ep.observe(shots).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
-                lat_us.fetch_add(s.elapsed().as_micros() as u64, Ordering::Relaxed);
-                steps.fetch_add(1, Ordering::Relaxed);
+                c.lat_us.fetch_add(s.elapsed().as_micros() as u64, Ordering::Relaxed);
+                c.steps.fetch_add(1, Ordering::Relaxed);
                 k += 1;
             }
             ep.finish().await;
@@ -97,11 +93,38 @@ async fn main() -> anyhow::Result<()> {
     for h in handles {
         h.await??;
     }
-    let el = t0.elapsed().as_secs_f64();
-    let s = steps.load(Ordering::Relaxed);
-    let lat = lat_us.load(Ordering::Relaxed) as f64 / s.max(1) as f64 / 1000.0;
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--print-snapshot-js") {
+        println!("{}", wrl_browser::js::SNAPSHOT);
+        return Ok(());
+    }
+    if let Some(port) = arg(&args, "--serve") {
+        let sb = wrl_sandbox::Sandbox::start(0, port.parse()?).await?;
+        println!("{}", sb.base_url());
+        tokio::signal::ctrl_c().await?;
+        return Ok(());
+    }
+    let base = arg(&args, "--base").ok_or_else(|| anyhow::anyhow!("--base URL is required"))?;
+    let n: usize = arg(&args, "--concurrency").unwrap_or_else(|| "1".into()).parse()?;
+    let secs: f64 = arg(&args, "--seconds").unwrap_or_else(|| "10".into()).parse()?;
+    let shots = args.iter().any(|a| a == "--screenshots");
+    let is_bare = args.iter().any(|a| a == "--bare");
+    let c = Counters { steps: Arc::new(AtomicU64::new(0)), lat_us: Arc::new(AtomicU64::new(0)) };
+    let el = if is_bare {
+        bare::run(&base, n, secs, shots, &c).await?
+    } else {
+        ours(&base, n, secs, shots, &c).await?
+    };
+    let s = c.steps.load(Ordering::Relaxed);
+    let lat = c.lat_us.load(Ordering::Relaxed) as f64 / s.max(1) as f64 / 1000.0;
+    let name = if is_bare { "bare" } else { "wrl" };
     println!(
-        "{{\"impl\":\"wrl\",\"concurrency\":{n},\"screenshots\":{shots},\"steps\":{s},\"seconds\":{el:.2},\"steps_per_s\":{:.2},\"mean_step_ms\":{lat:.1}}}",
+        "{{\"impl\":\"{name}\",\"concurrency\":{n},\"screenshots\":{shots},\"steps\":{s},\"seconds\":{el:.2},\"steps_per_s\":{:.2},\"mean_step_ms\":{lat:.1}}}",
         s as f64 / el
     );
     Ok(())
