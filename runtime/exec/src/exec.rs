@@ -24,20 +24,47 @@ use crate::reward::RewardExpr;
 use crate::rollout::{Episode, RolloutCfg, Scoring, rollout, samples, uniform_groups};
 use crate::rundir::RunDir;
 
-/// A runtime failure, with a code (`E05xx`) and what to do about it.
+/// A runtime failure, with a code (`E05xx`), what to do about it, and where in the recipe it
+/// lies when a declaration is to blame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunError {
     pub code: &'static str,
     pub message: String,
     pub help: Option<String>,
+    /// Boxed: most errors have none, and `RunError` travels in every `Result`.
+    pub subject: Option<Box<Subject>>,
+}
+
+/// The declaration (and parameter) a runtime problem is about. The runtime never sees syntax:
+/// the CLI maps this to a span of the recipe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    /// The plan node (`stage:online/phase:1`).
+    pub node: String,
+    /// The declaration it lowers (`online`).
+    pub decl: String,
+    /// The parameter to blame, when one is (`lr`).
+    pub param: Option<String>,
+    /// What to say at that place: why it is blamed.
+    pub label: String,
 }
 
 impl RunError {
     pub fn new(code: &'static str, message: impl Into<String>) -> RunError {
-        RunError { code, message: message.into(), help: None }
+        RunError { code, message: message.into(), help: None, subject: None }
     }
     pub fn help(mut self, h: impl Into<String>) -> RunError {
         self.help = Some(h.into());
+        self
+    }
+    /// Blames `node`'s declaration, or one of its parameters.
+    pub fn at(mut self, node: &Node, param: Option<&str>, label: impl Into<String>) -> RunError {
+        self.subject = Some(Box::new(Subject {
+            node: node.id.clone(),
+            decl: node.decl.clone(),
+            param: param.map(str::to_string),
+            label: label.into(),
+        }));
         self
     }
 }
@@ -95,63 +122,6 @@ pub struct Cursor {
     /// Which node's trainer the committed checkpoint holds.
     pub checkpoint_of: Option<String>,
     pub wall_s: f64,
-}
-
-/// Parameters the runtime may leave `unknown` (they mean "not given").
-const OPTIONAL_UNKNOWN: &[&str] = &["count", "judge", "process_reward", "dual_clip", "judge_model"];
-
-/// Refuses a plan the runtime cannot run — `unknown` values it needs, missing data files,
-/// constructors it does not implement, no Chromium — listing every problem, before any work.
-pub fn preflight(plan: &Plan, chromium: Option<&std::path::Path>) -> Result<(), Vec<RunError>> {
-    let mut errs = Vec::new();
-    if plan.nodes.iter().any(|n| n.kind == NodeKind::Env)
-        && let Err(e) = wrl_browser::find_chromium(chromium)
-    {
-        errs.push(
-            RunError::new("E0501", format!("no Chromium to run the browser environment: {e}"))
-                .help("install it with `apt-get install chromium`, or point WRL_CHROMIUM or `--chromium` at a Chromium binary"),
-        );
-    }
-    for n in &plan.nodes {
-        for (k, v) in &n.params {
-            if v.is_unknown() && !OPTIONAL_UNKNOWN.contains(&k.as_str()) {
-                errs.push(
-                    RunError::new("E0500", format!("`{}` of `{}` is `unknown`", k, n.decl))
-                        .help("give it a value in the recipe, with a profile, or with `--set`"),
-                );
-            }
-        }
-        if n.kind == NodeKind::LoadDataset && matches!(n.ctor.as_str(), "jsonl" | "parquet") {
-            let path = n.param("path").and_then(PVal::as_str).unwrap_or("");
-            if !std::path::Path::new(path).exists() {
-                errs.push(
-                    RunError::new(
-                        "E0503",
-                        format!("dataset `{}` reads `{path}`, which does not exist", n.decl),
-                    )
-                    .help("paths are relative to the directory `wrlc run` is started in"),
-                );
-            }
-        }
-        if n.kind == NodeKind::LoadModel && n.ctor != "tiny_transformer" {
-            errs.push(
-                RunError::new(
-                    "E0502",
-                    format!("model `{}` ({}) cannot run on this runtime yet", n.decl, n.ctor),
-                )
-                .help("run the recipe's `smoke` profile, which uses `std::models::tiny`"),
-            );
-        }
-        if n.kind == NodeKind::LoadDataset
-            && !matches!(n.ctor.as_str(), "std::sandbox::tasks" | "std::sandbox::demos" | "jsonl")
-        {
-            errs.push(
-                RunError::new("E0502", format!("dataset `{}` ({}) cannot be read by this runtime yet", n.decl, n.ctor))
-                    .help("use `jsonl(…)` or the sandbox generators (`std::sandbox::tasks`, `std::sandbox::demos`)"),
-            );
-        }
-    }
-    if errs.is_empty() { Ok(()) } else { Err(errs) }
 }
 
 /// Data a dataset node produced.

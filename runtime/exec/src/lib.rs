@@ -6,11 +6,13 @@ pub mod exec;
 pub mod judge;
 pub mod judges;
 pub mod policy;
+pub mod preflight;
 pub mod report;
 pub mod reward;
 pub mod rollout;
 pub mod rundir;
 pub mod serve;
 
-pub use exec::{EvalResult, Executor, RunError, RunOptions, Summary, preflight};
+pub use exec::{EvalResult, Executor, RunError, RunOptions, Subject, Summary};
+pub use preflight::{check_out, preflight};
 pub use rundir::{Committed, RunDir, RunDirError};

@@ -57,7 +57,7 @@ pub struct RunDir {
     metrics: File,
 }
 
-const STATE: &str = "state.json";
+pub(crate) const STATE: &str = "state.json";
 const TRAJ: &str = "trajectories.jsonl";
 const METRICS: &str = "metrics.jsonl";
 

@@ -80,6 +80,23 @@ impl Default for TinyConfig {
     }
 }
 
+impl TinyConfig {
+    /// Whether a model of these sizes can be built, without building it (`wrlc run`'s preflight
+    /// asks before any work starts).
+    pub fn validate(&self) -> Result<()> {
+        if self.layers == 0 || self.d_model == 0 || self.heads == 0 || self.context == 0 {
+            return Err(config_err("tiny: layers, d_model, heads and context must be > 0"));
+        }
+        if !self.d_model.is_multiple_of(self.heads) {
+            return Err(config_err(format!(
+                "tiny: d_model {} is not divisible by heads {}",
+                self.d_model, self.heads
+            )));
+        }
+        Ok(())
+    }
+}
+
 const LN_EPS: f32 = 1e-5;
 
 /// The tiny model: config, parameters and the chosen op implementation.
@@ -95,15 +112,7 @@ pub struct TinyModel {
 impl TinyModel {
     /// Randomly initialise (GPT-2 style: N(0, 0.02), residual projections scaled by 1/√(2L)).
     pub fn new(config: &TinyConfig, device: &Device, rng: &mut ChaCha8Rng) -> Result<Self> {
-        if config.layers == 0 || config.d_model == 0 || config.heads == 0 || config.context == 0 {
-            return Err(config_err("tiny: layers, d_model, heads and context must be > 0"));
-        }
-        if !config.d_model.is_multiple_of(config.heads) {
-            return Err(config_err(format!(
-                "tiny: d_model {} is not divisible by heads {}",
-                config.d_model, config.heads
-            )));
-        }
+        config.validate()?;
         let d = config.d_model;
         let h = d * config.mlp_ratio;
         let v = byte_specials::VOCAB;

@@ -1,0 +1,238 @@
+//! The preflight: everything `wrlc run` can find wrong with a plan before any work starts —
+//! `unknown` values it needs, data files that are missing or malformed, models it cannot build,
+//! constructors it does not implement, no Chromium, a run directory it must not write into —
+//! each reported with its code and, where a declaration is to blame, that declaration.
+
+use std::path::Path;
+
+use wrl_plan::{Node, NodeKind, PVal, Plan};
+use wrl_sandbox::{Task, Trajectory};
+use wrl_trainer::TinyConfig;
+
+use crate::exec::RunError;
+
+/// Parameters the runtime may leave `unknown` (they mean "not given").
+const OPTIONAL_UNKNOWN: &[&str] = &["count", "judge", "process_reward", "dual_clip", "judge_model"];
+
+/// Dataset constructors this runtime reads.
+const DATASETS: &[&str] = &["std::sandbox::tasks", "std::sandbox::demos", "jsonl"];
+
+/// Refuses a plan the runtime cannot run, listing every problem, before any work.
+pub fn preflight(plan: &Plan, chromium: Option<&Path>) -> Result<(), Vec<RunError>> {
+    let mut errs = Vec::new();
+    if let Some(n) = plan.nodes.iter().find(|n| needs_chromium(n))
+        && let Err(e) = wrl_browser::find_chromium(chromium)
+    {
+        let label = match n.kind {
+            NodeKind::Env => "this environment runs in Chromium",
+            _ => "the scripted expert records these demonstrations in Chromium",
+        };
+        errs.push(
+            RunError::new("E0501", format!("no Chromium to run the browser environment: {e}"))
+                .help(
+                    "install it with `apt-get install chromium`, or point WRL_CHROMIUM or \
+                     `--chromium` at a Chromium binary",
+                )
+                .at(n, None, label),
+        );
+    }
+    for n in &plan.nodes {
+        for (k, v) in &n.params {
+            if v.is_unknown() && !OPTIONAL_UNKNOWN.contains(&k.as_str()) {
+                errs.push(
+                    RunError::new("E0500", format!("`{}` of `{}` is `unknown`", k, n.decl))
+                        .help("give it a value in the recipe, with a profile, or with `--set`")
+                        .at(n, Some(k), "the runtime needs this value"),
+                );
+            }
+        }
+        match n.kind {
+            NodeKind::LoadDataset => errs.extend(dataset(n)),
+            NodeKind::LoadModel => errs.extend(model(n)),
+            _ => {}
+        }
+    }
+    if errs.is_empty() { Ok(()) } else { Err(errs) }
+}
+
+fn needs_chromium(n: &Node) -> bool {
+    n.kind == NodeKind::Env || (n.kind == NodeKind::LoadDataset && n.ctor == "std::sandbox::demos")
+}
+
+/// A dataset this runtime cannot read, or whose file is missing, empty or malformed.
+fn dataset(n: &Node) -> Vec<RunError> {
+    let mut errs: Vec<RunError> = ["jsonl", "parquet"]
+        .contains(&n.ctor.as_str())
+        .then(|| missing_file(n))
+        .flatten()
+        .into_iter()
+        .collect();
+    if !DATASETS.contains(&n.ctor.as_str()) {
+        errs.push(
+            RunError::new(
+                "E0502",
+                format!("dataset `{}` ({}) cannot be read by this runtime yet", n.decl, n.ctor),
+            )
+            .help(
+                "use `jsonl(…)` or the sandbox generators (`std::sandbox::tasks`, \
+                 `std::sandbox::demos`)",
+            )
+            .at(n, None, "this runtime does not read it"),
+        );
+    }
+    if n.ctor == "jsonl" && errs.is_empty() {
+        let path = n.param("path").and_then(PVal::as_str).unwrap_or("");
+        let kind = n.param("kind").and_then(PVal::as_str).unwrap_or("trajectories");
+        errs.extend(jsonl_problem(path, kind).map(|(message, label)| {
+            RunError::new("E0503", format!("dataset `{}`: {message}", n.decl))
+                .help("docs/sandbox.md describes the task and trajectory JSONL formats")
+                .at(n, Some("path"), label)
+        }));
+    }
+    errs
+}
+
+/// The data file of a `jsonl` or `parquet` dataset, when it does not exist.
+fn missing_file(n: &Node) -> Option<RunError> {
+    let path = n.param("path").and_then(PVal::as_str)?;
+    (!Path::new(path).exists()).then(|| {
+        RunError::new("E0503", format!("dataset `{}` reads `{path}`, which does not exist", n.decl))
+            .help("paths are relative to the directory `wrlc run` is started in")
+            .at(n, Some("path"), "no such file")
+    })
+}
+
+/// What is wrong with a JSONL file of `kind` records (`tasks` or `trajectories`): a message
+/// naming the file and line, and a label for the recipe. Reads the whole file, as the run will.
+fn jsonl_problem(path: &str, kind: &str) -> Option<(String, String)> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return Some((format!("cannot read `{path}`: {e}"), "cannot be read".into())),
+    };
+    let mut records = 0usize;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed = match kind {
+            "tasks" => serde_json::from_str::<Task>(line).map(drop),
+            _ => serde_json::from_str::<Trajectory>(line).map(drop),
+        };
+        if let Err(e) = parsed {
+            let what = if kind == "tasks" { "task" } else { "trajectory" };
+            let message = format!(
+                "`{path}` line {}, column {}: not a valid {what} record: {}",
+                i + 1,
+                e.column(),
+                without_place(&e)
+            );
+            return Some((message, format!("line {} of this file is malformed", i + 1)));
+        }
+        records += 1;
+    }
+    (records == 0).then(|| (format!("`{path}` holds no records"), "this file is empty".into()))
+}
+
+/// serde_json's message without its ` at line L column C` (the line is always 1 here).
+fn without_place(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let place = format!(" at line {} column {}", e.line(), e.column());
+    text.strip_suffix(&place).map_or(text.clone(), str::to_string)
+}
+
+/// A model this runtime cannot build.
+fn model(n: &Node) -> Option<RunError> {
+    if n.ctor != "tiny_transformer" {
+        return Some(
+            RunError::new(
+                "E0502",
+                format!("model `{}` ({}) cannot run on this runtime yet", n.decl, n.ctor),
+            )
+            .help("run the recipe's `smoke` profile, which uses `std::models::tiny`")
+            .at(n, None, "this runtime trains only `tiny_transformer` models"),
+        );
+    }
+    let size = |k: &str, default: usize| n.num(k).map_or(default, |v| v as usize);
+    let defaults = TinyConfig::default();
+    let cfg = TinyConfig {
+        layers: size("layers", defaults.layers),
+        d_model: size("d_model", defaults.d_model),
+        heads: size("heads", defaults.heads),
+        context: size("context", defaults.context),
+        ..defaults
+    };
+    let e = cfg.validate().err()?;
+    let (param, label) = if cfg.heads > 0 && !cfg.d_model.is_multiple_of(cfg.heads) {
+        (Some("heads"), format!("{} heads do not divide `d_model` = {}", cfg.heads, cfg.d_model))
+    } else {
+        (None, "this model cannot be built".to_string())
+    };
+    let err = RunError::new("E0505", format!("model `{}` cannot be built: {e}", n.decl));
+    let err = match param {
+        Some(_) => err.help("choose `heads` that divides `d_model` (4 heads for `d_model = 128`)"),
+        None => err,
+    };
+    Some(err.at(n, param, label))
+}
+
+/// Refuses a run directory a new run must not write into: a file, a directory that already
+/// holds a run, or a directory with other files in it. A missing or empty directory is fine.
+pub fn check_out(root: &Path) -> Result<(), RunError> {
+    let shown = root.display();
+    let choose = "choose a new or empty directory with `--out DIR`";
+    if !root.exists() {
+        return Ok(());
+    }
+    if !root.is_dir() {
+        return Err(RunError::new(
+            "E0504",
+            format!("the run directory `{shown}` is a file, not a directory"),
+        )
+        .help(choose));
+    }
+    if root.join(crate::rundir::STATE).exists() {
+        return Err(RunError::new("E0504", format!("`{shown}` already holds a run"))
+            .help(format!("resume it with `wrlc run --resume {shown}`, or {choose}")));
+    }
+    match std::fs::read_dir(root).map(|mut entries| entries.next().is_none()) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(RunError::new(
+            "E0504",
+            format!("`{shown}` is not a run directory, and it holds other files"),
+        )
+        .help(choose)),
+        Err(e) => Err(RunError::new("E0504", format!("cannot read `{shown}`: {e}")).help(choose)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_line_is_named_by_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        std::fs::write(&p, "\n{\"nope\": 1}\n").unwrap();
+        let path = p.to_string_lossy().into_owned();
+        let (message, label) = jsonl_problem(&path, "tasks").unwrap();
+        assert!(message.starts_with(&format!("`{path}` line 2, column ")), "{message}");
+        assert!(message.contains("missing field"), "{message}");
+        assert!(!message.contains(" at line 1"), "{message}");
+        assert_eq!(label, "line 2 of this file is malformed");
+        std::fs::write(&p, "\n\n").unwrap();
+        assert!(jsonl_problem(&path, "tasks").unwrap().0.ends_with("holds no records"));
+    }
+
+    #[test]
+    fn the_run_directory_must_be_new_or_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(check_out(&dir.path().join("new")).is_ok());
+        assert!(check_out(dir.path()).is_ok());
+        std::fs::write(dir.path().join("x"), "").unwrap();
+        assert!(check_out(dir.path()).unwrap_err().message.contains("holds other files"));
+        assert!(check_out(&dir.path().join("x")).unwrap_err().message.contains("is a file"));
+        std::fs::write(dir.path().join(crate::rundir::STATE), "{}").unwrap();
+        assert!(check_out(dir.path()).unwrap_err().message.contains("already holds a run"));
+    }
+}
