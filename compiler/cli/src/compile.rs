@@ -62,7 +62,7 @@ pub fn compile_paths_as(
                 None => diagnostics.extend(wrl_plan::plan_diagnostics(r)),
                 Some(name) => {
                     if let Ok(profiled) = r.with_profile(name) {
-                        diagnostics.extend(wrl_plan::lower(&profiled).err().unwrap_or_default());
+                        diagnostics.extend(wrl_plan::lower_diagnostics(&profiled));
                     }
                 }
             }

@@ -46,6 +46,12 @@ impl Lowering<'_> {
 
     /// Runs every check and returns the node order.
     pub fn check_and_order(&mut self) -> Vec<String> {
+        self.check();
+        self.topo_order()
+    }
+
+    /// Runs every check (what `wrlc check` needs: no order, no plan).
+    pub fn check(&mut self) {
         // `source` is asked for every node and port: index the edges once (first edge wins).
         let mut edge_into: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
         for (i, e) in self.edges.iter().enumerate() {
@@ -54,11 +60,9 @@ impl Lowering<'_> {
         self.edge_into = edge_into;
         self.check_inputs();
         let cyclic = self.check_cycles();
-        let order = self.topo_order();
         if !cyclic {
             self.check_training();
         }
-        order
     }
 
     fn check_inputs(&mut self) {

@@ -8,6 +8,7 @@ use wrl_diagnostics::Span;
 use wrl_syntax::ast::DeclKind;
 use wrl_syntax::tokens::Dimension;
 
+use crate::lower::Decls;
 use crate::model::DataKind;
 use crate::value::{PExpr, PGraphEdge, PModule, PObj, PTool, PToolParam, PVal};
 
@@ -46,13 +47,15 @@ pub(crate) fn ref_target(decl: &str, kind: DeclKind) -> Option<(String, DataKind
 /// Converts values for one node, collecting its inputs.
 pub(crate) struct Converter<'a> {
     /// Declarations by name, to inline tool sets and params.
-    pub values: &'a BTreeMap<String, Val>,
+    pub decls: &'a Decls<'a>,
     pub inputs: Vec<Input>,
+    /// Skip what cannot hold an input (metadata, tool schemas): see `Lowering::lean`.
+    pub lean: bool,
 }
 
 impl<'a> Converter<'a> {
-    pub fn new(values: &'a BTreeMap<String, Val>) -> Converter<'a> {
-        Converter { values, inputs: Vec::new() }
+    pub fn new(decls: &'a Decls<'a>) -> Converter<'a> {
+        Converter { decls, inputs: Vec::new(), lean: false }
     }
 
     pub fn val(&mut self, v: &Val, port: &str) -> PVal {
@@ -103,8 +106,8 @@ impl<'a> Converter<'a> {
                     PVal::Ref { node }
                 }
                 // Tool sets and params are configuration: inlined where they are used.
-                None => match self.values.get(decl) {
-                    Some(inner) if depth < 16 => self.val_depth(inner, port, depth + 1),
+                None => match self.decls.get(decl.as_str()) {
+                    Some(inner) if depth < 16 => self.val_depth(&inner.value, port, depth + 1),
                     _ => PVal::Unknown,
                 },
             },
@@ -119,7 +122,12 @@ impl<'a> Converter<'a> {
             .iter()
             .map(|(k, x)| (k.clone(), self.val_depth(x, &join(port, k), depth)))
             .collect();
-        let meta = o.meta.iter().map(|(k, x)| (k.clone(), plain(x))).collect();
+        // Metadata and tool schemas are converted without declarations: they hold no inputs.
+        let meta = if self.lean {
+            BTreeMap::new()
+        } else {
+            o.meta.iter().map(|(k, x)| (k.clone(), plain(x))).collect()
+        };
         let modules = o
             .modules
             .iter()
@@ -138,8 +146,8 @@ impl<'a> Converter<'a> {
                 limit: e.limit.as_ref().and_then(Val::as_f64),
             })
             .collect();
-        let tools = o
-            .tools
+        let tools = if self.lean { &[][..] } else { &o.tools[..] };
+        let tools = tools
             .iter()
             .map(|t| PTool {
                 name: t.name.clone(),

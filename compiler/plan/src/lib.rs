@@ -39,11 +39,24 @@ pub fn lower(recipe: &Recipe) -> Result<Plan, Vec<Diagnostic>> {
     }
 }
 
+/// The diagnostics [`lower`] would return, without ordering the nodes or building the plan
+/// (what `wrlc check` needs, for the recipe and every profile).
+pub fn lower_diagnostics(recipe: &Recipe) -> Vec<Diagnostic> {
+    let mut l = lower::Lowering::new(recipe);
+    l.lean = true;
+    l.run();
+    l.check();
+    let mut diags = std::mem::take(&mut l.diags);
+    diags.sort_by_key(|d| d.sort_key());
+    diags.dedup();
+    diags
+}
+
 /// The plan diagnostics of a recipe and of each of its profiles: what `wrlc check` reports
 /// after the checker found no errors. A mistake that only a profile makes says so, and points
 /// at the profile too.
 pub fn plan_diagnostics(recipe: &Recipe) -> Vec<Diagnostic> {
-    let mut out = lower(recipe).err().unwrap_or_default();
+    let mut out = lower_diagnostics(recipe);
     let base: Vec<(&'static str, Option<wrl_diagnostics::Span>)> =
         out.iter().map(|d| (d.code, d.primary_span())).collect();
     // Each profile is lowered only as far as it changes the recipe: what it cannot reach
@@ -51,7 +64,7 @@ pub fn plan_diagnostics(recipe: &Recipe) -> Vec<Diagnostic> {
     let slicer = wrl_check::ProfileSlicer::new(recipe);
     for p in &recipe.profiles {
         let r = slicer.slice(p);
-        for d in lower(&r).err().unwrap_or_default() {
+        for d in lower_diagnostics(&r) {
             if base.contains(&(d.code, d.primary_span())) {
                 continue;
             }

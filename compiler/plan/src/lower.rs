@@ -16,10 +16,14 @@ use crate::value::{PExpr, PVal};
 /// Where an edge came from in the source, for diagnostics.
 pub(crate) type EdgeSpans = BTreeMap<(String, String), Span>;
 
+/// A recipe's declarations by name.
+pub(crate) type Decls<'r> = BTreeMap<&'r str, &'r CheckedDecl>;
+
 pub(crate) struct Lowering<'r> {
     pub recipe: &'r Recipe,
-    pub values: BTreeMap<String, Val>,
-    pub decls: BTreeMap<String, &'r CheckedDecl>,
+    /// Declarations by name (borrowed: lowering reads values, it never changes them; the
+    /// last of a repeated name wins).
+    pub decls: Decls<'r>,
     pub nodes: BTreeMap<String, Node>,
     pub edges: Vec<Edge>,
     pub edge_spans: EdgeSpans,
@@ -28,15 +32,23 @@ pub(crate) struct Lowering<'r> {
     pub edge_into: BTreeMap<String, BTreeMap<String, usize>>,
     queued: BTreeSet<String>,
     queue: Vec<String>,
+    /// Lowering only for the checks (`wrlc check`): nodes keep only the parameters the checks
+    /// read, and values that cannot carry an input (metadata, tool schemas) are not converted.
+    pub lean: bool,
 }
+
+/// The node parameters the checks read (`checks.rs`); a lean lowering keeps only these.
+const CHECKED_PARAMS: &[&str] =
+    &["model", "data", "init", "tasks", "agent", "reward", "phase", "binds", "after"];
 
 impl<'r> Lowering<'r> {
     pub fn new(recipe: &'r Recipe) -> Lowering<'r> {
-        let values = recipe.decls.iter().map(|d| (d.name.clone(), d.value.clone())).collect();
-        let decls = recipe.decls.iter().map(|d| (d.name.clone(), d)).collect();
+        let mut decls = BTreeMap::new();
+        for d in &recipe.decls {
+            decls.insert(d.name.as_str(), d);
+        }
         Lowering {
             recipe,
-            values,
             decls,
             nodes: BTreeMap::new(),
             edges: Vec::new(),
@@ -45,6 +57,7 @@ impl<'r> Lowering<'r> {
             edge_into: BTreeMap::new(),
             queued: BTreeSet::new(),
             queue: Vec::new(),
+            lean: false,
         }
     }
 
@@ -71,8 +84,18 @@ impl<'r> Lowering<'r> {
         }
     }
 
+    /// A converter of values for one node.
+    pub(crate) fn converter(&self) -> Converter<'_> {
+        let mut c = Converter::new(&self.decls);
+        c.lean = self.lean;
+        c
+    }
+
     /// Adds a node and the edges of its inputs.
-    pub(crate) fn add(&mut self, node: Node, inputs: Vec<Input>) {
+    pub(crate) fn add(&mut self, mut node: Node, inputs: Vec<Input>) {
+        if self.lean {
+            node.params.retain(|k, _| CHECKED_PARAMS.contains(&k.as_str()));
+        }
         for i in inputs {
             self.enqueue(&i.decl);
             self.edge_spans.insert((node.id.clone(), i.port.clone()), i.span);
@@ -102,7 +125,7 @@ impl<'r> Lowering<'r> {
         for _ in 0..16 {
             match &v.v {
                 V::Ref { decl, kind, member: None } if *kind == d.kind => {
-                    match self.decls.get(decl) {
+                    match self.decls.get(decl.as_str()) {
                         Some(t) => {
                             alias = Some(decl.clone());
                             v = &t.value;
@@ -120,7 +143,7 @@ impl<'r> Lowering<'r> {
     fn simple(&mut self, d: &'r CheckedDecl, prefix: &str, kind: NodeKind) {
         let id = format!("{prefix}:{}", d.name);
         let (v, alias_of) = self.resolve_alias(d);
-        let mut c = Converter::new(&self.values);
+        let mut c = self.converter();
         let (ctor, params) = match &v.v {
             V::Obj(o) => {
                 let p = c.obj(o, "", 0);
@@ -143,7 +166,7 @@ impl<'r> Lowering<'r> {
     }
 
     fn reward(&mut self, d: &'r CheckedDecl) {
-        let mut c = Converter::new(&self.values);
+        let mut c = self.converter();
         let expr = match &d.value.v {
             V::Signal { expr } => c.expr(expr, "expr", 0),
             V::Obj(o) => PExpr::Signal { obj: c.obj(o, "expr", 0) },

@@ -8,7 +8,7 @@ use wrl_check::{CheckedDecl, V, Val};
 use wrl_diagnostics::Span;
 use wrl_syntax::ast::DeclKind;
 
-use crate::convert::{Converter, Input};
+use crate::convert::Input;
 use crate::lower::Lowering;
 use crate::model::{DataKind, Node, NodeKind};
 use crate::value::PVal;
@@ -21,7 +21,7 @@ impl<'r> Lowering<'r> {
         let mut params = BTreeMap::new();
         params.insert("stage".into(), PVal::Str { value: d.name.clone() });
         if let Some(every) = o.fields.get("checkpoint_every") {
-            params.insert("every".into(), Converter::new(&self.values).val(every, "every"));
+            params.insert("every".into(), self.converter().val(every, "every"));
         }
         let node = Node {
             id: format!("checkpoint:{}", d.name),
@@ -47,7 +47,7 @@ impl<'r> Lowering<'r> {
 
     fn sft_stage(&mut self, d: &'r CheckedDecl, o: &'r wrl_check::Obj) -> Option<String> {
         let id = format!("stage:{}", d.name);
-        let mut c = Converter::new(&self.values);
+        let mut c = self.converter();
         let mut params: BTreeMap<String, PVal> =
             o.fields.iter().map(|(k, v)| (k.clone(), c.val(v, k))).collect();
         params.insert("stage".into(), PVal::Str { value: d.name.clone() });
@@ -83,7 +83,7 @@ impl<'r> Lowering<'r> {
         let mut prev: Option<String> = None;
         for i in 0..count {
             let id = format!("stage:{}/phase:{}", d.name, i + 1);
-            let mut c = Converter::new(&self.values);
+            let mut c = self.converter();
             let mut params = BTreeMap::new();
             for (k, v) in &o.fields {
                 if k == "phases" {
@@ -161,7 +161,7 @@ impl<'r> Lowering<'r> {
                 (Some((s, _)), true) => format!("eval:{}/after:{s}", d.name),
                 _ => format!("eval:{}", d.name),
             };
-            let mut c = Converter::new(&self.values);
+            let mut c = self.converter();
             let mut params: BTreeMap<String, PVal> = o
                 .fields
                 .iter()
@@ -209,7 +209,7 @@ impl<'r> Lowering<'r> {
 
     pub fn bind_slots(&self, agent: &Val) -> Vec<String> {
         let obj = match &agent.v {
-            V::Ref { decl, .. } => match self.decls.get(decl) {
+            V::Ref { decl, .. } => match self.decls.get(decl.as_str()) {
                 Some(d) => match &self.resolve_alias(d).0.v {
                     V::Obj(o) => Some(o),
                     _ => None,

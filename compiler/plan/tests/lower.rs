@@ -201,3 +201,39 @@ fn an_eval_after_a_stage_runs_that_stages_model() {
         diags[0].message
     );
 }
+
+/// `wrlc check` lowers leanly (no node order, only the parameters the checks read): it must
+/// report exactly what `lower` reports, on every plan UI case and shipped recipe, plain and
+/// with each profile.
+#[test]
+fn lean_lowering_reports_what_lower_reports() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    for dir in ["tests/ui/plan", "recipes"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "wrl") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut compared = 0;
+    for p in &files {
+        let src = std::fs::read_to_string(p).unwrap();
+        let loader = MemLoader::default();
+        let (_, checked) = check_source("r.wrl", &src, &loader);
+        for r in &checked.recipes {
+            let mut variants = vec![r.clone()];
+            for name in r.profile_names() {
+                variants.push(r.with_profile(name).unwrap());
+            }
+            for v in &variants {
+                let full = lower(v).err().unwrap_or_default();
+                assert_eq!(wrl_plan::lower_diagnostics(v), full, "{}", p.display());
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= files.len(), "{compared} recipes compared");
+}
