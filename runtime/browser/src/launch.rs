@@ -1,10 +1,13 @@
 //! Finding and launching the system Chromium (never downloaded), or connecting to a remote one.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use chromiumoxide::handler::viewport::Viewport;
-use chromiumoxide::{Browser, BrowserConfig, Handler};
+use chromiumoxide::{Browser, Handler};
+
+use crate::process::ChromiumProcess;
 
 /// Errors launching or reaching a browser. Messages say what to do.
 #[derive(Debug, thiserror::Error)]
@@ -27,7 +30,7 @@ pub enum LaunchError {
     TempDir(std::io::Error),
 }
 
-/// Chromium flags (without leading dashes: chromiumoxide adds them).
+/// Chromium flags of ours (written without leading dashes).
 pub const FLAGS: [&str; 9] = [
     "disable-gpu",
     "disable-quic",
@@ -35,7 +38,7 @@ pub const FLAGS: [&str; 9] = [
     "disable-background-networking",
     "disable-component-update",
     "disable-sync",
-    "disable-features=Translate,MediaRouter,OptimizationHints",
+    "disable-features=Translate,TranslateUI,MediaRouter,OptimizationHints",
     "mute-audio",
     "hide-scrollbars",
 ];
@@ -80,11 +83,49 @@ pub struct Launched {
     pub browser: Browser,
     /// Its CDP handler (poll it on a task).
     pub handler: Handler,
-    /// The user-data-dir, deleted on drop (None for remote browsers).
-    pub dir: Option<tempfile::TempDir>,
+    /// The Chromium process with its user-data-dir, killed and deleted on drop (None for
+    /// remote browsers).
+    pub process: Option<ChromiumProcess>,
 }
 
-/// Launches headless Chromium with a fresh user-data-dir.
+/// The flags every local Chromium gets before [`FLAGS`] and the caller's: the defaults
+/// chromiumoxide (after Puppeteer) launches with, headless, without the sandbox (containers),
+/// with DevTools on a free port written to `DevToolsActivePort`.
+const BASE_FLAGS: &[&str] = &[
+    "disable-background-timer-throttling",
+    "disable-backgrounding-occluded-windows",
+    "disable-breakpad",
+    "disable-client-side-phishing-detection",
+    "disable-component-extensions-with-background-pages",
+    "disable-default-apps",
+    "disable-dev-shm-usage",
+    "disable-extensions",
+    "disable-hang-monitor",
+    "disable-ipc-flooding-protection",
+    "disable-popup-blocking",
+    "disable-prompt-on-repost",
+    "disable-renderer-backgrounding",
+    "enable-features=NetworkService,NetworkServiceInProcess",
+    "force-color-profile=srgb",
+    "metrics-recording-only",
+    "enable-automation",
+    "password-store=basic",
+    "use-mock-keychain",
+    "lang=en_US",
+    "no-sandbox",
+    "disable-setuid-sandbox",
+    "headless",
+    "remote-debugging-port=0",
+    "hide-scrollbars",
+    "mute-audio",
+];
+
+/// How long Chromium may take to open its DevTools endpoint.
+const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Launches headless Chromium with a fresh user-data-dir and connects to it. The process is
+/// ours ([`ChromiumProcess`]): it is killed when the result is dropped and, on Linux, when this
+/// process dies, even by SIGKILL.
 pub async fn launch(
     binary: &Path,
     viewport: (u32, u32),
@@ -92,33 +133,66 @@ pub async fn launch(
     extra_args: &[String],
     request_timeout: Duration,
 ) -> Result<Launched, LaunchError> {
+    let fail =
+        |message: String| LaunchError::Launch { path: binary.display().to_string(), message };
     let dir =
         tempfile::Builder::new().prefix("wrl-chromium-").tempdir().map_err(LaunchError::TempDir)?;
-    let mut args: Vec<String> = FLAGS.iter().map(|s| s.to_string()).collect();
-    args.extend(extra_args.iter().map(|a| a.trim_start_matches('-').to_string()));
-    let cfg = BrowserConfig::builder()
-        .chrome_executable(binary)
-        .no_sandbox()
-        .user_data_dir(dir.path())
-        .args(args)
-        .viewport(Viewport {
-            width: viewport.0,
-            height: viewport.1,
-            device_scale_factor: Some(scale),
-            emulating_mobile: false,
-            is_landscape: false,
-            has_touch: false,
-        })
-        .window_size(viewport.0, viewport.1)
-        .request_timeout(request_timeout)
-        .launch_timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|message| LaunchError::Launch { path: binary.display().to_string(), message })?;
-    let (browser, handler) = Browser::launch(cfg).await.map_err(|e| LaunchError::Launch {
-        path: binary.display().to_string(),
-        message: e.to_string(),
-    })?;
-    Ok(Launched { browser, handler, dir: Some(dir) })
+    let profile = dir.path().join("profile");
+    let log_path = dir.path().join("stderr.log");
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| fail(format!("cannot create {}: {e}", log_path.display())))?;
+    let mut cmd = std::process::Command::new(binary);
+    cmd.args(BASE_FLAGS.iter().chain(FLAGS.iter()).map(|f| format!("--{f}")))
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--window-size={},{}", viewport.0, viewport.1))
+        .args(extra_args.iter().map(|a| format!("--{}", a.trim_start_matches('-'))))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    let mut process = ChromiumProcess::spawn(cmd, dir).await.map_err(|e| fail(e.to_string()))?;
+    // On any error below, dropping `process` kills Chromium.
+    let url = devtools_url(&mut process, &profile, &log_path).await.map_err(fail)?;
+    let connected = connect(&url, viewport, scale, request_timeout).await?;
+    Ok(Launched { process: Some(process), ..connected })
+}
+
+/// Waits for Chromium to write `DevToolsActivePort` (port, then the browser's WebSocket path)
+/// and returns the WebSocket URL. Fails with the tail of Chromium's stderr if it exits first or
+/// takes longer than [`LAUNCH_TIMEOUT`].
+async fn devtools_url(
+    process: &mut ChromiumProcess,
+    profile: &Path,
+    log: &Path,
+) -> Result<String, String> {
+    let file = profile.join("DevToolsActivePort");
+    let deadline = Instant::now() + LAUNCH_TIMEOUT;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            let mut lines = text.lines();
+            if let (Some(port), Some(path)) = (lines.next(), lines.next())
+                && port.parse::<u16>().is_ok()
+                && path.starts_with("/devtools/browser/")
+                && path.len() > "/devtools/browser/".len()
+            {
+                return Ok(format!("ws://127.0.0.1:{port}{path}"));
+            }
+        }
+        if let Some(status) = process.exited() {
+            return Err(format!("Chromium exited ({status}) before DevTools came up{}", tail(log)));
+        }
+        if Instant::now() > deadline {
+            return Err(format!("DevTools did not come up within {LAUNCH_TIMEOUT:?}{}", tail(log)));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The last lines of Chromium's stderr, for error messages.
+fn tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let last = &lines[lines.len().saturating_sub(10)..];
+    if last.is_empty() { String::new() } else { format!("; stderr:\n{}", last.join("\n")) }
 }
 
 /// Connects to a running browser by its CDP WebSocket URL (`ws://host:port/devtools/browser/…`)
@@ -144,5 +218,5 @@ pub async fn connect(
     let (browser, handler) = Browser::connect_with_config(url.to_string(), cfg)
         .await
         .map_err(|e| LaunchError::Launch { path: url.to_string(), message: e.to_string() })?;
-    Ok(Launched { browser, handler, dir: None })
+    Ok(Launched { browser, handler, process: None })
 }

@@ -24,6 +24,7 @@ pub mod js;
 pub mod keys;
 pub mod launch;
 pub mod pool;
+pub mod process;
 pub mod runner;
 pub mod snapshot;
 pub mod terse;

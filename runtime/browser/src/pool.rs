@@ -84,7 +84,8 @@ pub struct Live {
     pub(crate) seen: Arc<Seen>,
     pub(crate) pid: Option<u32>,
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    _dir: Option<tempfile::TempDir>,
+    /// The local Chromium (killed when the browser is dropped).
+    _process: Option<crate::process::ChromiumProcess>,
 }
 
 impl HasBrowser for Live {
@@ -248,8 +249,8 @@ impl PoolInner {
                 launch::connect(url, cfg.viewport, cfg.scale, cfg.request_timeout).await?
             }
         };
-        let launch::Launched { mut browser, mut handler, dir } = launched;
-        let pid = browser.get_mut_child().and_then(|c| c.as_mut_inner().id());
+        let launch::Launched { browser, mut handler, process } = launched;
+        let pid = process.as_ref().map(|p| p.pid());
         let alive = Arc::new(AtomicBool::new(true));
         let alive2 = alive.clone();
         let handler_task = tokio::spawn(async move {
@@ -284,7 +285,7 @@ impl PoolInner {
             seen: seen.clone(),
             pid,
             tasks: std::sync::Mutex::new(vec![handler_task]),
-            _dir: dir,
+            _process: process,
         });
         let weak: Weak<Live> = Arc::downgrade(&live);
         let watch = intercept::watch_targets(&live.browser, seen.clone())

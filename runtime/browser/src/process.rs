@@ -1,0 +1,118 @@
+//! Spawning Chromium so that it dies with us, even on SIGKILL: on Linux the child asks the kernel
+//! for SIGKILL when its parent goes (`PR_SET_PDEATHSIG`). The kernel sends that signal when the
+//! *thread* that forked the child exits, not the process, so every Chromium is forked from one
+//! spawner thread that lives as long as the process (a tokio worker or a test's thread may exit
+//! long before the pool does).
+
+use std::io;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::OnceLock;
+use std::sync::mpsc;
+
+use tokio::sync::oneshot;
+
+/// A spawn request for the spawner thread.
+struct Job {
+    cmd: Command,
+    reply: oneshot::Sender<io::Result<Child>>,
+}
+
+/// The spawner thread's queue, started on first use. `None` if the thread could not start.
+fn spawner() -> Option<&'static mpsc::Sender<Job>> {
+    static SPAWNER: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
+    SPAWNER
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let started =
+                std::thread::Builder::new().name("wrl-chromium-spawner".into()).spawn(move || {
+                    // The sender lives in a static, so this loop (and the thread) never ends.
+                    for mut job in rx {
+                        let res = job.cmd.spawn();
+                        // Nobody waits any more (the launch was cancelled): do not leak it.
+                        if let Err(Ok(mut child)) = job.reply.send(res) {
+                            let _ = child.kill();
+                            let _ = child.wait();
+                        }
+                    }
+                });
+            started.ok().map(|_| tx)
+        })
+        .as_ref()
+}
+
+/// Makes `cmd`'s process receive SIGKILL when the thread that forks it exits.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)] // pre_exec runs between fork and exec: only async-signal-safe calls, no allocation
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: the closure calls only prctl and getppid (async-signal-safe) and builds its
+    // errors from raw OS codes without allocating.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl: we were reparented already.
+            if u32::try_from(libc::getppid()).ok() != Some(parent) {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
+
+/// A Chromium process we started. Dropping it kills the process, then reaps it and deletes its
+/// temporary directory on a background thread.
+pub struct ChromiumProcess {
+    child: Option<Child>,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl std::fmt::Debug for ChromiumProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChromiumProcess").field("pid", &self.pid()).finish()
+    }
+}
+
+impl ChromiumProcess {
+    /// Starts `cmd` from the spawner thread, set up to die with this process. `dir` (the
+    /// user-data-dir and log) is deleted after the process is gone.
+    pub async fn spawn(mut cmd: Command, dir: tempfile::TempDir) -> io::Result<ChromiumProcess> {
+        die_with_parent(&mut cmd);
+        let tx = spawner().ok_or_else(|| io::Error::other("cannot start the spawner thread"))?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Job { cmd, reply }).map_err(|_| io::Error::other("the spawner thread is gone"))?;
+        let child = rx.await.map_err(|_| io::Error::other("the spawner thread is gone"))??;
+        Ok(ChromiumProcess { child: Some(child), dir: Some(dir) })
+    }
+
+    /// The process id (0 once dropped; never seen by callers).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// The exit status if the process has exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+}
+
+impl Drop for ChromiumProcess {
+    fn drop(&mut self) {
+        let (Some(mut child), dir) = (self.child.take(), self.dir.take()) else { return };
+        let _ = child.kill();
+        // Reaping takes a moment after SIGKILL; do not block the caller (often an async task).
+        let reaper =
+            std::thread::Builder::new().name("wrl-chromium-reaper".into()).spawn(move || {
+                let _ = child.wait();
+                drop(dir);
+            });
+        if let Err(e) = reaper {
+            tracing::warn!("cannot start a thread to reap Chromium: {e}");
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Chromium must not outlive the process that launched it: this test runs its own binary as a
+//! child that launches a pool (from a thread that then exits) and prints Chromium's pid, kills
+//! that child with SIGKILL, and checks that Chromium and every process it started are gone.
+#![allow(clippy::unwrap_used)] // tests may unwrap (clippy.toml allows it only inside #[test] fns)
+#![cfg(target_os = "linux")]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use wrl_browser::{BrowserPool, PoolCfg};
+
+const CHILD_ENV: &str = "WRL_ORPHAN_TEST_CHILD";
+
+/// The child's side; does nothing unless the parent test started this binary for it.
+#[test]
+fn helper_launch_then_wait_to_be_killed() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let handle = rt.handle().clone();
+    // Launch from a thread that exits right after: Chromium must survive it (PR_SET_PDEATHSIG
+    // follows the forking thread, not the process).
+    let pool = std::thread::spawn(move || {
+        handle.block_on(BrowserPool::launch(PoolCfg::default())).unwrap()
+    })
+    .join()
+    .unwrap();
+    let pids = rt.block_on(pool.pids());
+    println!("CHROMIUM_PID={}", pids[0]);
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+/// Whether `pid` is running (a zombie waiting to be reaped counts as gone).
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        }
+        Err(_) => false,
+    }
+}
+
+/// `pid` and all its descendants now running.
+fn tree(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if let Some(pp) = fields.get(1).and_then(|s| s.parse::<u32>().ok()) {
+            parent_of.push((p, pp));
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let cur = out[i];
+        out.extend(parent_of.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
+        i += 1;
+    }
+    out.retain(|p| running(*p));
+    out
+}
+
+/// Kills the child if an assertion fails before the test kills it.
+struct Guard(std::process::Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn chromium_dies_when_its_parent_is_sigkilled() {
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "helper_launch_then_wait_to_be_killed",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut child = Guard(child);
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let pid: u32 = loop {
+        let line = lines.next().expect("the child exited before printing Chromium's pid").unwrap();
+        // libtest may print "test NAME ... " on the same line first.
+        if let Some((_, p)) = line.split_once("CHROMIUM_PID=") {
+            break p.trim().parse().unwrap();
+        }
+    };
+    let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let profile = cmdline.split('\0').find_map(|a| a.strip_prefix("--user-data-dir="));
+    // The launching thread has exited; Chromium is still there.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(running(pid), "Chromium died with the thread that launched it");
+    let procs = tree(pid);
+    assert!(procs.len() > 1, "expected Chromium's helper processes too: {procs:?}");
+    child.0.kill().unwrap(); // SIGKILL: no destructor of the child runs
+    child.0.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while procs.iter().any(|p| running(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<u32> = procs.iter().copied().filter(|p| running(*p)).collect();
+    // The killed child could not delete its temporary directory; do it here.
+    if let Some(dir) = profile.and_then(|p| std::path::Path::new(p).parent()) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    assert!(left.is_empty(), "Chromium processes outlived their parent: {left:?}");
+}
