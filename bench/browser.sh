@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Browser benchmark: wrl-browser vs Python Playwright on the sandbox shop, same scripted loop,
-# same observation (wrl's snapshot script) and same PNG screenshots of an 800x600 viewport, at
-# concurrency 1/4/8/16, with and without screenshots. Prints a table and, last, `ratio: X.XX`
-# (the lowest wrl/Playwright ratio). Not part of `cargo test`.
+# Browser benchmark: wrl-browser vs bare chromiumoxide calls vs Python Playwright on the sandbox
+# shop, same scripted loop, same observation (wrl's snapshot script) and same PNG screenshots of
+# an 800x600 viewport, at concurrency 1/4/8/16, with and without screenshots. Prints a table
+# (steps/s, wrl/Playwright ratio, wrl's per-step overhead over the bare loop), the largest
+# overhead, and, last, `ratio: X.XX` (the lowest wrl/Playwright ratio). Not part of `cargo test`.
 # Needs: /usr/bin/chromium (apt-get install chromium), python3-venv. Never runs `playwright install`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,18 +25,26 @@ SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true; rm -f "$JS"' EXIT
 sleep 1
 BASE="http://127.0.0.1:$PORT"
-printf "%-12s %-6s %12s %12s %7s %12s %12s\n" concurrency shots "wrl steps/s" "pw steps/s" ratio "wrl ms/step" "pw ms/step"
-MIN=""
+row() { printf "%-11s %-5s %11s %11s %11s %6s %9s %11s %11s %11s\n" "$@"; }
+row concurrency shots "wrl st/s" "bare st/s" "pw st/s" ratio overhead "wrl ms" "bare ms" "pw ms"
+stat() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["steps_per_s"], d["mean_step_ms"])' "$1"; }
+MIN=""; MAXO=""
 for shots in 0 1; do
   for n in $LEVELS; do
     flag=""; [ "$shots" = 1 ] && flag="--screenshots"
     W="$("$BIN" --base "$BASE" --concurrency "$n" --seconds "$SECS" $flag)"
+    B="$("$BIN" --base "$BASE" --concurrency "$n" --seconds "$SECS" $flag --bare)"
     P="$("$VENV/bin/python" bench/browser/pw_bench.py "$BASE" "$n" "$SECS" "$shots" "$JS")"
-    read -r ws wl < <(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["steps_per_s"], d["mean_step_ms"])' "$W")
-    read -r ps pl < <(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["steps_per_s"], d["mean_step_ms"])' "$P")
+    read -r ws wl < <(stat "$W")
+    read -r bs bl < <(stat "$B")
+    read -r ps pl < <(stat "$P")
     r="$(python3 -c "print(f'{$ws/$ps:.2f}')")"
-    printf "%-12s %-6s %12s %12s %7s %12s %12s\n" "$n" "$([ "$shots" = 1 ] && echo yes || echo no)" "$ws" "$ps" "$r" "$wl" "$pl"
+    # Overhead: how much longer a step takes with wrl than with the bare loop (from throughput).
+    o="$(python3 -c "print(f'{($bs/$ws-1)*100:+.1f}')")"
+    row "$n" "$([ "$shots" = 1 ] && echo yes || echo no)" "$ws" "$bs" "$ps" "$r" "$o%" "$wl" "$bl" "$pl"
     if [ -z "$MIN" ] || python3 -c "import sys; sys.exit(0 if $r < $MIN else 1)"; then MIN="$r"; fi
+    if [ -z "$MAXO" ] || python3 -c "import sys; sys.exit(0 if $o > $MAXO else 1)"; then MAXO="$o"; fi
   done
 done
+echo "overhead: $MAXO% (largest wrl per-step overhead over bare chromiumoxide; target 10%)"
 echo "ratio: $MIN"

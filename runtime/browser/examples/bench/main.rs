@@ -13,13 +13,41 @@ use std::time::{Duration, Instant};
 
 use wrl_browser::{AllowList, BrowserPool, EpisodeCfg, EpisodeSpec, Item, PoolCfg, terse};
 
-/// Steps and summed step latency over all loops.
-#[derive(Clone)]
+/// Steps and summed step latency over all loops, in total and per kind of step (type, click
+/// Search, click the product, go to the shop).
+#[derive(Clone, Default)]
 pub struct Counters {
     /// Steps done.
     pub steps: Arc<AtomicU64>,
     /// Sum of step latencies in µs.
     pub lat_us: Arc<AtomicU64>,
+    /// Steps per kind.
+    pub kind_steps: Arc<[AtomicU64; 4]>,
+    /// Summed latency per kind in µs.
+    pub kind_us: Arc<[AtomicU64; 4]>,
+}
+
+impl Counters {
+    /// Records step `k` (its kind is `k % 4`) that took `s.elapsed()`.
+    pub fn record(&self, k: u64, s: Instant) {
+        let us = s.elapsed().as_micros() as u64;
+        let kind = (k % 4) as usize;
+        self.lat_us.fetch_add(us, Ordering::Relaxed);
+        self.steps.fetch_add(1, Ordering::Relaxed);
+        self.kind_us[kind].fetch_add(us, Ordering::Relaxed);
+        self.kind_steps[kind].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Mean ms per kind of step, as a JSON array.
+    fn kinds_json(&self) -> String {
+        let ms: Vec<String> = (0..4)
+            .map(|i| {
+                let n = self.kind_steps[i].load(Ordering::Relaxed).max(1) as f64;
+                format!("{:.1}", self.kind_us[i].load(Ordering::Relaxed) as f64 / n / 1000.0)
+            })
+            .collect();
+        format!("[{}]", ms.join(","))
+    }
 }
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -82,8 +110,7 @@ async fn ours(base: &str, n: usize, secs: f64, shots: bool, c: &Counters) -> any
                     );
                 }
                 obs = ep.observe(shots).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
-                c.lat_us.fetch_add(s.elapsed().as_micros() as u64, Ordering::Relaxed);
-                c.steps.fetch_add(1, Ordering::Relaxed);
+                c.record(k, s);
                 k += 1;
             }
             ep.finish().await;
@@ -114,7 +141,7 @@ async fn main() -> anyhow::Result<()> {
     let secs: f64 = arg(&args, "--seconds").unwrap_or_else(|| "10".into()).parse()?;
     let shots = args.iter().any(|a| a == "--screenshots");
     let is_bare = args.iter().any(|a| a == "--bare");
-    let c = Counters { steps: Arc::new(AtomicU64::new(0)), lat_us: Arc::new(AtomicU64::new(0)) };
+    let c = Counters::default();
     let el = if is_bare {
         bare::run(&base, n, secs, shots, &c).await?
     } else {
@@ -124,8 +151,9 @@ async fn main() -> anyhow::Result<()> {
     let lat = c.lat_us.load(Ordering::Relaxed) as f64 / s.max(1) as f64 / 1000.0;
     let name = if is_bare { "bare" } else { "wrl" };
     println!(
-        "{{\"impl\":\"{name}\",\"concurrency\":{n},\"screenshots\":{shots},\"steps\":{s},\"seconds\":{el:.2},\"steps_per_s\":{:.2},\"mean_step_ms\":{lat:.1}}}",
-        s as f64 / el
+        "{{\"impl\":\"{name}\",\"concurrency\":{n},\"screenshots\":{shots},\"steps\":{s},\"seconds\":{el:.2},\"steps_per_s\":{:.2},\"mean_step_ms\":{lat:.1},\"kind_ms\":{}}}",
+        s as f64 / el,
+        c.kinds_json()
     );
     Ok(())
 }

@@ -1,0 +1,191 @@
+//! The bare chromiumoxide side of the browser benchmark: the same shop loop with the same CDP
+//! calls our runtime makes for it (element geometry script, mouse events, focused-field select,
+//! `Input.insertText`, document mark and readiness polls every 10 ms, `Page.navigate`, snapshot
+//! script, PNG screenshots), the same Chromium and flags, and nothing around them: no pool, no
+//! allow-list interception, no feedback, DOM diff or grace waits. Our per-step overhead is
+//! measured against this.
+
+use std::time::{Duration, Instant};
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchMouseEventParams, DispatchMouseEventType, InsertTextParams, MouseButton,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, CaptureScreenshotParams, NavigateParams,
+};
+use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use futures::StreamExt;
+use wrl_browser::{Item, Snapshot, js};
+
+use crate::Counters;
+
+async fn eval(page: &Page, expr: &str) -> anyhow::Result<serde_json::Value> {
+    let p = EvaluateParams::builder()
+        .expression(expr)
+        .return_by_value(true)
+        .build()
+        .map_err(anyhow::Error::msg)?;
+    let r = page.execute(p).await?;
+    if let Some(ex) = &r.result.exception_details {
+        anyhow::bail!("script error: {}", ex.text);
+    }
+    Ok(r.result.result.value.clone().unwrap_or(serde_json::Value::Null))
+}
+
+async fn eval_str(page: &Page, expr: &str) -> anyhow::Result<String> {
+    Ok(eval(page, expr).await?.as_str().unwrap_or_default().to_string())
+}
+
+async fn snapshot(page: &Page) -> anyhow::Result<Snapshot> {
+    Ok(serde_json::from_str(&eval_str(page, js::SNAPSHOT).await?)?)
+}
+
+fn find(s: &Snapshot, role: &str, label: &str) -> anyhow::Result<u32> {
+    s.items
+        .iter()
+        .find_map(|i| match i {
+            Item::Element { id, role: r, label: l, .. } if r == role && l == label => Some(*id),
+            _ => None,
+        })
+        .ok_or_else(|| anyhow::anyhow!("no {role} {label:?} on {}", s.url))
+}
+
+/// Centre of element `id`, as our runtime's `elem` computes it.
+async fn center(page: &Page, id: u32) -> anyhow::Result<(f64, f64)> {
+    let v: serde_json::Value =
+        serde_json::from_str(&eval_str(page, &js::element_center(id)).await?)?;
+    Ok((v["x"].as_f64().unwrap_or(0.0), v["y"].as_f64().unwrap_or(0.0)))
+}
+
+async fn click(page: &Page, (x, y): (f64, f64)) -> anyhow::Result<()> {
+    let moved = DispatchMouseEventParams::builder()
+        .r#type(DispatchMouseEventType::MouseMoved)
+        .x(x)
+        .y(y)
+        .build()
+        .map_err(anyhow::Error::msg)?;
+    page.execute(moved).await?;
+    for ty in [DispatchMouseEventType::MousePressed, DispatchMouseEventType::MouseReleased] {
+        let p = DispatchMouseEventParams::builder()
+            .r#type(ty)
+            .x(x)
+            .y(y)
+            .button(MouseButton::Left)
+            .buttons(1)
+            .click_count(1)
+            .build()
+            .map_err(anyhow::Error::msg)?;
+        page.execute(p).await?;
+    }
+    Ok(())
+}
+
+/// Polls every 10 ms until the marked document was replaced by a loaded one.
+async fn wait_new_document(page: &Page) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let s = eval_str(page, js::CHECK_DOCUMENT).await?;
+        if s.starts_with("0|complete|") {
+            return Ok(());
+        }
+        anyhow::ensure!(Instant::now() < deadline, "no new document within 20 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// One step of the loop (`k % 4`), then the observation.
+async fn step(
+    page: &Page,
+    k: u64,
+    obs: &Snapshot,
+    base: &str,
+    shots: bool,
+) -> anyhow::Result<Snapshot> {
+    match k % 4 {
+        0 => {
+            let at = center(page, find(obs, "textbox", "Search products")?).await?;
+            click(page, at).await?;
+            eval(page, js::SELECT_FOCUSED).await?;
+            page.execute(InsertTextParams::new("blue mug")).await?;
+            eval(page, js::FOCUSED_VALUE).await?;
+        }
+        1 | 2 => {
+            let id = if k % 4 == 1 {
+                find(obs, "button", "Search")?
+            } else {
+                find(obs, "link", "blue mug")?
+            };
+            let at = center(page, id).await?;
+            eval(page, js::MARK_DOCUMENT).await?;
+            click(page, at).await?;
+            wait_new_document(page).await?;
+        }
+        _ => {
+            eval(page, js::MARK_DOCUMENT).await?;
+            page.execute(NavigateParams::new(format!("{base}/shop/"))).await?;
+            wait_new_document(page).await?;
+        }
+    }
+    let snap = snapshot(page).await?;
+    if shots {
+        let p = CaptureScreenshotParams::builder().format(CaptureScreenshotFormat::Png).build();
+        page.execute(p).await?;
+    }
+    Ok(snap)
+}
+
+/// Runs `n` loops for `secs` on one Chromium, counting into `c`; returns the seconds from the
+/// start of the loops to the end of the last one.
+pub async fn run(
+    base: &str,
+    n: usize,
+    secs: f64,
+    shots: bool,
+    c: &Counters,
+) -> anyhow::Result<f64> {
+    let bin = wrl_browser::find_chromium(None)?;
+    let launched =
+        wrl_browser::launch::launch(&bin, (800, 600), 1.0, &[], Duration::from_secs(20)).await?;
+    let wrl_browser::launch::Launched { browser, mut handler, process } = launched;
+    let handler = tokio::spawn(async move { while handler.next().await.is_some() {} });
+    let mut pages = Vec::new();
+    for _ in 0..n {
+        let ctx = browser.create_browser_context(Default::default()).await?;
+        let params = CreateTargetParams::builder()
+            .url("about:blank")
+            .browser_context_id(ctx)
+            .build()
+            .map_err(anyhow::Error::msg)?;
+        let page = browser.new_page(params).await?;
+        eval(&page, js::MARK_DOCUMENT).await?;
+        page.execute(NavigateParams::new(format!("{base}/shop/"))).await?;
+        wait_new_document(&page).await?;
+        let obs = snapshot(&page).await?;
+        pages.push((page, obs));
+    }
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs_f64(secs);
+    let mut tasks = Vec::new();
+    for (page, mut obs) in pages {
+        let (base, c) = (base.to_string(), c.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut k = 0u64;
+            while Instant::now() < deadline {
+                let s = Instant::now();
+                obs = step(&page, k, &obs, &base, shots).await?;
+                c.record(k, s);
+                k += 1;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    handler.abort();
+    drop((browser, process));
+    Ok(elapsed)
+}
