@@ -23,8 +23,10 @@ use std::time::{Duration, Instant};
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::network::CookieParam;
-use chromiumoxide::cdp::browser_protocol::page::NavigateParams;
+use chromiumoxide::cdp::browser_protocol::page::{EventLoadEventFired, NavigateParams};
 use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
+use chromiumoxide::listeners::EventStream;
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OwnedSemaphorePermit;
 use wrl_sandbox::{CheckInput, Checker, Sandbox, Task, Verdict};
@@ -218,6 +220,9 @@ pub struct Episode {
     started: Instant,
     pub(crate) last: Option<Snapshot>,
     pub(crate) mark_seq: u64,
+    /// Load events of a tab (its target id), subscribed when the document was marked, so
+    /// `settle` wakes as soon as a new document has loaded instead of on its next poll.
+    pub(crate) loads: Option<(String, EventStream<EventLoadEventFired>)>,
     feedback: String,
     _permit: OwnedSemaphorePermit,
 }
@@ -281,6 +286,7 @@ impl BrowserPool {
                         started: Instant::now(),
                         last: None,
                         mark_seq: 0,
+                        loads: None,
                         feedback: String::new(),
                         _permit: permit,
                     };
@@ -402,10 +408,15 @@ impl Episode {
     /// or a navigation is in flight, until the new document is loaded. With `navigated`, a
     /// navigation is known to have happened.
     /// `grace` is how many 10 ms polls to wait for a navigation to show up when none is seen
-    /// (longer for clicks on links and buttons, which often navigate).
+    /// (longer for clicks on links and buttons, which often navigate). While a navigation is
+    /// in flight and the tab's load events are subscribed (see `loads`), a load event wakes the
+    /// check at once and polls are 50 ms apart instead of 10 (each poll is a CDP round trip
+    /// into a busy renderer).
     pub(crate) async fn settle(&mut self, navigated: bool, url_before: &str, grace: u32) -> String {
         let frame = self.page().target_id().as_ref().to_string();
+        let mut loads = self.loads.take().and_then(|(t, s)| (t == frame).then_some(s));
         let deadline = Instant::now() + self.cfg.step_timeout;
+        // In units of 10 ms polls.
         let mut polls = 0u32;
         loop {
             polls += 1;
@@ -434,7 +445,16 @@ impl Episode {
             if Instant::now() > deadline || !self.live.is_alive() || (in_flight && polls > 200) {
                 return String::new();
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            match loads.as_mut() {
+                Some(l) if in_flight => {
+                    polls += 4;
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                        ev = l.next() => if ev.is_none() { loads = None },
+                    }
+                }
+                Some(_) | None => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use chromiumoxide::cdp::browser_protocol::page::{
-    GetNavigationHistoryParams, NavigateToHistoryEntryParams,
+    EventLoadEventFired, GetNavigationHistoryParams, NavigateToHistoryEntryParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
 
@@ -22,6 +22,9 @@ struct Center {
     x: f64,
     y: f64,
     desc: String,
+    /// The document's URL, when the script also marked it.
+    #[serde(default)]
+    href: Option<String>,
 }
 
 fn env(e: String) -> Stop {
@@ -108,15 +111,27 @@ impl Episode {
 
     /// Centre of element `id` (scrolled into view).
     async fn elem(&self, id: u32) -> Result<(Pt, String), Stop> {
-        let s = cdp::eval_string(self.page(), &js::element_center(id)).await.map_err(env)?;
+        let c = self.center(id, false).await?;
+        Ok(((c.x, c.y), c.desc))
+    }
+
+    async fn center(&self, id: u32, mark: bool) -> Result<Center, Stop> {
+        let s = cdp::eval_string(self.page(), &js::element_center(id, mark)).await.map_err(env)?;
         if s == "null" {
             return Err(agent(AgentError::InvalidElement(format!(
                 "no element [{id}] on this page"
             ))));
         }
-        let c: Center =
-            serde_json::from_str(&s).map_err(|e| env(format!("bad element geometry: {e}")))?;
-        Ok(((c.x, c.y), c.desc))
+        serde_json::from_str(&s).map_err(|e| env(format!("bad element geometry: {e}")))
+    }
+
+    /// Clicks element `id`, finding it and marking the document in one script.
+    async fn click_elem(&mut self, id: u32) -> Result<String, Stop> {
+        self.mark_seq = self.live.seen.seq();
+        self.listen_loads().await;
+        let c = self.center(id, true).await?;
+        let before = c.href.unwrap_or_default();
+        self.click_marked((c.x, c.y), c.desc, before, MouseButton::Left, 1).await
     }
 
     async fn describe(&self, p: Pt) -> String {
@@ -125,10 +140,20 @@ impl Episode {
             .unwrap_or_else(|_| "unknown".into())
     }
 
-    /// Marks the document before an action that may navigate.
+    /// Marks the document before an action that may navigate, and subscribes to the tab's
+    /// load events (before the action, so none is missed) for `settle`.
     async fn mark(&mut self) -> Result<String, Stop> {
         self.mark_seq = self.live.seen.seq();
+        self.listen_loads().await;
         cdp::eval_string(self.page(), js::MARK_DOCUMENT).await.map_err(env)
+    }
+
+    /// Subscribes to the active tab's load events (no CDP round trip: the handler filters
+    /// the events it already receives). Without them `settle` just polls.
+    async fn listen_loads(&mut self) {
+        let target = self.page().target_id().as_ref().to_string();
+        self.loads =
+            self.page().event_listener::<EventLoadEventFired>().await.ok().map(|s| (target, s));
     }
 
     /// After an action that may navigate: waits, picks up new tabs, says what changed.
@@ -186,6 +211,18 @@ impl Episode {
         clicks: u32,
     ) -> Result<String, Stop> {
         let before = self.mark().await?;
+        self.click_marked(p, desc, before, button, clicks).await
+    }
+
+    /// Clicks at `p` on a document already marked (its URL was `before`).
+    async fn click_marked(
+        &mut self,
+        p: Pt,
+        desc: String,
+        before: String,
+        button: MouseButton,
+        clicks: u32,
+    ) -> Result<String, Stop> {
         cdp::click(self.page(), p.0, p.1, button, clicks).await.map_err(env)?;
         let what = match (clicks, button) {
             (2, _) => "double-clicked",
@@ -485,10 +522,7 @@ impl Episode {
 
     async fn exec_elem(&mut self, t: &Elem) -> Result<String, Stop> {
         match t {
-            Elem::Click { id } => {
-                let (p, desc) = self.elem(*id).await?;
-                self.click_at(p, desc, MouseButton::Left, 1).await
-            }
+            Elem::Click { id } => self.click_elem(*id).await,
             Elem::Type { id, text, submit } => {
                 let (p, desc) = self.elem(*id).await?;
                 cdp::click(self.page(), p.0, p.1, MouseButton::Left, 1).await.map_err(env)?;

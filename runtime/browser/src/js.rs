@@ -64,14 +64,17 @@ const se = document.scrollingElement || document.documentElement;
 return JSON.stringify({url: location.href, title: document.title, vw: innerWidth, vh: innerHeight, sx: Math.round(scrollX), sy: Math.round(scrollY), sw: se.scrollWidth, sh: se.scrollHeight, items});
 })()"#;
 
-/// Function body (called with the id) that scrolls element `[data-wrl-id=id]` into view and
-/// returns `{x, y, tag, role, label}` of its centre in viewport CSS pixels, or `null`.
-pub fn element_center(id: u32) -> String {
+/// Scrolls element `[data-wrl-id=id]` into view and returns `{x, y, desc}` of its centre in
+/// viewport CSS pixels, or `null`. With `mark`, also marks the document (as [`MARK_DOCUMENT`])
+/// and adds its `href`, saving a round trip before a click that may navigate.
+pub fn element_center(id: u32, mark: bool) -> String {
+    let (set_mark, href) =
+        if mark { ("window.__wrlMark = 1; ", ", href: location.href") } else { ("", "") };
     format!(
         r#"(() => {{ const e = document.querySelector('[data-wrl-id="{id}"]'); if (!e) return 'null';
 const r0 = e.getBoundingClientRect(); if (r0.top < 0 || r0.bottom > innerHeight || r0.left < 0 || r0.right > innerWidth) e.scrollIntoView({{block: 'center', inline: 'center'}});
-const r = e.getBoundingClientRect();
-return JSON.stringify({{x: r.left + r.width / 2, y: r.top + r.height / 2, desc: {DESCRIBE}(e)}}); }})()"#
+const r = e.getBoundingClientRect(); {set_mark}
+return JSON.stringify({{x: r.left + r.width / 2, y: r.top + r.height / 2, desc: {DESCRIBE}(e){href}}}); }})()"#
     )
 }
 

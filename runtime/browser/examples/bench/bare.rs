@@ -1,9 +1,10 @@
 //! The bare chromiumoxide side of the browser benchmark: the same shop loop with the same CDP
-//! calls our runtime makes for it (element geometry script, mouse events, focused-field select,
-//! `Input.insertText`, document mark and readiness polls every 10 ms, `Page.navigate`, snapshot
-//! script, PNG screenshots), the same Chromium and flags, and nothing around them: no pool, no
-//! allow-list interception, no feedback, DOM diff or grace waits. Our per-step overhead is
-//! measured against this.
+//! calls our runtime makes for it (element geometry script, marking the document in it before
+//! clicks, mouse events, focused-field select, `Input.insertText`, `Page.navigate`, waiting
+//! for the new document on `Page.loadEventFired` with a readiness check, snapshot script, PNG
+//! screenshots), the same Chromium and flags, and nothing around them: no pool, no allow-list
+//! interception, no feedback, DOM diff or grace waits. Our per-step overhead is measured
+//! against this.
 
 use std::time::{Duration, Instant};
 
@@ -12,10 +13,11 @@ use chromiumoxide::cdp::browser_protocol::input::{
     DispatchMouseEventParams, DispatchMouseEventType, InsertTextParams, MouseButton,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams, NavigateParams,
+    CaptureScreenshotFormat, CaptureScreenshotParams, EventLoadEventFired, NavigateParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use chromiumoxide::listeners::EventStream;
 use futures::StreamExt;
 use wrl_browser::{Item, Snapshot, js};
 
@@ -52,10 +54,10 @@ fn find(s: &Snapshot, role: &str, label: &str) -> anyhow::Result<u32> {
         .ok_or_else(|| anyhow::anyhow!("no {role} {label:?} on {}", s.url))
 }
 
-/// Centre of element `id`, as our runtime's `elem` computes it.
-async fn center(page: &Page, id: u32) -> anyhow::Result<(f64, f64)> {
+/// Centre of element `id`, as our runtime computes it (`mark`: marking the document too).
+async fn center(page: &Page, id: u32, mark: bool) -> anyhow::Result<(f64, f64)> {
     let v: serde_json::Value =
-        serde_json::from_str(&eval_str(page, &js::element_center(id)).await?)?;
+        serde_json::from_str(&eval_str(page, &js::element_center(id, mark)).await?)?;
     Ok((v["x"].as_f64().unwrap_or(0.0), v["y"].as_f64().unwrap_or(0.0)))
 }
 
@@ -82,16 +84,25 @@ async fn click(page: &Page, (x, y): (f64, f64)) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Polls every 10 ms until the marked document was replaced by a loaded one.
-async fn wait_new_document(page: &Page) -> anyhow::Result<()> {
+/// Waits until the marked document was replaced by a loaded one: checks, then again on each
+/// load event of the page (subscribed before the action) or every 50 ms.
+async fn wait_new_document(
+    page: &Page,
+    loads: &mut EventStream<EventLoadEventFired>,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let s = eval_str(page, js::CHECK_DOCUMENT).await?;
-        if s.starts_with("0|complete|") {
+        // An evaluation may fail while the document is being replaced: not ready yet.
+        if let Ok(s) = eval_str(page, js::CHECK_DOCUMENT).await
+            && s.starts_with("0|complete|")
+        {
             return Ok(());
         }
         anyhow::ensure!(Instant::now() < deadline, "no new document within 20 s");
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            _ = loads.next() => {}
+        }
     }
 }
 
@@ -105,7 +116,7 @@ async fn step(
 ) -> anyhow::Result<Snapshot> {
     match k % 4 {
         0 => {
-            let at = center(page, find(obs, "textbox", "Search products")?).await?;
+            let at = center(page, find(obs, "textbox", "Search products")?, false).await?;
             click(page, at).await?;
             eval(page, js::SELECT_FOCUSED).await?;
             page.execute(InsertTextParams::new("blue mug")).await?;
@@ -117,15 +128,16 @@ async fn step(
             } else {
                 find(obs, "link", "blue mug")?
             };
-            let at = center(page, id).await?;
-            eval(page, js::MARK_DOCUMENT).await?;
+            let mut loads = page.event_listener::<EventLoadEventFired>().await?;
+            let at = center(page, id, true).await?;
             click(page, at).await?;
-            wait_new_document(page).await?;
+            wait_new_document(page, &mut loads).await?;
         }
         _ => {
+            let mut loads = page.event_listener::<EventLoadEventFired>().await?;
             eval(page, js::MARK_DOCUMENT).await?;
             page.execute(NavigateParams::new(format!("{base}/shop/"))).await?;
-            wait_new_document(page).await?;
+            wait_new_document(page, &mut loads).await?;
         }
     }
     let snap = snapshot(page).await?;
@@ -159,9 +171,10 @@ pub async fn run(
             .build()
             .map_err(anyhow::Error::msg)?;
         let page = browser.new_page(params).await?;
+        let mut loads = page.event_listener::<EventLoadEventFired>().await?;
         eval(&page, js::MARK_DOCUMENT).await?;
         page.execute(NavigateParams::new(format!("{base}/shop/"))).await?;
-        wait_new_document(&page).await?;
+        wait_new_document(&page, &mut loads).await?;
         let obs = snapshot(&page).await?;
         pages.push((page, obs));
     }
