@@ -14,6 +14,7 @@ use chromiumoxide::cdp::browser_protocol::fetch::{
 use chromiumoxide::cdp::browser_protocol::network::{ErrorReason, ResourceType};
 use chromiumoxide::cdp::browser_protocol::target::EventTargetCreated;
 use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 
 use crate::allow::AllowList;
 
@@ -130,45 +131,55 @@ pub async fn watch_targets(
 }
 
 /// Enables interception on `owner`'s browser session and spawns the task answering paused
-/// requests. The task ends when the owner is dropped or the connection closes.
+/// requests. The task ends when the owner is dropped or the connection closes. Answers are
+/// sent from that one task (their replies awaited together), not from a task per request: a
+/// paused request holds its page's navigation, and each extra task hop costs a scheduler
+/// wake-up on a busy machine.
 pub async fn start<T: HasBrowser>(
     owner: Weak<T>,
     browser: &Browser,
     allow: AllowList,
     seen: std::sync::Arc<Seen>,
 ) -> Result<tokio::task::JoinHandle<()>, chromiumoxide::error::CdpError> {
-    let mut events = browser.event_listener::<EventRequestPaused>().await?;
+    let mut events = browser.event_listener::<EventRequestPaused>().await?.fuse();
     browser.execute(EnableParams::default()).await?;
     Ok(tokio::spawn(async move {
-        while let Some(ev) = events.next().await {
-            let Some(owner) = owner.upgrade() else { break };
-            let seen = seen.clone();
-            let verdict = allow.check(&ev.request.url);
-            let frame = ev.frame_id.as_ref().to_string();
-            let is_doc = ev.resource_type == ResourceType::Document;
-            tokio::spawn(async move {
-                let browser = owner.browser();
-                match verdict {
-                    Ok(()) => {
-                        if is_doc {
-                            seen.record_document(frame);
-                        }
-                        let _ = browser
-                            .execute(ContinueRequestParams::new(ev.request_id.clone()))
-                            .await;
-                    }
-                    Err(reason) => {
-                        let url: String = ev.request.url.chars().take(100).collect();
-                        seen.record_blocked(frame, url, reason);
-                        let _ = browser
-                            .execute(FailRequestParams::new(
-                                ev.request_id.clone(),
-                                ErrorReason::BlockedByClient,
-                            ))
-                            .await;
-                    }
+        let mut answers = FuturesUnordered::new();
+        loop {
+            futures::select! {
+                ev = events.next() => {
+                    let Some(ev) = ev else { break };
+                    let Some(owner) = owner.upgrade() else { break };
+                    answers.push(answer(owner, &allow, &seen, ev));
                 }
-            });
+                _ = answers.select_next_some() => {}
+            }
         }
     }))
+}
+
+/// Continues an allowed request (recording documents), fails a blocked one (recording it).
+async fn answer<T: HasBrowser>(
+    owner: std::sync::Arc<T>,
+    allow: &AllowList,
+    seen: &Seen,
+    ev: std::sync::Arc<EventRequestPaused>,
+) {
+    let frame = ev.frame_id.as_ref().to_string();
+    match allow.check(&ev.request.url) {
+        Ok(()) => {
+            if ev.resource_type == ResourceType::Document {
+                seen.record_document(frame);
+            }
+            let continued = ContinueRequestParams::new(ev.request_id.clone());
+            let _ = owner.browser().execute(continued).await;
+        }
+        Err(reason) => {
+            let url: String = ev.request.url.chars().take(100).collect();
+            seen.record_blocked(frame, url, reason);
+            let failed =
+                FailRequestParams::new(ev.request_id.clone(), ErrorReason::BlockedByClient);
+            let _ = owner.browser().execute(failed).await;
+        }
+    }
 }
