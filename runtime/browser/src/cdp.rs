@@ -161,9 +161,13 @@ pub async fn insert_text(page: &Page, text: &str) -> CdpResult<()> {
     Ok(())
 }
 
-/// A PNG screenshot of the viewport.
+/// A PNG screenshot of the viewport. Encoded with `optimizeForSpeed` (faster zlib settings:
+/// the same pixels in a larger file), which cuts the encode, the biggest part of a screenshot.
 pub async fn screenshot_png(page: &Page) -> CdpResult<Vec<u8>> {
-    let p = CaptureScreenshotParams::builder().format(CaptureScreenshotFormat::Png).build();
+    let p = CaptureScreenshotParams::builder()
+        .format(CaptureScreenshotFormat::Png)
+        .optimize_for_speed(true)
+        .build();
     let res = page.execute(p).await.map_err(err)?;
     base64::engine::general_purpose::STANDARD
         .decode(AsRef::<str>::as_ref(&res.result.data))

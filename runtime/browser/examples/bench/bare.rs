@@ -142,7 +142,10 @@ async fn step(
     }
     let snap = snapshot(page).await?;
     if shots {
-        let p = CaptureScreenshotParams::builder().format(CaptureScreenshotFormat::Png).build();
+        let p = CaptureScreenshotParams::builder()
+            .format(CaptureScreenshotFormat::Png)
+            .optimize_for_speed(true)
+            .build();
         page.execute(p).await?;
     }
     Ok(snap)
