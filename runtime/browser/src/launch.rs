@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use chromiumoxide::handler::viewport::Viewport;
 use chromiumoxide::{Browser, Handler};
 
-use crate::process::ChromiumProcess;
+use crate::process::{self, ChromiumProcess};
 
 /// Errors launching or reaching a browser. Messages say what to do.
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +120,9 @@ const BASE_FLAGS: &[&str] = &[
     "mute-audio",
 ];
 
+/// Prefix of the temporary directories (user-data-dir and log) of local browsers.
+const TEMP_PREFIX: &str = "wrl-chromium-";
+
 /// How long Chromium may take to open its DevTools endpoint.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -135,8 +138,10 @@ pub async fn launch(
 ) -> Result<Launched, LaunchError> {
     let fail =
         |message: String| LaunchError::Launch { path: binary.display().to_string(), message };
+    process::sweep_stale(&std::env::temp_dir(), TEMP_PREFIX);
     let dir =
-        tempfile::Builder::new().prefix("wrl-chromium-").tempdir().map_err(LaunchError::TempDir)?;
+        tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir().map_err(LaunchError::TempDir)?;
+    process::claim(dir.path());
     let profile = dir.path().join("profile");
     let log_path = dir.path().join("stderr.log");
     let log = std::fs::File::create(&log_path)

@@ -65,6 +65,47 @@ fn die_with_parent(cmd: &mut Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_cmd: &mut Command) {}
 
+/// The name of the file in a Chromium temp dir that says which process owns it.
+const OWNER_FILE: &str = "owner";
+
+/// This process as `"PID START"` (start time in clock ticks since boot, from /proc), so a
+/// reused pid is not taken for us. `None` where /proc is unavailable.
+fn identity(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22 (starttime), counted after the parenthesised command name.
+    let start = stat.rsplit_once(')')?.1.split_whitespace().nth(19)?;
+    Some(format!("{pid} {start}"))
+}
+
+/// Marks `dir` as owned by this process, for [`sweep_stale`].
+pub fn claim(dir: &std::path::Path) {
+    if let Some(me) = identity(std::process::id()) {
+        let _ = std::fs::write(dir.join(OWNER_FILE), me);
+    }
+}
+
+/// Deletes, once per process, the Chromium temp dirs (`PREFIX*` in `parent`) whose owner
+/// process is gone: a process killed by SIGKILL, or one that exited with a pool still alive in
+/// a static, cannot delete its own. Dirs without an owner file are left alone.
+pub fn sweep_stale(parent: &std::path::Path, prefix: &str) {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for e in entries.flatten() {
+        if !e.file_name().to_string_lossy().starts_with(prefix) {
+            continue;
+        }
+        let Ok(owner) = std::fs::read_to_string(e.path().join(OWNER_FILE)) else { continue };
+        let pid = owner.split_whitespace().next().and_then(|p| p.parse::<u32>().ok());
+        let alive = pid.and_then(identity).is_some_and(|now| now == owner.trim());
+        if !alive {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// A Chromium process we started. Dropping it kills the process, then reaps it and deletes its
 /// temporary directory on a background thread.
 pub struct ChromiumProcess {

@@ -1,6 +1,7 @@
 //! Chromium must not outlive the process that launched it: this test runs its own binary as a
 //! child that launches a pool (from a thread that then exits) and prints Chromium's pid, kills
-//! that child with SIGKILL, and checks that Chromium and every process it started are gone.
+//! that child with SIGKILL, and checks that Chromium and every process it started are gone,
+//! and that the child's temporary directory is swept as stale.
 #![allow(clippy::unwrap_used)] // tests may unwrap (clippy.toml allows it only inside #[test] fns)
 #![cfg(target_os = "linux")]
 
@@ -113,9 +114,14 @@ fn chromium_dies_when_its_parent_is_sigkilled() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let left: Vec<u32> = procs.iter().copied().filter(|p| running(*p)).collect();
-    // The killed child could not delete its temporary directory; do it here.
-    if let Some(dir) = profile.and_then(|p| std::path::Path::new(p).parent()) {
-        let _ = std::fs::remove_dir_all(dir);
-    }
     assert!(left.is_empty(), "Chromium processes outlived their parent: {left:?}");
+    // The killed child could not delete its temporary directory: the next launch's sweep
+    // (run here directly) does, since its owner is gone.
+    let dir = std::path::Path::new(profile.expect("--user-data-dir in Chromium's argv"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    assert!(dir.join("owner").is_file(), "{}", dir.display());
+    wrl_browser::process::sweep_stale(&std::env::temp_dir(), "wrl-chromium-");
+    assert!(!dir.exists(), "{} survived the sweep", dir.display());
 }
