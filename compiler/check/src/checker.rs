@@ -74,7 +74,7 @@ pub(crate) struct BuiltinEntry {
     pub slots: Vec<Slot>,
     pub kind: String,
     pub meta_args: Vec<ast::Arg>,
-    pub meta: Option<BTreeMap<String, Val>>,
+    pub meta: Option<std::sync::Arc<BTreeMap<String, Val>>>,
 }
 
 pub(crate) struct Checker<'a> {

@@ -2,6 +2,7 @@
 //! builtins applied to their arguments and blocks, reward expressions kept symbolic.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use wrl_diagnostics::{Diagnostic, Span};
 
@@ -406,7 +407,7 @@ impl Checker<'_> {
             ctor: qual.clone(),
             kind: kind.clone(),
             fields: BTreeMap::new(),
-            meta: BTreeMap::new(),
+            meta: Default::default(),
             modules: Vec::new(),
             edges: Vec::new(),
             tools: Vec::new(),
@@ -537,7 +538,7 @@ impl Checker<'_> {
             }
         }
         obj.meta = self.builtin_meta(bmod, b);
-        Val::new(V::Obj(obj), span)
+        Val::new(V::Obj(Arc::new(obj)), span)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -619,7 +620,7 @@ impl Checker<'_> {
         Some(v)
     }
 
-    fn builtin_meta(&mut self, bmod: ModId, b: BuiltinId) -> BTreeMap<String, Val> {
+    fn builtin_meta(&mut self, bmod: ModId, b: BuiltinId) -> Arc<BTreeMap<String, Val>> {
         if let Some(m) = &self.builtins[b].meta {
             return m.clone();
         }
@@ -631,6 +632,7 @@ impl Checker<'_> {
                 meta.insert(n.name.clone(), v);
             }
         }
+        let meta = Arc::new(meta);
         self.builtins[b].meta = Some(meta.clone());
         meta
     }

@@ -109,7 +109,7 @@ fn walk_mut<'a>(v: &'a mut Val, path: &[Seg]) -> Option<&'a mut Val> {
         return Some(v);
     };
     let next = match (first, &mut v.v) {
-        (Seg::Field(f), V::Obj(o)) => o.fields.get_mut(f)?,
+        (Seg::Field(f), V::Obj(o)) => std::sync::Arc::make_mut(o).fields.get_mut(f)?,
         (Seg::Field(f), V::Record { fields }) => fields.get_mut(f)?,
         (Seg::Index(i), V::List { items }) => items.get_mut(*i)?,
         _ => return None,

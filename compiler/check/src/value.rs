@@ -2,6 +2,7 @@
 //! filled and units normalised. The planner and the runtime's inputs are built from these.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use wrl_diagnostics::Span;
@@ -56,8 +57,9 @@ pub enum V {
         width: f64,
         height: f64,
     },
-    /// A value built by a stdlib constructor.
-    Obj(Obj),
+    /// A value built by a stdlib constructor: shared, as objects are copied into every recipe,
+    /// profile and default that holds them (changed copy-on-write by overrides).
+    Obj(Arc<Obj>),
     /// A reference to a declaration, or to one of its outputs (`warmup.model`).
     Ref {
         decl: String,
@@ -81,8 +83,9 @@ pub struct Obj {
     /// The kind it returns (`stage`, `dataset`, `signal`, …).
     pub kind: String,
     pub fields: BTreeMap<String, Val>,
-    /// Metadata from the return type (`signal(level: outcome, range: 0 .. 1, reads: [..])`).
-    pub meta: BTreeMap<String, Val>,
+    /// Metadata from the return type (`signal(level: outcome, range: 0 .. 1, reads: [..])`),
+    /// the same for every object of a constructor, so shared.
+    pub meta: Arc<BTreeMap<String, Val>>,
     /// Agent-graph modules, in source order.
     pub modules: Vec<ModuleV>,
     /// Agent-graph edges, in source order (chains are split into single edges).
@@ -143,7 +146,7 @@ pub enum SigExpr {
     },
     /// A stdlib signal (`judge(…)`, `format_ok`).
     Signal {
-        obj: Obj,
+        obj: Arc<Obj>,
     },
     /// Another `reward` declaration.
     Reward {

@@ -109,7 +109,7 @@ impl<'a> Ctx<'a> {
     /// Stage declarations of the recipe with their objects, in recipe order.
     pub fn stages(&self) -> impl Iterator<Item = (&'a CheckedDecl, &'a Obj)> + 'a {
         self.recipe.decls.iter().filter_map(|d| match (&d.kind, &d.value.v) {
-            (DeclKind::Stage, V::Obj(o)) => Some((d, o)),
+            (DeclKind::Stage, V::Obj(o)) => Some((d, &**o)),
             _ => None,
         })
     }
