@@ -2,6 +2,7 @@
 //! (and edges), tool sets and params are inlined, reward expressions keep their shape.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use wrl_check::{Obj, SigExpr, V, Val};
 use wrl_diagnostics::Span;
@@ -44,13 +45,55 @@ pub(crate) fn ref_target(decl: &str, kind: DeclKind) -> Option<(String, DataKind
     }
 }
 
+/// Where a value sits in a node's parameters (`phases[0].lr`, `modules.grounder.model`),
+/// built up as conversion descends and written out only where an input is found: most
+/// values hold none.
+#[derive(Clone, Copy)]
+enum Port<'p> {
+    Root(&'p str),
+    Field(&'p Port<'p>, &'p str),
+    Index(&'p Port<'p>, usize),
+}
+
+impl Port<'_> {
+    fn text(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+
+    /// A field after an empty port is the field alone; an index follows its port directly.
+    fn write(&self, out: &mut String) {
+        match self {
+            Port::Root(s) => out.push_str(s),
+            Port::Field(parent, field) => {
+                parent.write(out);
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(field);
+            }
+            Port::Index(parent, i) => {
+                parent.write(out);
+                let _ = write!(out, "[{i}]");
+            }
+        }
+    }
+}
+
 /// Converts values for one node, collecting its inputs.
 pub(crate) struct Converter<'a> {
     /// Declarations by name, to inline tool sets and params.
     pub decls: &'a Decls<'a>,
     pub inputs: Vec<Input>,
-    /// Skip what cannot hold an input (metadata, tool schemas): see `Lowering::lean`.
+    /// Only collect the inputs (`Lowering::lean`): values convert to a placeholder that is
+    /// `unknown` exactly where the full conversion is.
     pub lean: bool,
+}
+
+/// What a lean conversion returns for a value that is not `unknown`.
+fn known() -> PVal {
+    PVal::Bool { value: true }
 }
 
 impl<'a> Converter<'a> {
@@ -59,10 +102,25 @@ impl<'a> Converter<'a> {
     }
 
     pub fn val(&mut self, v: &Val, port: &str) -> PVal {
-        self.val_depth(v, port, 0)
+        self.val_at(v, &Port::Root(port), 0)
     }
 
-    fn val_depth(&mut self, v: &Val, port: &str, depth: usize) -> PVal {
+    pub fn obj(&mut self, o: &Obj, port: &str, depth: usize) -> PObj {
+        self.obj_at(o, &Port::Root(port), depth)
+    }
+
+    pub fn expr(&mut self, e: &SigExpr, port: &str, depth: usize) -> PExpr {
+        self.expr_at(e, &Port::Root(port), depth)
+    }
+
+    fn input(&mut self, from: String, port: &Port, data: DataKind, decl: &str, span: Span) {
+        self.inputs.push(Input { from, port: port.text(), data, decl: decl.to_string(), span });
+    }
+
+    fn val_at(&mut self, v: &Val, port: &Port, depth: usize) -> PVal {
+        if self.lean {
+            return if self.walk(v, port, depth) { known() } else { PVal::Unknown };
+        }
         match &v.v {
             V::Num { value } => PVal::Num { value: *value },
             V::Qty { value, dim } => PVal::Qty { value: *value, unit: unit_word(*dim).into() },
@@ -73,67 +131,155 @@ impl<'a> Converter<'a> {
                 items: items
                     .iter()
                     .enumerate()
-                    .map(|(i, x)| self.val_depth(x, &format!("{port}[{i}]"), depth))
+                    .map(|(i, x)| self.val_at(x, &Port::Index(port, i), depth))
                     .collect(),
             },
             V::Record { fields } => PVal::Record {
                 fields: fields
                     .iter()
-                    .map(|(k, x)| (k.clone(), self.val_depth(x, &join(port, k), depth)))
+                    .map(|(k, x)| (k.clone(), self.val_at(x, &Port::Field(port, k), depth)))
                     .collect(),
             },
             V::Range { lo, hi } => PVal::Range {
-                lo: Box::new(self.val_depth(lo, port, depth)),
-                hi: Box::new(self.val_depth(hi, port, depth)),
+                lo: Box::new(self.val_at(lo, port, depth)),
+                hi: Box::new(self.val_at(hi, port, depth)),
             },
             V::Dims { width, height } => PVal::Dims { width: *width, height: *height },
             V::Obj(o) => {
                 if o.kind == "signal" || o.kind == "condition" {
-                    PVal::Reward { expr: Box::new(PExpr::Signal { obj: self.obj(o, port, depth) }) }
+                    PVal::Reward {
+                        expr: Box::new(PExpr::Signal { obj: self.obj_at(o, port, depth) }),
+                    }
                 } else {
-                    PVal::Obj(self.obj(o, port, depth))
+                    PVal::Obj(self.obj_at(o, port, depth))
                 }
             }
             V::Ref { decl, kind, member: _ } => match ref_target(decl, *kind) {
                 Some((node, data)) => {
-                    self.inputs.push(Input {
-                        from: node.clone(),
-                        port: port.to_string(),
-                        data,
-                        decl: decl.clone(),
-                        span: v.span,
-                    });
+                    self.input(node.clone(), port, data, decl, v.span);
                     PVal::Ref { node }
                 }
                 // Tool sets and params are configuration: inlined where they are used.
                 None => match self.decls.get(decl.as_str()) {
-                    Some(inner) if depth < 16 => self.val_depth(&inner.value, port, depth + 1),
+                    Some(inner) if depth < 16 => self.val_at(&inner.value, port, depth + 1),
                     _ => PVal::Unknown,
                 },
             },
-            V::Signal { expr } => PVal::Reward { expr: Box::new(self.expr(expr, port, depth)) },
+            V::Signal { expr } => PVal::Reward { expr: Box::new(self.expr_at(expr, port, depth)) },
             V::Unknown => PVal::Unknown,
         }
     }
 
-    pub fn obj(&mut self, o: &Obj, port: &str, depth: usize) -> PObj {
+    /// The inputs of a value, as `val_at` would find them; whether it converts to something
+    /// other than `unknown`.
+    fn walk(&mut self, v: &Val, port: &Port, depth: usize) -> bool {
+        match &v.v {
+            V::Num { .. }
+            | V::Qty { .. }
+            | V::Bool { .. }
+            | V::Str { .. }
+            | V::Symbol { .. }
+            | V::Enum { .. }
+            | V::Dims { .. } => true,
+            V::List { items } => {
+                for (i, x) in items.iter().enumerate() {
+                    self.walk(x, &Port::Index(port, i), depth);
+                }
+                true
+            }
+            V::Record { fields } => {
+                for (k, x) in fields {
+                    self.walk(x, &Port::Field(port, k), depth);
+                }
+                true
+            }
+            V::Range { lo, hi } => {
+                self.walk(lo, port, depth);
+                self.walk(hi, port, depth);
+                true
+            }
+            V::Obj(o) => {
+                self.walk_obj(o, port, depth);
+                true
+            }
+            V::Ref { decl, kind, member: _ } => match ref_target(decl, *kind) {
+                Some((node, data)) => {
+                    self.input(node, port, data, decl, v.span);
+                    true
+                }
+                None => match self.decls.get(decl.as_str()) {
+                    Some(inner) if depth < 16 => self.walk(&inner.value, port, depth + 1),
+                    _ => false,
+                },
+            },
+            V::Signal { expr } => {
+                self.walk_expr(expr, port, depth);
+                true
+            }
+            V::Unknown => false,
+        }
+    }
+
+    /// The inputs of an object: its fields and graph modules (metadata, edges and tool
+    /// schemas hold none).
+    fn walk_obj(&mut self, o: &Obj, port: &Port, depth: usize) {
+        for (k, x) in &o.fields {
+            self.walk(x, &Port::Field(port, k), depth);
+        }
+        for m in &o.modules {
+            let modules = Port::Field(port, "modules");
+            self.walk(&m.value, &Port::Field(&modules, &m.name), depth);
+        }
+    }
+
+    fn walk_expr(&mut self, e: &SigExpr, port: &Port, depth: usize) {
+        match e {
+            SigExpr::Const { .. } | SigExpr::Bool { .. } => {}
+            SigExpr::Signal { obj } => self.walk_obj(obj, port, depth),
+            SigExpr::Reward { name } => {
+                self.input(format!("reward:{name}"), port, DataKind::Reward, name, Span::default())
+            }
+            SigExpr::Unary { arg, .. } => self.walk_expr(arg, port, depth),
+            SigExpr::Binary { lhs, rhs, .. } => {
+                self.walk_expr(lhs, port, depth);
+                self.walk_expr(rhs, port, depth);
+            }
+            SigExpr::If { cond, then, otherwise } => {
+                self.walk_expr(cond, port, depth);
+                self.walk_expr(then, port, depth);
+                self.walk_expr(otherwise, port, depth);
+            }
+        }
+    }
+
+    fn obj_at(&mut self, o: &Obj, port: &Port, depth: usize) -> PObj {
+        if self.lean {
+            self.walk_obj(o, port, depth);
+            return PObj {
+                ctor: String::new(),
+                kind: String::new(),
+                fields: BTreeMap::new(),
+                meta: BTreeMap::new(),
+                modules: Vec::new(),
+                edges: Vec::new(),
+                tools: Vec::new(),
+            };
+        }
         let fields = o
             .fields
             .iter()
-            .map(|(k, x)| (k.clone(), self.val_depth(x, &join(port, k), depth)))
+            .map(|(k, x)| (k.clone(), self.val_at(x, &Port::Field(port, k), depth)))
             .collect();
-        // Metadata and tool schemas are converted without declarations: they hold no inputs.
-        let meta = if self.lean {
-            BTreeMap::new()
-        } else {
-            o.meta.iter().map(|(k, x)| (k.clone(), plain(x))).collect()
-        };
+        let meta = o.meta.iter().map(|(k, x)| (k.clone(), plain(x))).collect();
         let modules = o
             .modules
             .iter()
-            .map(|m| PModule {
-                name: m.name.clone(),
-                value: self.val_depth(&m.value, &join(&join(port, "modules"), &m.name), depth),
+            .map(|m| {
+                let modules = Port::Field(port, "modules");
+                PModule {
+                    name: m.name.clone(),
+                    value: self.val_at(&m.value, &Port::Field(&modules, &m.name), depth),
+                }
             })
             .collect();
         let edges = o
@@ -146,8 +292,8 @@ impl<'a> Converter<'a> {
                 limit: e.limit.as_ref().and_then(Val::as_f64),
             })
             .collect();
-        let tools = if self.lean { &[][..] } else { &o.tools[..] };
-        let tools = tools
+        let tools = o
+            .tools
             .iter()
             .map(|t| PTool {
                 name: t.name.clone(),
@@ -166,34 +312,32 @@ impl<'a> Converter<'a> {
         PObj { ctor: o.ctor.clone(), kind: o.kind.clone(), fields, meta, modules, edges, tools }
     }
 
-    pub fn expr(&mut self, e: &SigExpr, port: &str, depth: usize) -> PExpr {
+    fn expr_at(&mut self, e: &SigExpr, port: &Port, depth: usize) -> PExpr {
+        if self.lean {
+            self.walk_expr(e, port, depth);
+            return PExpr::Const { value: 0.0 };
+        }
         match e {
             SigExpr::Const { value } => PExpr::Const { value: *value },
             SigExpr::Bool { value } => PExpr::Bool { value: *value },
-            SigExpr::Signal { obj } => PExpr::Signal { obj: self.obj(obj, port, depth) },
+            SigExpr::Signal { obj } => PExpr::Signal { obj: self.obj_at(obj, port, depth) },
             SigExpr::Reward { name } => {
                 let node = format!("reward:{name}");
-                self.inputs.push(Input {
-                    from: node.clone(),
-                    port: port.to_string(),
-                    data: DataKind::Reward,
-                    decl: name.clone(),
-                    span: Span::default(),
-                });
+                self.input(node.clone(), port, DataKind::Reward, name, Span::default());
                 PExpr::Reward { node }
             }
             SigExpr::Unary { neg, arg } => {
-                PExpr::Unary { neg: *neg, arg: Box::new(self.expr(arg, port, depth)) }
+                PExpr::Unary { neg: *neg, arg: Box::new(self.expr_at(arg, port, depth)) }
             }
             SigExpr::Binary { bin, lhs, rhs } => PExpr::Binary {
                 bin: bin.clone(),
-                lhs: Box::new(self.expr(lhs, port, depth)),
-                rhs: Box::new(self.expr(rhs, port, depth)),
+                lhs: Box::new(self.expr_at(lhs, port, depth)),
+                rhs: Box::new(self.expr_at(rhs, port, depth)),
             },
             SigExpr::If { cond, then, otherwise } => PExpr::If {
-                cond: Box::new(self.expr(cond, port, depth)),
-                then: Box::new(self.expr(then, port, depth)),
-                otherwise: Box::new(self.expr(otherwise, port, depth)),
+                cond: Box::new(self.expr_at(cond, port, depth)),
+                then: Box::new(self.expr_at(then, port, depth)),
+                otherwise: Box::new(self.expr_at(otherwise, port, depth)),
             },
         }
     }
@@ -204,8 +348,4 @@ fn plain(v: &Val) -> PVal {
     let empty = BTreeMap::new();
     let mut c = Converter::new(&empty);
     c.val(v, "")
-}
-
-fn join(port: &str, field: &str) -> String {
-    if port.is_empty() { field.to_string() } else { format!("{port}.{field}") }
 }

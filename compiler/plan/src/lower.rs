@@ -32,8 +32,8 @@ pub(crate) struct Lowering<'r> {
     pub edge_into: BTreeMap<String, BTreeMap<String, usize>>,
     queued: BTreeSet<String>,
     queue: Vec<String>,
-    /// Lowering only for the checks (`wrlc check`): nodes keep only the parameters the checks
-    /// read, and values that cannot carry an input (metadata, tool schemas) are not converted.
+    /// Lowering only for the checks (`wrlc check`): values are walked for their inputs but not
+    /// converted, and nodes keep only the parameters the checks read.
     pub lean: bool,
 }
 
@@ -89,6 +89,11 @@ impl<'r> Lowering<'r> {
         let mut c = Converter::new(&self.decls);
         c.lean = self.lean;
         c
+    }
+
+    /// Whether a node keeps parameter `k` (all of them, unless lean).
+    pub(crate) fn keeps(&self, k: &str) -> bool {
+        !self.lean || CHECKED_PARAMS.contains(&k)
     }
 
     /// Adds a node and the edges of its inputs.

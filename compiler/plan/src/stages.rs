@@ -48,8 +48,13 @@ impl<'r> Lowering<'r> {
     fn sft_stage(&mut self, d: &'r CheckedDecl, o: &'r wrl_check::Obj) -> Option<String> {
         let id = format!("stage:{}", d.name);
         let mut c = self.converter();
-        let mut params: BTreeMap<String, PVal> =
-            o.fields.iter().map(|(k, v)| (k.clone(), c.val(v, k))).collect();
+        let mut params: BTreeMap<String, PVal> = BTreeMap::new();
+        for (k, v) in &o.fields {
+            let p = c.val(v, k);
+            if self.keeps(k) {
+                params.insert(k.clone(), p);
+            }
+        }
         params.insert("stage".into(), PVal::Str { value: d.name.clone() });
         let node = Node {
             id: id.clone(),
@@ -102,12 +107,18 @@ impl<'r> Lowering<'r> {
                     params.insert(k.clone(), PVal::Ref { node: p.clone() });
                     continue;
                 }
-                params.insert(k.clone(), c.val(v, k));
+                let p = c.val(v, k);
+                if self.keeps(k) {
+                    params.insert(k.clone(), p);
+                }
             }
             match phases.get(i).map(|p| &p.v) {
                 Some(V::Record { fields }) => {
                     for (k, v) in fields {
-                        params.insert(k.clone(), c.val(v, k));
+                        let p = c.val(v, k);
+                        if self.keeps(k) {
+                            params.insert(k.clone(), p);
+                        }
                     }
                 }
                 _ => {
@@ -162,12 +173,13 @@ impl<'r> Lowering<'r> {
                 _ => format!("eval:{}", d.name),
             };
             let mut c = self.converter();
-            let mut params: BTreeMap<String, PVal> = o
-                .fields
-                .iter()
-                .filter(|(k, _)| k.as_str() != "after")
-                .map(|(k, v)| (k.clone(), c.val(v, k)))
-                .collect();
+            let mut params: BTreeMap<String, PVal> = BTreeMap::new();
+            for (k, v) in o.fields.iter().filter(|(k, _)| k.as_str() != "after") {
+                let p = c.val(v, k);
+                if self.keeps(k) {
+                    params.insert(k.clone(), p);
+                }
+            }
             match &run {
                 Some((stage, span)) => {
                     let node = format!("checkpoint:{stage}");
