@@ -18,8 +18,37 @@ pub fn ui_dir() -> PathBuf {
 }
 
 /// The directories under `tests/ui` that hold failing cases, one per compiler phase, and the
-/// code phases each may hold. `ok/` holds valid inputs and is handled separately.
-pub const PHASE_DIRS: &[&str] = &["syntax", "check", "plan"];
+/// code phases each may hold. `run/` holds the runtime's codes (E05xx), reported by
+/// `wrlc run --dry-run`. `ok/` holds valid inputs and is handled separately.
+pub const PHASE_DIRS: &[&str] = &["syntax", "check", "plan", "run"];
+
+/// The `wrlc` arguments of a case: `check [ARGS] <rel>`, or `run [ARGS] <rel>` when the case's
+/// first line is `// wrlc: run --dry-run [ARGS]` (a UI case never runs a recipe for real), with
+/// `--error-format json` when `json`. The first line `// wrlc: ARGS` otherwise passes ARGS to
+/// `wrlc check`.
+pub fn case_args(rel: &str, source: &str, json: bool) -> Vec<String> {
+    let first = source.trim_start_matches('\u{feff}').lines().next().unwrap_or("");
+    let extra = first.trim().strip_prefix("//").and_then(|c| c.trim().strip_prefix("wrlc:"));
+    let mut extra: Vec<String> =
+        extra.into_iter().flat_map(str::split_whitespace).map(String::from).collect();
+    let command = if extra.first().is_some_and(|a| a == "run") {
+        extra.remove(0);
+        assert!(
+            extra.iter().any(|a| a == "--dry-run"),
+            "{rel}: a UI case runs `wrlc run --dry-run`, never a real run"
+        );
+        "run"
+    } else {
+        "check"
+    };
+    let mut args = vec![command.to_string()];
+    if json {
+        args.extend(["--error-format".to_string(), "json".to_string()]);
+    }
+    args.extend(extra);
+    args.push(rel.to_string());
+    args
+}
 
 /// Every `.wrl` file under `dir`, recursively, sorted, as paths relative to the workspace root
 /// with `/` separators. A missing directory has no cases.
@@ -295,6 +324,21 @@ mod tests {
             snapshot_name("tests/ui/syntax/E0103_unknown_unit.wrl"),
             "syntax__E0103_unknown_unit"
         );
+    }
+
+    #[test]
+    fn case_args_read_the_first_line() {
+        assert_eq!(case_args("a.wrl", "param x = 1\n", false), ["check", "a.wrl"]);
+        assert_eq!(
+            case_args("a.wrl", "// wrlc: --profile smoke\n", true),
+            ["check", "--error-format", "json", "--profile", "smoke", "a.wrl"]
+        );
+        assert_eq!(
+            case_args("a.wrl", "// wrlc: run --dry-run --out x\n", false),
+            ["run", "--dry-run", "--out", "x", "a.wrl"]
+        );
+        let real_run = std::panic::catch_unwind(|| case_args("a.wrl", "// wrlc: run\n", false));
+        assert!(real_run.is_err(), "a case may not run a recipe for real");
     }
 
     #[test]

@@ -1,13 +1,16 @@
 //! Every diagnostic code is documented and tested, and nothing documents or tests a code that
 //! is not registered: each live code in `wrl_diagnostics::CODES` has `docs/errors/<code>.md`
 //! (in the template of `docs/errors/README.md`, with an example that really reports the code)
-//! and at least one UI case `tests/ui/**/<code>_*.wrl`.
+//! and at least one UI case `tests/ui/**/<code>_*.wrl`. A runtime code's example is run with
+//! `wrlc run --dry-run` instead of `wrlc check`.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use wrl_diagnostics::{CODES, lookup};
-use wrl_tests::{code_of_file_name, parse_json_diagnostics, ui_dir, workspace_root, wrl_files};
+use wrl_diagnostics::{CODES, Phase, lookup};
+use wrl_tests::{
+    case_args, code_of_file_name, parse_json_diagnostics, ui_dir, workspace_root, wrl_files, wrlc,
+};
 
 fn errors_dir() -> std::path::PathBuf {
     workspace_root().join("docs").join("errors")
@@ -94,15 +97,18 @@ fn every_page_and_case_names_a_registered_code() {
     assert!(stray.is_empty(), "\n{}", stray.join("\n"));
 }
 
-/// Syntax codes live in `tests/ui/syntax/`, and only there.
+/// Syntax codes live in `tests/ui/syntax/`, and only there; runtime codes (reported by
+/// `wrlc run --dry-run`) live in `tests/ui/run/`, and only there.
 #[test]
 fn cases_sit_in_the_directory_of_their_phase() {
     for rel in wrl_files(&ui_dir()) {
         let name = rel.rsplit('/').next().unwrap_or(&rel);
         let Some(info) = code_of_file_name(name).and_then(lookup) else { continue };
-        let in_syntax = rel.starts_with("tests/ui/syntax/");
-        let is_syntax = info.phase == wrl_diagnostics::Phase::Syntax;
-        assert_eq!(in_syntax, is_syntax, "{rel}: {} belongs to {:?}", info.code, info.phase);
+        for (dir, phase) in [("syntax", Phase::Syntax), ("run", Phase::Runtime)] {
+            let in_dir = rel.starts_with(&format!("tests/ui/{dir}/"));
+            let of_phase = info.phase == phase;
+            assert_eq!(in_dir, of_phase, "{rel}: {} belongs to {:?}", info.code, info.phase);
+        }
     }
 }
 
@@ -149,22 +155,21 @@ fn read_page(text: &str) -> Page {
     page
 }
 
-/// The codes `wrlc check` reports for `text` written to a file.
+/// The codes `wrlc check` reports for `text` written to a file; or, for a runtime code's
+/// example, `wrlc run --dry-run` (with the options of a first line `// wrlc: run --dry-run
+/// ARGS`, as in UI cases), run from the workspace root.
 fn reported_codes(text: &str, dir: &Path, name: &str) -> Vec<String> {
     let path = dir.join(name);
     std::fs::write(&path, text).expect("write the example");
-    let (_, _, stderr) = wl(&path);
+    let runtime =
+        code_of_file_name(name).and_then(lookup).is_some_and(|c| c.phase == Phase::Runtime);
+    let mut args = case_args(&path.to_string_lossy(), text, true);
+    if runtime && args[0] == "check" {
+        args.splice(0..1, ["run".to_string(), "--dry-run".to_string()]);
+    }
+    let (_, _, stderr) = wrlc(&args);
     let reported = parse_json_diagnostics(&stderr).expect("JSON diagnostics");
     reported.into_iter().map(|r| r.code).collect()
-}
-
-fn wl(path: &Path) -> (u8, String, String) {
-    wrl_cli::run_captured([
-        "check".as_ref(),
-        "--error-format".as_ref(),
-        "json".as_ref(),
-        path.as_os_str(),
-    ])
 }
 
 #[test]

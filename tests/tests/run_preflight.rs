@@ -35,3 +35,69 @@ fn resume_of_a_directory_that_is_not_a_run_says_what_to_do() {
     assert_eq!(code, 2);
     assert!(stderr.contains("not a wrl run directory"), "{stderr}");
 }
+
+/// `--dry-run` stops after the preflight: a runnable recipe gets a one-line summary and exit 0,
+/// and nothing is written.
+#[test]
+fn a_dry_run_says_what_would_run_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let demos = dir.path().join("demos.jsonl");
+    std::fs::copy(wrl_tests::workspace_root().join("tests/ui/run/data/demos.jsonl"), &demos)
+        .unwrap();
+    let recipe = dir.path().join("r.wrl");
+    std::fs::write(
+        &recipe,
+        format!(
+            "model policy = std::models::tiny\n\
+             dataset demos = jsonl(\"{}\") {{ kind = trajectories }}\n\
+             stage warmup = sft(policy, demos) {{ lr = 1e-3 }}\n",
+            demos.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let (code, stdout, stderr) = wrl_cli::run_captured([
+        "run".as_ref(),
+        "--dry-run".as_ref(),
+        recipe.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+    assert!(stdout.starts_with("dry run: "), "{stdout}");
+    assert!(stdout.contains("1 model, 1 dataset, 1 SFT stage"), "{stdout}");
+    assert!(!out.exists(), "a dry run writes nothing");
+}
+
+/// An `unknown` in one phase of an RL stage is placed at that phase's value, and the JSON form
+/// carries the place.
+#[test]
+fn a_phase_value_is_placed_in_its_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = dir.path().join("r.wrl");
+    let text = "use std::rewards::task_check\n\
+                model policy = std::models::tiny\n\
+                dataset tasks = std::sandbox::tasks(count: 8)\n\
+                env web = browser { target = std::sandbox::web\n tools = std::tools::elements }\n\
+                agent actor = react(policy, web) { max_turns = 3 turns\n max_response = 48 tokens }\n\
+                stage online = grpo(policy, tasks, actor) {\n\
+                \x20 reward = task_check\n\
+                \x20 phases = [{ iters = 1, horizon = 3 steps, lr = 1e-4 },\n\
+                \x20           { iters = 1, horizon = 3 steps, lr = unknown }]\n\
+                }\n";
+    std::fs::write(&recipe, text).unwrap();
+    // The preflight only looks for the Chromium binary (any file will do); it never starts it.
+    let (code, _, stderr) = wrl_cli::run_captured([
+        "run".as_ref(),
+        "--dry-run".as_ref(),
+        "--error-format".as_ref(),
+        "json".as_ref(),
+        "--chromium".as_ref(),
+        recipe.as_os_str(),
+        recipe.as_os_str(),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    let reported = wrl_tests::parse_json_diagnostics(&stderr).unwrap();
+    let places: Vec<_> = reported.iter().map(|r| (r.code.as_str(), r.line, r.column)).collect();
+    assert_eq!(places, [("E0500", Some(11), Some(50))], "{stderr}");
+}

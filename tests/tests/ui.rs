@@ -3,13 +3,15 @@
 //! together (`tests/ui/snapshots/`), and the case's `// expect:` header is checked against the
 //! codes `wrlc` reported, so a case cannot pass with the wrong error. Files under `tests/ui/ok/`
 //! must check clean. A case whose first line is `// wrlc: ARGS` (e.g. `// wrlc: --profile smoke`)
-//! is checked with `wrlc check ARGS <file>`. See `tests/README.md`.
+//! is checked with `wrlc check ARGS <file>`; one whose first line is `// wrlc: run --dry-run
+//! [ARGS]` (the runtime's cases, `tests/ui/run/`) with `wrlc run --dry-run ARGS <file>`, from the
+//! workspace root, so its data files are found by relative paths. See `tests/README.md`.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use wrl_diagnostics::lookup;
 use wrl_tests::{
-    PHASE_DIRS, code_of_file_name, compare, parse_expectations, parse_json_diagnostics,
+    PHASE_DIRS, case_args, code_of_file_name, compare, parse_expectations, parse_json_diagnostics,
     snapshot_name, snapshot_text, ui_dir, wrl_files, wrlc,
 };
 
@@ -37,20 +39,6 @@ fn read_lossy(rel: &str) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// `wrlc check [ARGS] <rel> [--error-format json]`, with the ARGS of the case's first line
-/// `// wrlc: ARGS` (options such as `--profile smoke`), if it has one.
-fn check_args(rel: &str, source: &str, json: bool) -> Vec<String> {
-    let first = source.trim_start_matches('\u{feff}').lines().next().unwrap_or("");
-    let extra = first.trim().strip_prefix("//").and_then(|c| c.trim().strip_prefix("wrlc:"));
-    let mut args = vec!["check".to_string()];
-    if json {
-        args.extend(["--error-format".to_string(), "json".to_string()]);
-    }
-    args.extend(extra.into_iter().flat_map(str::split_whitespace).map(String::from));
-    args.push(rel.to_string());
-    args
-}
-
 fn error_case(rel: &str) {
     let source = read_lossy(rel);
     let file_name = rel.rsplit('/').next().unwrap_or(rel);
@@ -69,14 +57,14 @@ fn error_case(rel: &str) {
     }
 
     // The codes (and places) reported are exactly the ones the header lists.
-    let (exit_json, _, json) = wrlc(check_args(rel, &source, true));
+    let (exit_json, _, json) = wrlc(case_args(rel, &source, true));
     let reported = parse_json_diagnostics(&json).unwrap_or_else(|e| panic!("{rel}: {e}"));
     if let Err(why) = compare(&expected, &reported) {
         panic!("{rel}: the header does not match what wrlc reported:\n{why}\nstderr:\n{json}");
     }
 
     // The human rendering, snapshotted under the source.
-    let (exit, stdout, stderr) = wrlc(check_args(rel, &source, false));
+    let (exit, stdout, stderr) = wrlc(case_args(rel, &source, false));
     assert_eq!(exit, exit_json, "{rel}: exit status depends on --error-format");
     // Errors exit with 1; a case that expects only warnings exits with 0.
     let want = if expected.iter().any(|e| e.code.starts_with('E')) { 1 } else { 0 };
@@ -110,7 +98,17 @@ fn ok_cases_check_clean() {
         let source = read_lossy(rel);
         let expected = parse_expectations(&source).unwrap_or_else(|e| panic!("{rel}: {e}"));
         assert!(expected.is_empty(), "{rel}: an ok case expects no diagnostics");
-        let (exit, stdout, stderr) = wrlc(check_args(rel, &source, false));
+        let args = case_args(rel, &source, false);
+        let (exit, stdout, stderr) = wrlc(&args);
+        if args[0] == "run" {
+            // A clean dry run says what it would run, on stdout, and nothing else.
+            assert_eq!((exit, stderr.as_str()), (0, ""), "{rel}");
+            assert!(
+                stdout.starts_with("dry run: ") && stdout.lines().count() == 1,
+                "{rel}: {stdout}"
+            );
+            return;
+        }
         assert_eq!(
             (exit, stdout.as_str(), stderr.as_str()),
             (0, "", "checked 1 file: no problems\n"),

@@ -99,10 +99,15 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  wrlc run recipes/quickstart.wrl\n  wrlc run recipes/openwebrl.wrl \
                       --profile smoke --out runs/owrl\n  wrlc run recipes/quickstart.wrl --set \
-                      online.phases[0].iters=2\n  wrlc run --resume runs/quickstart\n\nThe run directory \
+                      online.phases[0].iters=2\n  wrlc run --dry-run recipes/openwebrl.wrl --profile \
+                      smoke\n  wrlc run --resume runs/quickstart\n\nBefore any work, the preflight \
+                      refuses what this runtime cannot run (E0500-E0505: `unknown` values, missing or \
+                      malformed data, no Chromium, unsupported models, a run directory in the way); \
+                      --dry-run stops there and prints what would run.\n\nThe run directory \
                       holds plan.json, trajectories.jsonl, metrics.jsonl, checkpoints/, summary.json and \
-                      report.html.\n\nExit status: 0 finished, 1 errors in the recipe or refused before \
-                      starting, 2 usage or runtime error, 130 stopped by Ctrl-C (resumable)."
+                      report.html.\n\nExit status: 0 finished (or, with --dry-run, ready to run), 1 \
+                      errors in the recipe or refused before starting, 2 usage or runtime error, 130 \
+                      stopped by Ctrl-C (resumable)."
     )]
     Run(RunCmd),
     /// Explore the sandbox web: serve it, print generated tasks, run the scripted expert
@@ -146,6 +151,10 @@ pub struct RunCmd {
     /// Chromium binary (default: $WRL_CHROMIUM, or `chromium` on PATH)
     #[arg(long, value_name = "PATH")]
     pub chromium: Option<PathBuf>,
+    /// Check, lower and preflight the recipe, print what would run, and stop: no run
+    /// directory, no browser, no training
+    #[arg(long, conflicts_with = "resume")]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

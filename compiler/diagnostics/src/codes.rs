@@ -82,6 +82,13 @@ pub const CODES: &[CodeInfo] = &[
     live("E0450", Phase::Rules, "stage input that nothing produces"),
     live("E0451", Phase::Rules, "RL agent with nothing to train"),
     live("E0452", Phase::Rules, "checkpoint of another model than the agent runs"),
+    // E05xx — runtime (`wrlc run`'s preflight and the run itself)
+    live("E0500", Phase::Runtime, "value the runtime needs is `unknown`"),
+    live("E0501", Phase::Runtime, "no Chromium, or Chromium cannot start"),
+    live("E0502", Phase::Runtime, "not supported by this runtime"),
+    live("E0503", Phase::Runtime, "data cannot be read"),
+    live("E0504", Phase::Runtime, "run directory or plan cannot be used"),
+    live("E0505", Phase::Runtime, "model cannot be built or trained"),
     // W02xx — warnings
     live("W0201", Phase::Warning, "unused declaration"),
     live("W0202", Phase::Warning, "unused import"),

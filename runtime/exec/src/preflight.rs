@@ -15,7 +15,7 @@ use crate::exec::RunError;
 const OPTIONAL_UNKNOWN: &[&str] = &["count", "judge", "process_reward", "dual_clip", "judge_model"];
 
 /// Dataset constructors this runtime reads.
-const DATASETS: &[&str] = &["std::sandbox::tasks", "std::sandbox::demos", "jsonl"];
+const DATASETS: &[&str] = &["std::sandbox::tasks", "std::sandbox::demos", "jsonl", "mixture"];
 
 /// Refuses a plan the runtime cannot run, listing every problem, before any work.
 pub fn preflight(plan: &Plan, chromium: Option<&Path>) -> Result<(), Vec<RunError>> {
@@ -23,12 +23,17 @@ pub fn preflight(plan: &Plan, chromium: Option<&Path>) -> Result<(), Vec<RunErro
     if let Some(n) = plan.nodes.iter().find(|n| needs_chromium(n))
         && let Err(e) = wrl_browser::find_chromium(chromium)
     {
+        // `find_chromium` only ever says where it looked; its own advice is the help below.
+        let why = match e {
+            wrl_browser::LaunchError::NotFound(why) => why,
+            other => other.to_string(),
+        };
         let label = match n.kind {
             NodeKind::Env => "this environment runs in Chromium",
             _ => "the scripted expert records these demonstrations in Chromium",
         };
         errs.push(
-            RunError::new("E0501", format!("no Chromium to run the browser environment: {e}"))
+            RunError::new("E0501", format!("no Chromium to run the browser environment: {why}"))
                 .help(
                     "install it with `apt-get install chromium`, or point WRL_CHROMIUM or \
                      `--chromium` at a Chromium binary",
@@ -142,6 +147,10 @@ fn without_place(e: &serde_json::Error) -> String {
 
 /// A model this runtime cannot build.
 fn model(n: &Node) -> Option<RunError> {
+    // An `api(…)` model runs frozen graph modules over HTTP (`brains.rs`).
+    if n.ctor == "api" {
+        return None;
+    }
     if n.ctor != "tiny_transformer" {
         return Some(
             RunError::new(
@@ -162,17 +171,20 @@ fn model(n: &Node) -> Option<RunError> {
         ..defaults
     };
     let e = cfg.validate().err()?;
-    let (param, label) = if cfg.heads > 0 && !cfg.d_model.is_multiple_of(cfg.heads) {
-        (Some("heads"), format!("{} heads do not divide `d_model` = {}", cfg.heads, cfg.d_model))
+    let cannot = format!("model `{}` cannot be built", n.decl);
+    Some(if cfg.heads > 0 && !cfg.d_model.is_multiple_of(cfg.heads) {
+        RunError::new(
+            "E0505",
+            format!(
+                "{cannot}: `heads` = {} does not divide `d_model` = {}",
+                cfg.heads, cfg.d_model
+            ),
+        )
+        .help("choose `heads` that divides `d_model` (4 heads for `d_model = 128`)")
+        .at(n, Some("heads"), "each head takes an equal share of `d_model`")
     } else {
-        (None, "this model cannot be built".to_string())
-    };
-    let err = RunError::new("E0505", format!("model `{}` cannot be built: {e}", n.decl));
-    let err = match param {
-        Some(_) => err.help("choose `heads` that divides `d_model` (4 heads for `d_model = 128`)"),
-        None => err,
-    };
-    Some(err.at(n, param, label))
+        RunError::new("E0505", format!("{cannot}: {e}")).at(n, None, "this model cannot be built")
+    })
 }
 
 /// Refuses a run directory a new run must not write into: a file, a directory that already

@@ -5,4 +5,5 @@ pub mod estimate;
 pub mod fmt;
 pub mod plan;
 pub mod run;
+pub mod run_errors;
 pub mod serve;

@@ -1,15 +1,18 @@
-//! `wrlc run FILE [--profile NAME] [--out DIR] [--set PATH=VALUE]… | --resume DIR`: checks the
-//! recipe, lowers it to a plan, refuses it before any work if the runtime cannot run it, and
-//! executes it into a run directory with an HTML report.
+//! `wrlc run FILE [--profile NAME] [--out DIR] [--set PATH=VALUE]… [--dry-run] | --resume DIR`:
+//! checks the recipe, lowers it to a plan, refuses it before any work if the runtime cannot run
+//! it (the preflight, reported like `wrlc check`'s diagnostics), and executes it into a run
+//! directory with an HTML report. `--dry-run` stops after the preflight.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use wrl_diagnostics::{Diagnostic, SourceMap};
+use wrl_diagnostics::{Diagnostic, FileId, SourceMap};
+use wrl_plan::{NodeKind, Plan};
 use wrl_runtime::report::{Chart, ReportData, Series, StepView, TrajectoryView};
 use wrl_runtime::{Executor, RunDir, RunError, RunOptions, Summary};
 
-use crate::args::{GlobalOpts, RunCmd};
+use crate::args::{ErrorFormat, GlobalOpts, RunCmd};
+use crate::commands::run_errors::{Origin, to_diagnostic};
 use crate::load::display_name;
 use crate::render::emit;
 use crate::{EXIT_OK, EXIT_USAGE, EXIT_USER, Io};
@@ -17,8 +20,17 @@ use crate::{EXIT_OK, EXIT_USAGE, EXIT_USER, Io};
 /// The synthetic profile that carries `--set` overrides.
 const SET_PROFILE: &str = "__set__";
 
+/// A recipe checked and lowered: the plan, and what it came from (to place runtime problems).
+struct Planned {
+    plan: Plan,
+    sources: SourceMap,
+    recipe: wrl_check::Recipe,
+    entry: FileId,
+}
+
 pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     let opts = RunOptions { chromium: cmd.chromium.clone(), progress: true };
+    let mut planned = None;
     let (root, plan_json) = if let Some(dir) = &cmd.resume {
         match RunDir::resume(dir).and_then(|r| r.plan_json().map(|p| (r, p))) {
             Ok((r, p)) => {
@@ -35,24 +47,37 @@ pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
             let _ = writeln!(io.err, "error: give a recipe to run, or `--resume DIR`");
             return EXIT_USAGE;
         };
-        let plan = match plan_for(file, cmd.profile.as_deref(), &cmd.set, global, io) {
+        let p = match plan_for(file, cmd.profile.as_deref(), &cmd.set, global, io) {
             Ok(p) => p,
             Err(code) => return code,
         };
-        if let Err(errs) = wrl_runtime::preflight(&plan, cmd.chromium.as_deref()) {
-            for e in &errs {
-                print_run_error(e, io);
+        let out = cmd.out.clone().unwrap_or_else(|| default_out(file, cmd.profile.as_deref()));
+        let mut errs = wrl_runtime::preflight(&p.plan, cmd.chromium.as_deref()).err();
+        if let Err(e) = wrl_runtime::check_out(&out) {
+            errs.get_or_insert_with(Vec::new).push(e);
+        }
+        if let Some(errs) = errs {
+            let origin = Origin { recipe: &p.recipe, entry: p.entry };
+            let mut diags: Vec<Diagnostic> =
+                errs.iter().map(|e| to_diagnostic(e, Some(&origin))).collect();
+            // In the recipe's order, as `wrlc check` shows them; unplaced problems last.
+            diags.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+            emit(&diags, &p.sources, global.error_format, io);
+            if global.error_format == ErrorFormat::Human {
+                let _ = writeln!(
+                    io.err,
+                    "refused before starting: {} {}",
+                    errs.len(),
+                    if errs.len() == 1 { "problem" } else { "problems" }
+                );
             }
-            let _ = writeln!(
-                io.err,
-                "refused before starting: {} {}",
-                errs.len(),
-                if errs.len() == 1 { "problem" } else { "problems" }
-            );
             return EXIT_USER;
         }
-        let out = cmd.out.clone().unwrap_or_else(|| default_out(file, cmd.profile.as_deref()));
-        let json = match serde_json::to_string_pretty(&plan) {
+        if cmd.dry_run {
+            let _ = writeln!(io.out, "{}", dry_run_summary(&p.plan, &out));
+            return EXIT_OK;
+        }
+        let json = match serde_json::to_string_pretty(&p.plan) {
             Ok(j) => j,
             Err(e) => {
                 let _ = writeln!(io.err, "error: cannot serialise the plan: {e}");
@@ -63,6 +88,7 @@ pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
             let _ = writeln!(io.err, "error: {e}");
             return EXIT_USAGE;
         }
+        planned = Some(p);
         (out, json)
     };
     let plan = match wrl_plan::parse_json(&plan_json) {
@@ -114,7 +140,10 @@ pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
             130
         }
         Err(e) => {
-            print_run_error(&e, io);
+            // A fresh run can still place a problem in its recipe; a resumed one has no source.
+            let origin = planned.as_ref().map(|p| Origin { recipe: &p.recipe, entry: p.entry });
+            let sources = planned.as_ref().map_or_else(SourceMap::new, |p| p.sources.clone());
+            emit(&[to_diagnostic(&e, origin.as_ref())], &sources, global.error_format, io);
             let _ = writeln!(
                 io.err,
                 "the run stopped; what was committed is kept: `wrlc run --resume {}`",
@@ -125,11 +154,36 @@ pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     }
 }
 
-fn print_run_error(e: &RunError, io: &mut Io) {
-    let _ = writeln!(io.err, "  × {}: {}", e.code, e.message);
-    if let Some(h) = &e.help {
-        let _ = writeln!(io.err, "  help: {h}");
+/// What a dry run would run, in one line: the recipe, its stages by kind, and the directory.
+fn dry_run_summary(plan: &Plan, out: &Path) -> String {
+    let mut counts: BTreeMap<NodeKind, usize> = BTreeMap::new();
+    for n in &plan.nodes {
+        *counts.entry(n.kind).or_default() += 1;
     }
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(k, n)| {
+            let (one, many) = match k {
+                NodeKind::LoadModel => ("model", "models"),
+                NodeKind::LoadDataset => ("dataset", "datasets"),
+                NodeKind::Env => ("environment", "environments"),
+                NodeKind::Agent => ("agent", "agents"),
+                NodeKind::Reward => ("reward", "rewards"),
+                NodeKind::Sft => ("SFT stage", "SFT stages"),
+                NodeKind::RlPhase => ("RL phase", "RL phases"),
+                NodeKind::Checkpoint => ("checkpoint", "checkpoints"),
+                NodeKind::Eval => ("evaluation", "evaluations"),
+            };
+            format!("{n} {}", if *n == 1 { one } else { many })
+        })
+        .collect();
+    let profile = plan.profile.as_ref().map(|p| format!(" (profile {p})")).unwrap_or_default();
+    format!(
+        "dry run: `{}`{profile} is ready to run: {}; it would write {}",
+        plan.recipe,
+        parts.join(", "),
+        out.display()
+    )
 }
 
 fn default_out(file: &Path, profile: Option<&str>) -> PathBuf {
@@ -149,7 +203,7 @@ fn plan_for(
     sets: &[String],
     global: &GlobalOpts,
     io: &mut Io,
-) -> Result<wrl_plan::Plan, u8> {
+) -> Result<Planned, u8> {
     let mut text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {
@@ -207,7 +261,7 @@ fn plan_for(
         recipe.profile = profile.map(str::to_string);
     }
     match wrl_plan::lower(&recipe) {
-        Ok(plan) => Ok(plan),
+        Ok(plan) => Ok(Planned { plan, sources, recipe, entry: id }),
         Err(ds) => {
             emit(&ds, &sources, global.error_format, io);
             Err(EXIT_USER)
