@@ -14,10 +14,12 @@ use wrl_browser::{AllowList, BrowserPool, PoolCfg};
 use wrl_plan::{Node, NodeKind, PExpr, PVal, Plan};
 use wrl_sandbox::{Sandbox, Split, Task, Trajectory};
 use wrl_trainer::{
-    Mixture, OptimConfig, RlConfig, SampleParams, Schedule, ScheduleKind, SftConfig, Trainer,
-    TrainerConfig,
+    Mixture, MixtureWeights, OptimConfig, RlConfig, SampleParams, Schedule, ScheduleKind,
+    SftConfig, Trainer, TrainerConfig,
 };
 
+use crate::brains::{Frozen, binds};
+use crate::graph::{GraphRun, GraphSpec};
 use crate::judges::Judges;
 use crate::policy::{History, sft_examples};
 use crate::reward::RewardExpr;
@@ -129,6 +131,8 @@ pub struct Cursor {
 enum Data {
     Tasks(Vec<Task>),
     Demos(Vec<Trajectory>),
+    /// `mixture([a, b, …])` of trajectory datasets, with its weighting.
+    Mixture(Vec<(String, Vec<Trajectory>)>, MixtureWeights),
 }
 
 /// An agent's configuration.
@@ -137,6 +141,8 @@ struct AgentCfg {
     history: History,
     max_turns: u32,
     max_response: usize,
+    /// The module graph of a `graph` agent.
+    graph: Option<Arc<GraphSpec>>,
 }
 
 /// The executor's state while it walks the plan.
@@ -152,6 +158,8 @@ pub struct Executor<'a> {
     models: BTreeMap<String, TrainerConfig>,
     trainers: BTreeMap<String, Arc<Mutex<Trainer>>>,
     agents: BTreeMap<String, AgentCfg>,
+    /// Frozen models of graph modules (local or over HTTP).
+    frozen: Frozen,
     rewards: BTreeMap<String, RewardExpr>,
     trajectory_ids: u64,
 }
@@ -220,6 +228,7 @@ impl<'a> Executor<'a> {
             models: BTreeMap::new(),
             trainers: BTreeMap::new(),
             agents: BTreeMap::new(),
+            frozen: Frozen::default(),
             rewards: BTreeMap::new(),
             trajectory_ids: 0,
         }
@@ -255,7 +264,7 @@ impl<'a> Executor<'a> {
                 NodeKind::LoadModel => self.load_model(node)?,
                 NodeKind::LoadDataset => self.load_dataset(node).await?,
                 NodeKind::Env => self.env(node).await?,
-                NodeKind::Agent => self.agent(node),
+                NodeKind::Agent => self.agent(node)?,
                 NodeKind::Reward => self.reward(node)?,
                 NodeKind::Sft if !done => self.sft(node)?,
                 NodeKind::RlPhase if !done => self.rl_phase(node).await?,
@@ -315,6 +324,10 @@ impl<'a> Executor<'a> {
     }
 
     fn load_model(&mut self, node: &Node) -> Result<(), RunError> {
+        if node.ctor == "api" {
+            self.frozen.add_api(node);
+            return Ok(());
+        }
         let cfg: TrainerConfig = serde_json::from_value(json!({
             "policy": {
                 "family": "tiny",
@@ -401,6 +414,38 @@ impl<'a> Executor<'a> {
                     Data::Demos(demos)
                 }
             }
+            "mixture" => {
+                let mut parts = Vec::new();
+                if let Some(PVal::List { items }) = node.param("parts") {
+                    for item in items {
+                        let PVal::Ref { node: id } = item else { continue };
+                        match self.data.get(id) {
+                            Some(Data::Demos(d)) => parts.push((id.clone(), d.clone())),
+                            _ => {
+                                return Err(RunError::new(
+                                    "E0503",
+                                    format!(
+                                        "mixture `{}`: `{id}` is not a dataset of trajectories",
+                                        node.decl
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                }
+                let weights = match node.param("weights") {
+                    Some(PVal::Obj(o)) if o.ctor == "effective_samples" => {
+                        MixtureWeights::EffectiveNumber {
+                            beta: o.fields.get("beta").and_then(PVal::num).unwrap_or(0.0),
+                        }
+                    }
+                    Some(PVal::List { items }) => {
+                        MixtureWeights::Fixed(items.iter().filter_map(PVal::num).collect())
+                    }
+                    _ => MixtureWeights::Uniform,
+                };
+                Data::Mixture(parts, weights)
+            }
             "jsonl" => {
                 let path = p_str(node, "path", "");
                 let text = std::fs::read_to_string(path).map_err(|e| {
@@ -480,13 +525,25 @@ impl<'a> Executor<'a> {
         Ok(())
     }
 
-    fn agent(&mut self, node: &Node) {
+    fn agent(&mut self, node: &Node) -> Result<(), RunError> {
+        let graph = if node.ctor == "graph" {
+            let spec = GraphSpec::from_node(node).map_err(|e| RunError::new("E0504", e))?;
+            Some(Arc::new(spec))
+        } else {
+            None
+        };
+        let max_response = match &graph {
+            Some(g) => g.modules.values().map(|m| m.max_response).max().unwrap_or(48),
+            None => p_num(node, "max_response", 48.0) as usize,
+        };
         let cfg = AgentCfg {
             history: History::from_name(p_str(node, "history", "action_only")),
             max_turns: p_num(node, "max_turns", 6.0) as u32,
-            max_response: p_num(node, "max_response", 48.0) as usize,
+            max_response,
+            graph,
         };
         self.agents.insert(node.id.clone(), cfg);
+        Ok(())
     }
 
     fn reward(&mut self, node: &Node) -> Result<(), RunError> {
@@ -519,11 +576,15 @@ impl<'a> Executor<'a> {
     fn sft(&mut self, node: &Node) -> Result<(), RunError> {
         let input = p_ref(node, "model").unwrap_or_default();
         let data_id = p_ref(node, "data").unwrap_or_default();
-        let Some(Data::Demos(demos)) = self.data.get(&data_id).cloned() else {
-            return Err(RunError::new(
-                "E0503",
-                format!("stage `{}` needs trajectories", node.decl),
-            ));
+        let (parts, weights) = match self.data.get(&data_id).cloned() {
+            Some(Data::Demos(d)) => (vec![(data_id.clone(), d)], MixtureWeights::Uniform),
+            Some(Data::Mixture(parts, w)) => (parts, w),
+            _ => {
+                return Err(RunError::new(
+                    "E0503",
+                    format!("stage `{}` needs trajectories", node.decl),
+                ));
+            }
         };
         let history = self
             .plan
@@ -533,39 +594,57 @@ impl<'a> Executor<'a> {
             .map(|n| History::from_name(p_str(n, "history", "action_only")))
             .next()
             .unwrap_or(History::ActionOnly);
-        let examples: Vec<wrl_trainer::Trajectory> =
-            demos.iter().flat_map(|t| sft_examples(t, history)).collect();
+        let sets: Vec<(String, Vec<wrl_trainer::Trajectory>)> = parts
+            .iter()
+            .map(|(name, d)| {
+                (name.clone(), d.iter().flat_map(|t| sft_examples(t, history)).collect())
+            })
+            .collect();
+        let n_examples: usize = sets.iter().map(|(_, e)| e.len()).sum();
+        let n_demos: usize = parts.iter().map(|(_, d)| d.len()).sum();
         let epochs = p_num(node, "epochs", 1.0).max(1.0) as usize;
         let batch = p_num(node, "batch", 16.0).max(1.0) as usize;
         let micro = p_num(node, "micro_batch", 1.0).max(1.0) as usize;
         let micro = micro.min(batch);
         let sft = SftConfig { micro_batch: micro, grad_accum: batch.div_ceil(micro), epochs };
-        let steps = sft.steps_per_epoch(examples.len()) * epochs;
+        let steps = sft.steps_per_epoch(n_examples) * epochs;
         let optim = optim_from(node, steps as u64);
         let trainer = self.trainer_from(&input, optim)?;
         self.say(&format!(
             "stage {}: SFT on {} examples ({} demos), {epochs} epochs, {steps} steps",
-            node.decl,
-            examples.len(),
-            demos.len()
+            node.decl, n_examples, n_demos
         ));
         let metrics = {
             let mut t =
                 trainer.lock().map_err(|_| RunError::new("E0505", "trainer lock poisoned"))?;
             let max_len = t.model().context();
-            let rendered = examples
-                .iter()
-                .map(|ex| wrl_trainer::render(t.tokenizer(), ex, max_len))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| trainer_err("cannot tokenise the demonstrations", e))?;
-            let mixture = Mixture {
-                datasets: vec![wrl_trainer::Dataset {
-                    name: node.decl.clone(),
-                    examples: rendered,
-                }],
-                weights: Default::default(),
-            };
-            t.sft_epochs(&mixture, &sft).map_err(|e| trainer_err("SFT failed", e))?
+            let mut datasets = Vec::new();
+            for (name, examples) in &sets {
+                let rendered = examples
+                    .iter()
+                    .map(|ex| wrl_trainer::render(t.tokenizer(), ex, max_len))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| trainer_err("cannot tokenise the demonstrations", e))?;
+                datasets.push(wrl_trainer::Dataset { name: name.clone(), examples: rendered });
+            }
+            let mixture = Mixture { datasets, weights };
+            // Step by step, with a progress line every tenth of the stage.
+            let every = (steps / 10).max(1);
+            let mut out = Vec::with_capacity(steps);
+            while t.cursor().epoch < epochs as u64 {
+                let m = t.sft_step(&mixture, &sft).map_err(|e| trainer_err("SFT failed", e))?;
+                if out.len() % every == every - 1 {
+                    self.say(&format!(
+                        "stage {}: step {}/{steps}, epoch {}, loss {:.4}",
+                        node.decl,
+                        out.len() + 1,
+                        m.epoch.unwrap_or(0) + 1,
+                        m.loss
+                    ));
+                }
+                out.push(m);
+            }
+            out
         };
         let lines: Vec<serde_json::Value> = metrics
             .iter()
@@ -670,6 +749,8 @@ impl<'a> Executor<'a> {
             },
             history: agent.history,
             exclude,
+            process: p_ref(node, "process_reward").and_then(|id| self.rewards.get(&id).cloned()),
+            graph: self.graph_of(&agent, node, Some(&trainer))?,
         };
         let rewards = self.rewards.clone();
         let judges = Judges::for_reward(&reward, &rewards)
@@ -688,7 +769,7 @@ impl<'a> Executor<'a> {
             let conc = cfg.concurrency;
             let pool = self.pool(conc).await?;
             let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
-            let episodes = rollout(pool, &sb, &batch, &trainer, &cfg, scoring).await;
+            let episodes = rollout(pool, &sb, &batch, Some(&trainer), &cfg, scoring).await;
             let samples = samples(&episodes, self.trajectory_ids);
             let metrics = {
                 let mut t =
@@ -758,6 +839,22 @@ impl<'a> Executor<'a> {
         Ok(())
     }
 
+    /// The graph and its modules' brains when `agent` is a graph: the modules `node` binds run
+    /// `trained`, the others their own frozen model.
+    fn graph_of(
+        &mut self,
+        agent: &AgentCfg,
+        node: &Node,
+        trained: Option<&Arc<Mutex<Trainer>>>,
+    ) -> Result<Option<GraphRun>, RunError> {
+        let Some(spec) = &agent.graph else { return Ok(None) };
+        let brains = self
+            .frozen
+            .brains(spec, &binds(node), trained, &self.models)
+            .map_err(|e| RunError::new("E0505", format!("`{}`: {e}", node.decl)))?;
+        Ok(Some((spec.clone(), brains)))
+    }
+
     async fn eval(&mut self, node: &Node) -> Result<(), RunError> {
         let agent_id = p_ref(node, "agent").unwrap_or_default();
         let tasks_id = p_ref(node, "tasks").unwrap_or_default();
@@ -770,9 +867,19 @@ impl<'a> Executor<'a> {
         let Some(Data::Tasks(tasks)) = self.data.get(&tasks_id).cloned() else {
             return Err(RunError::new("E0503", format!("eval `{}` needs tasks", node.decl)));
         };
-        let trainer = self.trainers.get(&ckpt).cloned().ok_or_else(|| {
-            RunError::new("E0504", format!("eval `{}`: nothing produced `{ckpt}`", node.decl))
-        })?;
+        let trainer = self.trainers.get(&ckpt).cloned();
+        if trainer.is_none() && agent.graph.is_none() {
+            return Err(RunError::new(
+                "E0504",
+                format!("eval `{}`: nothing produced `{ckpt}`", node.decl),
+            ));
+        }
+        // pass@k: every task k times (sampled), solved when any attempt succeeds.
+        let k = if p_str(node, "metric", "success") == "pass_at_k" {
+            p_num(node, "k", 1.0).max(1.0) as usize
+        } else {
+            1
+        };
         let max_steps = p_num(node, "max_steps", 30.0) as u32;
         let count = node.num("count").map(|c| c as usize).unwrap_or(tasks.len()).min(tasks.len());
         let tasks: Vec<Task> = tasks[..count]
@@ -784,7 +891,7 @@ impl<'a> Executor<'a> {
             })
             .collect();
         let cfg = RolloutCfg {
-            group: 1,
+            group: k,
             concurrency: self.concurrency(),
             sample: SampleParams {
                 temperature: p_num(node, "temperature", 0.0) as f32,
@@ -794,6 +901,8 @@ impl<'a> Executor<'a> {
             },
             history: agent.history,
             exclude: Vec::new(),
+            process: None,
+            graph: self.graph_of(&agent, node, trainer.as_ref())?,
         };
         let sb = self.sandbox().await?;
         let conc = cfg.concurrency;
@@ -802,15 +911,17 @@ impl<'a> Executor<'a> {
         let zero = RewardExpr::Const { value: 0.0 };
         let judges = Judges::default();
         let scoring = Scoring { reward: &zero, rewards: &none, judges: &judges };
-        let episodes = rollout(pool, &sb, &tasks, &trainer, &cfg, scoring).await;
+        let episodes = rollout(pool, &sb, &tasks, trainer.as_ref(), &cfg, scoring).await;
         self.log_episodes(node, 0, &episodes)?;
-        let solved = episodes.iter().filter(|e| e.success()).count();
-        let rate = if episodes.is_empty() { 0.0 } else { solved as f64 / episodes.len() as f64 };
+        let solved = (0..tasks.len())
+            .filter(|&g| episodes.iter().any(|e| e.group == g && e.success()))
+            .count();
+        let rate = if tasks.is_empty() { 0.0 } else { solved as f64 / tasks.len() as f64 };
         let after = p_str(node, "after", &node.decl).to_string();
         self.say(&format!(
             "eval {} after {after}: {solved}/{} solved ({:.1}%)",
             node.decl,
-            episodes.len(),
+            tasks.len(),
             rate * 100.0
         ));
         let line = json!({"stage": node.decl, "node": node.id, "kind": "eval", "after": after, "success": rate, "episodes": episodes.len()});

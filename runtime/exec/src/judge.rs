@@ -143,12 +143,17 @@ impl JudgeClient {
     }
 
     async fn ask(&self, system: &str, input: &JudgeInput) -> Result<String, JudgeError> {
+        self.send(&self.request_body(system, input)).await
+    }
+
+    /// POSTs `body` under the concurrency limit, retrying timeouts, transport errors, 429 and
+    /// 5xx with a backoff that triples.
+    async fn send(&self, body: &Json) -> Result<String, JudgeError> {
         let _permit =
             self.limit.acquire().await.map_err(|e| JudgeError::Transport(e.to_string()))?;
-        let body = self.request_body(system, input);
         let mut attempt = 0;
         loop {
-            match self.post(&body).await {
+            match self.post(body).await {
                 Ok(text) => return Ok(text),
                 Err(e) if e.retryable() && attempt < self.cfg.retries => {
                     let wait = self.cfg.backoff.saturating_mul(3u32.saturating_pow(attempt));
@@ -188,6 +193,29 @@ impl JudgeClient {
                 {"role": "user", "content": content},
             ],
         })
+    }
+
+    /// A plain chat completion (a frozen agent module): `system` (may be empty), then `user`,
+    /// at most `max_tokens`, with the client's timeout, retries and concurrency limit.
+    pub async fn chat(
+        &self,
+        system: &str,
+        user: &str,
+        max_tokens: usize,
+    ) -> Result<String, JudgeError> {
+        let mut messages = Vec::new();
+        if !system.is_empty() {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.push(json!({"role": "user", "content": user}));
+        let body = json!({
+            "model": self.cfg.model,
+            "temperature": 0,
+            "seed": self.cfg.seed,
+            "max_tokens": max_tokens,
+            "messages": messages,
+        });
+        self.send(&body).await
     }
 
     async fn post(&self, body: &Json) -> Result<String, JudgeError> {

@@ -2,11 +2,14 @@
 //! holds the pieces of `wrlc run` that do not drive a browser or a model themselves: the run
 //! directory with its append-only logs and crash-safe commits, and the HTML report.
 
+pub mod brains;
 pub mod exec;
+pub mod graph;
 pub mod judge;
 pub mod judges;
 pub mod policy;
 pub mod preflight;
+pub mod process;
 pub mod report;
 pub mod reward;
 pub mod rollout;

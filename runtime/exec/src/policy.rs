@@ -38,10 +38,7 @@ pub const MAX_PROMPT_BYTES: usize = 900;
 /// what it copies from most (a product or town name to search for); when the prompt is too long
 /// the page is cut, never the task or the actions.
 pub fn prompt_text(observation: &str, history: &[String], mode: History) -> String {
-    let (task, page) = match observation.split_once('\n') {
-        Some((first, rest)) if first.starts_with("task: ") => (first, rest),
-        _ => ("", observation),
-    };
+    let (task, page) = split_task(observation);
     let mut tail = String::new();
     if mode == History::ActionOnly && !history.is_empty() {
         tail.push_str("done: ");
@@ -49,6 +46,20 @@ pub fn prompt_text(observation: &str, history: &[String], mode: History) -> Stri
         tail.push('\n');
     }
     tail.push_str(task);
+    compose(page, &tail)
+}
+
+/// An observation's `task: …` first line and the page after it.
+pub fn split_task(observation: &str) -> (&str, &str) {
+    match observation.split_once('\n') {
+        Some((first, rest)) if first.starts_with("task: ") => (first, rest),
+        _ => ("", observation),
+    }
+}
+
+/// `page` then `tail`, at most [`MAX_PROMPT_BYTES`]: the page is cut first, never the tail
+/// (which ends with the task).
+pub fn compose(page: &str, tail: &str) -> String {
     // One byte stays free for the newline between the page and the tail.
     let mut keep = MAX_PROMPT_BYTES.saturating_sub(tail.len() + 1).min(page.len());
     while !page.is_char_boundary(keep) {
@@ -60,7 +71,7 @@ pub fn prompt_text(observation: &str, history: &[String], mode: History) -> Stri
     if !page.is_empty() && !page.ends_with('\n') {
         s.push('\n');
     }
-    s.push_str(&tail);
+    s.push_str(tail);
     if s.len() > MAX_PROMPT_BYTES {
         let mut cut = s.len() - MAX_PROMPT_BYTES;
         while !s.is_char_boundary(cut) {
@@ -94,6 +105,8 @@ pub struct Turn {
     pub logprobs: Vec<f32>,
     /// Generation hit its length limit.
     pub truncated: bool,
+    /// The environment step (0-based) this turn was sampled in.
+    pub step: usize,
 }
 
 /// The candle policy acting in one episode.
@@ -126,28 +139,13 @@ impl TrainerPolicy {
 impl TextPolicy for TrainerPolicy {
     fn act(&mut self, _task: &Task, obs: &Observation, history: &[String]) -> String {
         let text = prompt_text(&obs.text(), history, self.mode);
-        // The lock is taken inside `blocking`: waiting for another episode's turn is blocking too.
-        let sampled = blocking(|| {
-            let mut trainer = self.trainer.lock().map_err(|_| ())?;
-            let prompt = render_prompt(trainer.tokenizer(), &[Segment::new(Role::User, text)])
-                .map_err(|_| ())?;
-            let outs =
-                trainer.sample(std::slice::from_ref(&prompt), &self.params).map_err(|_| ())?;
-            Ok::<_, ()>((prompt, outs))
-        });
-        match sampled {
-            Ok((prompt, mut outs)) if !outs.is_empty() => {
-                let c = outs.swap_remove(0);
-                let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
-                self.turns.push(Turn {
-                    prompt_tokens: prompt,
-                    completion_tokens: c.tokens,
-                    logprobs: c.logprobs,
-                    truncated,
-                });
-                c.text.trim().to_string()
+        match sample_turn(&self.trainer, text, &self.params) {
+            Some((turn, out)) => {
+                let step = self.turns.len();
+                self.turns.push(Turn { step, ..turn });
+                out
             }
-            _ => String::new(),
+            None => String::new(),
         }
     }
 
@@ -156,9 +154,39 @@ impl TextPolicy for TrainerPolicy {
     }
 }
 
+/// One sampled turn of the candle policy on a user prompt: the turn's tokens and log-probs, and
+/// its text trimmed. `None` when the trainer is unusable (poisoned lock, a prompt it cannot
+/// tokenise or that does not fit): the caller's episode then ends as an agent error.
+pub fn sample_turn(
+    trainer: &Mutex<Trainer>,
+    text: String,
+    params: &SampleParams,
+) -> Option<(Turn, String)> {
+    // The lock is taken inside `blocking`: waiting for another episode's turn is blocking too.
+    blocking(|| {
+        let mut trainer = trainer.lock().ok()?;
+        let prompt = render_prompt(trainer.tokenizer(), &[Segment::new(Role::User, text)]).ok()?;
+        let mut outs = trainer.sample(std::slice::from_ref(&prompt), params).ok()?;
+        if outs.is_empty() {
+            return None;
+        }
+        let c = outs.swap_remove(0);
+        let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
+        let text = c.text.trim().to_string();
+        let turn = Turn {
+            prompt_tokens: prompt,
+            completion_tokens: c.tokens,
+            logprobs: c.logprobs,
+            truncated,
+            step: 0,
+        };
+        Some((turn, text))
+    })
+}
+
 /// Runs CPU-bound `f` (a sampling turn) so that the other tasks of a multi-threaded tokio
 /// runtime move to another worker meanwhile; on any other runtime, or none, it just runs `f`.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(f)

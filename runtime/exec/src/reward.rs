@@ -76,6 +76,19 @@ pub struct EpisodeFacts {
     pub url: String,
     /// Judge results by signal key: `Ok(score)` or `Err(reason)`.
     pub judges: BTreeMap<String, Result<f64, String>>,
+    /// The step a process reward is evaluated on (`None` for an outcome reward).
+    pub step: Option<StepFacts>,
+}
+
+/// What one step did, as process conditions see it (`process.rs` reads them off an episode).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepFacts {
+    pub url_changed: bool,
+    pub action_failed: bool,
+    /// A click landed on an interactive element.
+    pub dom_hit: bool,
+    /// 1 − similarity of the screenshots before and after; `None` without screenshots.
+    pub screen_change: Option<f64>,
 }
 
 /// A reward value, or why the sample leaves the loss.
@@ -191,11 +204,25 @@ fn signal(s: &SignalObj, f: &EpisodeFacts) -> Result<X, String> {
         }
         "url_match" => X::Bool(s.field_str("pattern").is_some_and(|p| glob(p, &f.url))),
         "judge" | "webjudge" | "bbox_hit" | "action_match" => return judged(s, f),
-        // Process conditions are evaluated per step by the executor, not per episode.
-        other => {
-            return Err(format!("the signal `{other}` is per step; use it as a process reward"));
-        }
+        "url_changed" | "action_failed" | "dom_hit" | "screen_changed" => return step(s, f),
+        other => return Err(format!("the signal `{other}` is not known to this runtime")),
     })
+}
+
+/// A process condition, on the step being scored.
+fn step(s: &SignalObj, f: &EpisodeFacts) -> Result<X, String> {
+    let Some(st) = &f.step else {
+        return Err(format!("the signal `{}` is per step; use it as a process reward", s.name()));
+    };
+    Ok(X::Bool(match s.name() {
+        "url_changed" => st.url_changed,
+        "action_failed" => st.action_failed,
+        "dom_hit" => st.dom_hit,
+        _ => match st.screen_change {
+            Some(c) => c > s.field_f64("threshold").unwrap_or(0.02),
+            None => return Err("no screenshots to compare for `screen_changed`".into()),
+        },
+    }))
 }
 
 fn judged(s: &SignalObj, f: &EpisodeFacts) -> Result<X, String> {

@@ -11,6 +11,7 @@ use wrl_browser::runner::run_task_with_screenshots;
 use wrl_sandbox::{Sandbox, Task, TrajOutcome, Trajectory};
 use wrl_trainer::{Sample, SampleParams, Trainer};
 
+use crate::graph::{GraphPolicy, GraphRun};
 use crate::judges::Judges;
 use crate::policy::{History, TrainerPolicy, Turn};
 use crate::reward::{EpisodeFacts, RewardExpr, RewardValue, evaluate};
@@ -23,6 +24,9 @@ pub struct Episode {
     pub trajectory: Trajectory,
     pub turns: Vec<Turn>,
     pub reward: RewardValue,
+    /// The process reward of each environment step (empty without a process reward); an
+    /// excluded step counts 0.
+    pub process: Vec<f64>,
 }
 
 impl Episode {
@@ -55,6 +59,7 @@ pub fn facts(traj: &Trajectory, reference: Option<&str>) -> EpisodeFacts {
         format_ok: traj.outcome.reason != "agent_error",
         url: traj.steps.last().map(|s| s.url.clone()).unwrap_or_default(),
         judges: BTreeMap::new(),
+        step: None,
     }
 }
 
@@ -67,6 +72,10 @@ pub struct RolloutCfg {
     pub history: History,
     /// Failure classes (`env_error`, `infra_timeout`, …) whose samples leave the loss.
     pub exclude: Vec<String>,
+    /// The per-step process reward, added to each turn's outcome reward.
+    pub process: Option<RewardExpr>,
+    /// A module-graph agent and its modules' brains; `None` for a ReAct agent.
+    pub graph: Option<GraphRun>,
 }
 
 /// How episodes are scored: the reward, the rewards it names, and the judges it asks.
@@ -103,7 +112,7 @@ pub async fn rollout(
     pool: &BrowserPool,
     sandbox: &Arc<Sandbox>,
     tasks: &[Task],
-    trainer: &Arc<Mutex<Trainer>>,
+    trainer: Option<&Arc<Mutex<Trainer>>>,
     cfg: &RolloutCfg,
     scoring: Scoring<'_>,
 ) -> Vec<Episode> {
@@ -115,7 +124,7 @@ pub async fn rollout(
         .collect();
     futures::stream::iter(jobs.into_iter().map(|(group, task)| {
         let (trainer, pool, sandbox, cfg, owned) =
-            (trainer.clone(), pool.clone(), sandbox.clone(), cfg.clone(), owned.clone());
+            (trainer.cloned(), pool.clone(), sandbox.clone(), cfg.clone(), owned.clone());
         let job = tokio::spawn(async move {
             let scoring = Scoring { reward: &owned.0, rewards: &owned.1, judges: &owned.2 };
             episode(&pool, &sandbox, &task, group, trainer, &cfg, scoring).await
@@ -128,6 +137,7 @@ pub async fn rollout(
                     trajectory: failed(&tasks[group], &format!("episode task failed: {e}")),
                     turns: Vec::new(),
                     reward: RewardValue::Excluded("env_error".into()),
+                    process: Vec::new(),
                 },
             }
         }
@@ -143,24 +153,66 @@ async fn episode(
     sandbox: &Arc<Sandbox>,
     task: &Task,
     group: usize,
-    trainer: Arc<Mutex<Trainer>>,
+    trainer: Option<Arc<Mutex<Trainer>>>,
     cfg: &RolloutCfg,
     scoring: Scoring<'_>,
 ) -> Episode {
-    let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
-    let keep = scoring.judges.screenshots();
-    let (trajectory, shots) =
-        match run_task_with_screenshots(pool, sandbox, task, &mut policy, keep).await {
-            Ok(t) => t,
-            Err(e) => (failed(task, &e.to_string()), Vec::new()),
-        };
+    // Screenshots: the judges' last few, or one per step when the process reward compares them.
+    let keep = match &cfg.process {
+        Some(p) if crate::process::reads_screens(p, scoring.rewards) => {
+            scoring.judges.screenshots().max(task.max_steps as usize + 1)
+        }
+        _ => scoring.judges.screenshots(),
+    };
+    let (result, turns) = match &cfg.graph {
+        None => {
+            let Some(trainer) = trainer else {
+                let t = failed(task, "no policy to run this agent");
+                let reward = RewardValue::Excluded("env_error".into());
+                return Episode {
+                    group,
+                    trajectory: t,
+                    turns: Vec::new(),
+                    reward,
+                    process: Vec::new(),
+                };
+            };
+            let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
+            let r = run_task_with_screenshots(pool, sandbox, task, &mut policy, keep).await;
+            (r, policy.turns)
+        }
+        Some((spec, brains)) => {
+            let mut policy =
+                GraphPolicy::new(spec.clone(), brains.clone(), cfg.sample.clone(), "policy");
+            let r = run_task_with_screenshots(pool, sandbox, task, &mut policy, keep).await;
+            (r, policy.turns)
+        }
+    };
+    let (trajectory, shots) = match result {
+        Ok(t) => t,
+        Err(e) => (failed(task, &e.to_string()), Vec::new()),
+    };
     let reward = match score(scoring, &trajectory, &shots).await {
         RewardValue::Value(_) if cfg.exclude.iter().any(|x| x == &trajectory.outcome.reason) => {
             RewardValue::Excluded(trajectory.outcome.reason.clone())
         }
         r => r,
     };
-    Episode { group, trajectory, turns: policy.turns, reward }
+    let process = match &cfg.process {
+        Some(expr) => {
+            let steps = crate::process::step_facts(&trajectory, &task.start_path, &shots);
+            let facts = facts(&trajectory, None);
+            crate::process::process_rewards(expr, scoring.rewards, &facts, &steps)
+                .into_iter()
+                .map(|v| match v {
+                    RewardValue::Value(x) => x,
+                    RewardValue::Excluded(_) => 0.0,
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    Episode { group, trajectory, turns, reward, process }
 }
 
 /// A trajectory for an episode that could not start (the browser failed).
@@ -191,12 +243,13 @@ pub fn samples(episodes: &[Episode], first_trajectory_id: u64) -> Vec<Sample> {
             RewardValue::Excluded(_) => (0.0, true),
         };
         for turn in &ep.turns {
+            let process = ep.process.get(turn.step).copied().unwrap_or(0.0) as f32;
             out.push(Sample {
                 prompt_tokens: turn.prompt_tokens.clone(),
                 completion_tokens: turn.completion_tokens.clone(),
                 old_logprobs: turn.logprobs.clone(),
                 completion_mask: None,
-                reward,
+                reward: reward + process,
                 advantage: None,
                 group_id: ep.group as u64,
                 trajectory_id: first_trajectory_id + i as u64,

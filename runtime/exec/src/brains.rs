@@ -1,0 +1,95 @@
+//! What runs each module of a graph agent: the stage's trained policy for the modules a stage
+//! or eval binds (`binds = ["modules.grounder.model", …]`), and for every other module its own
+//! model, frozen: a local candle policy built once per model node, or an OpenAI-compatible
+//! endpoint for `api(…)` models (key read from the environment variable the recipe names).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use wrl_plan::{Node, PVal};
+use wrl_trainer::{Trainer, TrainerConfig};
+
+use crate::graph::{Brain, GraphSpec};
+use crate::judge::{JudgeClient, JudgeConfig};
+
+/// Frozen models, built on first use and shared by every episode.
+#[derive(Default)]
+pub struct Frozen {
+    locals: BTreeMap<String, Arc<Mutex<Trainer>>>,
+    apis: BTreeMap<String, JudgeConfig>,
+}
+
+impl Frozen {
+    /// Records an `api(model)` model node.
+    pub fn add_api(&mut self, node: &Node) {
+        let s = |k: &str, d: &str| node.param(k).and_then(PVal::as_str).unwrap_or(d).to_string();
+        let n = |k: &str, d: f64| node.num(k).unwrap_or(d);
+        let cfg = JudgeConfig {
+            base_url: s("base_url", "http://127.0.0.1:8000/v1"),
+            model: s("model", "model"),
+            api_key_env: s("api_key_env", "OPENAI_API_KEY"),
+            timeout: Duration::from_secs_f64(n("timeout", 30.0).max(0.001)),
+            retries: n("retries", 3.0).max(0.0) as u32,
+            concurrency: n("concurrency", 8.0).max(1.0) as usize,
+            ..JudgeConfig::default()
+        };
+        self.apis.insert(node.id.clone(), cfg);
+    }
+
+    /// Whether `model` is an `api(…)` node.
+    pub fn is_api(&self, model: &str) -> bool {
+        self.apis.contains_key(model)
+    }
+
+    /// The brain of every module of `spec`: `trained` for the modules `binds` names (when there
+    /// is a trained policy), else the module's own model, frozen.
+    pub fn brains(
+        &mut self,
+        spec: &GraphSpec,
+        binds: &[String],
+        trained: Option<&Arc<Mutex<Trainer>>>,
+        models: &BTreeMap<String, TrainerConfig>,
+    ) -> Result<Arc<BTreeMap<String, Brain>>, String> {
+        let mut out = BTreeMap::new();
+        for m in spec.modules.values() {
+            let bound = binds.iter().any(|b| *b == format!("modules.{}.model", m.name));
+            let brain = match trained {
+                Some(t) if bound => Brain::Local(t.clone()),
+                _ => self.own(&m.model, models)?,
+            };
+            out.insert(m.name.clone(), brain);
+        }
+        Ok(Arc::new(out))
+    }
+
+    fn own(
+        &mut self,
+        model: &str,
+        models: &BTreeMap<String, TrainerConfig>,
+    ) -> Result<Brain, String> {
+        if let Some(cfg) = self.apis.get(model) {
+            return JudgeClient::new(cfg.clone())
+                .map(Brain::Api)
+                .map_err(|e| format!("cannot reach `{model}`: {e}"));
+        }
+        if let Some(t) = self.locals.get(model) {
+            return Ok(Brain::Local(t.clone()));
+        }
+        let cfg = models.get(model).ok_or_else(|| format!("nothing builds `{model}`"))?;
+        let t = Trainer::new(cfg.clone()).map_err(|e| format!("cannot build `{model}`: {e}"))?;
+        let t = Arc::new(Mutex::new(t));
+        self.locals.insert(model.to_string(), t.clone());
+        Ok(Brain::Local(t))
+    }
+}
+
+/// A stage's or eval's `binds` list.
+pub fn binds(node: &Node) -> Vec<String> {
+    match node.param("binds") {
+        Some(PVal::List { items }) => {
+            items.iter().filter_map(PVal::as_str).map(String::from).collect()
+        }
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,436 @@
+//! Module-graph agents (`agent a = graph { module … ; x -> y when v }`): each environment turn
+//! walks the graph from where the last one stopped, calling modules (a planner, a reflector, a
+//! summarizer) until one that holds tools (a grounder) writes the turn's actions, or the walk
+//! reaches `end`. Trainable modules sample from the stage's candle policy and their turns are
+//! recorded for the update; frozen modules (`llm(model)`) run a local policy or call an
+//! OpenAI-compatible endpoint.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use wrl_browser::Observation;
+use wrl_browser::runner::TextPolicy;
+use wrl_plan::{Node, PVal};
+use wrl_sandbox::Task;
+use wrl_trainer::{SampleParams, Trainer};
+
+use crate::judge::JudgeClient;
+use crate::policy::{Turn, compose, sample_turn, split_task};
+
+/// One module of a graph.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModuleSpec {
+    pub name: String,
+    /// The model node it runs (`model:base`).
+    pub model: String,
+    /// `llm(…)`: frozen, never trained.
+    pub frozen: bool,
+    /// `policy_of(…) { trainable }`.
+    pub trainable: bool,
+    /// Holds tools: its output is the turn's actions.
+    pub acts: bool,
+    /// Verdicts it may emit (edges branch on them).
+    pub emits: Vec<String>,
+    /// What its prompt shows: `screenshot` (the page as the env renders it), `url`,
+    /// `feedback`, `history`, `instruction`, `notes`.
+    pub inputs: Vec<String>,
+    pub max_response: usize,
+    pub prompt: String,
+    pub role: String,
+}
+
+/// One edge: `from -> to [when v | w]`, taken at most `limit` times per episode.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EdgeSpec {
+    pub from: String,
+    pub to: String,
+    pub when: Vec<String>,
+    pub limit: Option<u32>,
+}
+
+/// A graph agent as the plan declares it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GraphSpec {
+    pub modules: BTreeMap<String, ModuleSpec>,
+    pub edges: Vec<EdgeSpec>,
+    pub max_parse_failures: u32,
+}
+
+fn strs(v: Option<&PVal>) -> Vec<String> {
+    match v {
+        Some(PVal::List { items }) => {
+            items.iter().filter_map(PVal::as_str).map(String::from).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn field<'a>(fields: &'a BTreeMap<String, PVal>, k: &str) -> Option<&'a PVal> {
+    fields.get(k)
+}
+
+impl GraphSpec {
+    /// The graph of an agent node whose constructor is `graph`.
+    pub fn from_node(node: &Node) -> Result<GraphSpec, String> {
+        let mut modules = BTreeMap::new();
+        let Some(PVal::Record { fields }) = node.param("modules") else {
+            return Err(format!("agent `{}` declares no modules", node.decl));
+        };
+        for (name, m) in fields {
+            let PVal::Obj(o) = m else {
+                return Err(format!("module `{name}` of `{}` is not a module", node.decl));
+            };
+            let f = &o.fields;
+            let model = match field(f, "model") {
+                Some(PVal::Ref { node }) => node.clone(),
+                _ => return Err(format!("module `{name}` of `{}` names no model", node.decl)),
+            };
+            let num = |k: &str, d: f64| field(f, k).and_then(PVal::num).unwrap_or(d);
+            modules.insert(
+                name.clone(),
+                ModuleSpec {
+                    name: name.clone(),
+                    model,
+                    frozen: o.ctor == "llm",
+                    trainable: o.ctor != "llm"
+                        && field(f, "trainable").and_then(PVal::as_bool).unwrap_or(false),
+                    acts: field(f, "tools").is_some_and(|t| !matches!(t, PVal::Unknown)),
+                    emits: strs(field(f, "emits")),
+                    inputs: strs(field(f, "inputs")),
+                    max_response: num("max_response", 256.0).max(1.0) as usize,
+                    prompt: field(f, "prompt").and_then(PVal::as_str).unwrap_or("").to_string(),
+                    role: match field(f, "role").and_then(PVal::as_str) {
+                        Some(r) if !r.is_empty() => r.to_string(),
+                        _ => name.clone(),
+                    },
+                },
+            );
+        }
+        let mut edges = Vec::new();
+        if let Some(PVal::List { items }) = node.param("graph") {
+            for e in items {
+                let PVal::Record { fields } = e else { continue };
+                let s = |k: &str| field(fields, k).and_then(PVal::as_str).unwrap_or("").to_string();
+                edges.push(EdgeSpec {
+                    from: s("from"),
+                    to: s("to"),
+                    when: strs(field(fields, "when")),
+                    limit: field(fields, "limit").and_then(PVal::num).map(|n| n.max(0.0) as u32),
+                });
+            }
+        }
+        // A module that holds tools but hands its words to another tool-holding module (OpAgent's
+        // planner, to whom the tools are only described) does not act itself, unless it emits
+        // the acting verdicts.
+        let holds: Vec<String> =
+            modules.values().filter(|m: &&ModuleSpec| m.acts).map(|m| m.name.clone()).collect();
+        for m in modules.values_mut() {
+            let emits_acting = m.emits.iter().any(|e| e == "acted" || e == "answered");
+            let feeds_actor = edges
+                .iter()
+                .any(|e| e.from == m.name && e.when.is_empty() && holds.contains(&e.to));
+            m.acts = m.acts && (emits_acting || !feeds_actor);
+        }
+        let max_parse_failures = node.num("max_parse_failures").unwrap_or(3.0).max(1.0) as u32;
+        Ok(GraphSpec { modules, edges, max_parse_failures })
+    }
+
+    /// The model nodes its frozen or untrained modules run (each needs its own policy).
+    pub fn models(&self) -> Vec<String> {
+        let mut m: Vec<String> = self.modules.values().map(|m| m.model.clone()).collect();
+        m.sort();
+        m.dedup();
+        m
+    }
+}
+
+/// What produces a module's text.
+#[derive(Clone)]
+pub enum Brain {
+    /// A local candle policy (trained or frozen).
+    Local(Arc<Mutex<Trainer>>),
+    /// A frozen model behind an OpenAI-compatible endpoint.
+    Api(JudgeClient),
+}
+
+impl std::fmt::Debug for Brain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Brain::Local(_) => f.write_str("Local"),
+            Brain::Api(c) => write!(f, "Api({c:?})"),
+        }
+    }
+}
+
+/// A graph and the brain of each of its modules, as one rollout runs them.
+pub type GraphRun = (Arc<GraphSpec>, Arc<BTreeMap<String, Brain>>);
+
+/// The graph agent acting in one episode.
+pub struct GraphPolicy {
+    spec: Arc<GraphSpec>,
+    /// Per module name.
+    brains: Arc<BTreeMap<String, Brain>>,
+    params: SampleParams,
+    name: String,
+    current: String,
+    instruction: String,
+    notes: Vec<String>,
+    parse_failures: u32,
+    taken: BTreeMap<usize, u32>,
+    /// Environment steps so far.
+    steps: usize,
+    /// Every turn a trainable module sampled, in order.
+    pub turns: Vec<Turn>,
+}
+
+impl GraphPolicy {
+    pub fn new(
+        spec: Arc<GraphSpec>,
+        brains: Arc<BTreeMap<String, Brain>>,
+        params: SampleParams,
+        name: &str,
+    ) -> GraphPolicy {
+        GraphPolicy {
+            spec,
+            brains,
+            params: SampleParams { n: 1, ..params },
+            name: name.to_string(),
+            current: "start".into(),
+            instruction: String::new(),
+            notes: Vec::new(),
+            parse_failures: 0,
+            taken: BTreeMap::new(),
+            steps: 0,
+            turns: Vec::new(),
+        }
+    }
+
+    /// The next module after `from` given its verdict: an edge whose `when` names the verdict
+    /// wins over an unconditional one; edges past their `limit` are skipped.
+    fn next(&mut self, from: &str, verdict: Option<&str>) -> Option<String> {
+        let pick = self
+            .spec
+            .edges
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| {
+                e.from == from
+                    && e.limit.is_none_or(|l| self.taken.get(i).copied().unwrap_or(0) < l)
+            })
+            .filter(|(_, e)| {
+                e.when.is_empty() || verdict.is_some_and(|v| e.when.iter().any(|w| w == v))
+            })
+            .min_by_key(|(_, e)| e.when.is_empty())
+            .map(|(i, e)| (i, e.to.clone()));
+        let (i, to) = pick?;
+        *self.taken.entry(i).or_default() += 1;
+        Some(to)
+    }
+
+    /// The prompt of `m`: the page (when its inputs show it), then notes, instruction, the
+    /// actions so far, its role, and the task last.
+    fn prompt(&self, m: &ModuleSpec, observation: &str, history: &[String]) -> String {
+        let (task, page) = split_task(observation);
+        let shows = |k: &str| m.inputs.iter().any(|i| i == k);
+        let page = if shows("screenshot") || shows("url") || shows("feedback") { page } else { "" };
+        let mut tail = String::new();
+        if !m.prompt.is_empty() {
+            tail.push_str(&m.prompt);
+            tail.push('\n');
+        }
+        if shows("notes") && !self.notes.is_empty() {
+            tail.push_str(&format!("notes: {}\n", self.notes.join("; ")));
+        }
+        if shows("instruction") && !self.instruction.is_empty() {
+            tail.push_str(&format!("instruction: {}\n", self.instruction));
+        }
+        if shows("history") && !history.is_empty() {
+            tail.push_str(&format!("done: {}\n", history.join("; ")));
+        }
+        tail.push_str(&format!("role: {}\n", m.role));
+        tail.push_str(task);
+        compose(page, &tail)
+    }
+
+    /// The text module `m` writes for `prompt` (empty when its brain fails).
+    fn generate(&mut self, m: &ModuleSpec, prompt: String) -> String {
+        let params = SampleParams { max_tokens: m.max_response, ..self.params.clone() };
+        match self.brains.get(&m.name) {
+            Some(Brain::Local(t)) => match sample_turn(t, prompt, &params) {
+                Some((turn, text)) => {
+                    if m.trainable {
+                        self.turns.push(Turn { step: self.steps, ..turn });
+                    }
+                    text
+                }
+                None => String::new(),
+            },
+            Some(Brain::Api(client)) => {
+                let client = client.clone();
+                let call = client.chat(&m.prompt, &prompt, m.max_response);
+                // A frozen module over HTTP: wait for it without holding up other episodes.
+                match tokio::runtime::Handle::try_current() {
+                    Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                        tokio::task::block_in_place(|| h.block_on(call)).unwrap_or_default()
+                    }
+                    _ => String::new(),
+                }
+            }
+            None => String::new(),
+        }
+    }
+
+    /// The turn that ends the episode when the walk reaches `end` without a terminal action:
+    /// the last module's words as the answer.
+    fn finish(&self) -> String {
+        let last = self.notes.last().map(String::as_str).unwrap_or("");
+        let words = last.split_once(": ").map(|(_, t)| t).unwrap_or(last).trim();
+        if words.is_empty() {
+            "done".into()
+        } else {
+            format!("answer {}", words.replace('\n', " "))
+        }
+    }
+}
+
+/// The first verdict of `emits` that `text` names as a whole word.
+pub fn verdict_in(text: &str, emits: &[String]) -> Option<String> {
+    let words: Vec<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().find_map(|w| emits.iter().find(|e| e.as_str() == *w).cloned())
+}
+
+impl TextPolicy for GraphPolicy {
+    fn act(&mut self, _task: &Task, obs: &Observation, history: &[String]) -> String {
+        let turn = self.walk(obs, history);
+        self.steps += 1;
+        turn
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl GraphPolicy {
+    /// One environment turn's walk through the graph.
+    fn walk(&mut self, obs: &Observation, history: &[String]) -> String {
+        let observation = obs.text();
+        // A walk that calls more modules than this in one turn is looping without acting.
+        let budget = 4 * self.spec.modules.len() + 4;
+        for _ in 0..budget {
+            if self.current == "start" {
+                match self.next("start", None) {
+                    Some(n) => self.current = n,
+                    None => return "graph: no edge leaves `start`".into(),
+                }
+            }
+            if self.current == "end" {
+                return self.finish();
+            }
+            let Some(m) = self.spec.modules.get(&self.current).cloned() else {
+                return format!("graph: no module `{}`", self.current);
+            };
+            let prompt = self.prompt(&m, &observation, history);
+            let text = self.generate(&m, prompt);
+            if m.acts {
+                let verdict = match wrl_browser::terse::parse_turn(&text) {
+                    Ok(actions) if actions.last().is_some_and(|a| a.is_terminal()) => "answered",
+                    Ok(_) => "acted",
+                    // Unparsable actions end the episode as an agent error in the runner.
+                    Err(_) => return text,
+                };
+                let verdict = if m.emits.is_empty() { None } else { Some(verdict) };
+                self.current = self.next(&m.name, verdict).unwrap_or_else(|| "end".into());
+                return text;
+            }
+            let verdict = if m.emits.is_empty() {
+                None
+            } else {
+                match verdict_in(&text, &m.emits) {
+                    Some(v) => Some(v),
+                    None => {
+                        self.parse_failures += 1;
+                        if self.parse_failures >= self.spec.max_parse_failures {
+                            return format!(
+                                "graph: `{}` named none of its verdicts ({}) {} times",
+                                m.name,
+                                m.emits.join(", "),
+                                self.parse_failures
+                            );
+                        }
+                        continue;
+                    }
+                }
+            };
+            self.instruction = text.replace('\n', " ");
+            self.notes.push(format!("{}: {}", m.name, self.instruction));
+            if self.notes.len() > 3 {
+                self.notes.remove(0);
+            }
+            match self.next(&m.name, verdict.as_deref()) {
+                Some(n) => self.current = n,
+                None => {
+                    return format!(
+                        "graph: no edge leaves `{}` for verdict {}",
+                        m.name,
+                        verdict.as_deref().unwrap_or("(none)")
+                    );
+                }
+            }
+        }
+        format!("graph: more than {budget} module calls without an action")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edge(from: &str, to: &str, when: &[&str], limit: Option<u32>) -> EdgeSpec {
+        EdgeSpec {
+            from: from.into(),
+            to: to.into(),
+            when: when.iter().map(|s| s.to_string()).collect(),
+            limit,
+        }
+    }
+
+    fn policy(edges: Vec<EdgeSpec>) -> GraphPolicy {
+        let spec = GraphSpec { modules: BTreeMap::new(), edges, max_parse_failures: 2 };
+        GraphPolicy::new(Arc::new(spec), Arc::new(BTreeMap::new()), SampleParams::default(), "g")
+    }
+
+    #[test]
+    fn edges_prefer_a_matching_verdict_and_respect_limits() {
+        let mut p = policy(vec![
+            edge("r", "planner", &[], None),
+            edge("r", "summarizer", &["done"], None),
+            edge("g", "r", &["acted"], Some(1)),
+        ]);
+        assert_eq!(p.next("r", Some("done")).as_deref(), Some("summarizer"));
+        assert_eq!(p.next("r", Some("go_on")).as_deref(), Some("planner"));
+        assert_eq!(p.next("r", None).as_deref(), Some("planner"));
+        assert_eq!(p.next("g", Some("acted")).as_deref(), Some("r"));
+        assert_eq!(p.next("g", Some("acted")), None, "the limit of 1 is spent");
+        assert_eq!(p.next("g", Some("answered")), None);
+    }
+
+    #[test]
+    fn verdicts_are_whole_words() {
+        let e = vec!["done".to_string(), "go_on".to_string(), "replan".to_string()];
+        assert_eq!(verdict_in("I think we should go_on now", &e).as_deref(), Some("go_on"));
+        assert_eq!(verdict_in("undone, abandoned", &e), None);
+        assert_eq!(verdict_in("verdict: done.", &e).as_deref(), Some("done"));
+    }
+
+    #[test]
+    fn the_walk_ends_with_the_last_words_as_the_answer() {
+        let mut p = policy(vec![]);
+        assert_eq!(p.finish(), "done");
+        p.notes.push("summarizer: 42 apples".into());
+        assert_eq!(p.finish(), "answer 42 apples");
+    }
+}
