@@ -64,14 +64,16 @@ pub(crate) struct Slot {
     pub ty: Ty,
     pub ty_text: String,
     pub default: Option<ast::Expr>,
-    pub default_val: Option<Val>,
     pub positional: bool,
 }
 
 pub(crate) struct BuiltinEntry {
     pub qual: String,
     pub module: ModId,
-    pub slots: Vec<Slot>,
+    /// Shared, so that applying the builtin can walk them while it evaluates arguments.
+    pub slots: std::sync::Arc<[Slot]>,
+    /// Each slot's default value, evaluated once (on first use).
+    pub defaults: Vec<Option<Val>>,
     pub kind: String,
     pub meta_args: Vec<ast::Arg>,
     pub meta: Option<std::sync::Arc<BTreeMap<String, Val>>>,
@@ -284,7 +286,6 @@ impl<'a> Checker<'a> {
                         ty,
                         ty_text: type_text(self.text(p.ty.span)),
                         default: p.default.clone(),
-                        default_val: None,
                         positional,
                     }),
                     Err(d) => self.diags.push(d),
@@ -315,7 +316,16 @@ impl<'a> Checker<'a> {
         } else {
             b.name.name.clone()
         };
-        self.builtins.push(BuiltinEntry { qual, module, slots, kind, meta_args, meta: None });
+        let defaults = vec![None; slots.len()];
+        self.builtins.push(BuiltinEntry {
+            qual,
+            module,
+            slots: slots.into(),
+            defaults,
+            kind,
+            meta_args,
+            meta: None,
+        });
         self.builtins.len() - 1
     }
 

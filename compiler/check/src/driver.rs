@@ -41,7 +41,9 @@ impl Checker<'_> {
         }
         self.decls[d].in_progress = true;
         let m = self.decls[d].module;
-        let expr = self.decls[d].expr.clone();
+        // Evaluated once: the expression is not needed after this (and not copied for it).
+        let blank = ast::Expr { kind: ast::ExprKind::Unknown, span: self.decls[d].span };
+        let expr = std::mem::replace(&mut self.decls[d].expr, blank);
         let kind = self.decls[d].kind;
         let raw = self.eval(m, &expr);
         let v = match kind {
@@ -663,7 +665,7 @@ pub(crate) fn collect_refs(v: &Val, out: &mut Vec<String>) {
     if let V::Signal { expr } = &v.v {
         sig_refs(expr, out);
     }
-    v.children().into_iter().for_each(|c| collect_refs(c, out));
+    v.each_child(|c| collect_refs(c, out));
 }
 
 fn sig_refs(e: &crate::value::SigExpr, out: &mut Vec<String>) {

@@ -398,10 +398,8 @@ impl Checker<'_> {
         let qual = self.builtins[b].qual.clone();
         let kind = self.builtins[b].kind.clone();
         let bmod = self.builtins[b].module;
-        let slot_names: Vec<String> =
-            self.builtins[b].slots.iter().map(|s| s.name.clone()).collect();
-        let positional: Vec<usize> =
-            (0..slot_names.len()).filter(|i| self.builtins[b].slots[*i].positional).collect();
+        let slots = self.builtins[b].slots.clone();
+        let positional: Vec<usize> = (0..slots.len()).filter(|i| slots[*i].positional).collect();
         let mut given: BTreeMap<String, (Val, Span)> = BTreeMap::new();
         let mut obj = Obj {
             ctor: qual.clone(),
@@ -419,7 +417,7 @@ impl Checker<'_> {
                 None => match positional.get(pos_i) {
                     Some(i) => {
                         pos_i += 1;
-                        (slot_names[*i].clone(), a.span)
+                        (slots[*i].name.clone(), a.span)
                     }
                     None => {
                         self.diags.push(
@@ -504,14 +502,13 @@ impl Checker<'_> {
         }
         // Fill every slot: given (checked against its type), default, or missing.
         let mut missing = Vec::new();
-        for i in 0..self.builtins[b].slots.len() {
-            let name = self.builtins[b].slots[i].name.clone();
-            let ty = self.builtins[b].slots[i].ty.clone();
+        for (i, slot) in slots.iter().enumerate() {
+            let name = slot.name.clone();
             match given.remove(&name) {
                 Some((val, _)) => {
                     let default = self.slot_default(b, i);
                     let before = self.diags.len();
-                    let val = self.conform_with_default(m, val, &ty, default.as_ref());
+                    let val = self.conform_with_default(m, val, &slot.ty, default.as_ref());
                     if name == "clip" && kind == "stage" {
                         clip_help(&mut self.diags[before..]);
                     }
@@ -608,15 +605,15 @@ impl Checker<'_> {
 
     /// A slot's default value, evaluated once in the builtin's own module.
     pub(crate) fn slot_default(&mut self, b: BuiltinId, i: usize) -> Option<Val> {
-        if let Some(v) = &self.builtins[b].slots[i].default_val {
+        if let Some(v) = &self.builtins[b].defaults[i] {
             return Some(v.clone());
         }
-        let expr = self.builtins[b].slots[i].default.clone()?;
+        let slots = self.builtins[b].slots.clone();
+        let expr = slots[i].default.as_ref()?;
         let bmod = self.builtins[b].module;
-        let ty = self.builtins[b].slots[i].ty.clone();
-        let raw = self.eval(bmod, &expr);
-        let v = self.conform(bmod, raw, &ty);
-        self.builtins[b].slots[i].default_val = Some(v.clone());
+        let raw = self.eval(bmod, expr);
+        let v = self.conform(bmod, raw, &slots[i].ty);
+        self.builtins[b].defaults[i] = Some(v.clone());
         Some(v)
     }
 

@@ -197,11 +197,24 @@ impl Val {
     /// The values directly inside this one: fields, list items, range bounds, graph modules.
     /// Reward expressions are not looked into (their signals are walked by `SigExpr`).
     pub fn children(&self) -> Vec<&Val> {
+        let mut out = Vec::new();
+        self.each_child(|c| out.push(c));
+        out
+    }
+
+    /// Calls `f` on each of [`Val::children`], in the same order, without collecting them.
+    pub fn each_child<'a>(&'a self, mut f: impl FnMut(&'a Val)) {
         match &self.v {
-            V::Obj(o) => o.fields.values().chain(o.modules.iter().map(|m| &m.value)).collect(),
-            V::List { items } => items.iter().collect(),
-            V::Record { fields } => fields.values().collect(),
-            V::Range { lo, hi } => vec![&**lo, &**hi],
+            V::Obj(o) => {
+                o.fields.values().for_each(&mut f);
+                o.modules.iter().for_each(|m| f(&m.value));
+            }
+            V::List { items } => items.iter().for_each(f),
+            V::Record { fields } => fields.values().for_each(f),
+            V::Range { lo, hi } => {
+                f(lo);
+                f(hi);
+            }
             V::Num { .. }
             | V::Qty { .. }
             | V::Bool { .. }
@@ -211,7 +224,7 @@ impl Val {
             | V::Dims { .. }
             | V::Ref { .. }
             | V::Signal { .. }
-            | V::Unknown => Vec::new(),
+            | V::Unknown => {}
         }
     }
 

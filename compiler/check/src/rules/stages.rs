@@ -48,7 +48,7 @@ fn stage_refs<'a>(v: &'a Val, out: &mut Vec<(&'a str, Span)>) {
     if let V::Ref { decl, kind: DeclKind::Stage, .. } = &v.v {
         out.push((decl, v.span));
     }
-    v.children().into_iter().for_each(|c| stage_refs(c, out));
+    v.each_child(|c| stage_refs(c, out));
 }
 
 fn cycles(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {

@@ -44,5 +44,5 @@ pub(super) fn walk<'a>(v: &'a Val, f: &mut dyn FnMut(&'a Val, &'a Obj)) {
     if let V::Obj(o) = &v.v {
         f(v, o);
     }
-    v.children().into_iter().for_each(|c| walk(c, f));
+    v.each_child(|c| walk(c, f));
 }
