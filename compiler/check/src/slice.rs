@@ -4,6 +4,7 @@
 //! [`ProfileSlicer`] indexes the recipe's references once and gives, per profile, only the
 //! declarations whose meaning the profile can change, with its overrides applied.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{Profile, Recipe, apply};
@@ -18,6 +19,15 @@ pub struct ProfileSlicer<'r> {
     refs: Vec<Vec<usize>>,
     /// For each declaration, the declarations whose value mentions it.
     users: Vec<Vec<usize>>,
+    /// What each constructor's metadata mentions, by the address of the metadata every
+    /// object of that constructor shares (see [`Names`]).
+    meta: RefCell<BTreeMap<usize, Vec<usize>>>,
+}
+
+/// Declarations by name, and what shared metadata mentions (walked once, not per object).
+struct Names<'n, 'r> {
+    by_name: &'n BTreeMap<&'r str, Vec<usize>>,
+    meta: &'n RefCell<BTreeMap<usize, Vec<usize>>>,
 }
 
 impl<'r> ProfileSlicer<'r> {
@@ -28,9 +38,11 @@ impl<'r> ProfileSlicer<'r> {
         }
         let mut refs = Vec::with_capacity(recipe.decls.len());
         let mut users = vec![Vec::new(); recipe.decls.len()];
+        let meta = RefCell::new(BTreeMap::new());
+        let names = Names { by_name: &by_name, meta: &meta };
         for (i, d) in recipe.decls.iter().enumerate() {
             let mut out = Vec::new();
-            mentions(&d.value, &by_name, &mut out);
+            mentions(&d.value, &names, &mut out);
             out.sort_unstable();
             out.dedup();
             for &j in &out {
@@ -38,7 +50,7 @@ impl<'r> ProfileSlicer<'r> {
             }
             refs.push(out);
         }
-        ProfileSlicer { recipe, by_name, refs, users }
+        ProfileSlicer { recipe, by_name, refs, users, meta }
     }
 
     /// The recipe with `profile` applied, restricted to what the profile can change: every
@@ -85,7 +97,8 @@ impl<'r> ProfileSlicer<'r> {
             let out = match changed_at.get(&i) {
                 Some(&k) => {
                     let mut v = Vec::new();
-                    mentions(&changed.decls[k].value, &self.by_name, &mut v);
+                    let names = Names { by_name: &self.by_name, meta: &self.meta };
+                    mentions(&changed.decls[k].value, &names, &mut v);
                     new_refs = v;
                     &new_refs
                 }
@@ -112,65 +125,78 @@ impl<'r> ProfileSlicer<'r> {
 
 /// Every declaration of the recipe a value may name: references, reward names, and (to be
 /// safe, as rules look some names up) any word that is a declaration's name.
-fn mentions(v: &Val, by_name: &BTreeMap<&str, Vec<usize>>, out: &mut Vec<usize>) {
+fn mentions(v: &Val, names: &Names, out: &mut Vec<usize>) {
     let name = |s: &str, out: &mut Vec<usize>| {
-        if let Some(ids) = by_name.get(s) {
+        if let Some(ids) = names.by_name.get(s) {
             out.extend(ids.iter().copied());
         }
     };
     match &v.v {
         V::Ref { decl, .. } => name(decl, out),
         V::Str { value } | V::Enum { value } | V::Symbol { name: value } => name(value, out),
-        V::List { items } => items.iter().for_each(|x| mentions(x, by_name, out)),
-        V::Record { fields } => fields.values().for_each(|x| mentions(x, by_name, out)),
+        V::List { items } => items.iter().for_each(|x| mentions(x, names, out)),
+        V::Record { fields } => fields.values().for_each(|x| mentions(x, names, out)),
         V::Range { lo, hi } => {
-            mentions(lo, by_name, out);
-            mentions(hi, by_name, out);
+            mentions(lo, names, out);
+            mentions(hi, names, out);
         }
-        V::Obj(o) => obj_mentions(o, by_name, out),
-        V::Signal { expr } => sig_mentions(expr, by_name, out),
+        V::Obj(o) => obj_mentions(o, names, out),
+        V::Signal { expr } => sig_mentions(expr, names, out),
         V::Num { .. } | V::Qty { .. } | V::Bool { .. } | V::Dims { .. } | V::Unknown => {}
     }
 }
 
-fn obj_mentions(o: &Obj, by_name: &BTreeMap<&str, Vec<usize>>, out: &mut Vec<usize>) {
-    for x in o.fields.values().chain(o.meta.values()) {
-        mentions(x, by_name, out);
+fn obj_mentions(o: &Obj, names: &Names, out: &mut Vec<usize>) {
+    for x in o.fields.values() {
+        mentions(x, names, out);
+    }
+    let key = std::sync::Arc::as_ptr(&o.meta) as usize;
+    let known = names.meta.borrow().get(&key).cloned();
+    match known {
+        Some(ids) => out.extend(ids),
+        None => {
+            let mut ids = Vec::new();
+            for x in o.meta.values() {
+                mentions(x, names, &mut ids);
+            }
+            out.extend(ids.iter().copied());
+            names.meta.borrow_mut().insert(key, ids);
+        }
     }
     for m in &o.modules {
-        mentions(&m.value, by_name, out);
+        mentions(&m.value, names, out);
     }
     for e in &o.edges {
         if let Some(l) = &e.limit {
-            mentions(l, by_name, out);
+            mentions(l, names, out);
         }
     }
     for t in &o.tools {
         for p in &t.params {
             if let Some(d) = &p.default {
-                mentions(d, by_name, out);
+                mentions(d, names, out);
             }
         }
     }
 }
 
-fn sig_mentions(e: &SigExpr, by_name: &BTreeMap<&str, Vec<usize>>, out: &mut Vec<usize>) {
+fn sig_mentions(e: &SigExpr, names: &Names, out: &mut Vec<usize>) {
     match e {
         SigExpr::Reward { name } => {
-            if let Some(ids) = by_name.get(name.as_str()) {
+            if let Some(ids) = names.by_name.get(name.as_str()) {
                 out.extend(ids.iter().copied());
             }
         }
-        SigExpr::Signal { obj } => obj_mentions(obj, by_name, out),
-        SigExpr::Unary { arg, .. } => sig_mentions(arg, by_name, out),
+        SigExpr::Signal { obj } => obj_mentions(obj, names, out),
+        SigExpr::Unary { arg, .. } => sig_mentions(arg, names, out),
         SigExpr::Binary { lhs, rhs, .. } => {
-            sig_mentions(lhs, by_name, out);
-            sig_mentions(rhs, by_name, out);
+            sig_mentions(lhs, names, out);
+            sig_mentions(rhs, names, out);
         }
         SigExpr::If { cond, then, otherwise } => {
-            sig_mentions(cond, by_name, out);
-            sig_mentions(then, by_name, out);
-            sig_mentions(otherwise, by_name, out);
+            sig_mentions(cond, names, out);
+            sig_mentions(then, names, out);
+            sig_mentions(otherwise, names, out);
         }
         SigExpr::Const { .. } | SigExpr::Bool { .. } => {}
     }
