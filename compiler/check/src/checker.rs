@@ -1,6 +1,7 @@
 //! The checker's tables: modules (stdlib files and user files), declarations, builtins and
 //! imports; name resolution; and the driver that checks everything once and builds recipes.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use wrl_diagnostics::{Diagnostic, FileId, SourceMap, Span};
@@ -27,7 +28,37 @@ pub(crate) enum Target {
     Module(ModId),
 }
 
-pub(crate) struct Module {
+/// A parsed file being registered: lent for as long as the checker lives (entry files, the
+/// stdlib), so that declarations and profiles borrow their syntax, or parsed on the way (an
+/// imported file), so that they keep a copy.
+#[derive(Clone, Copy)]
+pub(crate) enum Parsed<'a, 'b> {
+    Lent(&'a ast::File),
+    Local(&'b ast::File),
+}
+
+impl<'a> Parsed<'a, '_> {
+    fn file(&self) -> &ast::File {
+        match self {
+            Parsed::Lent(f) => f,
+            Parsed::Local(f) => f,
+        }
+    }
+
+    /// What `pick` finds in item `k`: borrowed from a lent file, copied from a local one.
+    fn keep<T: Clone>(
+        &self,
+        k: usize,
+        pick: impl for<'x> Fn(&'x ast::Item) -> Option<&'x T>,
+    ) -> Option<Cow<'a, T>> {
+        match self {
+            Parsed::Lent(f) => f.items.get(k).and_then(pick).map(Cow::Borrowed),
+            Parsed::Local(f) => f.items.get(k).and_then(pick).map(|t| Cow::Owned(t.clone())),
+        }
+    }
+}
+
+pub(crate) struct Module<'a> {
     /// `std::rewards`, or a file name for user files.
     pub path: String,
     pub file: FileId,
@@ -37,19 +68,20 @@ pub(crate) struct Module {
     /// Names brought in by `use`, with the span of the import and whether it was used.
     pub imports: BTreeMap<String, (Target, Span)>,
     pub used_imports: BTreeSet<String>,
-    pub profiles: Vec<ast::Profile>,
+    pub profiles: Vec<Cow<'a, ast::Profile>>,
     pub extends: Option<(ModId, Option<ast::Block>, Span)>,
     /// Files this module imports, with the span of the import (for cycle reports).
     pub file_imports: Vec<(ModId, Span)>,
 }
 
-pub(crate) struct DeclEntry {
+pub(crate) struct DeclEntry<'a> {
     /// The key used in recipes (`policy`, `c::policy`, `std::models::tiny`).
     pub key: String,
     pub name: String,
     pub kind: DeclKind,
     pub module: ModId,
-    pub expr: ast::Expr,
+    /// Its expression, until it is evaluated (once).
+    pub expr: Cow<'a, ast::Expr>,
     pub span: Span,
     pub name_span: Span,
     pub doc: Option<String>,
@@ -82,8 +114,8 @@ pub(crate) struct BuiltinEntry {
 pub(crate) struct Checker<'a> {
     pub sources: &'a mut SourceMap,
     pub loader: &'a dyn Loader,
-    pub modules: Vec<Module>,
-    pub decls: Vec<DeclEntry>,
+    pub modules: Vec<Module<'a>>,
+    pub decls: Vec<DeclEntry<'a>>,
     pub builtins: Vec<BuiltinEntry>,
     pub diags: Vec<Diagnostic>,
     pub by_file_name: BTreeMap<String, ModId>,
@@ -124,8 +156,8 @@ impl<'a> Checker<'a> {
         for (i, (path, name, text)) in MODULES.iter().enumerate() {
             let id = c.sources.add(*name, *text);
             let (file, diags) = parsed_stdlib(i, id, text);
-            c.diags.extend(diags);
-            let m = c.add_module(path, id, true, &file);
+            c.diags.extend(diags.iter().cloned());
+            let m = c.add_module(path, id, true, Parsed::Lent(file));
             if *path == PRELUDE {
                 c.prelude = m;
             }
@@ -162,9 +194,15 @@ impl<'a> Checker<'a> {
     }
 
     /// Registers a parsed file as a module and links its imports.
-    pub fn add_module(&mut self, path: &str, file: FileId, std: bool, ast: &ast::File) -> ModId {
+    pub fn add_module(
+        &mut self,
+        path: &str,
+        file: FileId,
+        std: bool,
+        ast: Parsed<'a, '_>,
+    ) -> ModId {
         let id = self.register_module(path, file, std, ast);
-        self.link_module(id, ast);
+        self.link_module(id, ast.file());
         id
     }
 
@@ -174,8 +212,9 @@ impl<'a> Checker<'a> {
         path: &str,
         file: FileId,
         std: bool,
-        ast: &ast::File,
+        parsed: Parsed<'a, '_>,
     ) -> ModId {
+        let ast = parsed.file();
         let id = self.modules.len();
         self.modules.push(Module {
             path: path.to_string(),
@@ -194,7 +233,7 @@ impl<'a> Checker<'a> {
         }
         let mut first_seen: BTreeMap<String, Span> = BTreeMap::new();
         let mut profiles_seen: BTreeMap<&str, Span> = BTreeMap::new();
-        for item in &ast.items {
+        for (k, item) in ast.items.iter().enumerate() {
             match &item.kind {
                 ItemKind::Decl(d) => {
                     if self.duplicate(&mut first_seen, &d.name) {
@@ -208,7 +247,12 @@ impl<'a> Checker<'a> {
                         name: d.name.name.clone(),
                         kind: d.kind,
                         module: id,
-                        expr: d.value.clone(),
+                        expr: parsed
+                            .keep(k, |it| match &it.kind {
+                                ItemKind::Decl(d) => Some(&d.value),
+                                _ => None,
+                            })
+                            .unwrap_or_else(|| Cow::Owned(d.value.clone())),
                         span: item.span,
                         name_span: d.name.span,
                         doc: item.doc.clone(),
@@ -239,7 +283,13 @@ impl<'a> Checker<'a> {
                         continue;
                     }
                     profiles_seen.insert(&p.name.name, p.name.span);
-                    self.modules[id].profiles.push(p.clone());
+                    let kept = parsed
+                        .keep(k, |it| match &it.kind {
+                            ItemKind::Profile(p) => Some(p),
+                            _ => None,
+                        })
+                        .unwrap_or_else(|| Cow::Owned(p.clone()));
+                    self.modules[id].profiles.push(kept);
                 }
                 ItemKind::Use(_) | ItemKind::Extends(_) => {}
             }
@@ -485,7 +535,7 @@ impl<'a> Checker<'a> {
                 let text = self.sources.get(id).map(|f| f.text.clone()).unwrap_or_default();
                 let parsed = wrl_syntax::parse(id, &text);
                 self.diags.extend(parsed.diagnostics);
-                let m = self.register_module(&name, id, false, &parsed.file);
+                let m = self.register_module(&name, id, false, Parsed::Local(&parsed.file));
                 self.modules[from].file_imports.push((m, span));
                 self.link_module(m, &parsed.file);
                 Some(m)
@@ -609,19 +659,21 @@ fn comment_start(line: &str) -> Option<usize> {
 
 /// The parsed stdlib module `i` as file `id`: parsed once per process and file id (parsing
 /// is most of the cost of checking a small recipe, and the stdlib never changes).
-fn parsed_stdlib(i: usize, id: FileId, text: &str) -> (ast::File, Vec<Diagnostic>) {
-    type Cache = std::sync::Mutex<BTreeMap<(usize, FileId), (ast::File, Vec<Diagnostic>)>>;
+/// Kept for the life of the process, like the cache, so checkers borrow it instead of copying.
+fn parsed_stdlib(i: usize, id: FileId, text: &str) -> &'static (ast::File, Vec<Diagnostic>) {
+    type Cache = std::sync::Mutex<BTreeMap<(usize, FileId), &'static (ast::File, Vec<Diagnostic>)>>;
     static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
     let cache = CACHE.get_or_init(|| std::sync::Mutex::new(BTreeMap::new()));
     if let Ok(map) = cache.lock()
         && let Some(hit) = map.get(&(i, id))
     {
-        return hit.clone();
+        return hit;
     }
     let parsed = wrl_syntax::parse(id, text);
-    let out = (parsed.file, parsed.diagnostics);
+    let out: &'static (ast::File, Vec<Diagnostic>) =
+        Box::leak(Box::new((parsed.file, parsed.diagnostics)));
     if let Ok(mut map) = cache.lock() {
-        map.insert((i, id), out.clone());
+        map.insert((i, id), out);
     }
     out
 }

@@ -43,7 +43,7 @@ impl Checker<'_> {
         let m = self.decls[d].module;
         // Evaluated once: the expression is not needed after this (and not copied for it).
         let blank = ast::Expr { kind: ast::ExprKind::Unknown, span: self.decls[d].span };
-        let expr = std::mem::replace(&mut self.decls[d].expr, blank);
+        let expr = std::mem::replace(&mut self.decls[d].expr, std::borrow::Cow::Owned(blank));
         let kind = self.decls[d].kind;
         let raw = self.eval(m, &expr);
         let v = match kind {

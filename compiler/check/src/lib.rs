@@ -58,7 +58,7 @@ pub fn check_as(
     let mut ids = Vec::new();
     for (file, parsed) in entries {
         let name = c.sources.get(*file).map(|f| f.name.clone()).unwrap_or_default();
-        ids.push(c.register_module(&name, *file, false, parsed));
+        ids.push(c.register_module(&name, *file, false, checker::Parsed::Lent(parsed)));
     }
     for ((_, parsed), id) in entries.iter().zip(&ids) {
         c.link_module(*id, parsed);
