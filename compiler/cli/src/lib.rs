@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 pub use args::{Cli, Command, ErrorFormat};
+pub use commands::check::wait_for_freeing;
 pub use compile::{Compilation, compile_paths};
 pub use render::{RenderOptions, render_human, render_json};
 

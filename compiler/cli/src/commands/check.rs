@@ -44,12 +44,30 @@ pub fn run(cmd: CheckCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     if errors > 0 { EXIT_USER } else { EXIT_OK }
 }
 
+/// Threads still freeing a compilation (see [`release`]).
+static FREEING: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
 /// Frees a compilation on a thread of its own, once everything is printed: freeing a large one
 /// costs a good part of checking it, and nothing needs to wait for it (`wrlc` exits without
-/// joining the thread; tests and benchmarks carry on while it runs). Should the thread not
-/// start, the closure, and with it the compilation, is dropped here.
+/// joining the thread; tests carry on while it runs). Should the thread not start, the
+/// closure, and with it the compilation, is dropped here.
 fn release(comp: Compilation) {
-    let _ = std::thread::Builder::new().name("wrlc-free".into()).spawn(move || drop(comp));
+    if let Ok(h) = std::thread::Builder::new().name("wrlc-free".into()).spawn(move || drop(comp))
+        && let Ok(mut freeing) = FREEING.lock()
+    {
+        freeing.push(h);
+    }
+}
+
+/// Waits until every compilation handed to a freeing thread is freed: for a caller that runs
+/// `wrlc check` several times in one process and times each run (the benchmark), so that one
+/// run's freeing does not overlap the next.
+pub fn wait_for_freeing() {
+    let handles = FREEING.lock().map(|mut f| std::mem::take(&mut *f)).unwrap_or_default();
+    for h in handles {
+        let _ = h.join();
+    }
 }
 
 fn plural(n: usize, word: &str) -> String {
