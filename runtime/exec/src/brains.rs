@@ -37,11 +37,6 @@ impl Frozen {
         self.apis.insert(node.id.clone(), cfg);
     }
 
-    /// Whether `model` is an `api(…)` node.
-    pub fn is_api(&self, model: &str) -> bool {
-        self.apis.contains_key(model)
-    }
-
     /// The brain of every module of `spec`: `trained` for the modules `binds` names (when there
     /// is a trained policy), else the module's own model, frozen.
     pub fn brains(
@@ -86,10 +81,5 @@ impl Frozen {
 
 /// A stage's or eval's `binds` list.
 pub fn binds(node: &Node) -> Vec<String> {
-    match node.param("binds") {
-        Some(PVal::List { items }) => {
-            items.iter().filter_map(PVal::as_str).map(String::from).collect()
-        }
-        _ => Vec::new(),
-    }
+    crate::graph::strs(node.param("binds"))
 }

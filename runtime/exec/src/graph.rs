@@ -56,17 +56,14 @@ pub struct GraphSpec {
     pub max_parse_failures: u32,
 }
 
-fn strs(v: Option<&PVal>) -> Vec<String> {
+/// The strings of a list value (empty for anything else).
+pub(crate) fn strs(v: Option<&PVal>) -> Vec<String> {
     match v {
         Some(PVal::List { items }) => {
             items.iter().filter_map(PVal::as_str).map(String::from).collect()
         }
         _ => Vec::new(),
     }
-}
-
-fn field<'a>(fields: &'a BTreeMap<String, PVal>, k: &str) -> Option<&'a PVal> {
-    fields.get(k)
 }
 
 impl GraphSpec {
@@ -81,11 +78,11 @@ impl GraphSpec {
                 return Err(format!("module `{name}` of `{}` is not a module", node.decl));
             };
             let f = &o.fields;
-            let model = match field(f, "model") {
+            let model = match f.get("model") {
                 Some(PVal::Ref { node }) => node.clone(),
                 _ => return Err(format!("module `{name}` of `{}` names no model", node.decl)),
             };
-            let num = |k: &str, d: f64| field(f, k).and_then(PVal::num).unwrap_or(d);
+            let num = |k: &str, d: f64| f.get(k).and_then(PVal::num).unwrap_or(d);
             modules.insert(
                 name.clone(),
                 ModuleSpec {
@@ -93,13 +90,13 @@ impl GraphSpec {
                     model,
                     frozen: o.ctor == "llm",
                     trainable: o.ctor != "llm"
-                        && field(f, "trainable").and_then(PVal::as_bool).unwrap_or(false),
-                    acts: field(f, "tools").is_some_and(|t| !matches!(t, PVal::Unknown)),
-                    emits: strs(field(f, "emits")),
-                    inputs: strs(field(f, "inputs")),
+                        && f.get("trainable").and_then(PVal::as_bool).unwrap_or(false),
+                    acts: f.get("tools").is_some_and(|t| !matches!(t, PVal::Unknown)),
+                    emits: strs(f.get("emits")),
+                    inputs: strs(f.get("inputs")),
                     max_response: num("max_response", 256.0).max(1.0) as usize,
-                    prompt: field(f, "prompt").and_then(PVal::as_str).unwrap_or("").to_string(),
-                    role: match field(f, "role").and_then(PVal::as_str) {
+                    prompt: f.get("prompt").and_then(PVal::as_str).unwrap_or("").to_string(),
+                    role: match f.get("role").and_then(PVal::as_str) {
                         Some(r) if !r.is_empty() => r.to_string(),
                         _ => name.clone(),
                     },
@@ -110,12 +107,12 @@ impl GraphSpec {
         if let Some(PVal::List { items }) = node.param("graph") {
             for e in items {
                 let PVal::Record { fields } = e else { continue };
-                let s = |k: &str| field(fields, k).and_then(PVal::as_str).unwrap_or("").to_string();
+                let s = |k: &str| fields.get(k).and_then(PVal::as_str).unwrap_or("").to_string();
                 edges.push(EdgeSpec {
                     from: s("from"),
                     to: s("to"),
-                    when: strs(field(fields, "when")),
-                    limit: field(fields, "limit").and_then(PVal::num).map(|n| n.max(0.0) as u32),
+                    when: strs(fields.get("when")),
+                    limit: fields.get("limit").and_then(PVal::num).map(|n| n.max(0.0) as u32),
                 });
             }
         }
@@ -133,14 +130,6 @@ impl GraphSpec {
         }
         let max_parse_failures = node.num("max_parse_failures").unwrap_or(3.0).max(1.0) as u32;
         Ok(GraphSpec { modules, edges, max_parse_failures })
-    }
-
-    /// The model nodes its frozen or untrained modules run (each needs its own policy).
-    pub fn models(&self) -> Vec<String> {
-        let mut m: Vec<String> = self.modules.values().map(|m| m.model.clone()).collect();
-        m.sort();
-        m.dedup();
-        m
     }
 }
 
