@@ -22,6 +22,7 @@ use crate::brains::{Frozen, binds};
 use crate::graph::{GraphRun, GraphSpec};
 use crate::judges::Judges;
 use crate::policy::{History, sft_examples};
+use crate::preflight::{Records, read_jsonl};
 use crate::reward::RewardExpr;
 use crate::rollout::{Episode, RolloutCfg, Scoring, rollout, samples, uniform_groups};
 use crate::rundir::RunDir;
@@ -448,26 +449,15 @@ impl<'a> Executor<'a> {
             }
             "jsonl" => {
                 let path = p_str(node, "path", "");
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    RunError::new("E0503", format!("cannot read dataset `{path}`: {e}"))
-                })?;
-                let kind = p_str(node, "kind", "trajectories");
-                let mut demos = Vec::new();
-                let mut tasks = Vec::new();
-                for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                    let bad = |e: serde_json::Error| {
-                        RunError::new(
-                            "E0503",
-                            format!("{path}:{}: not a valid {kind} record: {e}", i + 1),
-                        )
-                        .help("docs/sandbox.md describes the task and trajectory JSONL formats")
-                    };
-                    match kind {
-                        "tasks" => tasks.push(serde_json::from_str::<Task>(line).map_err(bad)?),
-                        _ => demos.push(serde_json::from_str::<Trajectory>(line).map_err(bad)?),
+                match read_jsonl(path, p_str(node, "kind", "trajectories")) {
+                    Ok(Records::Tasks(t)) => Data::Tasks(t),
+                    Ok(Records::Trajectories(t)) => Data::Demos(t),
+                    Err((message, _)) => {
+                        return Err(RunError::new("E0503", message).help(
+                            "docs/sandbox.md describes the task and trajectory JSONL formats",
+                        ));
                     }
                 }
-                if kind == "tasks" { Data::Tasks(tasks) } else { Data::Demos(demos) }
             }
             other => {
                 return Err(RunError::new(

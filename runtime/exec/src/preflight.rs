@@ -110,18 +110,30 @@ fn missing_file(n: &Node) -> Option<RunError> {
 /// What is wrong with a JSONL file of `kind` records (`tasks` or `trajectories`): a message
 /// naming the file and line, and a label for the recipe. Reads the whole file, as the run will.
 fn jsonl_problem(path: &str, kind: &str) -> Option<(String, String)> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => return Some((format!("cannot read `{path}`: {e}"), "cannot be read".into())),
-    };
-    let mut records = 0usize;
+    read_jsonl(path, kind).err()
+}
+
+/// The records of a task or trajectory JSONL file.
+pub(crate) enum Records {
+    Tasks(Vec<Task>),
+    Trajectories(Vec<Trajectory>),
+}
+
+/// Reads a task (`kind = tasks`) or trajectory JSONL file; on failure, the message and a label
+/// for the place: a file that cannot be read, a malformed line (with its line and column), or
+/// a file with no records.
+pub(crate) fn read_jsonl(path: &str, kind: &str) -> Result<Records, (String, String)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| (format!("cannot read `{path}`: {e}"), "cannot be read".to_string()))?;
+    let mut tasks = Vec::new();
+    let mut trajectories = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let parsed = match kind {
-            "tasks" => serde_json::from_str::<Task>(line).map(drop),
-            _ => serde_json::from_str::<Trajectory>(line).map(drop),
+            "tasks" => serde_json::from_str::<Task>(line).map(|t| tasks.push(t)),
+            _ => serde_json::from_str::<Trajectory>(line).map(|t| trajectories.push(t)),
         };
         if let Err(e) = parsed {
             let what = if kind == "tasks" { "task" } else { "trajectory" };
@@ -131,11 +143,13 @@ fn jsonl_problem(path: &str, kind: &str) -> Option<(String, String)> {
                 e.column(),
                 without_place(&e)
             );
-            return Some((message, format!("line {} of this file is malformed", i + 1)));
+            return Err((message, format!("line {} of this file is malformed", i + 1)));
         }
-        records += 1;
     }
-    (records == 0).then(|| (format!("`{path}` holds no records"), "this file is empty".into()))
+    if tasks.is_empty() && trajectories.is_empty() {
+        return Err((format!("`{path}` holds no records"), "this file is empty".into()));
+    }
+    Ok(if kind == "tasks" { Records::Tasks(tasks) } else { Records::Trajectories(trajectories) })
 }
 
 /// serde_json's message without its ` at line L column C` (the line is always 1 here).
