@@ -237,7 +237,19 @@ async fn requests_beyond_max_concurrency_get_429() {
     let long = tokio::spawn({
         let base = base.clone();
         let hi = hi.clone();
-        async move { chat(&base, json!({"messages": hi, "n": 8, "max_tokens": 600})).await }
+        // A probe below may hold the one slot when this starts; retry until it is admitted.
+        async move {
+            let body = json!({"messages": hi, "n": 8, "max_tokens": 600});
+            let mut reply = chat(&base, body.clone()).await;
+            for _ in 0..500 {
+                if reply.0 != 429 {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                reply = chat(&base, body.clone()).await;
+            }
+            reply
+        }
     });
     let mut statuses = Vec::new();
     while !long.is_finished() {
@@ -246,6 +258,8 @@ async fn requests_beyond_max_concurrency_get_429() {
             assert_eq!(v["error"]["code"], "rate_limit_exceeded", "{v}");
         }
         statuses.push(status);
+        // Leave the slot free for a moment so the long request can be admitted.
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
     let (status, v) = long.await.unwrap();
     assert_eq!(status, 200, "{v}");
