@@ -146,8 +146,13 @@ pub async fn launch(
     let log_path = dir.path().join("stderr.log");
     let log = std::fs::File::create(&log_path)
         .map_err(|e| fail(format!("cannot create {}: {e}", log_path.display())))?;
+    // Chromium leaves `org.chromium.Chromium.*` socket directories in TMPDIR when it is
+    // killed; giving it a TMPDIR inside ours deletes them with the rest.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).map_err(|e| fail(format!("cannot create {}: {e}", tmp.display())))?;
     let mut cmd = std::process::Command::new(binary);
-    cmd.args(BASE_FLAGS.iter().chain(FLAGS.iter()).map(|f| format!("--{f}")))
+    cmd.env("TMPDIR", &tmp)
+        .args(BASE_FLAGS.iter().chain(FLAGS.iter()).map(|f| format!("--{f}")))
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--window-size={},{}", viewport.0, viewport.1))
         .args(extra_args.iter().map(|a| format!("--{}", a.trim_start_matches('-'))))

@@ -1,7 +1,7 @@
 //! Chromium must not outlive the process that launched it: this test runs its own binary as a
 //! child that launches a pool (from a thread that then exits) and prints Chromium's pid, kills
 //! that child with SIGKILL, and checks that Chromium and every process it started are gone,
-//! and that the child's temporary directory is swept as stale.
+//! and that the child's temporary directory (with Chromium's own TMPDIR inside) is swept as stale.
 #![allow(clippy::unwrap_used)] // tests may unwrap (clippy.toml allows it only inside #[test] fns)
 #![cfg(target_os = "linux")]
 
@@ -105,6 +105,17 @@ fn chromium_dies_when_its_parent_is_sigkilled() {
     // The launching thread has exited; Chromium is still there.
     std::thread::sleep(Duration::from_millis(500));
     assert!(running(pid), "Chromium died with the thread that launched it");
+    let dir = std::path::Path::new(profile.expect("--user-data-dir in Chromium's argv"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    // Chromium's own temporary files (its singleton socket directory) go inside our directory,
+    // not into the shared TMPDIR where a killed Chromium would leave them behind.
+    let own_tmp: Vec<_> = std::fs::read_dir(dir.join("tmp")).unwrap().flatten().collect();
+    assert!(
+        own_tmp.iter().any(|e| e.file_name().to_string_lossy().starts_with("org.chromium.")),
+        "Chromium did not use the TMPDIR it was given: {own_tmp:?}"
+    );
     let procs = tree(pid);
     assert!(procs.len() > 1, "expected Chromium's helper processes too: {procs:?}");
     child.0.kill().unwrap(); // SIGKILL: no destructor of the child runs
@@ -117,10 +128,6 @@ fn chromium_dies_when_its_parent_is_sigkilled() {
     assert!(left.is_empty(), "Chromium processes outlived their parent: {left:?}");
     // The killed child could not delete its temporary directory: the next launch's sweep
     // (run here directly) does, since its owner is gone.
-    let dir = std::path::Path::new(profile.expect("--user-data-dir in Chromium's argv"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
     assert!(dir.join("owner").is_file(), "{}", dir.display());
     wrl_browser::process::sweep_stale(&std::env::temp_dir(), "wrl-chromium-");
     assert!(!dir.exists(), "{} survived the sweep", dir.display());
