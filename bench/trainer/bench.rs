@@ -42,6 +42,7 @@ fn main() -> wrl_trainer::Result<()> {
             mlp_ratio: 4,
             // The PyTorch side learns absolute positions too.
             positions: Positions::Learned,
+            copy: false,
             ops,
         }),
         optim: OptimConfig { lr: 1e-3, weight_decay: 0.01, ..OptimConfig::default() },

@@ -337,6 +337,7 @@ impl<'a> Executor<'a> {
                 "heads": p_num(node, "heads", 4.0) as usize,
                 "context": p_num(node, "context", 1024.0) as usize,
                 "positions": p_str(node, "positions", "learned"),
+                "copy": node.param("copy").and_then(PVal::as_bool).unwrap_or(false),
             },
             "seed": p_num(node, "seed", 0.0) as u64,
         }))

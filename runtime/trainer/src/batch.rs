@@ -54,7 +54,7 @@ impl TokenBatch {
     /// Run the model and return (log-probs of the selected targets (M), their logits (M, V)).
     /// Logits are divided by `temperature` first when it is not 1.
     pub fn logprobs(&self, model: &Model, ops: &Ops, temperature: f32) -> Result<(Tensor, Tensor)> {
-        if self.all_rows() {
+        if self.all_rows() || !model.projects_rows() {
             let (lp, sel, _) = self.logprobs_full(model, ops, temperature)?;
             return Ok((lp, sel));
         }

@@ -15,6 +15,8 @@ use crate::params::ParamStore;
 use crate::tokenizer::Tokenizer;
 
 pub use qwen::{QwenConfig, QwenModel};
+
+mod copy;
 pub use tiny::{Positions, TinyConfig, TinyModel};
 
 /// Which policy to build. Deserialises from the plan JSON, e.g.
@@ -48,12 +50,14 @@ pub struct KvCache {
     pub layers: Vec<Option<(Tensor, Tensor)>>,
     /// Number of positions already in the cache.
     pub pos: usize,
+    /// The copy head's keys (B, T, d) and input ids (B, T) so far (tiny model with `copy`).
+    pub copy: Option<(Tensor, Tensor)>,
 }
 
 impl KvCache {
     /// An empty cache for `n_layers` layers.
     pub fn new(n_layers: usize) -> Self {
-        KvCache { layers: vec![None; n_layers], pos: 0 }
+        KvCache { layers: vec![None; n_layers], pos: 0, copy: None }
     }
 
     /// Append new keys/values for layer `i` and return the full (k, v).
@@ -156,12 +160,23 @@ impl Model {
     /// Incremental forward returning only the last position's logits (B, V): the prefill of a
     /// long prompt never materialises (B, T, V).
     pub fn forward_cached_last(&self, ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
-        let h = match self {
-            Model::Tiny(m) => m.hidden(ids, Some(cache))?,
-            Model::Qwen(m) => m.hidden(ids, Some(cache))?,
-        };
-        let t = h.dim(1)?;
-        self.head(&h.narrow(1, t - 1, 1)?.squeeze(1)?)
+        match self {
+            Model::Tiny(m) => m.forward_last(ids, cache),
+            Model::Qwen(m) => {
+                let h = m.hidden(ids, Some(cache))?;
+                let t = h.dim(1)?;
+                m.head(&h.narrow(1, t - 1, 1)?.squeeze(1)?)
+            }
+        }
+    }
+
+    /// Whether [`Model::head`] over some positions' hidden states gives their next-token
+    /// distribution on its own (not so for a head that attends over the whole sequence).
+    pub fn projects_rows(&self) -> bool {
+        match self {
+            Model::Tiny(m) => !m.config.copy,
+            Model::Qwen(_) => true,
+        }
     }
 
     /// A fresh cache sized for this model.

@@ -61,6 +61,10 @@ pub struct TinyConfig {
     /// Position scheme (default: learned, as in checkpoints written before ALiBi existed).
     #[serde(default)]
     pub positions: Positions,
+    /// Mix a copy distribution over the tokens seen so far into the next-token distribution
+    /// (see `copy.rs`): names and numbers from the task and the page are copied, not recalled.
+    #[serde(default)]
+    pub copy: bool,
     /// Operation implementation (default: fused kernels on CPU).
     #[serde(default)]
     pub ops: OpsMode,
@@ -75,6 +79,7 @@ impl Default for TinyConfig {
             context: d_context(),
             mlp_ratio: d_mlp(),
             positions: Positions::Learned,
+            copy: false,
             ops: OpsMode::Auto,
         }
     }
@@ -141,6 +146,9 @@ impl TinyModel {
         p.create("ln_f.weight", &[d], Init::Ones, rng, device)?;
         p.create("ln_f.bias", &[d], Init::Zeros, rng, device)?;
         p.create("lm_head.weight", &[v, d], Init::Normal(std), rng, device)?;
+        if config.copy {
+            super::copy::create(&mut p, d, v, std, rng, device)?;
+        }
         Ok(TinyModel { config: config.clone(), params: p, ops: Ops::new(config.ops, device) })
     }
 
@@ -157,8 +165,27 @@ impl TinyModel {
 
     /// ids (B, T) → logits (B, T, V). With a cache, the ids continue the cached positions and
     /// attention runs over cache + new keys (inference only).
-    pub fn forward(&self, ids: &Tensor, cache: Option<&mut KvCache>) -> Result<Tensor> {
-        self.head(&self.hidden(ids, cache)?)
+    pub fn forward(&self, ids: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
+        let h = self.hidden(ids, cache.as_deref_mut())?;
+        let logits = self.head(&h)?;
+        if self.config.copy {
+            super::copy::forward(&self.params, &h, ids, &logits, cache)
+        } else {
+            Ok(logits)
+        }
+    }
+
+    /// Incremental forward returning only the last position's next-token scores (B, V).
+    pub fn forward_last(&self, ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let h = self.hidden(ids, Some(&mut *cache))?;
+        let t = h.dim(1)?;
+        let logits = self.head(&h.narrow(1, t - 1, 1)?)?;
+        let out = if self.config.copy {
+            super::copy::forward(&self.params, &h, ids, &logits, Some(cache))?
+        } else {
+            logits
+        };
+        Ok(out.squeeze(1)?)
     }
 
     /// The vocabulary projection of final hidden states (..., d) → (..., V).

@@ -15,6 +15,7 @@ pub fn tiny(layers: usize, d: usize, ops: OpsMode) -> PolicyConfig {
         context: 64,
         mlp_ratio: 4,
         positions: Positions::Learned,
+        copy: false,
         ops,
     })
 }
@@ -25,6 +26,14 @@ pub fn tiny_alibi(layers: usize, d: usize, ops: OpsMode) -> PolicyConfig {
         PolicyConfig::Tiny(c) => {
             PolicyConfig::Tiny(TinyConfig { positions: Positions::Alibi, ..c })
         }
+        other => other,
+    }
+}
+
+/// The ALiBi tiny model with the copy head (`std::models::tiny`'s shape, smaller).
+pub fn tiny_copy(layers: usize, d: usize, ops: OpsMode) -> PolicyConfig {
+    match tiny_alibi(layers, d, ops) {
+        PolicyConfig::Tiny(c) => PolicyConfig::Tiny(TinyConfig { copy: true, ..c }),
         other => other,
     }
 }

@@ -18,6 +18,7 @@ fn plan_json_deserialises() {
             context: 256,
             mlp_ratio: 4,
             positions: Positions::Learned,
+            copy: false,
             ops: OpsMode::Auto
         })
     );

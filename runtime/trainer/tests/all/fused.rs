@@ -8,7 +8,7 @@ use wrl_trainer::ops::fused::gelu::fast_tanh;
 use wrl_trainer::ops::{Ops, OpsMode, reference};
 use wrl_trainer::{Role, Segment, Trajectory, render};
 
-use crate::common::{tiny, tiny_alibi, trainer};
+use crate::common::{tiny, tiny_alibi, tiny_copy, trainer};
 
 fn rand_var(shape: &[usize], scale: f32, seed: u64) -> Var {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
@@ -153,6 +153,11 @@ fn fused_and_reference_models_agree() {
 #[test]
 fn fused_and_reference_alibi_models_agree() {
     models_agree(tiny_alibi(2, 32, OpsMode::Auto), tiny_alibi(2, 32, OpsMode::Reference));
+}
+
+#[test]
+fn fused_and_reference_copy_models_agree() {
+    models_agree(tiny_copy(2, 32, OpsMode::Auto), tiny_copy(2, 32, OpsMode::Reference));
 }
 
 fn models_agree(f: wrl_trainer::PolicyConfig, r: wrl_trainer::PolicyConfig) {

@@ -4,7 +4,7 @@
 use candle_core::{D, Device, Tensor};
 use wrl_trainer::{FinishReason, OpsMode, SampleParams};
 
-use crate::common::{tiny, tiny_alibi, trainer};
+use crate::common::{tiny, tiny_alibi, tiny_copy, trainer};
 
 const PROMPT: [u32; 4] = [256, 260, b'x' as u32, 261];
 
@@ -16,6 +16,11 @@ fn sampling_is_seeded_and_logprobs_match_forward() {
 #[test]
 fn alibi_kv_cache_logprobs_match_forward() {
     seeded_and_matching(&|| trainer(tiny_alibi(2, 32, OpsMode::Auto), 1e-3, 0.0, 18));
+}
+
+#[test]
+fn copy_head_kv_cache_logprobs_match_forward() {
+    seeded_and_matching(&|| trainer(tiny_copy(2, 32, OpsMode::Auto), 1e-3, 0.0, 19));
 }
 
 fn seeded_and_matching(make: &dyn Fn() -> wrl_trainer::Trainer) {

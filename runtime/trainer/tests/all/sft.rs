@@ -209,3 +209,49 @@ fn sft_memorises_a_small_set() {
     assert_eq!(out[0].text, "scroll down");
     assert_eq!(out[0].finish, wrl_trainer::FinishReason::Eos);
 }
+
+/// The copy head's reason to exist: after a few hundred SFT steps on "type the word from the
+/// task", the policy types words it has never seen, byte for byte (15 of 20 when written; the
+/// same model without the head types none).
+#[test]
+fn the_copy_head_learns_to_type_unseen_words() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let mut drill = || {
+        let n = rng.random_range(3..7);
+        let w: String = (0..n).map(|_| char::from(b'a' + rng.random_range(0..26u8))).collect();
+        (format!("task: open {w} now"), format!("type {w}"))
+    };
+    let train: Vec<_> = (0..4000).map(|_| drill()).collect();
+    let unseen: Vec<_> = (0..20).map(|_| drill()).collect();
+    let mut t = trainer(crate::common::tiny_copy(2, 64, OpsMode::Auto), 3e-3, 0.0, 5);
+    let examples: Vec<Example> = train
+        .iter()
+        .map(|(u, a)| {
+            let tr = Trajectory {
+                segments: vec![
+                    Segment::new(Role::User, u.clone()),
+                    Segment::new(Role::Assistant, a.clone()),
+                ],
+            };
+            render(t.tokenizer(), &tr, 64).unwrap()
+        })
+        .collect();
+    let data = Mixture {
+        datasets: vec![Dataset { name: "c".into(), examples }],
+        weights: MixtureWeights::default(),
+    };
+    t.sft_epochs(&data, &SftConfig { micro_batch: 4, grad_accum: 1, epochs: 1 }).unwrap();
+    let greedy =
+        wrl_trainer::SampleParams { temperature: 0.0, max_tokens: 12, ..Default::default() };
+    let typed = unseen
+        .iter()
+        .filter(|(u, a)| {
+            let prompt =
+                wrl_trainer::render_prompt(t.tokenizer(), &[Segment::new(Role::User, u.clone())])
+                    .unwrap();
+            t.sample(&[prompt], &greedy).unwrap()[0].text == *a
+        })
+        .count();
+    assert!(typed >= 10, "typed {typed}/20 unseen words");
+}

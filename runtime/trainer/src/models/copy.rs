@@ -1,0 +1,149 @@
+//! The tiny model's copy head (a pointer-generator, See et al. 2017): the next-token
+//! distribution is a gated mix of the vocabulary softmax and an attention over the tokens seen so
+//! far, so "the byte after the one I just wrote, in the task" is one learned lookup instead of
+//! an induction circuit. A byte-level policy must copy names and numbers from the task and the
+//! page into its actions; without this head a 2-layer model does not learn to in a CPU budget.
+//!
+//! The head returns log-probabilities where other heads return logits: softmax and log-softmax
+//! of a normalised log-distribution give it back unchanged, so every loss and sampler works on
+//! either.
+
+use candle_core::{D, DType, Device, Tensor};
+
+use crate::error::Result;
+use crate::models::KvCache;
+use crate::params::{Init, ParamStore};
+use crate::tokenizer::byte_specials;
+
+/// Parameter names of the copy head.
+const QUERY: &str = "copy.query.weight";
+const KEY: &str = "copy.key.weight";
+const GATE_W: &str = "copy.gate.weight";
+const GATE_B: &str = "copy.gate.bias";
+/// Embeddings of the previous and the one-before-previous token, added to each key, and of the
+/// current and previous token, added to each query: "the position after the `e` that followed
+/// `y`" is then a direct match, not something the transformer must work out first.
+const KEY_PREV: &str = "copy.key_prev.weight";
+const KEY_PREV2: &str = "copy.key_prev2.weight";
+const QUERY_CUR: &str = "copy.query_cur.weight";
+const QUERY_PREV: &str = "copy.query_prev.weight";
+
+/// Creates the copy head's parameters for residual width `d`.
+pub fn create(
+    p: &mut ParamStore,
+    d: usize,
+    vocab: usize,
+    std: f32,
+    rng: &mut rand_chacha::ChaCha8Rng,
+    device: &Device,
+) -> Result<()> {
+    p.create(QUERY, &[d, d], Init::Normal(std), rng, device)?;
+    p.create(KEY, &[d, d], Init::Normal(std), rng, device)?;
+    for name in [KEY_PREV, KEY_PREV2, QUERY_CUR, QUERY_PREV] {
+        p.create(name, &[vocab, d], Init::Normal(std), rng, device)?;
+    }
+    p.create(GATE_W, &[1, d], Init::Normal(std), rng, device)?;
+    p.create(GATE_B, &[1], Init::Zeros, rng, device)?;
+    Ok(())
+}
+
+/// One-hot rows (B, T, V) of `ids` (B, T), on the CPU.
+fn one_hot(ids: &[Vec<u32>], vocab: usize) -> Result<Tensor> {
+    let (b, t) = (ids.len(), ids.first().map_or(0, Vec::len));
+    let mut data = vec![0f32; b * t * vocab];
+    for (i, &id) in ids.iter().flatten().enumerate() {
+        if let Some(x) = data.get_mut(i * vocab + id as usize) {
+            *x = 1.0;
+        }
+    }
+    Ok(Tensor::from_vec(data, (b, t, vocab), &Device::Cpu)?)
+}
+
+/// `ids` (B, T) shifted right by `k` positions, the first `k` filled with BOS.
+fn shifted(ids: &[Vec<u32>], k: usize) -> Vec<Vec<u32>> {
+    ids.iter()
+        .map(|row| {
+            let keep = row.len().saturating_sub(k);
+            std::iter::repeat_n(byte_specials::BOS, row.len() - keep)
+                .chain(row[..keep].iter().copied())
+                .collect()
+        })
+        .collect()
+}
+
+/// Rows `from..` of each of `ids` looked up in `table` (V, d): (B, n, d).
+fn embed(
+    params: &ParamStore,
+    table: &str,
+    ids: &[Vec<u32>],
+    from: usize,
+    device: &Device,
+) -> Result<Tensor> {
+    let b = ids.len();
+    let flat: Vec<u32> = ids.iter().flat_map(|r| r[from..].iter().copied()).collect();
+    let n = flat.len() / b.max(1);
+    let idx = Tensor::from_vec(flat, b * n, device)?;
+    let d = params.get(table)?.dim(1)?;
+    Ok(params.get(table)?.index_select(&idx, 0)?.reshape((b, n, d))?)
+}
+
+/// Additive causal mask (Tq, Tk): query `i` (absolute position `offset + i`) sees keys at
+/// absolute positions ≤ its own.
+fn mask(tq: usize, tk: usize, offset: usize, device: &Device) -> Result<Tensor> {
+    let data: Vec<f32> = (0..tq)
+        .flat_map(|i| (0..tk).map(move |j| if j <= offset + i { 0.0 } else { -1e9 }))
+        .collect();
+    Ok(Tensor::from_vec(data, (tq, tk), device)?)
+}
+
+/// Log-probabilities (B, Tq, V) at the last `tq` positions of `h` (B, T, d), given the
+/// vocabulary logits `logits` (B, Tq, V) at those positions. `ids` (B, T) are the input tokens
+/// of `h`; with a cache, the keys and tokens of earlier positions come from it and this call's
+/// are appended.
+pub fn forward(
+    params: &ParamStore,
+    h: &Tensor,
+    ids: &Tensor,
+    logits: &Tensor,
+    cache: Option<&mut KvCache>,
+) -> Result<Tensor> {
+    let (_, t, d) = h.dims3()?;
+    let (_, tq, vocab) = logits.dims3()?;
+    let device = h.device().clone();
+    let mut cache = cache;
+    let earlier = cache.as_mut().and_then(|c| c.copy.take());
+    let all_ids = match &earlier {
+        None => ids.clone(),
+        Some((_, pi)) => Tensor::cat(&[pi, ids], 1)?,
+    };
+    let rows: Vec<Vec<u32>> = all_ids.to_device(&Device::Cpu)?.to_vec2()?;
+    let tk = all_ids.dim(1)?;
+    let offset = tk - t;
+    let (prev, prev2) = (shifted(&rows, 1), shifted(&rows, 2));
+    let keys = (h.broadcast_matmul(&params.get(KEY)?.t()?)?
+        + embed(params, KEY_PREV, &prev, offset, &device)?)?;
+    let keys = (keys + embed(params, KEY_PREV2, &prev2, offset, &device)?)?;
+    let keys = match earlier {
+        None => keys,
+        Some((pk, _)) => Tensor::cat(&[&pk, &keys], 1)?,
+    };
+    if let Some(c) = cache {
+        c.copy = Some((keys.detach(), all_ids.clone()));
+    }
+    let hq = h.narrow(1, t - tq, tq)?;
+    let q = (hq.broadcast_matmul(&params.get(QUERY)?.t()?)?
+        + embed(params, QUERY_CUR, &rows, tk - tq, &device)?)?;
+    let q = (q + embed(params, QUERY_PREV, &prev, tk - tq, &device)?)?;
+    let scores = (q.matmul(&keys.t()?)? / (d as f64).sqrt())?;
+    let scores = scores.broadcast_add(&mask(tq, tk, offset + t - tq, &device)?)?;
+    let attn = candle_nn::ops::softmax(&scores, D::Minus1)?;
+    let copied = attn.matmul(&one_hot(&rows, vocab)?.to_device(&device)?)?;
+    let gate =
+        hq.broadcast_matmul(&params.get(GATE_W)?.t()?)?.broadcast_add(&params.get(GATE_B)?)?;
+    // sigmoid from differentiable primitives (candle's fused one has no backward on every device)
+    let gate = (gate.neg()?.exp()? + 1.0)?.recip()?;
+    let generated = candle_nn::ops::softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
+    let mixed =
+        (generated.broadcast_mul(&gate.affine(-1.0, 1.0)?)? + copied.broadcast_mul(&gate)?)?;
+    Ok((mixed + 1e-12)?.log()?)
+}
