@@ -20,13 +20,20 @@ const QUERY: &str = "copy.query.weight";
 const KEY: &str = "copy.key.weight";
 const GATE_W: &str = "copy.gate.weight";
 const GATE_B: &str = "copy.gate.bias";
-/// Embeddings of the previous and the one-before-previous token, added to each key, and of the
-/// current and previous token, added to each query: "the position after the `e` that followed
-/// `y`" is then a direct match, not something the transformer must work out first.
-const KEY_PREV: &str = "copy.key_prev.weight";
-const KEY_PREV2: &str = "copy.key_prev2.weight";
-const QUERY_CUR: &str = "copy.query_cur.weight";
-const QUERY_PREV: &str = "copy.query_prev.weight";
+/// Per-token gate term, weighted by how much of the copy attention points at that token: the
+/// gate sees what it would copy (a space or a `?` after a name: stop copying, end the action).
+/// Scaled by √d: one active input per row instead of the hidden state's d, and Adam moves every
+/// weight by about the learning rate, so unscaled it would learn √d times slower.
+const GATE_TOKEN: &str = "copy.gate_token.weight";
+/// Token embeddings shared by queries and keys: the query at `i` adds `MATCH1[xᵢ]`,
+/// `MATCH2[xᵢ₋₁]` and `MATCH3[xᵢ₋₂]`, the key at `j` adds `MATCH1[xⱼ₋₁]`, `MATCH2[xⱼ₋₂]` and
+/// `MATCH3[xⱼ₋₃]`. Initialised at scale 0.5, equal tokens give a dot product near d/4 and
+/// different ones near 0, so from the first step the head prefers "the position after the three
+/// tokens I just wrote" (an induction head by construction; three, because two leave `orANge`
+/// and `cANdle` tied); training learns where to start copying and when to stop.
+const MATCH1: &str = "copy.match1.weight";
+const MATCH2: &str = "copy.match2.weight";
+const MATCH3: &str = "copy.match3.weight";
 
 /// Creates the copy head's parameters for residual width `d`.
 pub fn create(
@@ -39,11 +46,12 @@ pub fn create(
 ) -> Result<()> {
     p.create(QUERY, &[d, d], Init::Normal(std), rng, device)?;
     p.create(KEY, &[d, d], Init::Normal(std), rng, device)?;
-    for name in [KEY_PREV, KEY_PREV2, QUERY_CUR, QUERY_PREV] {
-        p.create(name, &[vocab, d], Init::Normal(std), rng, device)?;
+    for name in [MATCH1, MATCH2, MATCH3] {
+        p.create(name, &[vocab, d], Init::Normal(0.5), rng, device)?;
     }
     p.create(GATE_W, &[1, d], Init::Normal(std), rng, device)?;
     p.create(GATE_B, &[1], Init::Zeros, rng, device)?;
+    p.create(GATE_TOKEN, &[vocab, 1], Init::Zeros, rng, device)?;
     Ok(())
 }
 
@@ -119,10 +127,11 @@ pub fn forward(
     let rows: Vec<Vec<u32>> = all_ids.to_device(&Device::Cpu)?.to_vec2()?;
     let tk = all_ids.dim(1)?;
     let offset = tk - t;
-    let (prev, prev2) = (shifted(&rows, 1), shifted(&rows, 2));
+    let (prev, prev2, prev3) = (shifted(&rows, 1), shifted(&rows, 2), shifted(&rows, 3));
     let keys = (h.broadcast_matmul(&params.get(KEY)?.t()?)?
-        + embed(params, KEY_PREV, &prev, offset, &device)?)?;
-    let keys = (keys + embed(params, KEY_PREV2, &prev2, offset, &device)?)?;
+        + embed(params, MATCH1, &prev, offset, &device)?)?;
+    let keys = (keys + embed(params, MATCH2, &prev2, offset, &device)?)?;
+    let keys = (keys + embed(params, MATCH3, &prev3, offset, &device)?)?;
     let keys = match earlier {
         None => keys,
         Some((pk, _)) => Tensor::cat(&[&pk, &keys], 1)?,
@@ -132,14 +141,16 @@ pub fn forward(
     }
     let hq = h.narrow(1, t - tq, tq)?;
     let q = (hq.broadcast_matmul(&params.get(QUERY)?.t()?)?
-        + embed(params, QUERY_CUR, &rows, tk - tq, &device)?)?;
-    let q = (q + embed(params, QUERY_PREV, &prev, tk - tq, &device)?)?;
+        + embed(params, MATCH1, &rows, tk - tq, &device)?)?;
+    let q = (q + embed(params, MATCH2, &prev, tk - tq, &device)?)?;
+    let q = (q + embed(params, MATCH3, &prev2, tk - tq, &device)?)?;
     let scores = (q.matmul(&keys.t()?)? / (d as f64).sqrt())?;
     let scores = scores.broadcast_add(&mask(tq, tk, offset + t - tq, &device)?)?;
     let attn = candle_nn::ops::softmax(&scores, D::Minus1)?;
     let copied = attn.matmul(&one_hot(&rows, vocab)?.to_device(&device)?)?;
     let gate =
-        hq.broadcast_matmul(&params.get(GATE_W)?.t()?)?.broadcast_add(&params.get(GATE_B)?)?;
+        (hq.broadcast_matmul(&params.get(GATE_W)?.t()?)?.broadcast_add(&params.get(GATE_B)?)?
+            + (copied.broadcast_matmul(&params.get(GATE_TOKEN)?)? * (d as f64).sqrt())?)?;
     // sigmoid from differentiable primitives (candle's fused one has no backward on every device)
     let gate = (gate.neg()?.exp()? + 1.0)?.recip()?;
     let generated = candle_nn::ops::softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;

@@ -211,7 +211,7 @@ fn sft_memorises_a_small_set() {
 }
 
 /// The copy head's reason to exist: after a few hundred SFT steps on "type the word from the
-/// task", the policy types words it has never seen, byte for byte (15 of 20 when written; the
+/// task", the policy types words it has never seen, byte for byte (18 of 20 when written; the
 /// same model without the head types none).
 #[test]
 fn the_copy_head_learns_to_type_unseen_words() {
