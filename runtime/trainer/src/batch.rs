@@ -54,9 +54,12 @@ impl TokenBatch {
     /// Run the model and return (log-probs of the selected targets (M), their logits (M, V)).
     /// Logits are divided by `temperature` first when it is not 1.
     pub fn logprobs(&self, model: &Model, ops: &Ops, temperature: f32) -> Result<(Tensor, Tensor)> {
-        if self.all_rows() || !model.projects_rows() {
+        if self.all_rows() {
             let (lp, sel, _) = self.logprobs_full(model, ops, temperature)?;
             return Ok((lp, sel));
+        }
+        if !model.projects_rows() {
+            return self.logprobs_tail(model, ops, temperature);
         }
         // Project only the selected positions onto the vocabulary: with long prompts and large
         // vocabularies the full (B, T, V) logits would dominate memory.
@@ -65,6 +68,35 @@ impl TokenBatch {
         let device = h.device().clone();
         let rows = Tensor::from_vec(self.rows.clone(), self.rows.len(), &device)?;
         let mut sel = model.head(&h.reshape((b * t, d))?.index_select(&rows, 0)?)?;
+        if temperature != 1.0 && temperature > 0.0 {
+            sel = (sel / temperature as f64)?;
+        }
+        let targets = Tensor::from_vec(self.targets.clone(), self.targets.len(), &device)?;
+        let lp = ops.token_logprobs(&sel, &targets)?;
+        Ok((lp, sel))
+    }
+
+    /// For heads that need the whole sequence (the copy head): scores only the positions from
+    /// the earliest target on (a prompt's trained turn is at its end), not all of them.
+    fn logprobs_tail(
+        &self,
+        model: &Model,
+        ops: &Ops,
+        temperature: f32,
+    ) -> Result<(Tensor, Tensor)> {
+        let w = self.inputs.dims().get(1).copied().unwrap_or(0).max(1);
+        let from = self.rows.iter().map(|&r| r as usize % w).min().unwrap_or(0);
+        let tq = w - from;
+        let tail = model.forward_tail(&self.inputs, tq)?;
+        let (b, _, v) = tail.dims3()?;
+        let device = tail.device().clone();
+        let rows: Vec<u32> = self
+            .rows
+            .iter()
+            .map(|&r| ((r as usize / w) * tq + r as usize % w - from) as u32)
+            .collect();
+        let rows = Tensor::from_vec(rows, self.rows.len(), &device)?;
+        let mut sel = tail.reshape((b * tq, v))?.index_select(&rows, 0)?;
         if temperature != 1.0 && temperature > 0.0 {
             sel = (sel / temperature as f64)?;
         }

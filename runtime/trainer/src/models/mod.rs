@@ -125,6 +125,18 @@ impl Model {
         }
     }
 
+    /// Training forward scoring only the last `tq` positions: ids (B, T) → (B, tq, V).
+    pub fn forward_tail(&self, ids: &Tensor, tq: usize) -> Result<Tensor> {
+        match self {
+            Model::Tiny(m) => m.forward_tail(ids, tq),
+            Model::Qwen(m) => {
+                let h = m.hidden(ids, None)?;
+                let t = h.dim(1)?;
+                m.head(&h.narrow(1, t - tq.min(t), tq.min(t))?)
+            }
+        }
+    }
+
     /// Final hidden states (B, T, d) of a training forward (before the vocabulary projection).
     pub fn hidden(&self, ids: &Tensor) -> Result<Tensor> {
         match self {

@@ -175,6 +175,20 @@ impl TinyModel {
         }
     }
 
+    /// Training forward scoring only the last `tq` positions (B, tq, V); the copy head still
+    /// attends over the whole sequence.
+    pub fn forward_tail(&self, ids: &Tensor, tq: usize) -> Result<Tensor> {
+        let h = self.hidden(ids, None)?;
+        let t = h.dim(1)?;
+        let tq = tq.min(t);
+        let logits = self.head(&h.narrow(1, t - tq, tq)?)?;
+        if self.config.copy {
+            super::copy::forward(&self.params, &h, ids, &logits, None)
+        } else {
+            Ok(logits)
+        }
+    }
+
     /// Incremental forward returning only the last position's next-token scores (B, V).
     pub fn forward_last(&self, ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
         let h = self.hidden(ids, Some(&mut *cache))?;

@@ -264,3 +264,31 @@ fn fused_and_reference_agree_when_every_position_is_trained() {
         assert!(d < 1e-5, "{name}: gradient differs by {d}");
     }
 }
+
+/// Copy models score only the positions from the earliest target on; the log-probs (and their
+/// gradients) equal those of a full forward, rows of different lengths included.
+#[test]
+fn copy_head_tail_scoring_matches_the_full_forward() {
+    let t = trainer(tiny_copy(2, 32, OpsMode::Auto), 1e-3, 0.0, 23);
+    let a: Vec<u32> = b"a longer first prompt, then an answer".iter().map(|&b| b as u32).collect();
+    let b: Vec<u32> = b"short one: reply".iter().map(|&b| b as u32).collect();
+    let sel = |s: &[u32], n: usize| ((s.len() - n)..s.len()).collect::<Vec<usize>>();
+    let batch = wrl_trainer::batch::TokenBatch::new(
+        &[a.as_slice(), b.as_slice()],
+        &[sel(&a, 6), sel(&b, 5)],
+        258,
+        &Device::Cpu,
+    )
+    .unwrap();
+    let ops = t.model().ops();
+    let (tail, _) = batch.logprobs(t.model(), &ops, 0.7).unwrap();
+    let full = t.model().forward(&batch.inputs).unwrap();
+    let (whole, _) = batch.logprobs_from_logits(&full, &ops, 0.7).unwrap();
+    assert!(max_diff(&tail, &whole) < 1e-5, "{tail} vs {whole}");
+    let (gt, gw) =
+        (tail.sum_all().unwrap().backward().unwrap(), whole.sum_all().unwrap().backward().unwrap());
+    for (name, v) in t.model().params().iter() {
+        let d = max_diff(gt.get(v.as_tensor()).unwrap(), gw.get(v.as_tensor()).unwrap());
+        assert!(d < 1e-5, "{name}: gradient differs by {d}");
+    }
+}
