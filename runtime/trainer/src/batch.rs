@@ -67,11 +67,14 @@ impl TokenBatch {
         let (b, t, d) = h.dims3()?;
         let device = h.device().clone();
         let rows = Tensor::from_vec(self.rows.clone(), self.rows.len(), &device)?;
-        let mut sel = model.head(&h.reshape((b * t, d))?.index_select(&rows, 0)?)?;
-        if temperature != 1.0 && temperature > 0.0 {
-            sel = (sel / temperature as f64)?;
-        }
-        let targets = Tensor::from_vec(self.targets.clone(), self.targets.len(), &device)?;
+        let sel = model.head(&h.reshape((b * t, d))?.index_select(&rows, 0)?)?;
+        self.score(sel, ops, temperature)
+    }
+
+    /// (log-probs of the targets (M), tempered logits (M, V)) from the selected rows' logits.
+    fn score(&self, sel: Tensor, ops: &Ops, temperature: f32) -> Result<(Tensor, Tensor)> {
+        let sel = tempered(sel, temperature)?;
+        let targets = Tensor::from_vec(self.targets.clone(), self.targets.len(), sel.device())?;
         let lp = ops.token_logprobs(&sel, &targets)?;
         Ok((lp, sel))
     }
@@ -96,13 +99,7 @@ impl TokenBatch {
             .map(|&r| ((r as usize / w) * tq + r as usize % w - from) as u32)
             .collect();
         let rows = Tensor::from_vec(rows, self.rows.len(), &device)?;
-        let mut sel = tail.reshape((b * tq, v))?.index_select(&rows, 0)?;
-        if temperature != 1.0 && temperature > 0.0 {
-            sel = (sel / temperature as f64)?;
-        }
-        let targets = Tensor::from_vec(self.targets.clone(), self.targets.len(), &device)?;
-        let lp = ops.token_logprobs(&sel, &targets)?;
-        Ok((lp, sel))
+        self.score(tail.reshape((b * tq, v))?.index_select(&rows, 0)?, ops, temperature)
     }
 
     /// Whether every position of the batch is a target, in order.
@@ -138,23 +135,19 @@ impl TokenBatch {
         let (b, t, v) = full.dims3()?;
         let device = full.device().clone();
         let all_rows = self.rows.len() == b * t && self.all_rows();
-        let scale = |x: Tensor| -> Result<Tensor> {
-            if temperature != 1.0 && temperature > 0.0 {
-                Ok((x / temperature as f64)?)
-            } else {
-                Ok(x)
-            }
-        };
-        let targets = Tensor::from_vec(self.targets.clone(), self.targets.len(), &device)?;
         if all_rows && ops.is_fused() {
             // Every position is a target, in order: the fused op reads the rows of the 3-D
             // logits directly, so the loss graph has no reshape/index-select nodes.
-            let lp = ops.token_logprobs(&scale(full.clone())?, &targets)?;
-            return Ok((lp, scale(full.reshape((b * t, v))?)?));
+            let targets = Tensor::from_vec(self.targets.clone(), self.targets.len(), &device)?;
+            let lp = ops.token_logprobs(&tempered(full.clone(), temperature)?, &targets)?;
+            return Ok((lp, tempered(full.reshape((b * t, v))?, temperature)?));
         }
         let rows = Tensor::from_vec(self.rows.clone(), self.rows.len(), &device)?;
-        let sel = scale(full.reshape((b * t, v))?.index_select(&rows, 0)?)?;
-        let lp = ops.token_logprobs(&sel, &targets)?;
-        Ok((lp, sel))
+        self.score(full.reshape((b * t, v))?.index_select(&rows, 0)?, ops, temperature)
     }
+}
+
+/// Logits divided by `temperature` unless it is 1 or not positive (greedy).
+fn tempered(x: Tensor, temperature: f32) -> Result<Tensor> {
+    if temperature != 1.0 && temperature > 0.0 { Ok((x / temperature as f64)?) } else { Ok(x) }
 }

@@ -25,15 +25,12 @@ const GATE_B: &str = "copy.gate.bias";
 /// Scaled by √d: one active input per row instead of the hidden state's d, and Adam moves every
 /// weight by about the learning rate, so unscaled it would learn √d times slower.
 const GATE_TOKEN: &str = "copy.gate_token.weight";
-/// Token embeddings shared by queries and keys: the query at `i` adds `MATCH1[xᵢ]`,
-/// `MATCH2[xᵢ₋₁]` and `MATCH3[xᵢ₋₂]`, the key at `j` adds `MATCH1[xⱼ₋₁]`, `MATCH2[xⱼ₋₂]` and
-/// `MATCH3[xⱼ₋₃]`. Initialised at scale 0.5, equal tokens give a dot product near d/4 and
+/// Token embeddings shared by queries and keys: the query at `i` adds `M₁[xᵢ]`, `M₂[xᵢ₋₁]` and
+/// `M₃[xᵢ₋₂]`, the key at `j` adds `M₁[xⱼ₋₁]`, `M₂[xⱼ₋₂]` and `M₃[xⱼ₋₃]`. Initialised at scale 0.5, equal tokens give a dot product near d/4 and
 /// different ones near 0, so from the first step the head prefers "the position after the three
 /// tokens I just wrote" (an induction head by construction; three, because two leave `orANge`
 /// and `cANdle` tied); training learns where to start copying and when to stop.
-const MATCH1: &str = "copy.match1.weight";
-const MATCH2: &str = "copy.match2.weight";
-const MATCH3: &str = "copy.match3.weight";
+const MATCH: [&str; 3] = ["copy.match1.weight", "copy.match2.weight", "copy.match3.weight"];
 
 /// Creates the copy head's parameters for residual width `d`.
 pub fn create(
@@ -46,7 +43,7 @@ pub fn create(
 ) -> Result<()> {
     p.create(QUERY, &[d, d], Init::Normal(std), rng, device)?;
     p.create(KEY, &[d, d], Init::Normal(std), rng, device)?;
-    for name in [MATCH1, MATCH2, MATCH3] {
+    for name in MATCH {
         p.create(name, &[vocab, d], Init::Normal(0.5), rng, device)?;
     }
     p.create(GATE_W, &[1, d], Init::Normal(std), rng, device)?;
@@ -113,12 +110,11 @@ pub fn forward(
     h: &Tensor,
     ids: &Tensor,
     logits: &Tensor,
-    cache: Option<&mut KvCache>,
+    mut cache: Option<&mut KvCache>,
 ) -> Result<Tensor> {
     let (_, t, d) = h.dims3()?;
     let (_, tq, vocab) = logits.dims3()?;
     let device = h.device().clone();
-    let mut cache = cache;
     let earlier = cache.as_mut().and_then(|c| c.copy.take());
     let all_ids = match &earlier {
         None => ids.clone(),
@@ -127,11 +123,15 @@ pub fn forward(
     let rows: Vec<Vec<u32>> = all_ids.to_device(&Device::Cpu)?.to_vec2()?;
     let tk = all_ids.dim(1)?;
     let offset = tk - t;
-    let (prev, prev2, prev3) = (shifted(&rows, 1), shifted(&rows, 2), shifted(&rows, 3));
-    let keys = (h.broadcast_matmul(&params.get(KEY)?.t()?)?
-        + embed(params, MATCH1, &prev, offset, &device)?)?;
-    let keys = (keys + embed(params, MATCH2, &prev2, offset, &device)?)?;
-    let keys = (keys + embed(params, MATCH3, &prev3, offset, &device)?)?;
+    let hq = h.narrow(1, t - tq, tq)?;
+    // Table k matches the query's token k − 1 back with the key's token k back.
+    let back: Vec<Vec<Vec<u32>>> = (0..=MATCH.len()).map(|k| shifted(&rows, k)).collect();
+    let mut keys = h.broadcast_matmul(&params.get(KEY)?.t()?)?;
+    let mut q = hq.broadcast_matmul(&params.get(QUERY)?.t()?)?;
+    for (k, table) in MATCH.iter().enumerate() {
+        keys = (keys + embed(params, table, &back[k + 1], offset, &device)?)?;
+        q = (q + embed(params, table, &back[k], tk - tq, &device)?)?;
+    }
     let keys = match earlier {
         None => keys,
         Some((pk, _)) => Tensor::cat(&[&pk, &keys], 1)?,
@@ -139,11 +139,6 @@ pub fn forward(
     if let Some(c) = cache {
         c.copy = Some((keys.detach(), all_ids.clone()));
     }
-    let hq = h.narrow(1, t - tq, tq)?;
-    let q = (hq.broadcast_matmul(&params.get(QUERY)?.t()?)?
-        + embed(params, MATCH1, &rows, tk - tq, &device)?)?;
-    let q = (q + embed(params, MATCH2, &prev, tk - tq, &device)?)?;
-    let q = (q + embed(params, MATCH3, &prev2, tk - tq, &device)?)?;
     let scores = (q.matmul(&keys.t()?)? / (d as f64).sqrt())?;
     let scores = scores.broadcast_add(&mask(tq, tk, offset + t - tq, &device)?)?;
     let attn = candle_nn::ops::softmax(&scores, D::Minus1)?;
@@ -151,7 +146,7 @@ pub fn forward(
     let gate =
         (hq.broadcast_matmul(&params.get(GATE_W)?.t()?)?.broadcast_add(&params.get(GATE_B)?)?
             + (copied.broadcast_matmul(&params.get(GATE_TOKEN)?)? * (d as f64).sqrt())?)?;
-    // sigmoid from differentiable primitives (candle's fused one has no backward on every device)
+    // The sigmoid, from primitives whose backward candle has on every device.
     let gate = (gate.neg()?.exp()? + 1.0)?.recip()?;
     let generated = candle_nn::ops::softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
     let mixed =

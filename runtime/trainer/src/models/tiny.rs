@@ -165,41 +165,38 @@ impl TinyModel {
 
     /// ids (B, T) → logits (B, T, V). With a cache, the ids continue the cached positions and
     /// attention runs over cache + new keys (inference only).
-    pub fn forward(&self, ids: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
-        let h = self.hidden(ids, cache.as_deref_mut())?;
-        let logits = self.head(&h)?;
-        if self.config.copy {
-            super::copy::forward(&self.params, &h, ids, &logits, cache)
-        } else {
-            Ok(logits)
-        }
+    pub fn forward(&self, ids: &Tensor, cache: Option<&mut KvCache>) -> Result<Tensor> {
+        self.scores(ids, cache, None)
     }
 
     /// Training forward scoring only the last `tq` positions (B, tq, V); the copy head still
     /// attends over the whole sequence.
     pub fn forward_tail(&self, ids: &Tensor, tq: usize) -> Result<Tensor> {
-        let h = self.hidden(ids, None)?;
-        let t = h.dim(1)?;
-        let tq = tq.min(t);
-        let logits = self.head(&h.narrow(1, t - tq, tq)?)?;
-        if self.config.copy {
-            super::copy::forward(&self.params, &h, ids, &logits, None)
-        } else {
-            Ok(logits)
-        }
+        self.scores(ids, None, Some(tq))
     }
 
     /// Incremental forward returning only the last position's next-token scores (B, V).
     pub fn forward_last(&self, ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
-        let h = self.hidden(ids, Some(&mut *cache))?;
+        Ok(self.scores(ids, Some(cache), Some(1))?.squeeze(1)?)
+    }
+
+    /// Next-token scores (B, tq, V) of the last `tq` positions (all when `None`): logits, or
+    /// log-probabilities with the copy head.
+    fn scores(
+        &self,
+        ids: &Tensor,
+        mut cache: Option<&mut KvCache>,
+        tq: Option<usize>,
+    ) -> Result<Tensor> {
+        let h = self.hidden(ids, cache.as_deref_mut())?;
         let t = h.dim(1)?;
-        let logits = self.head(&h.narrow(1, t - 1, 1)?)?;
-        let out = if self.config.copy {
-            super::copy::forward(&self.params, &h, ids, &logits, Some(cache))?
+        let tq = tq.unwrap_or(t).min(t);
+        let logits = self.head(&h.narrow(1, t - tq, tq)?)?;
+        if self.config.copy {
+            super::copy::forward(&self.params, &h, ids, &logits, cache)
         } else {
-            logits
-        };
-        Ok(out.squeeze(1)?)
+            Ok(logits)
+        }
     }
 
     /// The vocabulary projection of final hidden states (..., d) → (..., V).
