@@ -50,8 +50,9 @@ pub use models::{PolicyConfig, Positions, PretrainedSource, TinyConfig};
 pub use ops::OpsMode;
 pub use optim::{OptimConfig, Schedule, ScheduleKind};
 pub use rl::{
-    GroupBuffer, KlConfig, KlEstimator, LossAggregation, OverlongShaping, RlConfig, Sample,
+    GroupBuffer, KlConfig, KlEstimator, LossAggregation, OverlongShaping, PolicyLoss, RlConfig,
+    Sample, SampleLevel,
 };
-pub use sample::{Completion, FinishReason, SampleParams};
+pub use sample::{Completion, FinishReason, SampleParams, Sampler};
 pub use tokenizer::{Role, Tokenizer};
 pub use trainer::{DataCursor, SftConfig, Trainer, TrainerConfig};

@@ -1,5 +1,6 @@
 //! RL objectives: samples, GRPO advantages, DAPO dynamic sampling and overlong shaping, the
-//! clipped PPO surrogate with decoupled/dual clipping, KL (k1/k3) and aggregation weights.
+//! clipped PPO surrogate with decoupled/dual clipping, the KL-Cov policy loss, KL (k1/k2/k3)
+//! and aggregation weights.
 //! The per-token maths is plain Rust so it can be checked by hand (see the tests).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -58,9 +59,42 @@ pub enum LossAggregation {
 pub enum KlEstimator {
     /// k1 = −δ = log π − log π_ref.
     K1,
+    /// k2 = δ²/2 ("mse").
+    K2,
     /// k3 = e^δ − δ − 1 (unbiased, non-negative; "low_var_kl").
     #[default]
     K3,
+}
+
+/// What one sample of the loss is: a turn, or a whole trajectory (all its turns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleLevel {
+    /// Every turn is a sample: mini-batches count turns, sequence means are per turn.
+    #[default]
+    Turn,
+    /// A trajectory's turns stay together: mini-batches count trajectories, and the sequence
+    /// means of `seq_mean_*` aggregation are over a trajectory's tokens.
+    Trajectory,
+}
+
+/// The policy-gradient loss.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PolicyLoss {
+    /// The clipped surrogate (PPO/GRPO/DAPO).
+    #[default]
+    Clip,
+    /// KL-Cov (verl's `kl_cov`): no clipping; the `ratio` fraction of tokens (at least one)
+    /// with the largest covariance between log-prob and advantage in a forward batch get
+    /// `coef · |log π − log π_old|` added to −A·r.
+    KlCov {
+        /// Fraction of tokens penalised.
+        ratio: f64,
+        /// Coefficient of the penalty (verl's `ppo_kl_coef`, default 1).
+        #[serde(default = "one")]
+        coef: f64,
+    },
 }
 
 /// KL penalty in the loss.
@@ -124,9 +158,19 @@ pub struct RlConfig {
     /// Passes over the batch (PPO epochs).
     #[serde(default = "d_epochs")]
     pub ppo_epochs: usize,
-    /// Mini-batches per epoch; each is one optimiser step.
+    /// Mini-batches per epoch; each is one optimiser step. Ignored when `mini_batch` is set.
     #[serde(default = "d_epochs")]
     pub minibatches: usize,
+    /// Samples per mini-batch (turns, or trajectories at `level = trajectory`); the last one
+    /// may be short. 0 = split the batch into `minibatches` instead.
+    #[serde(default)]
+    pub mini_batch: usize,
+    /// What a sample is.
+    #[serde(default)]
+    pub level: SampleLevel,
+    /// The policy-gradient loss.
+    #[serde(default)]
+    pub policy_loss: PolicyLoss,
     /// Samples per forward pass inside a mini-batch (gradient accumulation); 0 = whole mini-batch.
     #[serde(default)]
     pub micro_batch: usize,
@@ -164,6 +208,9 @@ impl Default for RlConfig {
             aggregation: LossAggregation::TokenMean,
             ppo_epochs: 1,
             minibatches: 1,
+            mini_batch: 0,
+            level: SampleLevel::Turn,
+            policy_loss: PolicyLoss::Clip,
             micro_batch: 0,
             kl: None,
             entropy_coef: 0.0,
@@ -198,6 +245,11 @@ impl RlConfig {
         }
         if self.ppo_epochs == 0 || self.minibatches == 0 {
             return Err(config_err("ppo_epochs and minibatches must be ≥ 1"));
+        }
+        if let PolicyLoss::KlCov { ratio, coef } = self.policy_loss
+            && !((0.0..=1.0).contains(&ratio) && coef >= 0.0)
+        {
+            return Err(config_err("kl_cov ratio must be in [0, 1] and its coefficient ≥ 0"));
         }
         Ok(())
     }
@@ -313,8 +365,66 @@ pub struct TokenLoss {
 
 /// Clipped surrogate for one token: r = exp(lp − old),
 /// pg = max(−A·r, −A·clip(r, 1−ε_low, 1+ε_high)), capped at −A·c for A < 0 with dual clip c;
-/// plus β·KL(lp, ref).
+/// plus β·KL(lp, ref). With the KL-Cov policy loss see [`kl_cov_token_loss`].
 pub fn token_loss(
+    lp: f64,
+    old: f64,
+    adv: f64,
+    reference: Option<(f64, f64, KlEstimator)>,
+    cfg: &RlConfig,
+) -> TokenLoss {
+    match cfg.policy_loss {
+        PolicyLoss::Clip => clip_token_loss(lp, old, adv, reference, cfg),
+        PolicyLoss::KlCov { .. } => kl_cov_token_loss(lp, old, adv, reference, None),
+    }
+}
+
+/// KL-Cov loss of one token: −A·r, plus `coef · |lp − old|` when the token is among the
+/// selected high-covariance ones (`selected = Some(coef)`); plus β·KL(lp, ref).
+pub fn kl_cov_token_loss(
+    lp: f64,
+    old: f64,
+    adv: f64,
+    reference: Option<(f64, f64, KlEstimator)>,
+    selected: Option<f64>,
+) -> TokenLoss {
+    let r = (lp - old).exp();
+    let (mut pg, mut dpg) = (-adv * r, -adv * r);
+    if let Some(coef) = selected {
+        let d = lp - old;
+        pg += coef * d.abs();
+        dpg += coef
+            * if d > 0.0 {
+                1.0
+            } else if d < 0.0 {
+                -1.0
+            } else {
+                0.0
+            };
+    }
+    with_kl(pg, dpg, false, false, lp, reference)
+}
+
+/// The tokens KL-Cov penalises: the `ratio` fraction (at least one when `ratio` > 0) with the
+/// largest (A − mean A)·(lp − mean lp), ties broken by position.
+pub fn kl_cov_selection(lps: &[f64], advs: &[f64], ratio: f64) -> Vec<bool> {
+    let n = lps.len().min(advs.len());
+    let mut out = vec![false; lps.len()];
+    if n == 0 || ratio <= 0.0 {
+        return out;
+    }
+    let mean = |v: &[f64]| v[..n].iter().sum::<f64>() / n as f64;
+    let (ml, ma) = (mean(lps), mean(advs));
+    let mut cov: Vec<(f64, usize)> = (0..n).map(|i| ((advs[i] - ma) * (lps[i] - ml), i)).collect();
+    cov.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let k = ((n as f64 * ratio) as usize).clamp(1, n);
+    for &(_, i) in &cov[..k] {
+        out[i] = true;
+    }
+    out
+}
+
+fn clip_token_loss(
     lp: f64,
     old: f64,
     adv: f64,
@@ -339,12 +449,25 @@ pub fn token_loss(
         pg = -adv * c;
         dpg = 0.0;
     }
+    with_kl(pg, dpg, low, high, lp, reference)
+}
+
+/// Adds β·KL(lp, ref) to a policy-gradient loss.
+fn with_kl(
+    pg: f64,
+    dpg: f64,
+    low: bool,
+    high: bool,
+    lp: f64,
+    reference: Option<(f64, f64, KlEstimator)>,
+) -> TokenLoss {
     let (kl, dkl, beta) = match reference {
         None => (0.0, 0.0, 0.0),
         Some((ref_lp, beta, est)) => {
             let delta = ref_lp - lp;
             match est {
                 KlEstimator::K1 => (-delta, 1.0, beta),
+                KlEstimator::K2 => (0.5 * delta * delta, -delta, beta),
                 KlEstimator::K3 => (delta.exp() - delta - 1.0, 1.0 - delta.exp(), beta),
             }
         }
@@ -362,14 +485,32 @@ pub fn token_loss(
 /// Aggregation coefficients: the loss of a mini-batch is Σ c_i·ℓ_i over its tokens.
 /// `token_counts[s]` = number of loss tokens of sample s in the mini-batch.
 pub fn aggregation_coefficients(token_counts: &[usize], agg: LossAggregation) -> Vec<Vec<f64>> {
+    let units: Vec<usize> = (0..token_counts.len()).collect();
+    grouped_aggregation_coefficients(token_counts, &units, agg)
+}
+
+/// [`aggregation_coefficients`] where the "sequence" of the `seq_mean_*` aggregations is a
+/// unit of several samples (`units[s]`: sample s's unit, e.g. its trajectory): a unit's
+/// tokens are averaged (or summed) together, then units are averaged.
+pub fn grouped_aggregation_coefficients(
+    token_counts: &[usize],
+    units: &[usize],
+    agg: LossAggregation,
+) -> Vec<Vec<f64>> {
     let total: usize = token_counts.iter().sum();
-    let nseq = token_counts.iter().filter(|&&n| n > 0).count().max(1) as f64;
+    let mut per_unit: BTreeMap<usize, usize> = BTreeMap::new();
+    for (&n, &u) in token_counts.iter().zip(units) {
+        *per_unit.entry(u).or_default() += n;
+    }
+    let nseq = per_unit.values().filter(|&&n| n > 0).count().max(1) as f64;
     token_counts
         .iter()
-        .map(|&n| {
+        .zip(units)
+        .map(|(&n, u)| {
+            let unit_tokens = per_unit.get(u).copied().unwrap_or(n).max(1) as f64;
             let c = match agg {
                 LossAggregation::TokenMean => 1.0 / total.max(1) as f64,
-                LossAggregation::SeqMeanTokenMean => 1.0 / (nseq * n.max(1) as f64),
+                LossAggregation::SeqMeanTokenMean => 1.0 / (nseq * unit_tokens),
                 LossAggregation::SeqMeanTokenSum => 1.0 / nseq,
             };
             vec![c; n]

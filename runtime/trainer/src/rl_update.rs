@@ -10,8 +10,8 @@ use crate::models::Model;
 use crate::ops::reference;
 use crate::optim::Grads;
 use crate::rl::{
-    RlConfig, Sample, aggregation_coefficients, constant_groups, grpo_advantages, is_active,
-    shaped_rewards, token_loss,
+    PolicyLoss, RlConfig, Sample, SampleLevel, constant_groups, grouped_aggregation_coefficients,
+    grpo_advantages, is_active, kl_cov_selection, kl_cov_token_loss, shaped_rewards, token_loss,
 };
 use crate::trainer::{Trainer, accumulate};
 
@@ -23,6 +23,7 @@ struct Prepared {
     /// Rollout log-prob per loss token.
     rollout_lp: Vec<f32>,
     advantage: f64,
+    trajectory: u64,
 }
 
 fn prepare(s: &Sample, adv: f64, context: usize) -> Result<Prepared> {
@@ -58,30 +59,60 @@ fn prepare(s: &Sample, adv: f64, context: usize) -> Result<Prepared> {
             rollout_lp.push(s.old_logprobs[i]);
         }
     }
-    Ok(Prepared { seq, positions, rollout_lp, advantage: adv })
+    Ok(Prepared { seq, positions, rollout_lp, advantage: adv, trajectory: s.trajectory_id })
 }
 
-/// Log-probs (no gradient) of every loss token of `items`, in micro-batches, under `model`.
+/// Padded tokens one forward pass may hold when `micro_batch` is 0 ("as large as fits").
+const TOKENS_PER_FORWARD: usize = 32 * 1024;
+
+/// Splits a mini-batch (indices into `prepared`) into forward batches: shortest sequences
+/// first, so each batch pads to a similar length; `micro` samples per batch when set, else as
+/// many as fit [`TOKENS_PER_FORWARD`] padded tokens. Gradients add up over the batches, so the
+/// split changes the cost, not the result.
+fn forward_batches(prepared: &[Prepared], mb: &[usize], micro: usize) -> Vec<Vec<usize>> {
+    let mut order = mb.to_vec();
+    order.sort_by_key(|&i| prepared[i].seq.len());
+    if micro > 0 {
+        return order.chunks(micro).map(<[usize]>::to_vec).collect();
+    }
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut cur: Vec<usize> = Vec::new();
+    for i in order {
+        // Sorted ascending, so this sequence is the longest of the batch if it joins.
+        if !cur.is_empty() && (cur.len() + 1) * prepared[i].seq.len() > TOKENS_PER_FORWARD {
+            out.push(std::mem::take(&mut cur));
+        }
+        cur.push(i);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Log-probs (no gradient) of every loss token of `prepared`, in forward batches, under `model`.
 fn logprobs_no_grad(
     model: &Model,
-    items: &[&Prepared],
+    prepared: &[Prepared],
     micro: usize,
     pad: u32,
     temperature: f32,
 ) -> Result<Vec<Vec<f32>>> {
     let ops = model.ops();
     let device = model.device();
-    let mut out = Vec::with_capacity(items.len());
-    for chunk in items.chunks(micro.max(1)) {
-        let seqs: Vec<&[u32]> = chunk.iter().map(|p| p.seq.as_slice()).collect();
-        let sel: Vec<Vec<usize>> = chunk.iter().map(|p| p.positions.clone()).collect();
+    let mut out = vec![Vec::new(); prepared.len()];
+    let all: Vec<usize> = (0..prepared.len()).collect();
+    for chunk in forward_batches(prepared, &all, micro) {
+        let seqs: Vec<&[u32]> = chunk.iter().map(|&i| prepared[i].seq.as_slice()).collect();
+        let sel: Vec<Vec<usize>> = chunk.iter().map(|&i| prepared[i].positions.clone()).collect();
         let batch = TokenBatch::new(&seqs, &sel, pad, &device)?;
         let (lp, _) = batch.logprobs(model, &ops, temperature)?;
         let lp: Vec<f32> = lp.detach().to_vec1()?;
         let mut k = 0;
-        for p in chunk {
-            out.push(lp[k..k + p.positions.len()].to_vec());
-            k += p.positions.len();
+        for &i in &chunk {
+            let n = prepared[i].positions.len();
+            out[i] = lp[k..k + n].to_vec();
+            k += n;
         }
     }
     Ok(out)
@@ -158,15 +189,17 @@ impl Trainer {
             self.set_reference_to_current()?;
         }
         let pad = self.tokenizer.pad_id();
-        let all: Vec<&Prepared> = prepared.iter().collect();
-        let micro = if cfg.micro_batch == 0 { all.len() } else { cfg.micro_batch };
+        let micro = cfg.micro_batch;
         let ref_lp = match (&self.reference, kl) {
-            (Some(r), Some(_)) => Some(logprobs_no_grad(r, &all, micro, pad, cfg.temperature)?),
+            (Some(r), Some(_)) => {
+                Some(logprobs_no_grad(r, &prepared, micro, pad, cfg.temperature)?)
+            }
             _ => None,
         };
-        let multi = cfg.ppo_epochs * cfg.minibatches > 1;
-        let pre = if multi || !cfg.use_rollout_logprobs {
-            Some(logprobs_no_grad(&self.model, &all, micro, pad, cfg.temperature)?)
+        // The ratio's denominator: the rollout's log-probs, or (verl's `old_log_prob`) one
+        // no-grad pass with the weights before the update.
+        let pre = if !cfg.use_rollout_logprobs {
+            Some(logprobs_no_grad(&self.model, &prepared, micro, pad, cfg.temperature)?)
         } else {
             None
         };
@@ -183,17 +216,21 @@ impl Trainer {
         let ops = self.model.ops();
         let device = self.device();
         let mut acc = Acc::default();
-        let n = prepared.len();
-        let per_mb = n.div_ceil(cfg.minibatches);
+        let (units, unit_of) = loss_units(&prepared, cfg.level);
+        let per_mb =
+            if cfg.mini_batch > 0 { cfg.mini_batch } else { units.len().div_ceil(cfg.minibatches) };
         for _epoch in 0..cfg.ppo_epochs {
-            for mb_start in (0..n).step_by(per_mb.max(1)) {
-                let mb: Vec<usize> = (mb_start..(mb_start + per_mb).min(n)).collect();
+            for mb_units in units.chunks(per_mb.max(1)) {
+                let mb: Vec<usize> = mb_units.iter().flatten().copied().collect();
                 let counts: Vec<usize> = mb.iter().map(|&i| prepared[i].positions.len()).collect();
-                let coefs = aggregation_coefficients(&counts, cfg.aggregation);
+                let mb_unit: Vec<usize> = mb.iter().map(|&i| unit_of[i]).collect();
+                let coefs = grouped_aggregation_coefficients(&counts, &mb_unit, cfg.aggregation);
+                let coef_of: std::collections::BTreeMap<usize, &Vec<f64>> =
+                    mb.iter().copied().zip(&coefs).collect();
                 let mut grads = Grads::new();
                 let mut step_loss = 0.0;
                 let mut step_pg = 0.0;
-                for (ci, chunk) in mb.chunks(micro.max(1)).enumerate() {
+                for chunk in forward_batches(&prepared, &mb, micro) {
                     let seqs: Vec<&[u32]> =
                         chunk.iter().map(|&i| prepared[i].seq.as_slice()).collect();
                     let sel: Vec<Vec<usize>> =
@@ -204,22 +241,37 @@ impl Trainer {
                     let ent: Vec<f32> = ops.entropy_metric(&logits)?;
                     let mut g = Vec::with_capacity(lp_vals.len());
                     let mut c_all = Vec::with_capacity(lp_vals.len());
+                    let selected = match cfg.policy_loss {
+                        PolicyLoss::Clip => Vec::new(),
+                        PolicyLoss::KlCov { ratio, .. } => {
+                            let lps: Vec<f64> = lp_vals.iter().map(|&v| v as f64).collect();
+                            let advs: Vec<f64> = chunk
+                                .iter()
+                                .flat_map(|&i| {
+                                    let p = &prepared[i];
+                                    std::iter::repeat_n(p.advantage, p.positions.len())
+                                })
+                                .collect();
+                            kl_cov_selection(&lps, &advs, ratio)
+                        }
+                    };
                     let mut k = 0;
-                    for (local, &i) in chunk.iter().enumerate() {
+                    for &i in &chunk {
                         let p = &prepared[i];
-                        let coef = &coefs[ci * micro.max(1) + local];
+                        let coef = coef_of[&i];
                         for t in 0..p.positions.len() {
                             let refr = match (&ref_lp, kl) {
                                 (Some(r), Some((beta, est))) => Some((r[i][t] as f64, beta, est)),
                                 _ => None,
                             };
-                            let tl = token_loss(
-                                lp_vals[k] as f64,
-                                old[i][t] as f64,
-                                p.advantage,
-                                refr,
-                                cfg,
-                            );
+                            let (lp, o) = (lp_vals[k] as f64, old[i][t] as f64);
+                            let tl = match cfg.policy_loss {
+                                PolicyLoss::Clip => token_loss(lp, o, p.advantage, refr, cfg),
+                                PolicyLoss::KlCov { coef, .. } => {
+                                    let sel = selected.get(k).copied().unwrap_or(false);
+                                    kl_cov_token_loss(lp, o, p.advantage, refr, sel.then_some(coef))
+                                }
+                            };
                             let c = coef[t];
                             step_loss += c * (tl.value - cfg.entropy_coef * ent[k] as f64);
                             step_pg += c * tl.pg;
@@ -237,7 +289,7 @@ impl Trainer {
                         let mut sum = 0.0;
                         let mut max = 0f64;
                         let mut k = 0;
-                        for &i in chunk {
+                        for &i in &chunk {
                             for &r in &prepared[i].rollout_lp {
                                 let d = (lp_vals[k] - r).abs() as f64;
                                 sum += d;
@@ -284,6 +336,26 @@ impl Trainer {
         tracing::debug!(step = self.step, loss = metrics.loss, "rl update");
         Ok(metrics)
     }
+}
+
+/// The loss's units in batch order, each a list of indices into `prepared` (one sample per unit
+/// at turn level; a trajectory's turns at trajectory level), and each sample's unit.
+fn loss_units(prepared: &[Prepared], level: SampleLevel) -> (Vec<Vec<usize>>, Vec<usize>) {
+    let mut units: Vec<Vec<usize>> = Vec::new();
+    let mut unit_of = Vec::with_capacity(prepared.len());
+    let mut by_trajectory: std::collections::BTreeMap<u64, usize> = Default::default();
+    for (i, p) in prepared.iter().enumerate() {
+        let u = match level {
+            SampleLevel::Turn => units.len(),
+            SampleLevel::Trajectory => *by_trajectory.entry(p.trajectory).or_insert(units.len()),
+        };
+        if u == units.len() {
+            units.push(Vec::new());
+        }
+        units[u].push(i);
+        unit_of.push(u);
+    }
+    (units, unit_of)
 }
 
 /// (sum of |pre − rollout|, max, count) over all loss tokens.

@@ -230,3 +230,34 @@ pub fn sample(
     }
     Ok(out)
 }
+
+/// The current weights, tokenizer and a forked RNG, to sample without holding the trainer: the
+/// executor's concurrent episodes decode in parallel through their own samplers instead of
+/// queueing for the trainer's lock. The weights are shared, not copied, so a sampler must not be
+/// used while the trainer updates them (rollouts finish before an update starts).
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    model: Model,
+    tokenizer: Tokenizer,
+    rng: ChaCha8Rng,
+}
+
+impl Sampler {
+    pub(crate) fn new(model: Model, tokenizer: Tokenizer, rng: ChaCha8Rng) -> Sampler {
+        Sampler { model, tokenizer, rng }
+    }
+
+    /// The policy's tokenizer.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// As [`crate::Trainer::sample`], with this sampler's RNG.
+    pub fn sample(
+        &mut self,
+        prompts: &[Vec<u32>],
+        params: &SampleParams,
+    ) -> Result<Vec<Completion>> {
+        sample(&self.model, &self.tokenizer, prompts, params, &mut self.rng)
+    }
+}

@@ -2,6 +2,7 @@
 //! sampling, SFT steps, RL updates and checkpointing to the executor.
 
 use candle_core::{Device, Tensor};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +14,7 @@ use crate::metrics::Metrics;
 use crate::models::{Model, PolicyConfig};
 use crate::optim::{AdamW, Grads, OptimConfig};
 use crate::rng::rng_from_seed;
-use crate::sample::{Completion, SampleParams};
+use crate::sample::{Completion, SampleParams, Sampler};
 use crate::tokenizer::Tokenizer;
 
 /// Everything needed to build a trainer; stored in checkpoints.
@@ -154,6 +155,13 @@ impl Trainer {
         params: &SampleParams,
     ) -> Result<Vec<Completion>> {
         crate::sample::sample(&self.model, &self.tokenizer, prompts, params, &mut self.rng)
+    }
+
+    /// A [`Sampler`] over the current weights with an RNG seeded by one draw from the
+    /// trainer's, so that several episodes can decode at once.
+    pub fn sampler(&mut self) -> Sampler {
+        let seed = self.rng.random::<u64>();
+        Sampler::new(self.model.clone(), self.tokenizer.clone(), rng_from_seed(seed))
     }
 
     /// Snapshot the current weights as the frozen KL reference.

@@ -3,8 +3,8 @@
 //! unchanged exactly when its whole gradient is zero.
 
 use wrl_trainer::{
-    KlConfig, KlEstimator, LossAggregation, OpsMode, PolicyConfig, RlConfig, Role, Sample,
-    SampleParams, Segment, Trainer, Trajectory, render, render_prompt,
+    KlConfig, KlEstimator, LossAggregation, OpsMode, PolicyConfig, PolicyLoss, RlConfig, Role,
+    Sample, SampleLevel, SampleParams, Segment, Trainer, Trajectory, render, render_prompt,
 };
 
 use crate::common::{snapshot, tiny, tiny_alibi, trainer, unchanged};
@@ -51,6 +51,17 @@ fn objectives() -> Vec<(&'static str, RlConfig)> {
                 kl: Some(KlConfig { coef: 0.1, estimator: KlEstimator::K3 }),
                 entropy_coef: 0.01,
                 use_rollout_logprobs: false,
+                ..RlConfig::default()
+            },
+        ),
+        (
+            "kl_cov+k2 by trajectory",
+            RlConfig {
+                policy_loss: PolicyLoss::KlCov { ratio: 0.5, coef: 1.0 },
+                kl: Some(KlConfig { coef: 0.1, estimator: KlEstimator::K2 }),
+                level: SampleLevel::Trajectory,
+                mini_batch: 2,
+                ppo_epochs: 2,
                 ..RlConfig::default()
             },
         ),

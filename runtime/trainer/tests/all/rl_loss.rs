@@ -1,10 +1,14 @@
 //! RL maths on tiny hand-computed cases: advantages, clipping on both sides, dual clip, KL
-//! estimators, token- vs sequence-level aggregation, overlong shaping, dynamic sampling.
+//! estimators, the KL-Cov loss, token- vs sequence- vs trajectory-level aggregation, overlong
+//! shaping, dynamic sampling.
 
 use wrl_trainer::rl::{
-    aggregation_coefficients, grpo_advantages, overlong_penalty, shaped_rewards, token_loss,
+    aggregation_coefficients, grouped_aggregation_coefficients, grpo_advantages, kl_cov_selection,
+    kl_cov_token_loss, overlong_penalty, shaped_rewards, token_loss,
 };
-use wrl_trainer::{GroupBuffer, KlEstimator, LossAggregation, OverlongShaping, RlConfig, Sample};
+use wrl_trainer::{
+    GroupBuffer, KlEstimator, LossAggregation, OverlongShaping, PolicyLoss, RlConfig, Sample,
+};
 
 fn s(group: u64, traj: u64, reward: f32) -> Sample {
     Sample {
@@ -105,11 +109,44 @@ fn kl_estimators_and_their_derivatives() {
     let k3 = token_loss(lp, lp, 0.0, Some((rf, 1.0, KlEstimator::K3)), &cfg);
     close(k3.kl, (-0.5f64).exp() + 0.5 - 1.0);
     close(k3.dlogp, 1.0 - (-0.5f64).exp());
-    // Finite differences of the full token loss (inside the clip range).
-    let f = |x: f64| token_loss(x, -1.02, 0.7, Some((rf, 0.3, KlEstimator::K3)), &cfg).value;
+    let k2 = token_loss(lp, lp, 0.0, Some((rf, 1.0, KlEstimator::K2)), &cfg);
+    close(k2.kl, 0.125);
+    close(k2.dlogp, 0.5);
+    // Finite differences of the full token loss (inside the clip range), every estimator.
+    for est in [KlEstimator::K1, KlEstimator::K2, KlEstimator::K3] {
+        let f = |x: f64| token_loss(x, -1.02, 0.7, Some((rf, 0.3, est)), &cfg).value;
+        let h = 1e-6;
+        let fd = (f(lp + h) - f(lp - h)) / (2.0 * h);
+        close(token_loss(lp, -1.02, 0.7, Some((rf, 0.3, est)), &cfg).dlogp, fd);
+    }
+}
+
+#[test]
+fn kl_cov_penalises_the_highest_covariance_tokens_and_never_clips() {
+    // Covariance (A − Ā)(lp − l̄): token 2 (high A, high lp) is largest, then token 3 (low A,
+    // low lp); tokens 0 and 1 are negative.
+    let lps = [-0.5, -2.0, -0.1, -1.5];
+    let advs = [0.5, 1.0, 2.0, -1.0];
+    assert_eq!(kl_cov_selection(&lps, &advs, 0.25), [false, false, true, false]);
+    // At least one token when the ratio is positive; none at 0.
+    assert_eq!(kl_cov_selection(&lps, &advs, 0.0001).iter().filter(|&&b| b).count(), 1);
+    assert!(kl_cov_selection(&lps, &advs, 0.0).iter().all(|&b| !b));
+    assert_eq!(kl_cov_selection(&lps, &advs, 0.5), [false, false, true, true]);
+    // Unselected: −A·r with no clip at ratio 1.5 (the clipped loss would stop at 1.2).
+    let cfg = RlConfig {
+        policy_loss: PolicyLoss::KlCov { ratio: 0.25, coef: 1.0 },
+        ..RlConfig::default()
+    };
+    let t = token_loss(1.5f64.ln(), 0.0, 1.0, None, &cfg);
+    close(t.pg, -1.5);
+    close(t.dlogp, -1.5);
+    assert!(!t.clipped_high);
+    // Selected: plus coef·|lp − old|, with its derivative.
+    let t = kl_cov_token_loss(-0.9, -1.0, 1.0, None, Some(2.0));
+    close(t.pg, -(0.1f64).exp() + 0.2);
+    let f = |x: f64| kl_cov_token_loss(x, -1.0, 1.0, None, Some(2.0)).value;
     let h = 1e-6;
-    let fd = (f(lp + h) - f(lp - h)) / (2.0 * h);
-    close(token_loss(lp, -1.02, 0.7, Some((rf, 0.3, KlEstimator::K3)), &cfg).dlogp, fd);
+    close(t.dlogp, (f(-0.9 + h) - f(-0.9 - h)) / (2.0 * h));
 }
 
 #[test]
@@ -126,6 +163,24 @@ fn token_versus_sequence_aggregation() {
     close(agg(LossAggregation::TokenMean), 7.0 / 4.0);
     close(agg(LossAggregation::SeqMeanTokenMean), (4.0 + 1.0) / 2.0);
     close(agg(LossAggregation::SeqMeanTokenSum), (4.0 + 3.0) / 2.0);
+}
+
+#[test]
+fn trajectory_level_aggregation_averages_a_trajectorys_turns_together() {
+    // Three turns: the first two of one trajectory (1 + 3 tokens), the third alone (2 tokens).
+    let counts = [1, 3, 2];
+    let units = [7, 7, 9];
+    let losses = [vec![4.0], vec![1.0, 1.0, 1.0], vec![2.0, 4.0]];
+    let agg = |a| {
+        let c = grouped_aggregation_coefficients(&counts, &units, a);
+        c.iter()
+            .zip(&losses)
+            .map(|(c, l)| c.iter().zip(l).map(|(c, l)| c * l).sum::<f64>())
+            .sum::<f64>()
+    };
+    close(agg(LossAggregation::TokenMean), 13.0 / 6.0);
+    close(agg(LossAggregation::SeqMeanTokenMean), (7.0 / 4.0 + 6.0 / 2.0) / 2.0);
+    close(agg(LossAggregation::SeqMeanTokenSum), (7.0 + 6.0) / 2.0);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! and a bandit over byte strings with a known optimum whose expected reward must rise.
 
 use candle_core::{Device, Tensor};
-use wrl_trainer::{LossAggregation, OpsMode, RlConfig, Sample, SampleParams, Trainer};
+use wrl_trainer::{LossAggregation, OpsMode, RlConfig, Sample, SampleLevel, SampleParams, Trainer};
 
 use crate::common::{snapshot, tiny, trainer};
 
@@ -57,6 +57,59 @@ fn loss_equals_minus_mean_advantage_on_fresh_samples() {
     assert!(gap < 1e-4, "rollout vs training log-prob gap {gap}");
     assert_eq!(m.clip_frac, Some(0.0));
     assert_eq!(m.optimizer_steps, Some(1));
+}
+
+#[test]
+fn mini_batches_count_turns_or_whole_trajectories() {
+    let mut t = trainer(tiny(1, 32, OpsMode::Auto), 1e-3, 0.0, 2);
+    // Six samples: three trajectories of two turns each.
+    let mut s = group(&mut t, 6, 4, &|toks| toks[0] as f32 / 100.0, 0);
+    for (i, x) in s.iter_mut().enumerate() {
+        x.trajectory_id = i as u64 / 2;
+    }
+    let steps = |t: &mut Trainer, cfg: RlConfig| t.rl_update(&s, &cfg).unwrap().optimizer_steps;
+    let turns = RlConfig { mini_batch: 4, ppo_epochs: 2, ..RlConfig::default() };
+    assert_eq!(steps(&mut t, turns.clone()), Some(4), "6 turns in batches of 4: 2 per epoch");
+    let trajs = RlConfig { level: SampleLevel::Trajectory, mini_batch: 2, ..turns };
+    assert_eq!(steps(&mut t, trajs), Some(4), "3 trajectories in batches of 2: 2 per epoch");
+    let one = RlConfig { level: SampleLevel::Trajectory, mini_batch: 3, ..RlConfig::default() };
+    assert_eq!(steps(&mut t, one), Some(1));
+    let by_count = RlConfig { minibatches: 3, ..RlConfig::default() };
+    assert_eq!(steps(&mut t, by_count), Some(3));
+}
+
+/// Forward batches (sorted by length, as many as fit, or `micro_batch` each) change the cost of
+/// an update, not its result: loss and gradient norm agree to float rounding, and so do the
+/// weights (Adam's first step is about ±lr per weight whatever the gradient's scale, so a
+/// gradient that is zero in exact arithmetic, like the key bias's, moves by rounding noise).
+#[test]
+fn the_split_into_forward_batches_does_not_change_the_update() {
+    let make = || trainer(tiny(1, 32, OpsMode::Auto), 1e-2, 0.0, 5);
+    let mut probe = make();
+    let mut s = group(&mut probe, 6, 6, &|toks| toks.len() as f32 + toks[0] as f32 / 300.0, 0);
+    // Prompts of different lengths, so that sorting and padding matter.
+    for (i, x) in s.iter_mut().enumerate() {
+        x.prompt_tokens = PROMPT.iter().copied().cycle().take(PROMPT.len() + 3 * i).collect();
+    }
+    let after = |micro: usize| {
+        let mut t = make();
+        let cfg = RlConfig { micro_batch: micro, ..RlConfig::default() };
+        let m = t.rl_update(&s, &cfg).unwrap();
+        (m.loss, m.grad_norm, snapshot(&t))
+    };
+    let (loss, norm, whole) = after(0);
+    for micro in [1, 4] {
+        let (l, n, w) = after(micro);
+        assert!(
+            (l - loss).abs() < 1e-6 * loss.abs().max(1.0),
+            "micro_batch {micro}: loss {l} vs {loss}"
+        );
+        assert!((n - norm).abs() < 1e-5 * norm, "micro_batch {micro}: grad norm {n} vs {norm}");
+        for (name, w) in &w {
+            let d = w.iter().zip(&whole[name]).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+            assert!(d < 1e-4, "micro_batch {micro}: `{name}` differs by {d}");
+        }
+    }
 }
 
 #[test]

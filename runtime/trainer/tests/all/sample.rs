@@ -23,6 +23,25 @@ fn copy_head_kv_cache_logprobs_match_forward() {
     seeded_and_matching(&|| trainer(tiny_copy(2, 32, OpsMode::Auto), 1e-3, 0.0, 19));
 }
 
+/// A sampler forked from the trainer decodes the trainer's weights with its own seeded RNG:
+/// identical trainers fork identical samplers, and each fork advances the trainer's RNG.
+#[test]
+fn samplers_fork_deterministically_and_share_the_weights() {
+    let make = || trainer(tiny(1, 32, OpsMode::Auto), 1e-3, 0.0, 23);
+    let (mut a, mut b) = (make(), make());
+    let p = SampleParams { n: 2, max_tokens: 8, temperature: 0.9, ..Default::default() };
+    let mut sa = a.sampler();
+    let oa = sa.sample(&[PROMPT.to_vec()], &p).unwrap();
+    assert_eq!(oa, b.sampler().sample(&[PROMPT.to_vec()], &p).unwrap());
+    assert_ne!(oa, a.sampler().sample(&[PROMPT.to_vec()], &p).unwrap(), "a new fork, a new stream");
+    // Greedy decoding through a sampler equals the trainer's own.
+    let g = SampleParams { temperature: 0.0, max_tokens: 8, ..Default::default() };
+    assert_eq!(
+        a.sampler().sample(&[PROMPT.to_vec()], &g).unwrap(),
+        a.sample(&[PROMPT.to_vec()], &g).unwrap()
+    );
+}
+
 fn seeded_and_matching(make: &dyn Fn() -> wrl_trainer::Trainer) {
     let mut a = make();
     let mut b = make();
