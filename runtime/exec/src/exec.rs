@@ -14,8 +14,8 @@ use wrl_browser::{AllowList, BrowserPool, PoolCfg};
 use wrl_plan::{Node, NodeKind, PExpr, PVal, Plan};
 use wrl_sandbox::{Sandbox, Split, Task, Trajectory};
 use wrl_trainer::{
-    Mixture, MixtureWeights, OptimConfig, RlConfig, SampleParams, Schedule, ScheduleKind,
-    SftConfig, Trainer, TrainerConfig,
+    Mixture, MixtureWeights, OptimConfig, SampleParams, Schedule, ScheduleKind, SftConfig, Trainer,
+    TrainerConfig,
 };
 
 use crate::brains::{Frozen, binds};
@@ -24,7 +24,10 @@ use crate::judges::Judges;
 use crate::policy::{History, sft_examples};
 use crate::preflight::{Records, read_jsonl};
 use crate::reward::RewardExpr;
-use crate::rollout::{Episode, RolloutCfg, Scoring, rollout, samples, uniform_groups};
+use crate::rl_cfg::{refill_batches, rl_config, trained_roles};
+use crate::rollout::{
+    Episode, RolloutCfg, Scoring, informative_groups, rollout, samples, uniform_groups,
+};
 use crate::rundir::RunDir;
 
 /// A runtime failure, with a code (`E05xx`), what to do about it, and where in the recipe it
@@ -694,10 +697,6 @@ impl<'a> Executor<'a> {
         let horizon = p_num(node, "horizon", f64::from(agent.max_turns)).max(1.0) as u32;
         let prompts = p_num(node, "prompts", 8.0).max(1.0) as usize;
         let group = p_num(node, "group", 4.0).max(1.0) as usize;
-        let (clip_low, clip_high) = match node.param("clip") {
-            Some(PVal::Range { lo, hi }) => (lo.num().unwrap_or(0.2), hi.num().unwrap_or(0.2)),
-            _ => (0.2, 0.2),
-        };
         let resume_from = match &self.cursor.phase {
             Some((id, it)) if *id == node.id => *it,
             _ => 0,
@@ -713,16 +712,8 @@ impl<'a> Executor<'a> {
             Some(t) if start > 0 => t,
             _ => self.trainer_from(&init, optim)?,
         };
-        let rl = RlConfig {
-            clip_low,
-            clip_high,
-            ppo_epochs: p_num(node, "ppo_epochs", 1.0).max(1.0) as usize,
-            temperature: p_num(node, "temperature", 1.0) as f32,
-            dynamic_sampling: p_str(node, "drop", "none") == "uniform_groups"
-                || node.ctor == "dapo",
-            normalize_std: node.param("std_normalize").and_then(PVal::as_bool).unwrap_or(true),
-            ..RlConfig::default()
-        };
+        let rl = rl_config(node, agent.max_response);
+        let refills = if rl.dynamic_sampling { refill_batches(node) } else { 0 };
         let exclude: Vec<String> = match node.param("exclude") {
             Some(PVal::List { items }) => {
                 items.iter().filter_map(PVal::as_str).map(str::to_string).collect()
@@ -760,16 +751,41 @@ impl<'a> Executor<'a> {
             let conc = cfg.concurrency;
             let pool = self.pool(conc).await?;
             let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
-            let episodes = rollout(pool, &sb, &batch, Some(&trainer), &cfg, scoring).await;
+            let t0 = Instant::now();
+            let mut episodes = rollout(pool, &sb, &batch, Some(&trainer), &cfg, scoring).await;
+            // DAPO's dynamic sampling: replace groups whose rewards were all equal with groups
+            // of further tasks (taken from past the last iteration's), up to `max_batches`.
+            let mut refill = 0;
+            while refill < refills && informative_groups(&episodes) < prompts {
+                refill += 1;
+                let offset = (iters as usize * prompts) * refill + (iter as usize - 1) * prompts;
+                let more: Vec<Task> = (0..prompts)
+                    .map(|i| {
+                        let mut t = all_tasks[(offset + i) % all_tasks.len()].clone();
+                        t.max_steps = t.max_steps.min(horizon).min(agent.max_turns);
+                        t
+                    })
+                    .collect();
+                let pool = self.pool(conc).await?;
+                let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
+                let extra = rollout(pool, &sb, &more, Some(&trainer), &cfg, scoring).await;
+                episodes.extend(extra.into_iter().map(|mut e| {
+                    e.group += refill * prompts;
+                    e
+                }));
+            }
+            let rollout_s = t0.elapsed().as_secs_f64();
             let samples = samples(&episodes, self.trajectory_ids);
+            let t1 = Instant::now();
             let metrics = {
                 let mut t =
                     trainer.lock().map_err(|_| RunError::new("E0505", "trainer lock poisoned"))?;
                 t.rl_update(&samples, &rl).map_err(|e| trainer_err("RL update failed", e))?
             };
+            let update_s = t1.elapsed().as_secs_f64();
             let (mean, success) = reward_stats(&episodes);
             self.say(&format!(
-                "stage {} iter {iter}/{iters}: reward {mean:.3}, success {:.1}%, {} uniform groups, loss {:.4}",
+                "stage {} iter {iter}/{iters}: reward {mean:.3}, success {:.1}%, {} uniform groups, loss {:.4} (rollouts {rollout_s:.0} s, update {update_s:.0} s)",
                 node.id,
                 success * 100.0,
                 uniform_groups(&episodes),
@@ -780,6 +796,7 @@ impl<'a> Executor<'a> {
                 "stage": node.decl, "node": node.id, "kind": "rl", "iter": iter, "reward": mean, "success": success,
                 "uniform_groups": uniform_groups(&episodes), "loss": metrics.loss, "lr": metrics.lr,
                 "grad_norm": metrics.grad_norm, "clip_frac": metrics.clip_frac, "samples": samples.len(),
+                "rollout_s": rollout_s, "update_s": update_s,
             });
             self.run.append_metrics(&[line]).map_err(|e| RunError::new("E0504", e.to_string()))?;
             self.trainers.insert(node.id.clone(), trainer.clone());
@@ -839,11 +856,32 @@ impl<'a> Executor<'a> {
         trained: Option<&Arc<Mutex<Trainer>>>,
     ) -> Result<Option<GraphRun>, RunError> {
         let Some(spec) = &agent.graph else { return Ok(None) };
+        let mut spec = (**spec).clone();
+        // A stage's `trainable = [...]` narrows which trainable modules it trains.
+        let roles = trained_roles(node);
+        if let Some(missing) =
+            roles.iter().find(|r| !spec.modules.get(*r).is_some_and(|m| m.trainable))
+        {
+            return Err(RunError::new(
+                "E0504",
+                format!(
+                    "stage `{}` trains `{missing}`, which is not a trainable module of its agent",
+                    node.decl
+                ),
+            )
+            .help("list only modules declared with `trainable`")
+            .at(node, Some("trainable"), "named here"));
+        }
+        if !roles.is_empty() {
+            for (name, m) in &mut spec.modules {
+                m.trainable &= roles.contains(name);
+            }
+        }
         let brains = self
             .frozen
-            .brains(spec, &binds(node), trained, &self.models)
+            .brains(&spec, &binds(node), trained, &self.models)
             .map_err(|e| RunError::new("E0505", format!("`{}`: {e}", node.decl)))?;
-        Ok(Some((spec.clone(), brains)))
+        Ok(Some((Arc::new(spec), brains)))
     }
 
     async fn eval(&mut self, node: &Node) -> Result<(), RunError> {

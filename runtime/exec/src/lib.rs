@@ -12,6 +12,7 @@ pub mod preflight;
 pub mod process;
 pub mod report;
 pub mod reward;
+pub mod rl_cfg;
 pub mod rollout;
 pub mod rundir;
 pub mod serve;

@@ -162,11 +162,12 @@ pub fn sample_turn(
     text: String,
     params: &SampleParams,
 ) -> Option<(Turn, String)> {
-    // The lock is taken inside `blocking`: waiting for another episode's turn is blocking too.
+    // The lock is held only to fork a sampler, so concurrent episodes decode in parallel; it is
+    // taken inside `blocking` since waiting for it (during an update) is blocking too.
     blocking(|| {
-        let mut trainer = trainer.lock().ok()?;
-        let prompt = render_prompt(trainer.tokenizer(), &[Segment::new(Role::User, text)]).ok()?;
-        let mut outs = trainer.sample(std::slice::from_ref(&prompt), params).ok()?;
+        let mut sampler = trainer.lock().ok()?.sampler();
+        let prompt = render_prompt(sampler.tokenizer(), &[Segment::new(Role::User, text)]).ok()?;
+        let mut outs = sampler.sample(std::slice::from_ref(&prompt), params).ok()?;
         if outs.is_empty() {
             return None;
         }

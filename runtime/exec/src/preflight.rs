@@ -54,6 +54,7 @@ pub fn preflight(plan: &Plan, chromium: Option<&Path>) -> Result<(), Vec<RunErro
         match n.kind {
             NodeKind::LoadDataset => errs.extend(dataset(n)),
             NodeKind::LoadModel => errs.extend(model(n)),
+            NodeKind::RlPhase => errs.extend(crate::rl_cfg::refusals(n)),
             _ => {}
         }
     }

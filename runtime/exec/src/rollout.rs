@@ -263,11 +263,21 @@ pub fn samples(episodes: &[Episode], first_trajectory_id: u64) -> Vec<Sample> {
 
 /// Groups whose rewards are all equal carry no signal (GRPO advantage 0).
 pub fn uniform_groups(episodes: &[Episode]) -> usize {
+    group_rewards(episodes).values().filter(|rs| rs.windows(2).all(|w| w[0] == w[1])).count()
+}
+
+/// Groups whose rewards differ: the ones GRPO learns from.
+pub fn informative_groups(episodes: &[Episode]) -> usize {
+    group_rewards(episodes).values().filter(|rs| rs.windows(2).any(|w| w[0] != w[1])).count()
+}
+
+/// The scored (not excluded) rewards of each group.
+fn group_rewards(episodes: &[Episode]) -> BTreeMap<usize, Vec<f64>> {
     let mut by_group: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     for e in episodes {
         if let RewardValue::Value(v) = e.reward {
             by_group.entry(e.group).or_default().push(v);
         }
     }
-    by_group.values().filter(|rs| rs.windows(2).all(|w| w[0] == w[1])).count()
+    by_group
 }

@@ -1,0 +1,224 @@
+//! An RL stage's settings, read from its plan node. Every field that `grpo`, `dapo` and `ppo`
+//! declare in the stdlib is either mapped to the trainer's `RlConfig` here, used by the
+//! executor ([`USED_BY_EXECUTOR`]), or refused by the preflight when set to something this
+//! runtime cannot do ([`refusals`]) — never silently ignored. A test holds the stdlib to it.
+
+use wrl_plan::{Node, PVal};
+use wrl_trainer::{
+    KlConfig, KlEstimator, LossAggregation, OverlongShaping, PolicyLoss, RlConfig, SampleLevel,
+};
+
+use crate::exec::RunError;
+
+/// Fields [`rl_config`] maps to the trainer's update.
+pub const MAPPED: &[&str] = &[
+    "clip",
+    "dual_clip",
+    "kl",
+    "kl_estimator",
+    "entropy",
+    "ppo_epochs",
+    "mini_batch",
+    "temperature",
+    "drop",
+    "dynamic_sampling",
+    "std_normalize",
+    "loss_agg",
+    "policy_loss",
+    "kl_cov_ratio",
+    "level",
+    "overlong",
+];
+
+/// Fields the executor reads itself: the batch, rewards, sampling, failure handling, the
+/// optimiser and its schedule, phases, the trained roles of a graph and checkpointing (the
+/// executor saves a resumable checkpoint after every iteration, more often than any
+/// `checkpoint_every` asks).
+pub const USED_BY_EXECUTOR: &[&str] = &[
+    "prompts",
+    "group",
+    "reward",
+    "process_reward",
+    "top_p",
+    "exclude",
+    "lr",
+    "schedule",
+    "optimizer",
+    "phases",
+    "trainable",
+    "checkpoint_every",
+];
+
+/// Fields this runtime cannot honour yet; the preflight refuses a value other than the default.
+pub const REFUSED_UNLESS_DEFAULT: &[&str] = &["async", "eval_every", "seed"];
+
+/// The trainer's RL settings for an RL phase node; `max_response` is the agent's completion
+/// limit (DAPO's overlong shaping counts back from it).
+pub fn rl_config(node: &Node, max_response: usize) -> RlConfig {
+    let num = |k: &str, d: f64| node.num(k).unwrap_or(d);
+    let word = |k: &str, d: &'static str| -> String {
+        node.param(k).and_then(PVal::as_str).unwrap_or(d).to_string()
+    };
+    let (clip_low, clip_high) = match node.param("clip") {
+        Some(PVal::Range { lo, hi }) => (lo.num().unwrap_or(0.2), hi.num().unwrap_or(0.2)),
+        _ => (0.2, 0.2),
+    };
+    let estimator = match word("kl_estimator", "k3").as_str() {
+        "k1" => KlEstimator::K1,
+        "k2" => KlEstimator::K2,
+        _ => KlEstimator::K3,
+    };
+    let kl = Some(num("kl", 0.0)).filter(|c| *c > 0.0).map(|coef| KlConfig { coef, estimator });
+    let aggregation = match word("loss_agg", "token_mean").as_str() {
+        "seq_mean_token_mean" => LossAggregation::SeqMeanTokenMean,
+        "seq_mean_token_sum" => LossAggregation::SeqMeanTokenSum,
+        _ => LossAggregation::TokenMean,
+    };
+    let policy_loss = match word("policy_loss", "clip").as_str() {
+        "kl_cov" => PolicyLoss::KlCov { ratio: num("kl_cov_ratio", 0.0002), coef: 1.0 },
+        _ => PolicyLoss::Clip,
+    };
+    let level = match word("level", "turn").as_str() {
+        "trajectory" => SampleLevel::Trajectory,
+        _ => SampleLevel::Turn,
+    };
+    let overlong = node.param("overlong").and_then(|o| {
+        let buffer = o.field("buffer").and_then(PVal::num).unwrap_or(0.0) as usize;
+        let penalty = o.field("penalty").and_then(PVal::num).unwrap_or(1.0);
+        (buffer > 0).then_some(OverlongShaping {
+            max_len: max_response,
+            cache_len: buffer,
+            penalty,
+        })
+    });
+    RlConfig {
+        clip_low,
+        clip_high,
+        dual_clip: node.num("dual_clip"),
+        kl,
+        entropy_coef: num("entropy", 0.0),
+        ppo_epochs: num("ppo_epochs", 1.0).max(1.0) as usize,
+        mini_batch: num("mini_batch", 0.0).max(0.0) as usize,
+        temperature: num("temperature", 1.0) as f32,
+        dynamic_sampling: word("drop", "none") == "uniform_groups"
+            || node.param("dynamic_sampling").is_some(),
+        normalize_std: node.param("std_normalize").and_then(PVal::as_bool).unwrap_or(true),
+        aggregation,
+        policy_loss,
+        level,
+        overlong,
+        ..RlConfig::default()
+    }
+}
+
+/// How many extra batches DAPO's dynamic sampling may roll out to replace groups whose
+/// rewards were all equal (0 = drop them without refilling).
+pub fn refill_batches(node: &Node) -> usize {
+    node.param("dynamic_sampling")
+        .and_then(|d| d.field("max_batches"))
+        .and_then(PVal::num)
+        .unwrap_or(0.0)
+        .max(0.0) as usize
+}
+
+/// The graph roles the stage trains (`trainable = [...]`); empty = every module marked
+/// `trainable`.
+pub fn trained_roles(node: &Node) -> Vec<String> {
+    match node.param("trainable") {
+        Some(PVal::List { items }) => {
+            items.iter().filter_map(PVal::as_str).map(str::to_string).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// What an RL phase node asks for that this runtime cannot do, each located at its field.
+pub fn refusals(node: &Node) -> Vec<RunError> {
+    let mut errs = Vec::new();
+    let mut refuse = |field: &str, what: String, help: &str| {
+        errs.push(
+            RunError::new("E0502", format!("stage `{}`: {what}", node.decl))
+                .help(help.to_string())
+                .at(node, Some(field), "this runtime cannot do this yet"),
+        );
+    };
+    if let Some(a) = node.param("async") {
+        let staleness = a.field("staleness").and_then(PVal::num).unwrap_or(0.0);
+        let every = a.field("sync_every").and_then(PVal::num).unwrap_or(1.0);
+        if staleness != 0.0 || every != 1.0 {
+            refuse(
+                "async",
+                "asynchronous rollouts (`async`) are not implemented: this runtime updates \
+                 after every batch, on-policy"
+                    .into(),
+                "set `async = { staleness = 0%, sync_every = 1 }` (a profile can)",
+            );
+        }
+    }
+    if node.num("eval_every").is_some_and(|v| v != 0.0) {
+        refuse(
+            "eval_every",
+            "evaluation inside a stage (`eval_every`) is not implemented".into(),
+            "set `eval_every = 0 iters` and declare an `evaluate(…) { after = [stage] }`",
+        );
+    }
+    if node.num("seed").is_some_and(|v| v != 0.0) {
+        refuse(
+            "seed",
+            "a stage `seed` is not used by this runtime: the model's `seed` seeds sampling".into(),
+            "remove the stage's `seed` and set the model's",
+        );
+    }
+    if let Some(d) = node.param("dynamic_sampling") {
+        let metric = d.field("metric").and_then(PVal::as_str).unwrap_or("reward");
+        if metric != "reward" {
+            refuse(
+                "dynamic_sampling",
+                format!(
+                    "dynamic sampling on the metric `{metric}` is not implemented; groups are \
+                     compared on their reward"
+                ),
+                "set `dynamic_sampling = { metric = \"reward\", … }`",
+            );
+        }
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fields of `builtin NAME(...) -> stage { ... }` in the stdlib's prelude.
+    fn declared(name: &str) -> Vec<String> {
+        let src = include_str!("../../../stdlib/prelude.wrl");
+        let head = format!("builtin {name}(");
+        let start = src.find(&head).unwrap_or_else(|| panic!("no `{head}` in the prelude"));
+        let body = &src[start..];
+        let end = body.find("\n}").unwrap_or(body.len());
+        body[..end]
+            .lines()
+            .skip(1)
+            .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+            .filter_map(|l| l.trim().split_once(':').map(|(k, _)| k.to_string()))
+            .filter(|k| k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .collect()
+    }
+
+    #[test]
+    fn every_declared_rl_field_is_mapped_used_or_refused() {
+        for stage in ["grpo", "dapo", "ppo"] {
+            let fields = declared(stage);
+            assert!(fields.len() > 10, "{stage}: read only {fields:?}");
+            for f in fields {
+                let known = [MAPPED, USED_BY_EXECUTOR, REFUSED_UNLESS_DEFAULT]
+                    .iter()
+                    .any(|list| list.contains(&f.as_str()));
+                assert!(
+                    known,
+                    "`{stage}.{f}` is declared in the stdlib but the runtime neither maps, uses nor refuses it"
+                );
+            }
+        }
+    }
+}
