@@ -133,9 +133,38 @@ impl Checker<'_> {
             Ty::Kind(kind.word().to_string())
         };
         let mut out_path = Vec::new();
+        // The path so far, as written (for help text).
+        let mut shown = first.name.clone();
         for seg in segs {
             match seg {
                 PathSegment::Name(n) => {
+                    shown.push('.');
+                    shown.push_str(&n.name);
+                    // A module of an agent graph: its fields are overridden like any object's.
+                    if let V::Obj(o) = &current.v
+                        && let Some(module) = o.modules.iter().find(|m| m.name == n.name)
+                    {
+                        current = module.value.clone();
+                        out_path.push(Seg::Module(n.name.clone()));
+                        if path.segments.last().is_some_and(|last| std::ptr::eq(last, seg)) {
+                            self.diags.push(
+                                Diagnostic::new(
+                                    "E0301",
+                                    format!(
+                                        "an override cannot replace the whole module `{}`",
+                                        n.name
+                                    ),
+                                )
+                                .label(n.span, "a module")
+                                .help(format!(
+                                    "override its fields, e.g. `{}.max_response`",
+                                    shown
+                                )),
+                            );
+                            return None;
+                        }
+                        continue;
+                    }
                     let next = match &current.v {
                         V::Obj(o) => {
                             let ctor = o.ctor.clone();
@@ -153,7 +182,12 @@ impl Checker<'_> {
                                     o.fields.get(&n.name).cloned(),
                                 )),
                                 None => {
-                                    let cands: Vec<String> = o.fields.keys().cloned().collect();
+                                    let cands: Vec<String> = o
+                                        .fields
+                                        .keys()
+                                        .cloned()
+                                        .chain(o.modules.iter().map(|m| m.name.clone()))
+                                        .collect();
                                     self.diags.push(
                                         Diagnostic::new(
                                             "E0301",
@@ -693,7 +727,12 @@ fn find_span<'a>(v: &'a Val, span: Span, path: &mut Vec<Seg>) -> Option<&'a Val>
         return Some(v);
     }
     let children: Vec<(Seg, &Val)> = match &v.v {
-        V::Obj(o) => o.fields.iter().map(|(k, x)| (Seg::Field(k.clone()), x)).collect(),
+        V::Obj(o) => o
+            .fields
+            .iter()
+            .map(|(k, x)| (Seg::Field(k.clone()), x))
+            .chain(o.modules.iter().map(|m| (Seg::Module(m.name.clone()), &m.value)))
+            .collect(),
         V::Record { fields } => fields.iter().map(|(k, x)| (Seg::Field(k.clone()), x)).collect(),
         V::List { items } => items.iter().enumerate().map(|(i, x)| (Seg::Index(i), x)).collect(),
         _ => Vec::new(),
@@ -714,7 +753,12 @@ fn find_containing(v: &Val, span: Span, path: &mut Vec<Seg>) -> bool {
         return false;
     }
     let children: Vec<(Seg, &Val)> = match &v.v {
-        V::Obj(o) => o.fields.iter().map(|(k, x)| (Seg::Field(k.clone()), x)).collect(),
+        V::Obj(o) => o
+            .fields
+            .iter()
+            .map(|(k, x)| (Seg::Field(k.clone()), x))
+            .chain(o.modules.iter().map(|m| (Seg::Module(m.name.clone()), &m.value)))
+            .collect(),
         V::Record { fields } => fields.iter().map(|(k, x)| (Seg::Field(k.clone()), x)).collect(),
         V::List { items } => items.iter().enumerate().map(|(i, x)| (Seg::Index(i), x)).collect(),
         _ => Vec::new(),

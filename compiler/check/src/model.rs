@@ -28,6 +28,8 @@ pub struct CheckedDecl {
 pub enum Seg {
     Field(String),
     Index(usize),
+    /// A module of an agent graph, by name.
+    Module(String),
 }
 
 /// `path = value` in a profile or an `extends` block, already type-checked.
@@ -112,6 +114,9 @@ fn walk_mut<'a>(v: &'a mut Val, path: &[Seg]) -> Option<&'a mut Val> {
         (Seg::Field(f), V::Obj(o)) => std::sync::Arc::make_mut(o).fields.get_mut(f)?,
         (Seg::Field(f), V::Record { fields }) => fields.get_mut(f)?,
         (Seg::Index(i), V::List { items }) => items.get_mut(*i)?,
+        (Seg::Module(name), V::Obj(o)) => {
+            &mut std::sync::Arc::make_mut(o).modules.iter_mut().find(|m| m.name == *name)?.value
+        }
         _ => return None,
     };
     walk_mut(next, rest)

@@ -237,3 +237,48 @@ fn lean_lowering_reports_what_lower_reports() {
     }
     assert!(compared >= files.len(), "{compared} recipes compared");
 }
+
+/// A profile override of a graph module's field (`g.actor.max_response`) reaches the plan; the
+/// other modules and the recipe without the profile keep their values.
+#[test]
+fn profile_overrides_reach_graph_modules() {
+    let src = r#"
+use std::rewards::task_check
+model policy = std::models::tiny
+dataset tasks = std::sandbox::tasks(count: 8)
+env web = browser { target = std::sandbox::web, tools = std::tools::elements }
+agent g = graph {
+  env = web
+  module planner = policy_of(policy) { trainable, tools = std::tools::elements, max_response = 100 tokens }
+  module actor = policy_of(policy) {
+    trainable
+    tools = std::tools::elements
+    emits = [acted, answered]
+    max_response = 100 tokens
+  }
+  start -> planner
+  planner -> actor
+  actor -> planner when acted
+  actor -> end when answered
+  max_turns = 4 turns
+}
+stage online = grpo(policy, tasks, g) {
+  reward = task_check
+  phases = [{ iters = 1, horizon = 2 steps, lr = 1e-4 }]
+}
+profile small {
+  g.actor.max_response = 24 tokens
+}
+"#;
+    let base = recipe(src);
+    let max_response = |r: &Recipe, module: &str| {
+        let p = lower(r).unwrap();
+        let agent = p.nodes.iter().find(|n| n.id == "agent:g").unwrap();
+        let Some(PVal::Record { fields }) = agent.param("modules") else { panic!("no modules") };
+        fields[module].field("max_response").and_then(PVal::num).unwrap()
+    };
+    let small = base.with_profile("small").unwrap();
+    assert_eq!(max_response(&small, "actor"), 24.0);
+    assert_eq!(max_response(&small, "planner"), 100.0);
+    assert_eq!(max_response(&base, "actor"), 100.0);
+}
