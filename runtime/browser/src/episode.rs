@@ -684,6 +684,22 @@ impl Episode {
         }
     }
 
+    /// Ends the episode at once as an agent error (the policy gave up), as a step with `e`.
+    pub fn give_up(&mut self, e: AgentError) -> StepResult {
+        if self.end.is_none() {
+            self.steps += 1;
+            self.agent_errors += 1;
+            self.feedback = format!("error: {e}");
+            self.end = Some(EndReason::AgentError { message: e.to_string() });
+        }
+        StepResult {
+            feedback: self.feedback.clone(),
+            done: true,
+            end: self.end.clone(),
+            agent_errors: vec![e],
+        }
+    }
+
     /// Ends the episode: runs the checker (sandbox tasks), closes the context and frees the slot.
     pub async fn finish(self) -> Outcome {
         let reason = self.end.clone().unwrap_or(EndReason::MaxSteps);

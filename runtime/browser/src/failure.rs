@@ -24,6 +24,9 @@ pub enum AgentError {
     /// A tab index that does not exist, or closing the last tab.
     #[error("invalid tab: {0}")]
     InvalidTab(String),
+    /// The policy itself could not produce a turn (an agent graph with no way on).
+    #[error("the agent gave up: {0}")]
+    GaveUp(String),
 }
 
 /// How an episode ended. Serialized as `{"reason": "...", "message": "..."}`.

@@ -8,6 +8,7 @@ use wrl_sandbox::{Sandbox, Task, TrajOutcome, TrajStep, Trajectory};
 
 use crate::episode::{EpisodeCfg, EpisodeError, EpisodeSpec, Observation};
 use crate::expert;
+use crate::failure::AgentError;
 use crate::pool::BrowserPool;
 use crate::terse;
 
@@ -17,6 +18,12 @@ pub trait TextPolicy: Send {
     fn act(&mut self, task: &Task, obs: &Observation, history: &[String]) -> String;
     /// Name written in trajectories.
     fn name(&self) -> &str;
+    /// Why the policy could not produce the turn `act` just returned, if it could not (an agent
+    /// graph with no edge to follow): the episode then ends as an agent error with this message
+    /// instead of running the turn.
+    fn gave_up(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// The scripted expert as a [`TextPolicy`].
@@ -72,9 +79,10 @@ pub async fn run_task_with_screenshots(
         };
         keep_shot(obs.screenshot.take());
         let turn = policy.act(task, &obs, &history);
-        let result = match terse::parse_turn(&turn) {
-            Ok(actions) => ep.act(&actions).await,
-            Err(e) => ep.reject(e),
+        let result = match (policy.gave_up(), terse::parse_turn(&turn)) {
+            (Some(why), _) => ep.give_up(AgentError::GaveUp(why)),
+            (None, Ok(actions)) => ep.act(&actions).await,
+            (None, Err(e)) => ep.reject(e),
         };
         steps.push(TrajStep {
             observation: obs.text(),

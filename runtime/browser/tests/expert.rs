@@ -84,5 +84,26 @@ fn checkers_reject_wrong_answers_through_the_browser() {
         assert_eq!(traj.outcome.reason, "agent_error");
         assert!(!traj.outcome.success);
         assert!(terse::parse("please click").is_err());
+        // A policy that gives up ends the episode at once, with its reason as the message.
+        struct GivesUp;
+        impl TextPolicy for GivesUp {
+            fn act(&mut self, _: &Task, _: &Observation, _: &[String]) -> String {
+                "click 1".into()
+            }
+            fn name(&self) -> &str {
+                "gives-up"
+            }
+            fn gave_up(&mut self) -> Option<String> {
+                Some("no edge leaving `start`".into())
+            }
+        }
+        let traj = runner::run_task(&f.pool, &f.sandbox, &tasks[0], &mut GivesUp).await.unwrap();
+        assert_eq!(traj.outcome.reason, "agent_error");
+        assert_eq!(traj.steps.len(), 1, "the turn it gave up on is not run");
+        assert!(
+            traj.outcome.message.contains("gave up: no edge leaving `start`"),
+            "{:?}",
+            traj.outcome
+        );
     });
 }

@@ -170,6 +170,8 @@ pub struct GraphPolicy {
     steps: usize,
     /// Every turn a trainable module sampled, in order.
     pub turns: Vec<Turn>,
+    /// Why the last walk found no way on (the episode ends as an agent error).
+    gave_up: Option<String>,
 }
 
 impl GraphPolicy {
@@ -191,6 +193,7 @@ impl GraphPolicy {
             taken: BTreeMap::new(),
             steps: 0,
             turns: Vec::new(),
+            gave_up: None,
         }
     }
 
@@ -293,47 +296,54 @@ pub fn verdict_in(text: &str, emits: &[String]) -> Option<String> {
 
 impl TextPolicy for GraphPolicy {
     fn act(&mut self, _task: &Task, obs: &Observation, history: &[String]) -> String {
-        let turn = self.walk(obs, history);
+        let turn = self.walk(&obs.text(), history);
         self.steps += 1;
-        turn
+        turn.unwrap_or_else(|why| {
+            self.gave_up = Some(why);
+            String::new()
+        })
     }
 
     fn name(&self) -> &str {
         &self.name
     }
+
+    fn gave_up(&mut self) -> Option<String> {
+        self.gave_up.take()
+    }
 }
 
 impl GraphPolicy {
-    /// One environment turn's walk through the graph.
-    fn walk(&mut self, obs: &Observation, history: &[String]) -> String {
-        let observation = obs.text();
+    /// One environment turn's walk through the graph: the acting module's turn, or why the
+    /// graph has no way on.
+    fn walk(&mut self, observation: &str, history: &[String]) -> Result<String, String> {
         // A walk that calls more modules than this in one turn is looping without acting.
         let budget = 4 * self.spec.modules.len() + 4;
         for _ in 0..budget {
             if self.current == "start" {
                 match self.next("start", None) {
                     Some(n) => self.current = n,
-                    None => return "graph: no edge leaves `start`".into(),
+                    None => return Err("its graph has no edge leaving `start`".into()),
                 }
             }
             if self.current == "end" {
-                return self.finish();
+                return Ok(self.finish());
             }
             let Some(m) = self.spec.modules.get(&self.current).cloned() else {
-                return format!("graph: no module `{}`", self.current);
+                return Err(format!("its graph has no module `{}`", self.current));
             };
-            let prompt = self.prompt(&m, &observation, history);
+            let prompt = self.prompt(&m, observation, history);
             let text = self.generate(&m, prompt);
             if m.acts {
                 let verdict = match wrl_browser::terse::parse_turn(&text) {
                     Ok(actions) if actions.last().is_some_and(|a| a.is_terminal()) => "answered",
                     Ok(_) => "acted",
-                    // Unparsable actions end the episode as an agent error in the runner.
-                    Err(_) => return text,
+                    // Unparsable actions are an agent error the runner records.
+                    Err(_) => return Ok(text),
                 };
                 let verdict = if m.emits.is_empty() { None } else { Some(verdict) };
                 self.current = self.next(&m.name, verdict).unwrap_or_else(|| "end".into());
-                return text;
+                return Ok(text);
             }
             let verdict = if m.emits.is_empty() {
                 None
@@ -343,12 +353,12 @@ impl GraphPolicy {
                     None => {
                         self.parse_failures += 1;
                         if self.parse_failures >= self.spec.max_parse_failures {
-                            return format!(
-                                "graph: `{}` named none of its verdicts ({}) {} times",
+                            return Err(format!(
+                                "`{}` named none of its verdicts ({}) {} times",
                                 m.name,
                                 m.emits.join(", "),
                                 self.parse_failures
-                            );
+                            ));
                         }
                         continue;
                     }
@@ -362,15 +372,15 @@ impl GraphPolicy {
             match self.next(&m.name, verdict.as_deref()) {
                 Some(n) => self.current = n,
                 None => {
-                    return format!(
-                        "graph: no edge leaves `{}` for verdict {}",
+                    return Err(format!(
+                        "its graph has no edge leaving `{}` for the verdict {}",
                         m.name,
                         verdict.as_deref().unwrap_or("(none)")
-                    );
+                    ));
                 }
             }
         }
-        format!("graph: more than {budget} module calls without an action")
+        Err(format!("more than {budget} module calls in one turn without an action"))
     }
 }
 
@@ -413,6 +423,16 @@ mod tests {
         assert_eq!(verdict_in("I think we should go_on now", &e).as_deref(), Some("go_on"));
         assert_eq!(verdict_in("undone, abandoned", &e), None);
         assert_eq!(verdict_in("verdict: done.", &e).as_deref(), Some("done"));
+    }
+
+    /// A graph with no way on gives up with the reason, instead of returning text that the
+    /// runner would misread as an unknown tool.
+    #[test]
+    fn a_graph_without_a_way_on_gives_up_with_the_reason() {
+        let mut p = policy(vec![]);
+        assert_eq!(p.walk("page", &[]), Err("its graph has no edge leaving `start`".into()));
+        let mut p = policy(vec![edge("start", "ghost", &[], None)]);
+        assert_eq!(p.walk("page", &[]), Err("its graph has no module `ghost`".into()));
     }
 
     #[test]
