@@ -55,6 +55,18 @@ fn shrunken_quickstart_runs_end_to_end_and_resumes_without_duplicates() {
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(report.contains("Held-out evaluation") && report.contains("<svg"));
     assert!(out.join("plan.json").exists());
+    // The report's sample trajectories show the pages the agent saw: PNGs of the viewport,
+    // saved under screens/ and named in the trajectory log.
+    let shown: Vec<&str> =
+        report.split("<img src=\"").skip(1).filter_map(|r| r.split('"').next()).collect();
+    assert!(!shown.is_empty(), "no screenshot in the report");
+    for rel in &shown {
+        assert!(rel.starts_with("screens/") && text.contains(rel), "{rel}");
+        let png = std::fs::read(out.join(rel)).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{rel} is not a PNG");
+        let dim = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+        assert_eq!((dim(16), dim(20)), (1280, 720), "{rel}: the quickstart's viewport");
+    }
 
     let (code, _, stderr) =
         wrl_cli::run_captured(["run".as_ref(), "--resume".as_ref(), out.as_os_str()]);

@@ -168,6 +168,9 @@ pub struct Executor<'a> {
     trajectory_ids: u64,
 }
 
+/// Episodes of each evaluation that keep a screenshot per step, for the report.
+const SAMPLE_EPISODES: usize = 2;
+
 fn p_num(n: &Node, k: &str, default: f64) -> f64 {
     n.num(k).unwrap_or(default)
 }
@@ -364,11 +367,21 @@ impl<'a> Executor<'a> {
     async fn pool(&mut self, concurrency: usize) -> Result<&BrowserPool, RunError> {
         if self.pool.is_none() {
             let sb = self.sandbox().await?;
+            // One pool serves every env of the run: the first env's viewport and scale.
+            let env = self.plan.nodes.iter().find(|n| n.kind == NodeKind::Env);
+            let defaults = PoolCfg::default();
+            let viewport = match env.and_then(|n| n.param("viewport")) {
+                Some(PVal::Dims { width, height }) => (*width as u32, *height as u32),
+                _ => defaults.viewport,
+            };
+            let scale = env.and_then(|n| n.num("device_scale")).unwrap_or(defaults.scale);
             let cfg = PoolCfg {
                 chromium: self.opts.chromium.clone(),
                 max_concurrent: concurrency.max(1),
                 allow: AllowList::only([format!("127.0.0.1:{}", sb.addr().port())]),
-                ..PoolCfg::default()
+                viewport,
+                scale,
+                ..defaults
             };
             let pool = BrowserPool::launch(cfg).await.map_err(|e| {
                 RunError::new("E0501", format!("cannot start Chromium: {e}"))
@@ -733,6 +746,7 @@ impl<'a> Executor<'a> {
             exclude,
             process: p_ref(node, "process_reward").and_then(|id| self.rewards.get(&id).cloned()),
             graph: self.graph_of(&agent, node, Some(&trainer))?,
+            screens_for: 0,
         };
         let rewards = self.rewards.clone();
         let judges = Judges::for_reward(&reward, &rewards)
@@ -825,7 +839,19 @@ impl<'a> Executor<'a> {
                 crate::reward::RewardValue::Value(v) => json!(v),
                 crate::reward::RewardValue::Excluded(why) => json!({"excluded": why}),
             };
-            lines.push(json!({"id": self.trajectory_ids, "node": node.id, "iter": iter, "group": ep.group, "reward": reward, "trajectory": ep.trajectory}));
+            let mut line = json!({"id": self.trajectory_ids, "node": node.id, "iter": iter, "group": ep.group, "reward": reward, "trajectory": ep.trajectory});
+            if !ep.screens.is_empty() {
+                let mut paths = Vec::new();
+                for (i, png) in ep.screens.iter().enumerate() {
+                    let path = format!("screens/{}-{i}.png", self.trajectory_ids);
+                    self.run
+                        .write_file(&path, png)
+                        .map_err(|e| RunError::new("E0504", e.to_string()))?;
+                    paths.push(path);
+                }
+                line["screenshots"] = json!(paths);
+            }
+            lines.push(line);
             self.trajectory_ids += 1;
         }
         self.run.append_trajectories(&lines).map_err(|e| RunError::new("E0504", e.to_string()))
@@ -932,6 +958,8 @@ impl<'a> Executor<'a> {
             exclude: Vec::new(),
             process: None,
             graph: self.graph_of(&agent, node, trainer.as_ref())?,
+            // The report shows the first episodes of each evaluation with their pages.
+            screens_for: SAMPLE_EPISODES,
         };
         let sb = self.sandbox().await?;
         let conc = cfg.concurrency;

@@ -118,22 +118,22 @@ pub fn render(data: &ReportData) -> String {
                 t.reward.map(|r| format!(" · reward {r:.2}")).unwrap_or_default()
             );
             for (i, s) in t.steps.iter().enumerate() {
-                let _ = write!(
-                    h,
-                    "<p>step {}</p><pre>{}</pre><pre>&gt; {}</pre><pre>{}</pre>",
-                    i + 1,
-                    esc(&s.observation),
-                    esc(&s.action),
-                    esc(&s.feedback)
-                );
+                let _ = write!(h, "<p>step {}</p>", i + 1);
                 if let Some(img) = &s.screenshot {
                     let _ = write!(
                         h,
-                        "<img src=\"{}\" alt=\"screenshot after step {}\">",
+                        "<img src=\"{}\" alt=\"the page the agent saw at step {}\">",
                         esc(img),
                         i + 1
                     );
                 }
+                let _ = write!(
+                    h,
+                    "<pre>{}</pre><pre>&gt; {}</pre><pre>{}</pre>",
+                    esc(&s.observation),
+                    esc(&s.action),
+                    esc(&s.feedback)
+                );
             }
             h.push_str("</div>");
         }

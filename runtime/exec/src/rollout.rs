@@ -27,6 +27,9 @@ pub struct Episode {
     /// The process reward of each environment step (empty without a process reward); an
     /// excluded step counts 0.
     pub process: Vec<f64>,
+    /// PNG screenshots of the page at each step, then of the final page; kept only for the
+    /// report's sample episodes (`RolloutCfg::screens_for`).
+    pub screens: Vec<Vec<u8>>,
 }
 
 impl Episode {
@@ -76,6 +79,8 @@ pub struct RolloutCfg {
     pub process: Option<RewardExpr>,
     /// A module-graph agent and its modules' brains; `None` for a ReAct agent.
     pub graph: Option<GraphRun>,
+    /// The first this many episodes keep a screenshot of every step, for the report.
+    pub screens_for: usize,
 }
 
 /// How episodes are scored: the reward, the rewards it names, and the judges it asks.
@@ -122,12 +127,13 @@ pub async fn rollout(
         .enumerate()
         .flat_map(|(g, t)| std::iter::repeat_n((g, t.clone()), cfg.group.max(1)))
         .collect();
-    futures::stream::iter(jobs.into_iter().map(|(group, task)| {
+    futures::stream::iter(jobs.into_iter().enumerate().map(|(i, (group, task))| {
         let (trainer, pool, sandbox, cfg, owned) =
             (trainer.cloned(), pool.clone(), sandbox.clone(), cfg.clone(), owned.clone());
         let job = tokio::spawn(async move {
             let scoring = Scoring { reward: &owned.0, rewards: &owned.1, judges: &owned.2 };
-            episode(&pool, &sandbox, &task, group, trainer, &cfg, scoring).await
+            let screens = i < cfg.screens_for;
+            episode(&pool, &sandbox, &task, group, trainer, &cfg, scoring, screens).await
         });
         async move {
             match job.await {
@@ -138,6 +144,7 @@ pub async fn rollout(
                     turns: Vec::new(),
                     reward: RewardValue::Excluded("env_error".into()),
                     process: Vec::new(),
+                    screens: Vec::new(),
                 },
             }
         }
@@ -147,7 +154,8 @@ pub async fn rollout(
     .await
 }
 
-/// One episode of `task` by the policy, scored.
+/// One episode of `task` by the policy, scored; with `screens`, a screenshot of every step kept.
+#[allow(clippy::too_many_arguments)]
 async fn episode(
     pool: &BrowserPool,
     sandbox: &Arc<Sandbox>,
@@ -156,12 +164,16 @@ async fn episode(
     trainer: Option<Arc<Mutex<Trainer>>>,
     cfg: &RolloutCfg,
     scoring: Scoring<'_>,
+    screens: bool,
 ) -> Episode {
-    // Screenshots: the judges' last few, or one per step when the process reward compares them.
+    // Screenshots: the judges' last few, or one per step when the process reward compares them
+    // or the report shows the episode.
+    let every_step = task.max_steps as usize + 1;
     let keep = match &cfg.process {
         Some(p) if crate::process::reads_screens(p, scoring.rewards) => {
-            scoring.judges.screenshots().max(task.max_steps as usize + 1)
+            scoring.judges.screenshots().max(every_step)
         }
+        _ if screens => scoring.judges.screenshots().max(every_step),
         _ => scoring.judges.screenshots(),
     };
     let (result, turns) = match &cfg.graph {
@@ -175,6 +187,7 @@ async fn episode(
                     turns: Vec::new(),
                     reward,
                     process: Vec::new(),
+                    screens: Vec::new(),
                 };
             };
             let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
@@ -212,7 +225,8 @@ async fn episode(
         }
         None => Vec::new(),
     };
-    Episode { group, trajectory, turns, reward, process }
+    let screens = if screens { shots } else { Vec::new() };
+    Episode { group, trajectory, turns, reward, process, screens }
 }
 
 /// A trajectory for an episode that could not start (the browser failed).

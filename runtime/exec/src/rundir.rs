@@ -177,9 +177,14 @@ impl RunDir {
         Ok(())
     }
 
-    /// Writes a file in the run directory atomically (`summary.json`, `report.html`).
+    /// Writes a file in the run directory atomically (`summary.json`, `report.html`,
+    /// `screens/….png`), making its folder first.
     pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), RunDirError> {
-        write_atomic(&self.root.join(name), bytes)
+        let path = self.root.join(name);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(io("create", dir))?;
+        }
+        write_atomic(&path, bytes)
     }
 
     /// Reads back the committed lines of a log (for reports and tests).

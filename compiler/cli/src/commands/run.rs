@@ -304,14 +304,29 @@ fn write_report(root: &Path, recipe: &str, profile: Option<String>, summary: &Su
         y: y.into(),
         series: m.into_iter().map(|(name, points)| Series { name, points }).collect(),
     };
-    let samples: Vec<TrajectoryView> = trajs
-        .iter()
-        .rev()
-        .take(4)
+    // Sample trajectories: those that kept their pages (the first episodes of each evaluation),
+    // else the last few.
+    let with_pages: Vec<&serde_json::Value> =
+        trajs.iter().filter(|t| t["screenshots"].is_array()).collect();
+    let picked: Vec<&serde_json::Value> = if with_pages.is_empty() {
+        trajs.iter().rev().take(4).collect()
+    } else {
+        with_pages.iter().rev().take(4).rev().copied().collect()
+    };
+    let samples: Vec<TrajectoryView> = picked
+        .into_iter()
         .map(|t| {
             let tr = &t["trajectory"];
+            let pages: Vec<String> = t["screenshots"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            let node = t["node"].as_str().unwrap_or("");
             TrajectoryView {
-                title: format!("{} iter {}", t["node"].as_str().unwrap_or(""), t["iter"]),
+                title: match t["iter"].as_u64() {
+                    Some(i) if i > 0 => format!("{node}, iteration {i}"),
+                    _ => format!("{node}, trajectory {}", t["id"]),
+                },
                 goal: tr["goal"].as_str().unwrap_or("").into(),
                 outcome: format!(
                     "{} {}",
@@ -323,7 +338,8 @@ fn write_report(root: &Path, recipe: &str, profile: Option<String>, summary: &Su
                     .as_array()
                     .map(|a| {
                         a.iter()
-                            .map(|s| StepView {
+                            .enumerate()
+                            .map(|(i, s)| StepView {
                                 observation: s["observation"].as_str().unwrap_or("").into(),
                                 action: s["actions"]
                                     .as_array()
@@ -335,7 +351,7 @@ fn write_report(root: &Path, recipe: &str, profile: Option<String>, summary: &Su
                                     })
                                     .unwrap_or_default(),
                                 feedback: s["feedback"].as_str().unwrap_or("").into(),
-                                screenshot: None,
+                                screenshot: pages.get(i).cloned(),
                             })
                             .collect()
                     })
