@@ -156,9 +156,9 @@ fn estimates_of_the_seed_recipes() {
     // WebDancer publishes no RL batch or iteration count: every training figure is unknown.
     let e = estimate("recipes/webdancer.wrl", None);
     assert_eq!(figures(&e), [None, None, None, None]);
-    // Quickstart: 8 × 6 × 10 iterations at 6 steps.
+    // Quickstart: 8 × 6 × 14 iterations at 6 steps.
     let e = estimate("recipes/quickstart.wrl", None);
-    assert_eq!(figures(&e), [Some(480), Some(2_880), Some(0), None]);
+    assert_eq!(figures(&e), [Some(672), Some(4_032), Some(0), None]);
 }
 
 #[test]

@@ -47,19 +47,21 @@ pub async fn run_task(
     task: &Task,
     policy: &mut dyn TextPolicy,
 ) -> Result<Trajectory, EpisodeError> {
-    Ok(run_task_with_screenshots(pool, sandbox, task, policy, 0).await?.0)
+    Ok(run_task_with_screenshots(pool, sandbox, task, policy, 0, &EpisodeCfg::default()).await?.0)
 }
 
-/// [`run_task`], also keeping the last `keep` PNG screenshots of the episode (the final page
-/// last), for judges that look at them. `keep` 0 takes none (screenshots cost time).
+/// [`run_task`] with `base`'s timeouts and error limit (the step budget is the task's), also
+/// keeping the last `keep` PNG screenshots of the episode (the final page last), for judges
+/// that look at them. `keep` 0 takes none (screenshots cost time).
 pub async fn run_task_with_screenshots(
     pool: &BrowserPool,
     sandbox: &Arc<Sandbox>,
     task: &Task,
     policy: &mut dyn TextPolicy,
     keep: usize,
+    base: &EpisodeCfg,
 ) -> Result<(Trajectory, Vec<Vec<u8>>), EpisodeError> {
-    let cfg = EpisodeCfg { max_steps: task.max_steps, ..EpisodeCfg::default() };
+    let cfg = EpisodeCfg { max_steps: task.max_steps, ..base.clone() };
     let mut ep = pool.episode(EpisodeSpec::sandbox_task(sandbox, task), cfg).await?;
     let mut steps = Vec::new();
     let mut history: Vec<String> = Vec::new();

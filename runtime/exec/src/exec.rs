@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use wrl_browser::{AllowList, BrowserPool, PoolCfg};
+use wrl_browser::{AllowList, BrowserPool, EpisodeCfg, PoolCfg};
 use wrl_plan::{Node, NodeKind, PExpr, PVal, Plan};
 use wrl_sandbox::{Sandbox, Split, Task, Trajectory};
 use wrl_trainer::{
@@ -375,12 +375,24 @@ impl<'a> Executor<'a> {
                 _ => defaults.viewport,
             };
             let scale = env.and_then(|n| n.num("device_scale")).unwrap_or(defaults.scale);
+            let remote = match env.and_then(|n| n.param("remote")) {
+                Some(PVal::List { items }) => {
+                    items.iter().filter_map(PVal::as_str).map(str::to_string).collect()
+                }
+                _ => Vec::new(),
+            };
+            // Hosts that fail to load are written to the blacklist file, in the run directory.
+            let blacklist_file = env
+                .filter(|n| p_str(n, "blacklist", "off") == "on_navigation_error")
+                .map(|n| self.run.root().join(p_str(n, "blacklist_file", "blacklist.txt")));
             let cfg = PoolCfg {
                 chromium: self.opts.chromium.clone(),
                 max_concurrent: concurrency.max(1),
                 allow: AllowList::only([format!("127.0.0.1:{}", sb.addr().port())]),
                 viewport,
                 scale,
+                remote,
+                blacklist_file,
                 ..defaults
             };
             let pool = BrowserPool::launch(cfg).await.map_err(|e| {
@@ -390,6 +402,29 @@ impl<'a> Executor<'a> {
             self.pool = Some(pool);
         }
         self.pool.as_ref().ok_or_else(|| RunError::new("E0501", "no browser pool"))
+    }
+
+    /// The env's `timeout = { step, task }` for every episode (one env per run, as the pool).
+    fn episode_cfg(&self) -> EpisodeCfg {
+        let d = EpisodeCfg::default();
+        let timeout = self
+            .plan
+            .nodes
+            .iter()
+            .find(|n| n.kind == NodeKind::Env)
+            .and_then(|n| n.param("timeout"));
+        let secs = |k: &str, d: std::time::Duration| {
+            timeout
+                .and_then(|t| t.field(k))
+                .and_then(PVal::num)
+                .filter(|s| *s > 0.0)
+                .map_or(d, std::time::Duration::from_secs_f64)
+        };
+        EpisodeCfg {
+            step_timeout: secs("step", d.step_timeout),
+            task_timeout: secs("task", d.task_timeout),
+            ..d
+        }
     }
 
     fn concurrency(&self) -> usize {
@@ -747,6 +782,7 @@ impl<'a> Executor<'a> {
             process: p_ref(node, "process_reward").and_then(|id| self.rewards.get(&id).cloned()),
             graph: self.graph_of(&agent, node, Some(&trainer))?,
             screens_for: 0,
+            episode: self.episode_cfg(),
         };
         let rewards = self.rewards.clone();
         let judges = Judges::for_reward(&reward, &rewards)
@@ -960,6 +996,7 @@ impl<'a> Executor<'a> {
             graph: self.graph_of(&agent, node, trainer.as_ref())?,
             // The report shows the first episodes of each evaluation with their pages.
             screens_for: SAMPLE_EPISODES,
+            episode: self.episode_cfg(),
         };
         let sb = self.sandbox().await?;
         let conc = cfg.concurrency;

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use wrl_browser::BrowserPool;
 use wrl_browser::runner::run_task_with_screenshots;
+use wrl_browser::{BrowserPool, EpisodeCfg};
 use wrl_sandbox::{Sandbox, Task, TrajOutcome, Trajectory};
 use wrl_trainer::{Sample, SampleParams, Trainer};
 
@@ -81,6 +81,8 @@ pub struct RolloutCfg {
     pub graph: Option<GraphRun>,
     /// The first this many episodes keep a screenshot of every step, for the report.
     pub screens_for: usize,
+    /// The env's step and task timeouts (the step budget comes from each task).
+    pub episode: EpisodeCfg,
 }
 
 /// How episodes are scored: the reward, the rewards it names, and the judges it asks.
@@ -191,13 +193,15 @@ async fn episode(
                 };
             };
             let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
-            let r = run_task_with_screenshots(pool, sandbox, task, &mut policy, keep).await;
+            let r = run_task_with_screenshots(pool, sandbox, task, &mut policy, keep, &cfg.episode)
+                .await;
             (r, policy.turns)
         }
         Some((spec, brains)) => {
             let mut policy =
                 GraphPolicy::new(spec.clone(), brains.clone(), cfg.sample.clone(), "policy");
-            let r = run_task_with_screenshots(pool, sandbox, task, &mut policy, keep).await;
+            let r = run_task_with_screenshots(pool, sandbox, task, &mut policy, keep, &cfg.episode)
+                .await;
             (r, policy.turns)
         }
     };
