@@ -92,13 +92,38 @@ fn embed(
     Ok(params.get(table)?.index_select(&idx, 0)?.reshape((b, n, d))?)
 }
 
-/// Additive causal mask (Tq, Tk): query `i` (absolute position `offset + i`) sees keys at
-/// absolute positions ≤ its own.
-fn mask(tq: usize, tk: usize, offset: usize, device: &Device) -> Result<Tensor> {
-    let data: Vec<f32> = (0..tq)
-        .flat_map(|i| (0..tk).map(move |j| if j <= offset + i { 0.0 } else { -1e9 }))
-        .collect();
-    Ok(Tensor::from_vec(data, (tq, tk), device)?)
+/// Whether a token starts a segment (a role marker of the byte vocabulary).
+fn is_marker(id: u32) -> bool {
+    (byte_specials::SYSTEM..=byte_specials::OBSERVATION).contains(&id)
+}
+
+/// Additive mask (B, Tq, Tk) over `rows` (B, Tk): query `i` (absolute position `offset + i`)
+/// sees keys at absolute positions ≤ its own, except, inside an assistant segment, the segment
+/// itself: the head copies from the task, the page and earlier turns, never from what it is
+/// writing (which would let "blue " match its own "blue " and type "blue blue blue …").
+fn mask(rows: &[Vec<u32>], tq: usize, offset: usize, device: &Device) -> Result<Tensor> {
+    let tk = rows.first().map_or(0, Vec::len);
+    let mut data = Vec::with_capacity(rows.len() * tq * tk);
+    for row in rows {
+        // The start of the segment each position is in (the position of its marker), if any.
+        let mut start = vec![None; tk];
+        let mut current = None;
+        for (j, &id) in row.iter().enumerate() {
+            if is_marker(id) {
+                current = Some(j);
+            }
+            start[j] = current;
+        }
+        for i in offset..offset + tq {
+            let own =
+                start.get(i).copied().flatten().filter(|&s| row[s] == byte_specials::ASSISTANT);
+            data.extend((0..tk).map(|j| {
+                let visible = j <= i && own.is_none_or(|s| j < s);
+                if visible { 0.0f32 } else { -1e9 }
+            }));
+        }
+    }
+    Ok(Tensor::from_vec(data, (rows.len(), tq, tk), device)?)
 }
 
 /// Log-probabilities (B, Tq, V) at the last `tq` positions of `h` (B, T, d), given the
@@ -140,7 +165,7 @@ pub fn forward(
         c.copy = Some((keys.detach(), all_ids.clone()));
     }
     let scores = (q.matmul(&keys.t()?)? / (d as f64).sqrt())?;
-    let scores = scores.broadcast_add(&mask(tq, tk, offset + t - tq, &device)?)?;
+    let scores = (scores + mask(&rows, tq, offset + t - tq, &device)?)?;
     let attn = candle_nn::ops::softmax(&scores, D::Minus1)?;
     let copied = attn.matmul(&one_hot(&rows, vocab)?.to_device(&device)?)?;
     let gate =
@@ -152,4 +177,29 @@ pub fn forward(
     let mixed =
         (generated.broadcast_mul(&gate.affine(-1.0, 1.0)?)? + copied.broadcast_mul(&gate)?)?;
     Ok((mixed + 1e-12)?.log()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Inside an assistant segment the head sees the prompt, not its own output; elsewhere the
+    /// mask is causal.
+    #[test]
+    fn the_head_never_copies_from_the_turn_it_is_writing() {
+        let (u, a) = (byte_specials::USER, byte_specials::ASSISTANT);
+        // user: "b l" ; assistant: "b l b"
+        let row = vec![u, b'b' as u32, b'l' as u32, a, b'b' as u32, b'l' as u32, b'b' as u32];
+        let m: Vec<Vec<f32>> =
+            mask(&[row], 7, 0, &Device::Cpu).unwrap().squeeze(0).unwrap().to_vec2().unwrap();
+        let seen = |i: usize| -> Vec<usize> { (0..7).filter(|&j| m[i][j] == 0.0).collect() };
+        assert_eq!(seen(1), [0, 1], "causal in the user segment");
+        assert_eq!(seen(3), [0, 1, 2], "the marker's query sees the prompt only");
+        assert_eq!(seen(6), [0, 1, 2], "the assistant's own tokens stay hidden");
+        // With a cache: the last query alone, at absolute position 6.
+        let row = vec![u, b'b' as u32, b'l' as u32, a, b'b' as u32, b'l' as u32, b'b' as u32];
+        let last: Vec<f32> =
+            mask(&[row], 1, 6, &Device::Cpu).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+        assert_eq!(last.iter().filter(|&&x| x == 0.0).count(), 3);
+    }
 }
