@@ -721,12 +721,9 @@ fn sig_refs(e: &crate::value::SigExpr, out: &mut Vec<String>) {
     }
 }
 
-/// The value with exactly `span` inside `v`, and the path to it.
-fn find_span<'a>(v: &'a Val, span: Span, path: &mut Vec<Seg>) -> Option<&'a Val> {
-    if v.span == span {
-        return Some(v);
-    }
-    let children: Vec<(Seg, &Val)> = match &v.v {
+/// The values directly inside `v` (fields, graph modules, list items), each with its path step.
+fn children(v: &Val) -> Vec<(Seg, &Val)> {
+    match &v.v {
         V::Obj(o) => o
             .fields
             .iter()
@@ -736,8 +733,15 @@ fn find_span<'a>(v: &'a Val, span: Span, path: &mut Vec<Seg>) -> Option<&'a Val>
         V::Record { fields } => fields.iter().map(|(k, x)| (Seg::Field(k.clone()), x)).collect(),
         V::List { items } => items.iter().enumerate().map(|(i, x)| (Seg::Index(i), x)).collect(),
         _ => Vec::new(),
-    };
-    for (seg, child) in children {
+    }
+}
+
+/// The value with exactly `span` inside `v`, and the path to it.
+fn find_span<'a>(v: &'a Val, span: Span, path: &mut Vec<Seg>) -> Option<&'a Val> {
+    if v.span == span {
+        return Some(v);
+    }
+    for (seg, child) in children(v) {
         path.push(seg);
         if let Some(hit) = find_span(child, span, path) {
             return Some(hit);
@@ -752,18 +756,7 @@ fn find_containing(v: &Val, span: Span, path: &mut Vec<Seg>) -> bool {
     if v.span.file != span.file || v.span.start > span.start || v.span.end < span.end {
         return false;
     }
-    let children: Vec<(Seg, &Val)> = match &v.v {
-        V::Obj(o) => o
-            .fields
-            .iter()
-            .map(|(k, x)| (Seg::Field(k.clone()), x))
-            .chain(o.modules.iter().map(|m| (Seg::Module(m.name.clone()), &m.value)))
-            .collect(),
-        V::Record { fields } => fields.iter().map(|(k, x)| (Seg::Field(k.clone()), x)).collect(),
-        V::List { items } => items.iter().enumerate().map(|(i, x)| (Seg::Index(i), x)).collect(),
-        _ => Vec::new(),
-    };
-    for (seg, child) in children {
+    for (seg, child) in children(v) {
         path.push(seg);
         if find_containing(child, span, path) {
             return true;

@@ -368,7 +368,7 @@ impl<'a> Executor<'a> {
         if self.pool.is_none() {
             let sb = self.sandbox().await?;
             // One pool serves every env of the run: the first env's viewport and scale.
-            let env = self.plan.nodes.iter().find(|n| n.kind == NodeKind::Env);
+            let env = self.env_node();
             let defaults = PoolCfg::default();
             let viewport = match env.and_then(|n| n.param("viewport")) {
                 Some(PVal::Dims { width, height }) => (*width as u32, *height as u32),
@@ -404,15 +404,15 @@ impl<'a> Executor<'a> {
         self.pool.as_ref().ok_or_else(|| RunError::new("E0501", "no browser pool"))
     }
 
+    /// The run's browser env: the first (one pool serves every env of a run).
+    fn env_node(&self) -> Option<&'a Node> {
+        self.plan.nodes.iter().find(|n| n.kind == NodeKind::Env)
+    }
+
     /// The env's `timeout = { step, task }` for every episode (one env per run, as the pool).
     fn episode_cfg(&self) -> EpisodeCfg {
         let d = EpisodeCfg::default();
-        let timeout = self
-            .plan
-            .nodes
-            .iter()
-            .find(|n| n.kind == NodeKind::Env)
-            .and_then(|n| n.param("timeout"));
+        let timeout = self.env_node().and_then(|n| n.param("timeout"));
         let secs = |k: &str, d: std::time::Duration| {
             timeout
                 .and_then(|t| t.field(k))
@@ -788,16 +788,18 @@ impl<'a> Executor<'a> {
         let judges = Judges::for_reward(&reward, &rewards)
             .map_err(|e| RunError::new("E0504", format!("cannot set up the judges: {e}")))?;
         let sb = self.sandbox().await?;
-        for iter in (start + 1)..=iters {
-            let batch: Vec<Task> = (0..prompts)
+        // `prompts` tasks from `offset` on (cycling), with this phase's step budget.
+        let tasks_from = |offset: usize| -> Vec<Task> {
+            (0..prompts)
                 .map(|i| {
-                    let mut t = all_tasks
-                        [((iter as usize - 1) * prompts + i) % all_tasks.len().max(1)]
-                    .clone();
+                    let mut t = all_tasks[(offset + i) % all_tasks.len()].clone();
                     t.max_steps = t.max_steps.min(horizon).min(agent.max_turns);
                     t
                 })
-                .collect();
+                .collect()
+        };
+        for iter in (start + 1)..=iters {
+            let batch = tasks_from((iter as usize - 1) * prompts);
             let conc = cfg.concurrency;
             let pool = self.pool(conc).await?;
             let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
@@ -808,14 +810,8 @@ impl<'a> Executor<'a> {
             let mut refill = 0;
             while refill < refills && informative_groups(&episodes) < prompts {
                 refill += 1;
-                let offset = (iters as usize * prompts) * refill + (iter as usize - 1) * prompts;
-                let more: Vec<Task> = (0..prompts)
-                    .map(|i| {
-                        let mut t = all_tasks[(offset + i) % all_tasks.len()].clone();
-                        t.max_steps = t.max_steps.min(horizon).min(agent.max_turns);
-                        t
-                    })
-                    .collect();
+                let more =
+                    tasks_from((iters as usize * prompts) * refill + (iter as usize - 1) * prompts);
                 let pool = self.pool(conc).await?;
                 let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
                 let extra = rollout(pool, &sb, &more, Some(&trainer), &cfg, scoring).await;
