@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use crate::content::Content;
 use crate::html::page;
 use crate::state::{EpisodeState, StateStore, episode_from_cookie};
-use crate::{forum, lab, shop, wiki};
+use crate::{forum, lab, search_api, shop, wiki};
 
 /// Content plus per-episode state: what every handler sees.
 #[derive(Debug)]
@@ -60,6 +60,8 @@ pub fn router(site: Arc<Site>) -> Router {
         .route("/wiki/", get(wiki::home))
         .route("/wiki/search", get(wiki::search))
         .route("/wiki/article/{slug}", get(wiki::article))
+        .route("/api/search", get(search_api::api_search))
+        .route("/api/visit", get(search_api::api_visit))
         .route("/lab/", get(lab::lab))
         .route("/lab/other", get(lab::other))
         .route("/lab/slow", get(lab::slow))

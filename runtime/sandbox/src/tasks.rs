@@ -103,7 +103,7 @@ pub fn split_pool(names: &[String]) -> (Vec<usize>, Vec<usize>) {
     (train, test)
 }
 
-fn pick(pool: &[String], split: Split, rng: &mut ChaCha8Rng) -> usize {
+pub(crate) fn pick(pool: &[String], split: Split, rng: &mut ChaCha8Rng) -> usize {
     let (train, test) = split_pool(pool);
     let side = match split {
         Split::Train => &train,
