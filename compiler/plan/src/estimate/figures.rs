@@ -7,7 +7,8 @@ use super::{Count, StageEstimate, add, ceil_div, count, empty, input, mul};
 use crate::model::{Node, Plan};
 use crate::value::{PExpr, PObj, PVal};
 
-/// How many examples a dataset holds: its `count`, or the sum of a mixture's parts.
+/// How many examples a dataset holds: its `count` (with `augment` rewritten copies of each,
+/// for sandbox demonstrations), or the sum of a mixture's parts.
 fn dataset_count(plan: &Plan, d: &Node, depth: usize) -> Count {
     if let Some(PVal::List { items }) = d.params.get("parts") {
         if depth > 16 {
@@ -20,7 +21,8 @@ fn dataset_count(plan: &Plan, d: &Node, depth: usize) -> Count {
         }
         return sum;
     }
-    count(d.params.get("count"))
+    let copies = d.params.get("augment").map_or(Some(0), |a| count(Some(a)));
+    mul(count(d.params.get("count")), copies.map(|c| c + 1))
 }
 
 pub(super) fn sft(plan: &Plan, n: &Node) -> StageEstimate {
