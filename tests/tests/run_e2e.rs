@@ -77,3 +77,55 @@ fn shrunken_quickstart_runs_end_to_end_and_resumes_without_duplicates() {
         "resume of a finished run must not add trajectories"
     );
 }
+
+#[test]
+fn webdancer_smoke_runs_offline_with_search_and_visit() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes/webdancer.wrl");
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        recipe.into_os_string(),
+        "--profile".into(),
+        "smoke".into(),
+        "--out".into(),
+        out.clone().into_os_string(),
+    ];
+    for set in [
+        "trajectories=std::sandbox::demos(count: 6) { env = search_api }",
+        "gaia=std::sandbox::qa(count: 2) { split = test }",
+        "webwalker=std::sandbox::qa(count: 2) { split = test, seed = 1 }",
+        "warmup.epochs=1",
+        "online.phases[0].iters=1",
+    ] {
+        args.extend(["--set".into(), set.into()]);
+    }
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    // Two evaluations after the same stage are named in the last line.
+    assert!(stderr.contains("gaia_eval after online: "), "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["status"], "finished");
+    let evals = summary["evals"].as_array().unwrap();
+    assert_eq!(
+        (evals[0]["eval"].as_str(), evals[1]["eval"].as_str()),
+        (Some("gaia_eval"), Some("webwalker_eval"))
+    );
+    // The expert's demonstrations search, visit and answer through the sandbox's search API.
+    let demos = std::fs::read_to_string(out.join("data/trajectories.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(demos.lines().next().unwrap()).unwrap();
+    let calls: Vec<&str> = first["trajectory"]["steps"]
+        .as_array()
+        .or(first["steps"].as_array())
+        .unwrap()
+        .iter()
+        .map(|s| s["actions"][0].as_str().unwrap())
+        .collect();
+    assert!(calls[0].starts_with("search ") && calls[1].starts_with("visit "), "{calls:?}");
+    assert!(calls[2].starts_with("answer "), "{calls:?}");
+    // DAPO: 4 prompts × group 4, refilled at most twice; pass@3 over 2 + 2 questions.
+    let logged = lines(&out.join("trajectories.jsonl"));
+    assert!((16 + 12..=48 + 12).contains(&logged), "{logged}");
+    assert!(out.join("report.html").exists());
+}

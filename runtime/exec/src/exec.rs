@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use wrl_browser::{AllowList, BrowserPool, EpisodeCfg, PoolCfg};
@@ -26,9 +27,10 @@ use crate::preflight::{Records, read_jsonl};
 use crate::reward::RewardExpr;
 use crate::rl_cfg::{refill_batches, rl_config, trained_roles};
 use crate::rollout::{
-    Episode, RolloutCfg, Scoring, informative_groups, rollout, samples, uniform_groups,
+    Backend, Episode, RolloutCfg, Scoring, informative_groups, rollout, samples, uniform_groups,
 };
 use crate::rundir::RunDir;
+use crate::search_env::SearchEnv;
 
 /// A runtime failure, with a code (`E05xx`), what to do about it, and where in the recipe it
 /// lies when a declaration is to blame.
@@ -101,6 +103,9 @@ pub struct RunOptions {
 /// One held-out evaluation result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EvalResult {
+    /// The eval declaration (empty in runs written before it was recorded).
+    #[serde(default)]
+    pub eval: String,
     pub after: String,
     pub success: f64,
     pub episodes: usize,
@@ -147,6 +152,8 @@ struct AgentCfg {
     max_response: usize,
     /// The module graph of a `graph` agent.
     graph: Option<Arc<GraphSpec>>,
+    /// The env node the agent acts in.
+    env: Option<String>,
 }
 
 /// The executor's state while it walks the plan.
@@ -186,6 +193,11 @@ fn generate(sb: &Sandbox, node: &Node, split: Split, count: usize, seed: u64) ->
         _ => vec!["shop", "forum", "wiki"],
     };
     wrl_sandbox::generate_on(sb.content(), split, count, seed, &sites)
+}
+
+/// A `std::sandbox::demos` dataset recorded with the search API (`env = search_api`).
+pub(crate) fn search_demos(node: &Node) -> bool {
+    p_str(node, "env", "browser") == "search_api"
 }
 
 fn p_ref(n: &Node, k: &str) -> Option<String> {
@@ -404,15 +416,53 @@ impl<'a> Executor<'a> {
         self.pool.as_ref().ok_or_else(|| RunError::new("E0501", "no browser pool"))
     }
 
-    /// The run's browser env: the first (one pool serves every env of a run).
+    /// The run's browser env: the first (one pool serves every browser env of a run).
     fn env_node(&self) -> Option<&'a Node> {
-        self.plan.nodes.iter().find(|n| n.kind == NodeKind::Env)
+        self.plan.nodes.iter().find(|n| n.kind == NodeKind::Env && n.ctor != "search_api")
     }
 
-    /// The env's `timeout = { step, task }` for every episode (one env per run, as the pool).
-    fn episode_cfg(&self) -> EpisodeCfg {
+    /// The env node `agent` acts in.
+    fn env_of(&self, agent: &AgentCfg) -> Option<&'a Node> {
+        let id = agent.env.as_deref()?;
+        self.plan.nodes.iter().find(|n| n.id == id)
+    }
+
+    /// Where `agent`'s episodes run: the browser pool, or its search API.
+    async fn backend(&mut self, agent: &AgentCfg) -> Result<Backend, RunError> {
+        match self.env_of(agent) {
+            Some(env) if env.ctor == "search_api" => {
+                Ok(Backend::Search(self.search_env(env).await?))
+            }
+            _ => {
+                let conc = self.concurrency();
+                Ok(Backend::Browser(self.pool(conc).await?.clone()))
+            }
+        }
+    }
+
+    /// The client of a `search_api` env: the sandbox's own API when it targets
+    /// `std::sandbox::search`, else the service at its `base_url`.
+    async fn search_env(&mut self, env: &Node) -> Result<SearchEnv, RunError> {
+        let sandbox_target =
+            matches!(env.param("target"), Some(PVal::Obj(o)) if o.ctor == "std::sandbox::search");
+        let base = if sandbox_target {
+            format!("{}/api", self.sandbox().await?.base_url().trim_end_matches('/'))
+        } else {
+            p_str(env, "base_url", "").to_string()
+        };
+        let step_text = p_num(env, "step_text", 1500.0).max(1.0) as usize;
+        SearchEnv::new(&base, step_text, self.episode_cfg(Some(env)).step_timeout).map_err(|e| {
+            RunError::new(
+                "E0504",
+                format!("env `{}`: cannot set up its HTTP client: {e}", env.decl),
+            )
+        })
+    }
+
+    /// An env's `timeout = { step, task }` for every episode (the run's browser env by default).
+    fn episode_cfg(&self, env: Option<&Node>) -> EpisodeCfg {
         let d = EpisodeCfg::default();
-        let timeout = self.env_node().and_then(|n| n.param("timeout"));
+        let timeout = env.or(self.env_node()).and_then(|n| n.param("timeout"));
         let secs = |k: &str, d: std::time::Duration| {
             timeout
                 .and_then(|t| t.field(k))
@@ -450,14 +500,22 @@ impl<'a> Executor<'a> {
                 let sb = self.sandbox().await?;
                 Data::Tasks(generate(&sb, node, split, count, seed))
             }
+            "std::sandbox::qa" => {
+                let split = if p_str(node, "split", "train") == "test" {
+                    Split::Test
+                } else {
+                    Split::Train
+                };
+                let sb = self.sandbox().await?;
+                Data::Tasks(wrl_sandbox::generate_qa(sb.content(), split, count, seed))
+            }
             "std::sandbox::demos" => {
                 let demos = self.expert_demos(node, count, seed).await?;
                 let copies = p_num(node, "augment", 0.0) as usize;
                 if copies == 0 {
                     Data::Demos(demos)
                 } else {
-                    let sb = self.sandbox().await?;
-                    let tasks = generate(&sb, node, Split::Train, count, seed);
+                    let tasks = self.demo_tasks(node, count, seed).await?;
                     let demos = augmented(demos, &tasks, copies, seed);
                     self.say(&format!(
                         "dataset {}: {} demonstrations with {copies} rewritten copies of each",
@@ -535,16 +593,45 @@ impl<'a> Executor<'a> {
             return Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
         }
         let sb = self.sandbox().await?;
-        let tasks = generate(&sb, node, Split::Train, count, seed);
+        let tasks = self.demo_tasks(node, count, seed).await?;
         let conc = self.concurrency();
-        self.say(&format!(
-            "dataset {}: the scripted expert solves {count} tasks in Chromium",
-            node.decl
-        ));
-        let pool = self.pool(conc).await?;
-        let results = wrl_browser::runner::run_expert(pool, &sb, &tasks, conc).await;
-        let demos: Vec<Trajectory> =
-            results.into_iter().filter_map(Result::ok).filter(|t| t.outcome.success).collect();
+        let results: Vec<Trajectory> = if search_demos(node) {
+            self.say(&format!(
+                "dataset {}: the scripted expert answers {count} questions with search and visit",
+                node.decl
+            ));
+            let env = match self.plan.nodes.iter().find(|n| n.ctor == "search_api") {
+                Some(env) => self.search_env(env).await?,
+                None => {
+                    let base = format!("{}/api", sb.base_url().trim_end_matches('/'));
+                    SearchEnv::new(&base, 1500, EpisodeCfg::default().step_timeout)
+                        .map_err(|e| RunError::new("E0504", e))?
+                }
+            };
+            let episode = EpisodeCfg::default();
+            futures::stream::iter(tasks.iter().map(|task| {
+                let (env, episode) = (env.clone(), episode.clone());
+                async move {
+                    env.run_task(task, "expert", &episode, |_, response, history| {
+                        wrl_sandbox::search_api::expert_action(task, history, response)
+                            .unwrap_or_else(|| "stuck".into())
+                    })
+                    .await
+                }
+            }))
+            .buffered(conc.max(1))
+            .collect()
+            .await
+        } else {
+            self.say(&format!(
+                "dataset {}: the scripted expert solves {count} tasks in Chromium",
+                node.decl
+            ));
+            let pool = self.pool(conc).await?;
+            let results = wrl_browser::runner::run_expert(pool, &sb, &tasks, conc).await;
+            results.into_iter().filter_map(Result::ok).collect()
+        };
+        let demos: Vec<Trajectory> = results.into_iter().filter(|t| t.outcome.success).collect();
         let lines: String =
             demos.iter().filter_map(|t| serde_json::to_string(t).ok()).map(|l| l + "\n").collect();
         let _ = std::fs::create_dir_all(cached.parent().unwrap_or(self.run.root()));
@@ -553,7 +640,26 @@ impl<'a> Executor<'a> {
         Ok(demos)
     }
 
+    /// The tasks a demonstration dataset solves: sandbox tasks, or QA pairs for search demos.
+    async fn demo_tasks(
+        &mut self,
+        node: &Node,
+        count: usize,
+        seed: u64,
+    ) -> Result<Vec<Task>, RunError> {
+        let sb = self.sandbox().await?;
+        Ok(if search_demos(node) {
+            wrl_sandbox::generate_qa(sb.content(), Split::Train, count, seed)
+        } else {
+            generate(&sb, node, Split::Train, count, seed)
+        })
+    }
+
     async fn env(&mut self, node: &Node) -> Result<(), RunError> {
+        // A search API is any HTTP service speaking the protocol (docs/sandbox.md).
+        if node.ctor == "search_api" {
+            return Ok(());
+        }
         let target = node.param("target");
         let sandbox_target =
             matches!(target, Some(PVal::Obj(o)) if o.ctor.starts_with("std::sandbox::"));
@@ -583,6 +689,7 @@ impl<'a> Executor<'a> {
             max_turns: p_num(node, "max_turns", 6.0) as u32,
             max_response,
             graph,
+            env: p_ref(node, "env"),
         };
         self.agents.insert(node.id.clone(), cfg);
         Ok(())
@@ -782,7 +889,7 @@ impl<'a> Executor<'a> {
             process: p_ref(node, "process_reward").and_then(|id| self.rewards.get(&id).cloned()),
             graph: self.graph_of(&agent, node, Some(&trainer))?,
             screens_for: 0,
-            episode: self.episode_cfg(),
+            episode: self.episode_cfg(self.env_of(&agent)),
         };
         let rewards = self.rewards.clone();
         let judges = Judges::for_reward(&reward, &rewards)
@@ -800,11 +907,10 @@ impl<'a> Executor<'a> {
         };
         for iter in (start + 1)..=iters {
             let batch = tasks_from((iter as usize - 1) * prompts);
-            let conc = cfg.concurrency;
-            let pool = self.pool(conc).await?;
+            let backend = self.backend(&agent).await?;
             let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
             let t0 = Instant::now();
-            let mut episodes = rollout(pool, &sb, &batch, Some(&trainer), &cfg, scoring).await;
+            let mut episodes = rollout(&backend, &sb, &batch, Some(&trainer), &cfg, scoring).await;
             // DAPO's dynamic sampling: replace groups whose rewards were all equal with groups
             // of further tasks (taken from past the last iteration's), up to `max_batches`.
             let mut refill = 0;
@@ -812,9 +918,8 @@ impl<'a> Executor<'a> {
                 refill += 1;
                 let more =
                     tasks_from((iters as usize * prompts) * refill + (iter as usize - 1) * prompts);
-                let pool = self.pool(conc).await?;
                 let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
-                let extra = rollout(pool, &sb, &more, Some(&trainer), &cfg, scoring).await;
+                let extra = rollout(&backend, &sb, &more, Some(&trainer), &cfg, scoring).await;
                 episodes.extend(extra.into_iter().map(|mut e| {
                     e.group += refill * prompts;
                     e
@@ -992,16 +1097,15 @@ impl<'a> Executor<'a> {
             graph: self.graph_of(&agent, node, trainer.as_ref())?,
             // The report shows the first episodes of each evaluation with their pages.
             screens_for: SAMPLE_EPISODES,
-            episode: self.episode_cfg(),
+            episode: self.episode_cfg(self.env_of(&agent)),
         };
         let sb = self.sandbox().await?;
-        let conc = cfg.concurrency;
-        let pool = self.pool(conc).await?;
+        let backend = self.backend(&agent).await?;
         let none = BTreeMap::new();
         let zero = RewardExpr::Const { value: 0.0 };
         let judges = Judges::default();
         let scoring = Scoring { reward: &zero, rewards: &none, judges: &judges };
-        let episodes = rollout(pool, &sb, &tasks, trainer.as_ref(), &cfg, scoring).await;
+        let episodes = rollout(&backend, &sb, &tasks, trainer.as_ref(), &cfg, scoring).await;
         self.log_episodes(node, 0, &episodes)?;
         let solved = (0..tasks.len())
             .filter(|&g| episodes.iter().any(|e| e.group == g && e.success()))
@@ -1016,7 +1120,12 @@ impl<'a> Executor<'a> {
         ));
         let line = json!({"stage": node.decl, "node": node.id, "kind": "eval", "after": after, "success": rate, "episodes": episodes.len()});
         self.run.append_metrics(&[line]).map_err(|e| RunError::new("E0504", e.to_string()))?;
-        self.cursor.evals.push(EvalResult { after, success: rate, episodes: episodes.len() });
+        self.cursor.evals.push(EvalResult {
+            eval: node.decl.clone(),
+            after,
+            success: rate,
+            episodes: episodes.len(),
+        });
         self.mark_done(&node.id);
         self.commit(None, false)
     }

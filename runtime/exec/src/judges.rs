@@ -242,12 +242,18 @@ mod tests {
         let judges = Judges::for_reward(&reward, &rewards).unwrap();
         let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
         let count = || calls.load(std::sync::atomic::Ordering::SeqCst);
-        assert_eq!(score(scoring, &episode("completed", "42"), &[]).await, RewardValue::Value(1.0));
+        assert_eq!(
+            score(scoring, &episode("completed", "42"), None, &[]).await,
+            RewardValue::Value(1.0)
+        );
         assert_eq!(count(), 1);
-        assert_eq!(score(scoring, &episode("completed", "41"), &[]).await, RewardValue::Value(0.0));
+        assert_eq!(
+            score(scoring, &episode("completed", "41"), None, &[]).await,
+            RewardValue::Value(0.0)
+        );
         assert_eq!(count(), 2);
         assert_eq!(
-            score(scoring, &episode("max_steps", "42"), &[]).await,
+            score(scoring, &episode("max_steps", "42"), None, &[]).await,
             RewardValue::Value(-1.0)
         );
         assert_eq!(count(), 2, "no judge call when the branch does not need one");
@@ -261,7 +267,7 @@ mod tests {
         let judges = Judges::for_reward(&dead, &rewards).unwrap();
         let scoring = Scoring { reward: &dead, rewards: &rewards, judges: &judges };
         assert_eq!(
-            score(scoring, &episode("completed", "42"), &[]).await,
+            score(scoring, &episode("completed", "42"), None, &[]).await,
             RewardValue::Excluded("judge_error".into())
         );
     }

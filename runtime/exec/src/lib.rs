@@ -15,6 +15,7 @@ pub mod reward;
 pub mod rl_cfg;
 pub mod rollout;
 pub mod rundir;
+pub mod search_env;
 pub mod serve;
 
 pub use exec::{EvalResult, Executor, RunError, RunOptions, Subject, Summary};

@@ -136,9 +136,11 @@ impl TrainerPolicy {
     }
 }
 
-impl TextPolicy for TrainerPolicy {
-    fn act(&mut self, _task: &Task, obs: &Observation, history: &[String]) -> String {
-        let text = prompt_text(&obs.text(), history, self.mode);
+impl TrainerPolicy {
+    /// One turn on a text observation (`task: …` first, then the page or tool response), with
+    /// the turns so far; an empty turn when the trainer cannot sample.
+    pub fn act_text(&mut self, observation: &str, history: &[String]) -> String {
+        let text = prompt_text(observation, history, self.mode);
         match sample_turn(&self.trainer, text, &self.params) {
             Some((turn, out)) => {
                 let step = self.turns.len();
@@ -147,6 +149,12 @@ impl TextPolicy for TrainerPolicy {
             }
             None => String::new(),
         }
+    }
+}
+
+impl TextPolicy for TrainerPolicy {
+    fn act(&mut self, _task: &Task, obs: &Observation, history: &[String]) -> String {
+        self.act_text(&obs.text(), history)
     }
 
     fn name(&self) -> &str {

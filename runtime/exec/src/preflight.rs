@@ -15,7 +15,8 @@ use crate::exec::RunError;
 const OPTIONAL_UNKNOWN: &[&str] = &["count", "judge", "process_reward", "dual_clip", "judge_model"];
 
 /// Dataset constructors this runtime reads.
-const DATASETS: &[&str] = &["std::sandbox::tasks", "std::sandbox::demos", "jsonl", "mixture"];
+const DATASETS: &[&str] =
+    &["std::sandbox::tasks", "std::sandbox::demos", "std::sandbox::qa", "jsonl", "mixture"];
 
 /// Refuses a plan the runtime cannot run, listing every problem, before any work.
 pub fn preflight(plan: &Plan, chromium: Option<&Path>) -> Result<(), Vec<RunError>> {
@@ -56,6 +57,7 @@ pub fn preflight(plan: &Plan, chromium: Option<&Path>) -> Result<(), Vec<RunErro
             NodeKind::LoadModel => errs.extend(model(n)),
             NodeKind::RlPhase => errs.extend(crate::rl_cfg::refusals(n)),
             NodeKind::Env => errs.extend(env_refusals(n)),
+            NodeKind::Agent => errs.extend(agent_refusal(plan, n)),
             _ => {}
         }
     }
@@ -95,7 +97,25 @@ fn env_refusals(n: &Node) -> Vec<RunError> {
 }
 
 fn needs_chromium(n: &Node) -> bool {
-    n.kind == NodeKind::Env || (n.kind == NodeKind::LoadDataset && n.ctor == "std::sandbox::demos")
+    match n.kind {
+        NodeKind::Env => n.ctor != "search_api",
+        NodeKind::LoadDataset => n.ctor == "std::sandbox::demos" && !crate::exec::search_demos(n),
+        _ => false,
+    }
+}
+
+/// A module graph acting in a `search_api` env: its modules observe browser pages.
+fn agent_refusal(plan: &Plan, n: &Node) -> Option<RunError> {
+    let Some(PVal::Ref { node: env }) = n.param("env") else { return None };
+    let search = plan.nodes.iter().any(|e| &e.id == env && e.ctor == "search_api");
+    (n.ctor == "graph" && search).then(|| {
+        RunError::new(
+            "E0502",
+            format!("agent `{}`: module graphs in a `search_api` env are not implemented", n.decl),
+        )
+        .help("use a `react` agent with the search tools, or a `browser` env")
+        .at(n, Some("env"), "this runtime runs graphs only in browsers")
+    })
 }
 
 /// A dataset this runtime cannot read, or whose file is missing, empty or malformed.
@@ -114,7 +134,7 @@ fn dataset(n: &Node) -> Vec<RunError> {
             )
             .help(
                 "use `jsonl(…)` or the sandbox generators (`std::sandbox::tasks`, \
-                 `std::sandbox::demos`)",
+                 `std::sandbox::demos`, `std::sandbox::qa`)",
             )
             .at(n, None, "this runtime does not read it"),
         );
@@ -167,10 +187,15 @@ pub(crate) fn read_jsonl(path: &str, kind: &str) -> Result<Records, (String, Str
         }
         let parsed = match kind {
             "tasks" => serde_json::from_str::<Task>(line).map(|t| tasks.push(t)),
+            "qa" => serde_json::from_str::<QaPair>(line).map(|q| tasks.push(q.task(i + 1))),
             _ => serde_json::from_str::<Trajectory>(line).map(|t| trajectories.push(t)),
         };
         if let Err(e) = parsed {
-            let what = if kind == "tasks" { "task" } else { "trajectory" };
+            let what = match kind {
+                "tasks" => "task",
+                "qa" => "QA",
+                _ => "trajectory",
+            };
             let message = format!(
                 "`{path}` line {}, column {}: not a valid {what} record: {}",
                 i + 1,
@@ -183,7 +208,43 @@ pub(crate) fn read_jsonl(path: &str, kind: &str) -> Result<Records, (String, Str
     if tasks.is_empty() && trajectories.is_empty() {
         return Err((format!("`{path}` holds no records"), "this file is empty".into()));
     }
-    Ok(if kind == "tasks" { Records::Tasks(tasks) } else { Records::Trajectories(trajectories) })
+    Ok(if kind == "trajectories" {
+        Records::Trajectories(trajectories)
+    } else {
+        Records::Tasks(tasks)
+    })
+}
+
+/// One line of QA JSONL (`kind = qa`): a question and its reference answer (docs/sandbox.md).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QaPair {
+    #[serde(default)]
+    id: Option<String>,
+    question: String,
+    answer: String,
+}
+
+impl QaPair {
+    /// The pair as a task for a search agent: answered in at most 30 steps, checked by
+    /// normalised text match against the reference.
+    fn task(self, line: usize) -> Task {
+        Task {
+            id: self.id.unwrap_or_else(|| format!("qa-{line:05}")),
+            split: wrl_sandbox::Split::Train,
+            template: "qa".into(),
+            site: "search".into(),
+            start_path: String::new(),
+            goal: self.question,
+            params: Default::default(),
+            checker: wrl_sandbox::Checker::Answer {
+                expected: self.answer,
+                mode: wrl_sandbox::AnswerMode::Text,
+            },
+            max_steps: 30,
+            content_seed: 0,
+        }
+    }
 }
 
 /// serde_json's message without its ` at line L column C` (the line is always 1 here).
@@ -282,6 +343,22 @@ mod tests {
         assert_eq!(label, "line 2 of this file is malformed");
         std::fs::write(&p, "\n\n").unwrap();
         assert!(jsonl_problem(&path, "tasks").unwrap().0.ends_with("holds no records"));
+    }
+
+    #[test]
+    fn qa_pairs_are_read_as_tasks_checked_against_their_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("qa.jsonl");
+        let lines = "{\"question\": \"Capital of France?\", \"answer\": \"Paris\"}\n\n\
+                     {\"id\": \"q2\", \"question\": \"2+2?\", \"answer\": \"4\"}\n";
+        std::fs::write(&p, lines).unwrap();
+        let path = p.to_string_lossy().into_owned();
+        let Ok(Records::Tasks(tasks)) = read_jsonl(&path, "qa") else { panic!("not tasks") };
+        assert_eq!((tasks[0].id.as_str(), tasks[1].id.as_str()), ("qa-00001", "q2"));
+        assert_eq!(crate::rollout::reference(&tasks[0]), Some("Paris"));
+        std::fs::write(&p, "{\"question\": \"x\"}\n").unwrap();
+        let (message, _) = jsonl_problem(&path, "qa").unwrap();
+        assert!(message.contains("not a valid QA record: missing field `answer`"), "{message}");
     }
 
     #[test]

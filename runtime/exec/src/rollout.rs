@@ -15,6 +15,22 @@ use crate::graph::{GraphPolicy, GraphRun};
 use crate::judges::Judges;
 use crate::policy::{History, TrainerPolicy, Turn};
 use crate::reward::{EpisodeFacts, RewardExpr, RewardValue, evaluate};
+use crate::search_env::SearchEnv;
+
+/// Where a run's episodes take place: Chromium (a `browser` env) or a search API (`search_api`).
+#[derive(Clone, Debug)]
+pub enum Backend {
+    Browser(BrowserPool),
+    Search(SearchEnv),
+}
+
+/// The reference answer of a task whose checker matches an answer.
+pub fn reference(task: &Task) -> Option<&str> {
+    match &task.checker {
+        wrl_sandbox::Checker::Answer { expected, .. } => Some(expected),
+        _ => None,
+    }
+}
 
 /// One attempted episode.
 #[derive(Clone, Debug)]
@@ -99,9 +115,10 @@ pub struct Scoring<'a> {
 pub async fn score(
     scoring: Scoring<'_>,
     trajectory: &Trajectory,
+    reference: Option<&str>,
     screenshots: &[Vec<u8>],
 ) -> RewardValue {
-    let mut f = facts(trajectory, None);
+    let mut f = facts(trajectory, reference);
     match evaluate(scoring.reward, &f, scoring.rewards) {
         RewardValue::Excluded(_) if !scoring.judges.is_empty() => {
             f.judges = scoring.judges.judge(trajectory, screenshots).await;
@@ -116,7 +133,7 @@ pub async fn score(
 /// another's sampling instead of waiting behind it, and a long sampling turn cannot starve the
 /// other episodes' step timers.
 pub async fn rollout(
-    pool: &BrowserPool,
+    backend: &Backend,
     sandbox: &Arc<Sandbox>,
     tasks: &[Task],
     trainer: Option<&Arc<Mutex<Trainer>>>,
@@ -130,12 +147,12 @@ pub async fn rollout(
         .flat_map(|(g, t)| std::iter::repeat_n((g, t.clone()), cfg.group.max(1)))
         .collect();
     futures::stream::iter(jobs.into_iter().enumerate().map(|(i, (group, task))| {
-        let (trainer, pool, sandbox, cfg, owned) =
-            (trainer.cloned(), pool.clone(), sandbox.clone(), cfg.clone(), owned.clone());
+        let (trainer, backend, sandbox, cfg, owned) =
+            (trainer.cloned(), backend.clone(), sandbox.clone(), cfg.clone(), owned.clone());
         let job = tokio::spawn(async move {
             let scoring = Scoring { reward: &owned.0, rewards: &owned.1, judges: &owned.2 };
             let screens = i < cfg.screens_for;
-            episode(&pool, &sandbox, &task, group, trainer, &cfg, scoring, screens).await
+            episode(&backend, &sandbox, &task, group, trainer, &cfg, scoring, screens).await
         });
         async move {
             match job.await {
@@ -159,7 +176,7 @@ pub async fn rollout(
 /// One episode of `task` by the policy, scored; with `screens`, a screenshot of every step kept.
 #[allow(clippy::too_many_arguments)]
 async fn episode(
-    pool: &BrowserPool,
+    backend: &Backend,
     sandbox: &Arc<Sandbox>,
     task: &Task,
     group: usize,
@@ -178,38 +195,49 @@ async fn episode(
         _ if screens => scoring.judges.screenshots().max(every_step),
         _ => scoring.judges.screenshots(),
     };
-    let (result, turns) = match &cfg.graph {
-        None => {
-            let Some(trainer) = trainer else {
-                let t = failed(task, "no policy to run this agent");
-                let reward = RewardValue::Excluded("env_error".into());
-                return Episode {
-                    group,
-                    trajectory: t,
-                    turns: Vec::new(),
-                    reward,
-                    process: Vec::new(),
-                    screens: Vec::new(),
-                };
-            };
+    let unusable = |why: &str| Episode {
+        group,
+        trajectory: failed(task, why),
+        turns: Vec::new(),
+        reward: RewardValue::Excluded("env_error".into()),
+        process: Vec::new(),
+        screens: Vec::new(),
+    };
+    let (result, turns) = match (&cfg.graph, backend) {
+        (None, Backend::Browser(pool)) => {
+            let Some(trainer) = trainer else { return unusable("no policy to run this agent") };
             let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
             let r = run_task_with_screenshots(pool, sandbox, task, &mut policy, keep, &cfg.episode)
                 .await;
-            (r, policy.turns)
+            (r.map_err(|e| e.to_string()), policy.turns)
         }
-        Some((spec, brains)) => {
+        (Some((spec, brains)), Backend::Browser(pool)) => {
             let mut policy =
                 GraphPolicy::new(spec.clone(), brains.clone(), cfg.sample.clone(), "policy");
             let r = run_task_with_screenshots(pool, sandbox, task, &mut policy, keep, &cfg.episode)
                 .await;
-            (r, policy.turns)
+            (r.map_err(|e| e.to_string()), policy.turns)
+        }
+        (None, Backend::Search(env)) => {
+            let Some(trainer) = trainer else { return unusable("no policy to run this agent") };
+            let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
+            let t = env
+                .run_task(task, "policy", &cfg.episode, |obs, _, history| {
+                    policy.act_text(obs, history)
+                })
+                .await;
+            (Ok((t, Vec::new())), policy.turns)
+        }
+        // Refused by the preflight: graph modules observe browser pages.
+        (Some(_), Backend::Search(_)) => {
+            return unusable("module graphs run only in browser environments");
         }
     };
     let (trajectory, shots) = match result {
         Ok(t) => t,
-        Err(e) => (failed(task, &e.to_string()), Vec::new()),
+        Err(e) => (failed(task, &e), Vec::new()),
     };
-    let reward = match score(scoring, &trajectory, &shots).await {
+    let reward = match score(scoring, &trajectory, reference(task), &shots).await {
         RewardValue::Value(_) if cfg.exclude.iter().any(|x| x == &trajectory.outcome.reason) => {
             RewardValue::Excluded(trajectory.outcome.reason.clone())
         }
@@ -218,7 +246,7 @@ async fn episode(
     let process = match &cfg.process {
         Some(expr) => {
             let steps = crate::process::step_facts(&trajectory, &task.start_path, &shots);
-            let facts = facts(&trajectory, None);
+            let facts = facts(&trajectory, reference(task));
             crate::process::process_rewards(expr, scoring.rewards, &facts, &steps)
                 .into_iter()
                 .map(|v| match v {

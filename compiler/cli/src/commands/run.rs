@@ -120,7 +120,12 @@ pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
             let evals: Vec<String> = summary
                 .evals
                 .iter()
-                .map(|e| format!("after {}: {:.1}%", e.after, e.success * 100.0))
+                .map(|e| {
+                    // Two evals after the same stage are told apart by name.
+                    let shared = summary.evals.iter().filter(|o| o.after == e.after).count() > 1;
+                    let name = if shared { format!("{} ", e.eval) } else { String::new() };
+                    format!("{name}after {}: {:.1}%", e.after, e.success * 100.0)
+                })
                 .collect();
             let _ = writeln!(
                 io.err,

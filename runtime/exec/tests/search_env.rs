@@ -1,0 +1,77 @@
+//! The `search_api` environment over real HTTP: the scripted expert answers the sandbox's QA
+//! pairs through its `search` and `visit` endpoints; a wrong URL is the agent's mistake; a
+//! failing or silent search service ends the episode as an environment error.
+
+#![allow(clippy::unwrap_used)] // test helpers fail loudly, like the tests they serve
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::get;
+use wrl_browser::EpisodeCfg;
+use wrl_runtime::search_env::SearchEnv;
+use wrl_sandbox::search_api::expert_action;
+use wrl_sandbox::{Sandbox, Split, generate_qa};
+
+fn cfg() -> EpisodeCfg {
+    EpisodeCfg { max_agent_errors: 2, ..EpisodeCfg::default() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_expert_answers_through_the_sandbox_api_and_mistakes_are_the_agents() {
+    let sb = Sandbox::start(0, 0).await.unwrap();
+    let env =
+        SearchEnv::new(&format!("{}/api", sb.base_url()), 1500, Duration::from_secs(5)).unwrap();
+    let tasks = generate_qa(sb.content(), Split::Test, 6, 2);
+    for task in &tasks {
+        let t = env
+            .run_task(task, "expert", &cfg(), |_, response, history| {
+                expert_action(task, history, response).unwrap_or_else(|| "stuck".into())
+            })
+            .await;
+        assert!(t.outcome.success, "{}: {:?}", task.goal, t.outcome);
+        let calls: Vec<&str> = t.steps.iter().map(|s| s.actions[0].as_str()).collect();
+        assert!(calls[0].starts_with("search ") && calls[1].starts_with("visit /wiki/article/"));
+        assert!(t.steps[1].observation.contains("\nresult: [1] "), "{:?}", t.steps[1]);
+    }
+
+    // A page that does not exist is read as an error, and the agent goes on; a wrong answer
+    // completes the episode unsuccessfully; malformed turns end it as an agent error.
+    let task = &tasks[0];
+    let mut turns = ["visit /wiki/article/nowhere", "answer 1"].into_iter();
+    let t = env.run_task(task, "p", &cfg(), |_, _, _| turns.next().unwrap().to_string()).await;
+    assert_eq!(t.steps[0].feedback, "error: no such page: /wiki/article/nowhere");
+    assert_eq!((t.outcome.reason.as_str(), t.outcome.success), ("completed", false));
+    let t = env.run_task(task, "p", &cfg(), |_, _, _| "click 3".to_string()).await;
+    assert_eq!(t.outcome.reason, "agent_error");
+    assert_eq!(t.steps.len(), 2, "two agent errors in a row end the episode");
+    let t = env.run_task(task, "p", &cfg(), |_, _, _| "search Zzz".to_string()).await;
+    assert_eq!((t.outcome.reason.as_str(), t.steps.len()), ("max_steps", 4));
+    assert_eq!(t.steps[0].feedback, "no results");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_or_silent_service_is_an_environment_error() {
+    let app = Router::new()
+        .route("/search", get(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "down") }))
+        .route(
+            "/visit",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                "late"
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let env = SearchEnv::new(&base, 64, Duration::from_millis(300)).unwrap();
+    let sb_content = wrl_sandbox::Content::new(0);
+    let task = &generate_qa(&sb_content, Split::Train, 1, 0)[0];
+    let t = env.run_task(task, "p", &cfg(), |_, _, _| "search x".to_string()).await;
+    assert_eq!(t.outcome.reason, "env_error");
+    assert!(t.outcome.message.contains("HTTP 500"), "{}", t.outcome.message);
+    let t = env.run_task(task, "p", &cfg(), |_, _, _| "visit /a".to_string()).await;
+    assert_eq!(t.outcome.reason, "env_error");
+    assert!(t.outcome.message.contains("timed out"), "{}", t.outcome.message);
+}
