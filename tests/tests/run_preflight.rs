@@ -78,7 +78,7 @@ fn a_phase_value_is_placed_in_its_phase() {
     let text = "use std::rewards::task_check\n\
                 model policy = std::models::tiny\n\
                 dataset tasks = std::sandbox::tasks(count: 8)\n\
-                env web = browser { target = std::sandbox::web\n tools = std::tools::elements }\n\
+                env web = browser { target = std::sandbox::web\n tools = std::tools::elements, observe = [elements(max: 32), url, feedback] }\n\
                 agent actor = react(policy, web) { max_turns = 3 turns\n max_response = 48 tokens }\n\
                 stage online = grpo(policy, tasks, actor) {\n\
                 \x20 reward = task_check\n\

@@ -51,6 +51,41 @@ pub struct EpisodeCfg {
     pub task_timeout: Duration,
     /// Consecutive steps with agent errors that end the episode as `agent_error`.
     pub max_agent_errors: u32,
+    /// Longest wait for a free slot of the pool; passing it is an infrastructure error.
+    pub acquire_timeout: Duration,
+    /// Run only the first action of a turn (`per_turn = one`); the rest are reported, not run.
+    pub one_action_per_turn: bool,
+    /// What the text observation shows (`observe`).
+    pub view: TextView,
+}
+
+/// Which parts of a page the text observation shows: a browser env's `observe` list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextView {
+    /// The active tab's URL (`url()`).
+    pub url: bool,
+    /// The number of tabs and the active one, when several are open (`tabs()`).
+    pub tabs: bool,
+    /// Interactive elements with ids, at most this many, and the page's text lines
+    /// (`elements(max: N)`); `None` shows no page content.
+    pub elements: Option<usize>,
+    /// The feedback of the last action (`feedback()`).
+    pub feedback: bool,
+    /// The feedback's `DOM changes: …` line (`feedback(detail: dom_diff)`).
+    pub dom_diff: bool,
+}
+
+impl Default for TextView {
+    /// Everything: URL, tabs, every element, feedback with its DOM diff.
+    fn default() -> Self {
+        TextView {
+            url: true,
+            tabs: true,
+            elements: Some(usize::MAX),
+            feedback: true,
+            dom_diff: true,
+        }
+    }
 }
 
 impl Default for EpisodeCfg {
@@ -60,6 +95,9 @@ impl Default for EpisodeCfg {
             step_timeout: Duration::from_secs(20),
             task_timeout: Duration::from_secs(300),
             max_agent_errors: 3,
+            acquire_timeout: Duration::from_secs(600),
+            one_action_per_turn: false,
+            view: TextView::default(),
         }
     }
 }
@@ -137,12 +175,16 @@ pub struct Observation {
     pub screenshot: Option<Vec<u8>>,
     /// Steps taken so far.
     pub step: u32,
+    /// What [`Observation::text`] shows (the episode's `observe`).
+    pub view: TextView,
 }
 
 impl Observation {
     /// The compact text observation for text policies: task, URL (path only for loopback
-    /// sites), elements with ids, feedback. A few hundred bytes on sandbox pages.
+    /// sites), elements with ids, feedback — those of them its [`TextView`] shows. A few
+    /// hundred bytes on sandbox pages.
     pub fn text(&self) -> String {
+        let view = &self.view;
         // Loopback sites are shown by path alone: their port changes from run to run, and a
         // policy trained on one run's demonstrations must see the same text in the next.
         let local = origin(&self.url)
@@ -156,13 +198,18 @@ impl Observation {
             Some(_) => wrl_sandbox::checker::url_path(&self.url).to_string(),
             None => self.url.clone(),
         };
-        let mut out = format!("task: {}\nurl: {url}\n", self.goal);
-        if self.tabs.len() > 1 {
+        let mut out = format!("task: {}\n", self.goal);
+        if view.url {
+            out.push_str(&format!("url: {url}\n"));
+        }
+        if view.tabs && self.tabs.len() > 1 {
             let active = self.tabs.iter().position(|t| t.active).unwrap_or(0);
             out.push_str(&format!("tabs: {} (active {active})\n", self.tabs.len()));
         }
-        out.push_str(&self.snapshot.render_items());
-        if !self.feedback.is_empty() {
+        if let Some(max) = view.elements {
+            out.push_str(&self.snapshot.render_items_max(max));
+        }
+        if view.feedback && !self.feedback.is_empty() {
             let feedback = match &local {
                 Some(o) => self.feedback.replace(o.as_str(), ""),
                 None => self.feedback.clone(),
@@ -249,6 +296,9 @@ pub enum EpisodeError {
     /// The pool is shut down.
     #[error("the browser pool is closed")]
     Closed,
+    /// No browser slot came free in time (`timeout.acquire`).
+    #[error("no browser came free within {0:?}")]
+    NoSlot(Duration),
 }
 
 impl BrowserPool {
@@ -261,8 +311,11 @@ impl BrowserPool {
         spec: EpisodeSpec,
         cfg: EpisodeCfg,
     ) -> Result<Episode, EpisodeError> {
-        let permit =
-            self.inner.sem.clone().acquire_owned().await.map_err(|_| EpisodeError::Closed)?;
+        let wait = cfg.acquire_timeout;
+        let permit = tokio::time::timeout(wait, self.inner.sem.clone().acquire_owned())
+            .await
+            .map_err(|_| EpisodeError::NoSlot(wait))?
+            .map_err(|_| EpisodeError::Closed)?;
         let slot = self.inner.next_slot();
         let id = format!("ep{}", EPISODE_COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
         let mut attempt = 0;
@@ -559,6 +612,7 @@ impl Episode {
             feedback: self.feedback.clone(),
             screenshot: shot,
             step: self.steps,
+            view: self.cfg.view.clone(),
         })
     }
 
@@ -585,6 +639,10 @@ impl Episode {
             };
         }
         self.steps += 1;
+        // `per_turn = one`: the first action runs; the others are reported, not run.
+        let dropped =
+            if self.cfg.one_action_per_turn { actions.len().saturating_sub(1) } else { 0 };
+        let actions = &actions[..actions.len() - dropped];
         let before = match &self.last {
             Some(s) => s.clickables(),
             None => self.snapshot().await.map(|s| s.clickables()).unwrap_or_default(),
@@ -620,7 +678,9 @@ impl Episode {
         if self.end.as_ref().is_none_or(|e| matches!(e, EndReason::Completed { .. })) {
             match self.snapshot().await {
                 Ok(after) => {
-                    if let Some(d) = dom_diff(&before, &after.clickables()) {
+                    if let Some(d) =
+                        dom_diff(&before, &after.clickables()).filter(|_| self.cfg.view.dom_diff)
+                    {
                         lines.push(d);
                     }
                     self.last = Some(after);
@@ -634,6 +694,9 @@ impl Episode {
         }
         for b in self.live.seen.blocked_since(seq0, &self.frames()) {
             lines.push(format!("blocked request to {} ({})", b.url, b.reason));
+        }
+        if dropped > 0 {
+            lines.push(format!("{dropped} more action(s) not run: one action per turn"));
         }
         if errors.is_empty() {
             self.agent_errors = 0;

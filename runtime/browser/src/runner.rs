@@ -136,9 +136,21 @@ pub async fn run_expert(
     tasks: &[Task],
     concurrency: usize,
 ) -> Vec<Result<Trajectory, EpisodeError>> {
+    run_expert_with(pool, sandbox, tasks, concurrency, &EpisodeCfg::default()).await
+}
+
+/// [`run_expert`] with `cfg`'s timeouts and view, so that its demonstrations record the
+/// observations a policy in the same env will see.
+pub async fn run_expert_with(
+    pool: &BrowserPool,
+    sandbox: &Arc<Sandbox>,
+    tasks: &[Task],
+    concurrency: usize,
+    cfg: &EpisodeCfg,
+) -> Vec<Result<Trajectory, EpisodeError>> {
     futures::stream::iter(tasks.iter().map(|t| async move {
         let mut e = Expert;
-        run_task(pool, sandbox, t, &mut e).await
+        run_task_with_screenshots(pool, sandbox, t, &mut e, 0, cfg).await.map(|(t, _)| t)
     }))
     .buffered(concurrency.max(1))
     .collect()

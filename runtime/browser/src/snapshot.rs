@@ -90,10 +90,18 @@ impl Snapshot {
 
     /// Renders the items as compact lines: `[7] button "Add to cart"` or plain text.
     pub fn render_items(&self) -> String {
+        self.render_items_max(usize::MAX)
+    }
+
+    /// [`Snapshot::render_items`] with at most `max` elements (text lines are all kept).
+    pub fn render_items_max(&self, max: usize) -> String {
         let mut out = String::new();
+        let mut shown = 0;
         for item in &self.items {
             match item {
+                Item::Element { .. } if shown >= max => continue,
                 Item::Element { id, role, label, value, options, .. } => {
+                    shown += 1;
                     out.push_str(&format!("[{id}] {role} \"{label}\""));
                     if let Some(v) = value {
                         out.push_str(&format!(" value=\"{v}\""));

@@ -284,3 +284,57 @@ fn agent_errors_and_step_budget_end_episodes() {
         assert_eq!(ep.finish().await.steps, 2);
     });
 }
+
+#[test]
+fn the_env_observe_list_and_one_action_per_turn() {
+    use wrl_browser::episode::TextView;
+    use wrl_browser::{EpisodeCfg, EpisodeSpec};
+    let f = common::shared();
+    f.rt.block_on(async {
+        let view = TextView {
+            url: false,
+            tabs: false,
+            elements: Some(2),
+            feedback: true,
+            dom_diff: false,
+        };
+        let cfg = EpisodeCfg { one_action_per_turn: true, view, ..EpisodeCfg::default() };
+        let mut ep = f.pool.episode(EpisodeSpec::url("lab", f.url("/lab/")), cfg).await.unwrap();
+        let full = ep.observe(false).await.unwrap();
+        let text = full.text();
+        assert!(!text.contains("url: "), "{text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with('[')).count(), 2, "{text}");
+        let add = id_of(&mut ep, "Add items").await;
+        let counter = id_of(&mut ep, "Clicked 0").await;
+        // Two actions in one turn: the first runs, the second is reported; no DOM diff.
+        let r = ep.act(&[t(&format!("click {add}")), t(&format!("click {counter}"))]).await;
+        assert!(
+            r.feedback.contains("1 more action(s) not run: one action per turn"),
+            "{}",
+            r.feedback
+        );
+        assert!(!r.feedback.contains("DOM changes"), "{}", r.feedback);
+        let ran = ep.eval_js("[window.m, window.n]").await.unwrap();
+        assert_eq!(ran, json!([3, 0]), "the first click ran, the second did not");
+        let obs = ep.observe(false).await.unwrap();
+        assert!(obs.text().contains("feedback: clicked"), "{}", obs.text());
+        ep.finish().await;
+    });
+}
+
+#[test]
+fn waiting_longer_than_timeout_acquire_for_a_browser_is_an_error() {
+    use std::time::Duration;
+    use wrl_browser::{EpisodeCfg, EpisodeError, EpisodeSpec};
+    let f = common::fixture(1, |_| {});
+    f.rt.block_on(async {
+        let busy = f.lab().await;
+        let cfg =
+            EpisodeCfg { acquire_timeout: Duration::from_millis(200), ..EpisodeCfg::default() };
+        let r = f.pool.episode(EpisodeSpec::url("lab", f.url("/lab/")), cfg.clone()).await;
+        assert!(matches!(r, Err(EpisodeError::NoSlot(_))), "{r:?}");
+        busy.finish().await;
+        let ep = f.pool.episode(EpisodeSpec::url("lab", f.url("/lab/")), cfg).await.unwrap();
+        ep.finish().await;
+    });
+}

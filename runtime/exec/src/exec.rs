@@ -459,22 +459,10 @@ impl<'a> Executor<'a> {
         })
     }
 
-    /// An env's `timeout = { step, task }` for every episode (the run's browser env by default).
+    /// An env's episode settings (the run's browser env by default): timeouts, actions per
+    /// turn and what the text observation shows.
     fn episode_cfg(&self, env: Option<&Node>) -> EpisodeCfg {
-        let d = EpisodeCfg::default();
-        let timeout = env.or(self.env_node()).and_then(|n| n.param("timeout"));
-        let secs = |k: &str, d: std::time::Duration| {
-            timeout
-                .and_then(|t| t.field(k))
-                .and_then(PVal::num)
-                .filter(|s| *s > 0.0)
-                .map_or(d, std::time::Duration::from_secs_f64)
-        };
-        EpisodeCfg {
-            step_timeout: secs("step", d.step_timeout),
-            task_timeout: secs("task", d.task_timeout),
-            ..d
-        }
+        crate::env_cfg::episode_cfg(env.or(self.env_node()))
     }
 
     fn concurrency(&self) -> usize {
@@ -627,8 +615,11 @@ impl<'a> Executor<'a> {
                 "dataset {}: the scripted expert solves {count} tasks in Chromium",
                 node.decl
             ));
+            // The expert sees what the policy will: the env's `observe`.
+            let episode = self.episode_cfg(None);
             let pool = self.pool(conc).await?;
-            let results = wrl_browser::runner::run_expert(pool, &sb, &tasks, conc).await;
+            let results =
+                wrl_browser::runner::run_expert_with(pool, &sb, &tasks, conc, &episode).await;
             results.into_iter().filter_map(Result::ok).collect()
         };
         let demos: Vec<Trajectory> = results.into_iter().filter(|t| t.outcome.success).collect();
@@ -890,6 +881,7 @@ impl<'a> Executor<'a> {
             graph: self.graph_of(&agent, node, Some(&trainer))?,
             screens_for: 0,
             episode: self.episode_cfg(self.env_of(&agent)),
+            retries: crate::env_cfg::retries(self.env_of(&agent)),
         };
         let rewards = self.rewards.clone();
         let judges = Judges::for_reward(&reward, &rewards)
@@ -948,6 +940,7 @@ impl<'a> Executor<'a> {
                 "uniform_groups": uniform_groups(&episodes), "loss": metrics.loss, "lr": metrics.lr,
                 "grad_norm": metrics.grad_norm, "clip_frac": metrics.clip_frac, "samples": samples.len(),
                 "rollout_s": rollout_s, "update_s": update_s,
+                "retried": episodes.iter().map(|e| e.retried).sum::<usize>(),
             });
             self.run.append_metrics(&[line]).map_err(|e| RunError::new("E0504", e.to_string()))?;
             self.trainers.insert(node.id.clone(), trainer.clone());
@@ -1098,6 +1091,7 @@ impl<'a> Executor<'a> {
             // The report shows the first episodes of each evaluation with their pages.
             screens_for: SAMPLE_EPISODES,
             episode: self.episode_cfg(self.env_of(&agent)),
+            retries: crate::env_cfg::retries(self.env_of(&agent)),
         };
         let sb = self.sandbox().await?;
         let backend = self.backend(&agent).await?;

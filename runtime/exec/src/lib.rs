@@ -3,6 +3,7 @@
 //! directory with its append-only logs and crash-safe commits, and the HTML report.
 
 pub mod brains;
+pub mod env_cfg;
 pub mod exec;
 pub mod graph;
 pub mod judge;

@@ -56,44 +56,12 @@ pub fn preflight(plan: &Plan, chromium: Option<&Path>) -> Result<(), Vec<RunErro
             NodeKind::LoadDataset => errs.extend(dataset(n)),
             NodeKind::LoadModel => errs.extend(model(n)),
             NodeKind::RlPhase => errs.extend(crate::rl_cfg::refusals(n)),
-            NodeKind::Env => errs.extend(env_refusals(n)),
+            NodeKind::Env => errs.extend(crate::env_cfg::refusals(n)),
             NodeKind::Agent => errs.extend(agent_refusal(plan, n)),
             _ => {}
         }
     }
     if errs.is_empty() { Ok(()) } else { Err(errs) }
-}
-
-/// Browser-env settings this runtime cannot honour yet, refused at their field rather than
-/// ignored: pacing (`slow_mo`, `settle`) and conflict-free scheduling (`conflict_key`).
-fn env_refusals(n: &Node) -> Vec<RunError> {
-    let mut errs = Vec::new();
-    for (field, what) in [
-        ("slow_mo", "a delay between CDP commands (`slow_mo`)"),
-        ("settle", "a wait after each action (`settle`)"),
-    ] {
-        if n.num(field).is_some_and(|s| s > 0.0) {
-            errs.push(
-                RunError::new("E0502", format!("env `{}`: {what} is not implemented", n.decl))
-                    .help(format!("set `{field} = 0 s` (a profile can)"))
-                    .at(n, Some(field), "this runtime cannot do this yet"),
-            );
-        }
-    }
-    if n.param("conflict_key").and_then(PVal::as_str).is_some_and(|k| !k.is_empty()) {
-        errs.push(
-            RunError::new(
-                "E0502",
-                format!(
-                    "env `{}`: keeping conflicting tasks apart (`conflict_key`) is not implemented",
-                    n.decl
-                ),
-            )
-            .help("set `conflict_key = \"\"`; sandbox tasks reset their state per episode")
-            .at(n, Some("conflict_key"), "this runtime cannot do this yet"),
-        );
-    }
-    errs
 }
 
 fn needs_chromium(n: &Node) -> bool {

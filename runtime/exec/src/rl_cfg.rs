@@ -185,30 +185,32 @@ pub fn refusals(node: &Node) -> Vec<RunError> {
     errs
 }
 
+/// The fields of `builtin NAME(...) -> kind { ... }` in the stdlib's prelude: what the
+/// runtime's field contracts (here and in `env_cfg`) are tested against.
+#[cfg(test)]
+pub(crate) fn stdlib_fields(name: &str) -> Vec<String> {
+    let src = include_str!("../../../stdlib/prelude.wrl");
+    let head = format!("builtin {name}(");
+    let start = src.find(&head).unwrap_or_else(|| panic!("no `{head}` in the prelude"));
+    let body = &src[start..];
+    let end = body.find("\n}").unwrap_or(body.len());
+    body[..end]
+        .lines()
+        .skip(1)
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.trim().split_once(':').map(|(k, _)| k.to_string()))
+        .filter(|k| k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The fields of `builtin NAME(...) -> stage { ... }` in the stdlib's prelude.
-    fn declared(name: &str) -> Vec<String> {
-        let src = include_str!("../../../stdlib/prelude.wrl");
-        let head = format!("builtin {name}(");
-        let start = src.find(&head).unwrap_or_else(|| panic!("no `{head}` in the prelude"));
-        let body = &src[start..];
-        let end = body.find("\n}").unwrap_or(body.len());
-        body[..end]
-            .lines()
-            .skip(1)
-            .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
-            .filter_map(|l| l.trim().split_once(':').map(|(k, _)| k.to_string()))
-            .filter(|k| k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-            .collect()
-    }
-
     #[test]
     fn every_declared_rl_field_is_mapped_used_or_refused() {
         for stage in ["grpo", "dapo", "ppo"] {
-            let fields = declared(stage);
+            let fields = stdlib_fields(stage);
             assert!(fields.len() > 10, "{stage}: read only {fields:?}");
             for f in fields {
                 let known = [MAPPED, USED_BY_EXECUTOR, REFUSED_UNLESS_DEFAULT]

@@ -46,6 +46,8 @@ pub struct Episode {
     /// PNG screenshots of the page at each step, then of the final page; kept only for the
     /// report's sample episodes (`RolloutCfg::screens_for`).
     pub screens: Vec<Vec<u8>>,
+    /// Earlier attempts of this episode dropped for an environment error or timeout.
+    pub retried: usize,
 }
 
 impl Episode {
@@ -97,8 +99,10 @@ pub struct RolloutCfg {
     pub graph: Option<GraphRun>,
     /// The first this many episodes keep a screenshot of every step, for the report.
     pub screens_for: usize,
-    /// The env's step and task timeouts (the step budget comes from each task).
+    /// The env's episode settings (the step budget comes from each task).
     pub episode: EpisodeCfg,
+    /// Times an episode that ended in an environment error or timeout is run again (`retries`).
+    pub retries: usize,
 }
 
 /// How episodes are scored: the reward, the rewards it names, and the judges it asks.
@@ -164,6 +168,7 @@ pub async fn rollout(
                     reward: RewardValue::Excluded("env_error".into()),
                     process: Vec::new(),
                     screens: Vec::new(),
+                    retried: 0,
                 },
             }
         }
@@ -173,9 +178,34 @@ pub async fn rollout(
     .await
 }
 
-/// One episode of `task` by the policy, scored; with `screens`, a screenshot of every step kept.
+/// One episode of `task` by the policy, run again up to `cfg.retries` times while it ends in an
+/// environment error or an infrastructure timeout (a crashed page, a host that did not answer).
 #[allow(clippy::too_many_arguments)]
 async fn episode(
+    backend: &Backend,
+    sandbox: &Arc<Sandbox>,
+    task: &Task,
+    group: usize,
+    trainer: Option<Arc<Mutex<Trainer>>>,
+    cfg: &RolloutCfg,
+    scoring: Scoring<'_>,
+    screens: bool,
+) -> Episode {
+    let mut retried = 0;
+    loop {
+        let ep =
+            attempt(backend, sandbox, task, group, trainer.clone(), cfg, scoring, screens).await;
+        let infra = matches!(ep.end_reason(), "env_error" | "infra_timeout");
+        if !infra || retried >= cfg.retries {
+            return Episode { retried, ..ep };
+        }
+        retried += 1;
+    }
+}
+
+/// One attempt of `task` by the policy, scored; with `screens`, a screenshot of every step kept.
+#[allow(clippy::too_many_arguments)]
+async fn attempt(
     backend: &Backend,
     sandbox: &Arc<Sandbox>,
     task: &Task,
@@ -202,6 +232,7 @@ async fn episode(
         reward: RewardValue::Excluded("env_error".into()),
         process: Vec::new(),
         screens: Vec::new(),
+        retried: 0,
     };
     let (result, turns) = match (&cfg.graph, backend) {
         (None, Backend::Browser(pool)) => {
@@ -258,7 +289,7 @@ async fn episode(
         None => Vec::new(),
     };
     let screens = if screens { shots } else { Vec::new() };
-    Episode { group, trajectory, turns, reward, process, screens }
+    Episode { group, trajectory, turns, reward, process, screens, retried: 0 }
 }
 
 /// A trajectory for an episode that could not start (the browser failed).

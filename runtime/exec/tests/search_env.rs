@@ -75,3 +75,37 @@ async fn a_failing_or_silent_service_is_an_environment_error() {
     assert_eq!(t.outcome.reason, "env_error");
     assert!(t.outcome.message.contains("timed out"), "{}", t.outcome.message);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn episodes_ending_in_environment_errors_are_retried_then_counted() {
+    use std::collections::BTreeMap;
+    use wrl_runtime::judges::Judges;
+    use wrl_runtime::policy::History;
+    use wrl_runtime::reward::RewardExpr;
+    use wrl_runtime::rollout::{Backend, RolloutCfg, Scoring, rollout};
+    let sb = std::sync::Arc::new(Sandbox::start(0, 0).await.unwrap());
+    let env =
+        SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5)).unwrap();
+    let tasks = generate_qa(sb.content(), Split::Train, 2, 0);
+    let cfg = RolloutCfg {
+        group: 2,
+        concurrency: 2,
+        sample: wrl_trainer::SampleParams::default(),
+        history: History::ActionOnly,
+        exclude: Vec::new(),
+        process: None,
+        graph: None,
+        screens_for: 0,
+        episode: cfg(),
+        retries: 2,
+    };
+    let (reward, rewards, judges) =
+        (RewardExpr::Const { value: 0.0 }, BTreeMap::new(), Judges::default());
+    let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
+    // Without a policy every attempt fails in the environment: run 3 times, then counted.
+    let episodes = rollout(&Backend::Search(env), &sb, &tasks, None, &cfg, scoring).await;
+    assert_eq!(episodes.len(), 4);
+    for e in &episodes {
+        assert_eq!((e.end_reason(), e.retried), ("env_error", 2));
+    }
+}
