@@ -129,3 +129,50 @@ fn webdancer_smoke_runs_offline_with_search_and_visit() {
     assert!((16 + 12..=48 + 12).contains(&logged), "{logged}");
     assert!(out.join("report.html").exists());
 }
+
+#[test]
+fn opagent_smoke_trains_planner_and_grounder_as_separate_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes/opagent.wrl");
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        recipe.into_os_string(),
+        "--profile".into(),
+        "smoke".into(),
+        "--out".into(),
+        out.clone().into_os_string(),
+    ];
+    for set in [
+        "planning=std::sandbox::demos(count: 3)",
+        "acting=std::sandbox::demos(count: 3) { seed = 2 }",
+        "grounding=std::sandbox::demos(count: 3) { seed = 3 }",
+        "arena_test=std::sandbox::tasks(count: 2) { split = test }",
+        "multitask.epochs=1",
+        "rl.prompts=2",
+        "rl.group=2",
+        "rl.phases=[{ iters = 1, horizon = 3 steps, lr = 3e-4 }]",
+        "rl_pass5.k=1",
+    ] {
+        args.extend(["--set".into(), set.into()]);
+    }
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    // Each role was updated on the turns it sampled, and the RL iteration's checkpoint holds
+    // each role's weights.
+    let metrics = std::fs::read_to_string(out.join("metrics.jsonl")).unwrap();
+    let rl: serde_json::Value = metrics
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|m| m["kind"] == "rl")
+        .unwrap();
+    let ckpt = out.join("checkpoints/stage-rl-phase-1-iter-1");
+    let mut total = 0;
+    for role in ["planner", "grounder"] {
+        let n = rl["roles"][role]["samples"].as_u64().unwrap_or(0);
+        assert!(n > 0, "{role} sampled no turn: {rl}");
+        total += n;
+        assert!(ckpt.join("roles").join(role).join("model.safetensors").exists(), "{role}");
+    }
+    assert_eq!(rl["samples"].as_u64(), Some(total), "{rl}");
+}

@@ -37,19 +37,21 @@ impl Frozen {
         self.apis.insert(node.id.clone(), cfg);
     }
 
-    /// The brain of every module of `spec`: `trained` for the modules `binds` names (when there
-    /// is a trained policy), else the module's own model, frozen.
+    /// The brain of every module of `spec`: for the modules `binds` names, its role's own
+    /// trained weights in `roles` (a graph with `weights = per_role`) or else `trained` (when
+    /// there is a trained policy); every other module runs its own model, frozen.
     pub fn brains(
         &mut self,
         spec: &GraphSpec,
         binds: &[String],
         trained: Option<&Arc<Mutex<Trainer>>>,
+        roles: &BTreeMap<String, Arc<Mutex<Trainer>>>,
         models: &BTreeMap<String, TrainerConfig>,
     ) -> Result<Arc<BTreeMap<String, Brain>>, String> {
         let mut out = BTreeMap::new();
         for m in spec.modules.values() {
             let bound = binds.iter().any(|b| *b == format!("modules.{}.model", m.name));
-            let brain = match trained {
+            let brain = match roles.get(&m.role).or(trained) {
                 Some(t) if bound => Brain::Local(t.clone()),
                 _ => self.own(&m.model, models)?,
             };

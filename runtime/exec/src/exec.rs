@@ -154,6 +154,8 @@ struct AgentCfg {
     graph: Option<Arc<GraphSpec>>,
     /// The env node the agent acts in.
     env: Option<String>,
+    /// Each role of the graph trains its own weights (`weights = per_role`).
+    per_role: bool,
 }
 
 /// The executor's state while it walks the plan.
@@ -168,12 +170,18 @@ pub struct Executor<'a> {
     data: BTreeMap<String, Data>,
     models: BTreeMap<String, TrainerConfig>,
     trainers: BTreeMap<String, Arc<Mutex<Trainer>>>,
+    /// Per node, the weights each role of a `weights = per_role` graph trains (empty when the
+    /// roles share the node's trainer).
+    roles: BTreeMap<String, Roles>,
     agents: BTreeMap<String, AgentCfg>,
     /// Frozen models of graph modules (local or over HTTP).
     frozen: Frozen,
     rewards: BTreeMap<String, RewardExpr>,
     trajectory_ids: u64,
 }
+
+/// A trained policy per graph role.
+type Roles = BTreeMap<String, Arc<Mutex<Trainer>>>;
 
 /// Episodes of each evaluation that keep a screenshot per step, for the report.
 const SAMPLE_EPISODES: usize = 2;
@@ -246,6 +254,7 @@ impl<'a> Executor<'a> {
             data: BTreeMap::new(),
             models: BTreeMap::new(),
             trainers: BTreeMap::new(),
+            roles: BTreeMap::new(),
             agents: BTreeMap::new(),
             frozen: Frozen::default(),
             rewards: BTreeMap::new(),
@@ -273,6 +282,18 @@ impl<'a> Executor<'a> {
             let dir = self.run.root().join("checkpoints").join(&ckpt);
             let t = Trainer::load(&dir)
                 .map_err(|e| trainer_err("cannot load the last checkpoint", e))?;
+            let mut roles = Roles::new();
+            if let Ok(entries) = std::fs::read_dir(dir.join("roles")) {
+                for e in entries.flatten() {
+                    let role = e.file_name().to_string_lossy().into_owned();
+                    let t = Trainer::load(&e.path())
+                        .map_err(|e| trainer_err("cannot load the last checkpoint", e))?;
+                    roles.insert(role, Arc::new(Mutex::new(t)));
+                }
+            }
+            if !roles.is_empty() {
+                self.roles.insert(of.clone(), roles);
+            }
             self.trainers.insert(of, Arc::new(Mutex::new(t)));
             self.say(&format!("resumed from checkpoint {ckpt}"));
         }
@@ -329,6 +350,11 @@ impl<'a> Executor<'a> {
             return;
         }
         let input = p_ref(node, "init").or_else(|| p_ref(node, "model"));
+        if !self.roles.contains_key(&node.id)
+            && let Some(r) = self.cursor.checkpoint_of.as_ref().and_then(|of| self.roles.get(of))
+        {
+            self.roles.insert(node.id.clone(), r.clone());
+        }
         if !self.trainers.contains_key(&node.id)
             && let Some(t) = self
                 .cursor
@@ -681,6 +707,7 @@ impl<'a> Executor<'a> {
             max_response,
             graph,
             env: p_ref(node, "env"),
+            per_role: p_str(node, "weights", "shared") == "per_role",
         };
         self.agents.insert(node.id.clone(), cfg);
         Ok(())
@@ -802,7 +829,10 @@ impl<'a> Executor<'a> {
     fn save_and_commit(&mut self, of: &str, name: &str) -> Result<(), RunError> {
         let Some(t) = self.trainers.get(of).cloned() else { return self.commit(None, false) };
         let dir = self.run.checkpoint_dir(name);
-        {
+        let roles = self.roles.get(of).cloned().unwrap_or_default();
+        let each = std::iter::once((dir.clone(), t))
+            .chain(roles.into_iter().map(|(r, t)| (dir.join("roles").join(r), t)));
+        for (dir, t) in each {
             let g = t.lock().map_err(|_| RunError::new("E0505", "trainer lock poisoned"))?;
             g.save(&dir).map_err(|e| trainer_err("cannot save a checkpoint", e))?;
         }
@@ -858,6 +888,10 @@ impl<'a> Executor<'a> {
             Some(t) if start > 0 => t,
             _ => self.trainer_from(&init, optim)?,
         };
+        let roles = match self.roles.get(&node.id).cloned() {
+            Some(r) if start > 0 => r,
+            _ => self.fork_roles(&agent, node, &trainer)?,
+        };
         let rl = rl_config(node, agent.max_response);
         let refills = if rl.dynamic_sampling { refill_batches(node) } else { 0 };
         let exclude: Vec<String> = match node.param("exclude") {
@@ -878,7 +912,7 @@ impl<'a> Executor<'a> {
             history: agent.history,
             exclude,
             process: p_ref(node, "process_reward").and_then(|id| self.rewards.get(&id).cloned()),
-            graph: self.graph_of(&agent, node, Some(&trainer))?,
+            graph: self.graph_of(&agent, node, Some(&trainer), &roles)?,
             screens_for: 0,
             episode: self.episode_cfg(self.env_of(&agent)),
             retries: crate::env_cfg::retries(self.env_of(&agent)),
@@ -918,13 +952,25 @@ impl<'a> Executor<'a> {
                 }));
             }
             let rollout_s = t0.elapsed().as_secs_f64();
-            let samples = samples(&episodes, self.trajectory_ids);
             let t1 = Instant::now();
-            let metrics = {
-                let mut t =
-                    trainer.lock().map_err(|_| RunError::new("E0505", "trainer lock poisoned"))?;
-                t.rl_update(&samples, &rl).map_err(|e| trainer_err("RL update failed", e))?
+            // One update of the shared policy, or one per role on the turns that role sampled.
+            let updates: Vec<(String, &Arc<Mutex<Trainer>>)> = if roles.is_empty() {
+                vec![(String::new(), &trainer)]
+            } else {
+                roles.iter().map(|(r, t)| (r.clone(), t)).collect()
             };
+            let mut per_role = Vec::new();
+            for (role, t) in updates {
+                let only = (!role.is_empty()).then_some(role.as_str());
+                let samples = samples(&episodes, self.trajectory_ids, only);
+                let mut t =
+                    t.lock().map_err(|_| RunError::new("E0505", "trainer lock poisoned"))?;
+                let m =
+                    t.rl_update(&samples, &rl).map_err(|e| trainer_err("RL update failed", e))?;
+                per_role.push((role, samples.len(), m));
+            }
+            let metrics = mean_metrics(&per_role);
+            let n_samples: usize = per_role.iter().map(|(_, n, _)| n).sum();
             let update_s = t1.elapsed().as_secs_f64();
             let (mean, success) = reward_stats(&episodes);
             self.say(&format!(
@@ -935,15 +981,27 @@ impl<'a> Executor<'a> {
                 metrics.loss
             ));
             self.log_episodes(node, iter, &episodes)?;
-            let line = json!({
+            let mut line = json!({
                 "stage": node.decl, "node": node.id, "kind": "rl", "iter": iter, "reward": mean, "success": success,
                 "uniform_groups": uniform_groups(&episodes), "loss": metrics.loss, "lr": metrics.lr,
-                "grad_norm": metrics.grad_norm, "clip_frac": metrics.clip_frac, "samples": samples.len(),
+                "grad_norm": metrics.grad_norm, "clip_frac": metrics.clip_frac, "samples": n_samples,
                 "rollout_s": rollout_s, "update_s": update_s,
                 "retried": episodes.iter().map(|e| e.retried).sum::<usize>(),
             });
+            if !roles.is_empty() {
+                line["roles"] = per_role
+                    .iter()
+                    .map(|(r, n, m)| {
+                        (r.clone(), json!({"samples": n, "loss": m.loss, "grad_norm": m.grad_norm}))
+                    })
+                    .collect::<serde_json::Map<_, _>>()
+                    .into();
+            }
             self.run.append_metrics(&[line]).map_err(|e| RunError::new("E0504", e.to_string()))?;
             self.trainers.insert(node.id.clone(), trainer.clone());
+            if !roles.is_empty() {
+                self.roles.insert(node.id.clone(), roles.clone());
+            }
             self.cursor.phase = Some((node.id.clone(), iter));
             let name = format!("{}-iter-{iter}", node.id.replace([':', '/'], "-"));
             self.save_and_commit(&node.id, &name)?;
@@ -997,10 +1055,58 @@ impl<'a> Executor<'a> {
             .filter(|n| n.decl == stage && matches!(n.kind, NodeKind::Sft | NodeKind::RlPhase))
             .map(|n| n.id.clone())
             .next_back();
+        if let Some(r) = last.as_ref().and_then(|l| self.roles.get(l).cloned()) {
+            self.roles.insert(node.id.clone(), r);
+        }
         if let Some(t) = last.and_then(|l| self.trainers.get(&l).cloned()) {
             self.trainers.insert(node.id.clone(), t);
         }
         Ok(())
+    }
+
+    /// For a graph with `weights = per_role`, a copy of `trainer` for each role of the trainable
+    /// modules `node` binds (narrowed by its `trainable`), all starting from its weights; empty
+    /// when the roles share `trainer`.
+    fn fork_roles(
+        &mut self,
+        agent: &AgentCfg,
+        node: &Node,
+        trainer: &Arc<Mutex<Trainer>>,
+    ) -> Result<Roles, RunError> {
+        let Some(spec) = agent.graph.as_ref().filter(|_| agent.per_role) else {
+            return Ok(Roles::new());
+        };
+        let (only, bound) = (trained_roles(node), binds(node));
+        let roles: std::collections::BTreeSet<String> = spec
+            .modules
+            .values()
+            .filter(|m| m.trainable && (only.is_empty() || only.contains(&m.name)))
+            .filter(|m| bound.iter().any(|b| *b == format!("modules.{}.model", m.name)))
+            .map(|m| m.role.clone())
+            .collect();
+        let cannot =
+            |e: wrl_trainer::TrainerError| trainer_err("cannot copy the policy for a role", e);
+        let dir = self.run.root().join("checkpoints").join(".fork");
+        {
+            let g = trainer.lock().map_err(|_| RunError::new("E0505", "trainer lock poisoned"))?;
+            g.save(&dir).map_err(cannot)?;
+        }
+        let mut out = Roles::new();
+        for role in roles {
+            let mut t = Trainer::load(&dir).map_err(cannot)?;
+            t.set_optim(optim_from(node, 0));
+            out.insert(role, Arc::new(Mutex::new(t)));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        if !out.is_empty() {
+            let names: Vec<&str> = out.keys().map(String::as_str).collect();
+            self.say(&format!(
+                "stage {}: roles {} train separate weights",
+                node.decl,
+                names.join(", ")
+            ));
+        }
+        Ok(out)
     }
 
     /// The graph and its modules' brains when `agent` is a graph: the modules `node` binds run
@@ -1010,6 +1116,7 @@ impl<'a> Executor<'a> {
         agent: &AgentCfg,
         node: &Node,
         trained: Option<&Arc<Mutex<Trainer>>>,
+        role_weights: &Roles,
     ) -> Result<Option<GraphRun>, RunError> {
         let Some(spec) = &agent.graph else { return Ok(None) };
         let mut spec = (**spec).clone();
@@ -1035,7 +1142,7 @@ impl<'a> Executor<'a> {
         }
         let brains = self
             .frozen
-            .brains(&spec, &binds(node), trained, &self.models)
+            .brains(&spec, &binds(node), trained, role_weights, &self.models)
             .map_err(|e| RunError::new("E0505", format!("`{}`: {e}", node.decl)))?;
         Ok(Some((Arc::new(spec), brains)))
     }
@@ -1053,6 +1160,7 @@ impl<'a> Executor<'a> {
             return Err(RunError::new("E0503", format!("eval `{}` needs tasks", node.decl)));
         };
         let trainer = self.trainers.get(&ckpt).cloned();
+        let roles = self.roles.get(&ckpt).cloned().unwrap_or_default();
         if trainer.is_none() && agent.graph.is_none() {
             return Err(RunError::new(
                 "E0504",
@@ -1087,7 +1195,7 @@ impl<'a> Executor<'a> {
             history: agent.history,
             exclude: Vec::new(),
             process: None,
-            graph: self.graph_of(&agent, node, trainer.as_ref())?,
+            graph: self.graph_of(&agent, node, trainer.as_ref(), &roles)?,
             // The report shows the first episodes of each evaluation with their pages.
             screens_for: SAMPLE_EPISODES,
             episode: self.episode_cfg(self.env_of(&agent)),
@@ -1139,6 +1247,23 @@ fn augmented(demos: Vec<Trajectory>, tasks: &[Task], copies: usize, seed: u64) -
                 out.push(wrl_sandbox::augment(d, task, copy, &mut rng));
             }
         }
+    }
+    out
+}
+
+/// The metrics of one RL iteration's updates (one per role, or one): loss, gradient norm and
+/// clip fraction averaged with each update's sample count as its weight.
+fn mean_metrics(updates: &[(String, usize, wrl_trainer::Metrics)]) -> wrl_trainer::Metrics {
+    let total: usize = updates.iter().map(|(_, n, _)| n).sum();
+    let w = |n: usize| {
+        if total == 0 { 1.0 / updates.len().max(1) as f64 } else { n as f64 / total as f64 }
+    };
+    let mut out = updates.first().map(|(_, _, m)| m.clone()).unwrap_or_default();
+    if updates.len() > 1 {
+        out.loss = updates.iter().map(|(_, n, m)| w(*n) * m.loss).sum();
+        out.grad_norm = updates.iter().map(|(_, n, m)| w(*n) * m.grad_norm).sum();
+        out.clip_frac =
+            Some(updates.iter().map(|(_, n, m)| w(*n) * m.clip_frac.unwrap_or(0.0)).sum());
     }
     out
 }

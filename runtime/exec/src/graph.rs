@@ -251,7 +251,7 @@ impl GraphPolicy {
             Some(Brain::Local(t)) => match sample_turn(t, prompt, &params) {
                 Some((turn, text)) => {
                     if m.trainable {
-                        self.turns.push(Turn { step: self.steps, ..turn });
+                        self.turns.push(Turn { step: self.steps, role: m.role.clone(), ..turn });
                     }
                     text
                 }

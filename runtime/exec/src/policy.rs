@@ -107,6 +107,8 @@ pub struct Turn {
     pub truncated: bool,
     /// The environment step (0-based) this turn was sampled in.
     pub step: usize,
+    /// The graph role whose weights sampled it (empty for a ReAct agent).
+    pub role: String,
 }
 
 /// The candle policy acting in one episode.
@@ -188,6 +190,7 @@ pub fn sample_turn(
             logprobs: c.logprobs,
             truncated,
             step: 0,
+            role: String::new(),
         };
         Some((turn, text))
     })

@@ -57,7 +57,7 @@ pub fn preflight(plan: &Plan, chromium: Option<&Path>) -> Result<(), Vec<RunErro
             NodeKind::LoadModel => errs.extend(model(n)),
             NodeKind::RlPhase => errs.extend(crate::rl_cfg::refusals(n)),
             NodeKind::Env => errs.extend(crate::env_cfg::refusals(n)),
-            NodeKind::Agent => errs.extend(agent_refusal(plan, n)),
+            NodeKind::Agent => errs.extend(agent_refusal(plan, n).into_iter().chain(role_names(n))),
             _ => {}
         }
     }
@@ -70,6 +70,35 @@ fn needs_chromium(n: &Node) -> bool {
         NodeKind::LoadDataset => n.ctor == "std::sandbox::demos" && !crate::exec::search_demos(n),
         _ => false,
     }
+}
+
+/// Roles of a `weights = per_role` graph that cannot name a checkpoint directory.
+fn role_names(n: &Node) -> Vec<RunError> {
+    if n.ctor != "graph" || n.param("weights").and_then(PVal::as_str) != Some("per_role") {
+        return Vec::new();
+    }
+    let Ok(spec) = crate::graph::GraphSpec::from_node(n) else { return Vec::new() };
+    let ok = |r: &str| r.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    spec.modules
+        .values()
+        .filter(|m| m.trainable && !ok(&m.role))
+        .map(|m| {
+            RunError::new(
+                "E0502",
+                format!(
+                    "agent `{}`: the role `{}` of module `{}` cannot name the directory its \
+                     weights are saved in",
+                    n.decl, m.role, m.name
+                ),
+            )
+            .help("use letters, digits, `_` and `-` in the roles of a `weights = per_role` graph")
+            .at(
+                n,
+                Some("weights"),
+                "each role's weights are saved under `roles/ROLE/`",
+            )
+        })
+        .collect()
 }
 
 /// A module graph acting in a `search_api` env: its modules observe browser pages.

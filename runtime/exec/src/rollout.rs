@@ -311,15 +311,16 @@ fn failed(task: &Task, message: &str) -> Trajectory {
     }
 }
 
-/// Per-turn RL samples: each turn of an episode carries the episode's reward.
-pub fn samples(episodes: &[Episode], first_trajectory_id: u64) -> Vec<Sample> {
+/// Per-turn RL samples: each turn of an episode carries the episode's reward. With `role`, only
+/// the turns that role's weights sampled (a graph whose roles train separate weights).
+pub fn samples(episodes: &[Episode], first_trajectory_id: u64, role: Option<&str>) -> Vec<Sample> {
     let mut out = Vec::new();
     for (i, ep) in episodes.iter().enumerate() {
         let (reward, excluded) = match &ep.reward {
             RewardValue::Value(v) => (*v as f32, false),
             RewardValue::Excluded(_) => (0.0, true),
         };
-        for turn in &ep.turns {
+        for turn in ep.turns.iter().filter(|t| role.is_none_or(|r| t.role == r)) {
             let process = ep.process.get(turn.step).copied().unwrap_or(0.0) as f32;
             out.push(Sample {
                 prompt_tokens: turn.prompt_tokens.clone(),
