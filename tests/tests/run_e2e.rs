@@ -83,25 +83,43 @@ fn webdancer_smoke_runs_offline_with_search_and_visit() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes/webdancer.wrl");
-    let mut args: Vec<std::ffi::OsString> = vec![
-        "run".into(),
-        recipe.into_os_string(),
-        "--profile".into(),
-        "smoke".into(),
-        "--out".into(),
-        out.clone().into_os_string(),
-    ];
-    for set in [
-        "trajectories=std::sandbox::demos(count: 6) { env = search_api }",
-        "gaia=std::sandbox::qa(count: 2) { split = test }",
-        "webwalker=std::sandbox::qa(count: 2) { split = test, seed = 1 }",
-        "warmup.epochs=1",
-        "online.phases[0].iters=1",
-    ] {
-        args.extend(["--set".into(), set.into()]);
-    }
-    let (code, _, stderr) = wrl_cli::run_captured(args);
+    let args = |out: &Path| -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "run".into(),
+            recipe.clone().into_os_string(),
+            "--profile".into(),
+            "smoke".into(),
+            "--out".into(),
+            out.as_os_str().to_owned(),
+        ];
+        for set in [
+            "trajectories=std::sandbox::demos(count: 6) { env = search_api }",
+            "gaia=std::sandbox::qa(count: 2) { split = test }",
+            "webwalker=std::sandbox::qa(count: 2) { split = test, seed = 1 }",
+            "warmup.epochs=1",
+            "online.phases[0].iters=1",
+        ] {
+            args.extend(["--set".into(), set.into()]);
+        }
+        args
+    };
+    let (code, _, stderr) = wrl_cli::run_captured(args(&out));
     assert_eq!(code, 0, "{stderr}");
+    // A second run writes the same trajectories: every episode samples from its own stream.
+    let again = dir.path().join("again");
+    let (code, _, stderr2) = wrl_cli::run_captured(args(&again));
+    assert_eq!(code, 0, "{stderr2}");
+    let episodes = |out: &Path| -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
+        text.lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["trajectory"]["elapsed_ms"] = 0.into();
+                v
+            })
+            .collect()
+    };
+    assert_eq!(episodes(&out), episodes(&again), "two runs of one recipe differ");
     // Two evaluations after the same stage are named in the last line.
     assert!(stderr.contains("gaia_eval after online: "), "{stderr}");
     let summary: serde_json::Value =

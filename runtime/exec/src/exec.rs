@@ -208,6 +208,14 @@ pub(crate) fn search_demos(node: &Node) -> bool {
     p_str(node, "env", "browser") == "search_api"
 }
 
+/// A sampling stream named by a plan node and a seed (FNV-1a of the id, mixed with the seed).
+fn stream_of(id: &str, seed: u64) -> u64 {
+    let h = id
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    wrl_trainer::rng::mix(h, seed)
+}
+
 fn p_ref(n: &Node, k: &str) -> Option<String> {
     match n.param(k) {
         Some(PVal::Ref { node }) => Some(node.clone()),
@@ -900,7 +908,7 @@ impl<'a> Executor<'a> {
             }
             _ => vec!["env_error".into(), "infra_timeout".into()],
         };
-        let cfg = RolloutCfg {
+        let mut cfg = RolloutCfg {
             group,
             concurrency: self.concurrency(),
             sample: SampleParams {
@@ -916,7 +924,11 @@ impl<'a> Executor<'a> {
             screens_for: 0,
             episode: self.episode_cfg(self.env_of(&agent)),
             retries: crate::env_cfg::retries(self.env_of(&agent)),
+            seed: None,
         };
+        // Every batch samples from its own streams of the stage's seed, so a run's rollouts do
+        // not depend on the order its concurrent episodes happen to run in.
+        let stage_seed = stream_of(&node.id, p_num(node, "seed", 0.0) as u64);
         let rewards = self.rewards.clone();
         let judges = Judges::for_reward(&reward, &rewards)
             .map_err(|e| RunError::new("E0504", format!("cannot set up the judges: {e}")))?;
@@ -935,6 +947,7 @@ impl<'a> Executor<'a> {
             let batch = tasks_from((iter as usize - 1) * prompts);
             let backend = self.backend(&agent).await?;
             let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
+            cfg.seed = Some(wrl_trainer::rng::mix(stage_seed, iter << 8));
             let t0 = Instant::now();
             let mut episodes = rollout(&backend, &sb, &batch, Some(&trainer), &cfg, scoring).await;
             // DAPO's dynamic sampling: replace groups whose rewards were all equal with groups
@@ -945,6 +958,7 @@ impl<'a> Executor<'a> {
                 let more =
                     tasks_from((iters as usize * prompts) * refill + (iter as usize - 1) * prompts);
                 let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
+                cfg.seed = Some(wrl_trainer::rng::mix(stage_seed, (iter << 8) + refill as u64));
                 let extra = rollout(&backend, &sb, &more, Some(&trainer), &cfg, scoring).await;
                 episodes.extend(extra.into_iter().map(|mut e| {
                     e.group += refill * prompts;
@@ -1200,6 +1214,7 @@ impl<'a> Executor<'a> {
             screens_for: SAMPLE_EPISODES,
             episode: self.episode_cfg(self.env_of(&agent)),
             retries: crate::env_cfg::retries(self.env_of(&agent)),
+            seed: Some(stream_of(&node.id, 0)),
         };
         let sb = self.sandbox().await?;
         let backend = self.backend(&agent).await?;

@@ -172,6 +172,10 @@ pub struct GraphPolicy {
     pub turns: Vec<Turn>,
     /// Why the last walk found no way on (the episode ends as an agent error).
     gave_up: Option<String>,
+    /// The episode's sampling stream (see `TrainerPolicy::with_stream`) and the module calls
+    /// so far, each of which draws from its own sub-stream.
+    stream: Option<u64>,
+    calls: u64,
 }
 
 impl GraphPolicy {
@@ -194,7 +198,15 @@ impl GraphPolicy {
             steps: 0,
             turns: Vec::new(),
             gave_up: None,
+            stream: None,
+            calls: 0,
         }
+    }
+
+    /// Samples from the episode's own stream (see `TrainerPolicy::with_stream`).
+    pub fn with_stream(mut self, stream: Option<u64>) -> GraphPolicy {
+        self.stream = stream;
+        self
     }
 
     /// The next module after `from` given its verdict: an edge whose `when` names the verdict
@@ -248,7 +260,10 @@ impl GraphPolicy {
     fn generate(&mut self, m: &ModuleSpec, prompt: String) -> String {
         let params = SampleParams { max_tokens: m.max_response, ..self.params.clone() };
         match self.brains.get(&m.name) {
-            Some(Brain::Local(t)) => match sample_turn(t, prompt, &params) {
+            Some(Brain::Local(t)) => match sample_turn(t, prompt, &params, {
+                self.calls += 1;
+                self.stream.map(|s| wrl_trainer::rng::mix(s, self.calls))
+            }) {
                 Some((turn, text)) => {
                     if m.trainable {
                         self.turns.push(Turn { step: self.steps, role: m.role.clone(), ..turn });

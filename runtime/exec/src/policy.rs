@@ -117,6 +117,9 @@ pub struct TrainerPolicy {
     params: SampleParams,
     mode: History,
     name: String,
+    /// The episode's sampling stream (each turn draws from its own sub-stream), or `None` to
+    /// fork the trainer's RNG per turn.
+    stream: Option<u64>,
     /// Every turn sampled in this episode, in order.
     pub turns: Vec<Turn>,
 }
@@ -133,8 +136,16 @@ impl TrainerPolicy {
             params: SampleParams { n: 1, ..params },
             mode,
             name: name.to_string(),
+            stream: None,
             turns: Vec::new(),
         }
+    }
+
+    /// Samples from the episode's own stream: the same turns whatever other episodes run
+    /// alongside (see [`sample_turn`]).
+    pub fn with_stream(mut self, stream: Option<u64>) -> TrainerPolicy {
+        self.stream = stream;
+        self
     }
 }
 
@@ -143,7 +154,8 @@ impl TrainerPolicy {
     /// the turns so far; an empty turn when the trainer cannot sample.
     pub fn act_text(&mut self, observation: &str, history: &[String]) -> String {
         let text = prompt_text(observation, history, self.mode);
-        match sample_turn(&self.trainer, text, &self.params) {
+        let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.turns.len() as u64));
+        match sample_turn(&self.trainer, text, &self.params, stream) {
             Some((turn, out)) => {
                 let step = self.turns.len();
                 self.turns.push(Turn { step, ..turn });
@@ -166,16 +178,25 @@ impl TextPolicy for TrainerPolicy {
 
 /// One sampled turn of the candle policy on a user prompt: the turn's tokens and log-probs, and
 /// its text trimmed. `None` when the trainer is unusable (poisoned lock, a prompt it cannot
-/// tokenise or that does not fit): the caller's episode then ends as an agent error.
+/// tokenise or that does not fit): the caller's episode then ends as an agent error. With a
+/// `stream`, the draw is that stream of the model's seed (reproducible whatever else runs);
+/// without, a fork of the trainer's RNG.
 pub fn sample_turn(
     trainer: &Mutex<Trainer>,
     text: String,
     params: &SampleParams,
+    stream: Option<u64>,
 ) -> Option<(Turn, String)> {
     // The lock is held only to fork a sampler, so concurrent episodes decode in parallel; it is
     // taken inside `blocking` since waiting for it (during an update) is blocking too.
     blocking(|| {
-        let mut sampler = trainer.lock().ok()?.sampler();
+        let mut sampler = {
+            let mut t = trainer.lock().ok()?;
+            match stream {
+                Some(s) => t.sampler_for(s),
+                None => t.sampler(),
+            }
+        };
         let prompt = render_prompt(sampler.tokenizer(), &[Segment::new(Role::User, text)]).ok()?;
         let mut outs = sampler.sample(std::slice::from_ref(&prompt), params).ok()?;
         if outs.is_empty() {

@@ -47,10 +47,11 @@ pub const USED_BY_EXECUTOR: &[&str] = &[
     "phases",
     "trainable",
     "checkpoint_every",
+    "seed",
 ];
 
 /// Fields this runtime cannot honour yet; the preflight refuses a value other than the default.
-pub const REFUSED_UNLESS_DEFAULT: &[&str] = &["async", "eval_every", "seed"];
+pub const REFUSED_UNLESS_DEFAULT: &[&str] = &["async", "eval_every"];
 
 /// The trainer's RL settings for an RL phase node; `max_response` is the agent's completion
 /// limit (DAPO's overlong shaping counts back from it).
@@ -160,13 +161,6 @@ pub fn refusals(node: &Node) -> Vec<RunError> {
             "eval_every",
             "evaluation inside a stage (`eval_every`) is not implemented".into(),
             "set `eval_every = 0 iters` and declare an `evaluate(…) { after = [stage] }`",
-        );
-    }
-    if node.num("seed").is_some_and(|v| v != 0.0) {
-        refuse(
-            "seed",
-            "a stage `seed` is not used by this runtime: the model's `seed` seeds sampling".into(),
-            "remove the stage's `seed` and set the model's",
         );
     }
     if let Some(d) = node.param("dynamic_sampling") {

@@ -103,6 +103,10 @@ pub struct RolloutCfg {
     pub episode: EpisodeCfg,
     /// Times an episode that ended in an environment error or timeout is run again (`retries`).
     pub retries: usize,
+    /// The batch's sampling seed: episode `i`'s attempt `a` samples from its own stream of it,
+    /// so a batch decodes the same whatever order its episodes run in. `None`: forks of the
+    /// trainer's RNG, in the order episodes ask.
+    pub seed: Option<u64>,
 }
 
 /// How episodes are scored: the reward, the rewards it names, and the judges it asks.
@@ -156,7 +160,8 @@ pub async fn rollout(
         let job = tokio::spawn(async move {
             let scoring = Scoring { reward: &owned.0, rewards: &owned.1, judges: &owned.2 };
             let screens = i < cfg.screens_for;
-            episode(&backend, &sandbox, &task, group, trainer, &cfg, scoring, screens).await
+            let at = Where { group, index: i };
+            episode(&backend, &sandbox, &task, at, trainer, &cfg, scoring, screens).await
         });
         async move {
             match job.await {
@@ -185,7 +190,7 @@ async fn episode(
     backend: &Backend,
     sandbox: &Arc<Sandbox>,
     task: &Task,
-    group: usize,
+    at: Where,
     trainer: Option<Arc<Mutex<Trainer>>>,
     cfg: &RolloutCfg,
     scoring: Scoring<'_>,
@@ -193,8 +198,22 @@ async fn episode(
 ) -> Episode {
     let mut retried = 0;
     loop {
-        let ep =
-            attempt(backend, sandbox, task, group, trainer.clone(), cfg, scoring, screens).await;
+        let stream = cfg.seed.map(|s| {
+            let episode = wrl_trainer::rng::mix(s, at.index as u64);
+            wrl_trainer::rng::mix(episode, retried as u64)
+        });
+        let ep = attempt(
+            backend,
+            sandbox,
+            task,
+            at.group,
+            trainer.clone(),
+            cfg,
+            scoring,
+            screens,
+            stream,
+        )
+        .await;
         let infra = matches!(ep.end_reason(), "env_error" | "infra_timeout");
         if !infra || retried >= cfg.retries {
             return Episode { retried, ..ep };
@@ -203,7 +222,15 @@ async fn episode(
     }
 }
 
-/// One attempt of `task` by the policy, scored; with `screens`, a screenshot of every step kept.
+/// Where an episode sits in its batch: its task's group and its index among all episodes.
+#[derive(Clone, Copy, Debug)]
+struct Where {
+    group: usize,
+    index: usize,
+}
+
+/// One attempt of `task` by the policy, scored; with `screens`, a screenshot of every step
+/// kept; sampling from `stream` when given.
 #[allow(clippy::too_many_arguments)]
 async fn attempt(
     backend: &Backend,
@@ -214,6 +241,7 @@ async fn attempt(
     cfg: &RolloutCfg,
     scoring: Scoring<'_>,
     screens: bool,
+    stream: Option<u64>,
 ) -> Episode {
     // Screenshots: the judges' last few, or one per step when the process reward compares them
     // or the report shows the episode.
@@ -237,21 +265,24 @@ async fn attempt(
     let (result, turns) = match (&cfg.graph, backend) {
         (None, Backend::Browser(pool)) => {
             let Some(trainer) = trainer else { return unusable("no policy to run this agent") };
-            let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
+            let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy")
+                .with_stream(stream);
             let r = run_task_with_screenshots(pool, sandbox, task, &mut policy, keep, &cfg.episode)
                 .await;
             (r.map_err(|e| e.to_string()), policy.turns)
         }
         (Some((spec, brains)), Backend::Browser(pool)) => {
             let mut policy =
-                GraphPolicy::new(spec.clone(), brains.clone(), cfg.sample.clone(), "policy");
+                GraphPolicy::new(spec.clone(), brains.clone(), cfg.sample.clone(), "policy")
+                    .with_stream(stream);
             let r = run_task_with_screenshots(pool, sandbox, task, &mut policy, keep, &cfg.episode)
                 .await;
             (r.map_err(|e| e.to_string()), policy.turns)
         }
         (None, Backend::Search(env)) => {
             let Some(trainer) = trainer else { return unusable("no policy to run this agent") };
-            let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy");
+            let mut policy = TrainerPolicy::new(trainer, cfg.sample.clone(), cfg.history, "policy")
+                .with_stream(stream);
             let t = env
                 .run_task(task, "policy", &cfg.episode, |obs, _, history| {
                     policy.act_text(obs, history)

@@ -98,6 +98,7 @@ async fn episodes_ending_in_environment_errors_are_retried_then_counted() {
         screens_for: 0,
         episode: cfg(),
         retries: 2,
+        seed: Some(5),
     };
     let (reward, rewards, judges) =
         (RewardExpr::Const { value: 0.0 }, BTreeMap::new(), Judges::default());

@@ -16,6 +16,16 @@ pub struct RngState {
     pub word_pos: String,
 }
 
+/// Mixes `seed` and `stream` into a new seed (SplitMix64's finaliser over their combination):
+/// nearby streams give unrelated seeds.
+pub fn mix(seed: u64, stream: u64) -> u64 {
+    let mut z =
+        seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(0x6a09_e667_f3bc_c909);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Build a generator from a u64 seed.
 pub fn rng_from_seed(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)

@@ -164,6 +164,14 @@ impl Trainer {
         Sampler::new(self.model.clone(), self.tokenizer.clone(), rng_from_seed(seed))
     }
 
+    /// A [`Sampler`] over the current weights whose RNG is stream `stream` of the model's seed:
+    /// it does not advance the trainer's RNG, so concurrent episodes that each name their own
+    /// stream decode the same tokens whatever order they run in.
+    pub fn sampler_for(&self, stream: u64) -> Sampler {
+        let seed = crate::rng::mix(self.config.seed, stream);
+        Sampler::new(self.model.clone(), self.tokenizer.clone(), rng_from_seed(seed))
+    }
+
     /// Snapshot the current weights as the frozen KL reference.
     pub fn set_reference_to_current(&mut self) -> Result<()> {
         self.reference = Some(self.model.with_params(self.model.params().deep_copy()?)?);

@@ -34,6 +34,19 @@ fn samplers_fork_deterministically_and_share_the_weights() {
     let oa = sa.sample(&[PROMPT.to_vec()], &p).unwrap();
     assert_eq!(oa, b.sampler().sample(&[PROMPT.to_vec()], &p).unwrap());
     assert_ne!(oa, a.sampler().sample(&[PROMPT.to_vec()], &p).unwrap(), "a new fork, a new stream");
+    // A named stream: the same tokens every time, without advancing the trainer's RNG.
+    let s7 = a.sampler_for(7).sample(&[PROMPT.to_vec()], &p).unwrap();
+    assert_eq!(s7, a.sampler_for(7).sample(&[PROMPT.to_vec()], &p).unwrap());
+    assert_eq!(s7, b.sampler_for(7).sample(&[PROMPT.to_vec()], &p).unwrap());
+    assert_ne!(s7, a.sampler_for(8).sample(&[PROMPT.to_vec()], &p).unwrap());
+    let c = make();
+    let _ = c.sampler_for(7).sample(&[PROMPT.to_vec()], &p).unwrap();
+    let (mut c, mut d) = (c, make());
+    assert_eq!(
+        c.sampler().sample(&[PROMPT.to_vec()], &p).unwrap(),
+        d.sampler().sample(&[PROMPT.to_vec()], &p).unwrap(),
+        "a named stream leaves the trainer's RNG where it was"
+    );
     // Greedy decoding through a sampler equals the trainer's own.
     let g = SampleParams { temperature: 0.0, max_tokens: 8, ..Default::default() };
     assert_eq!(
