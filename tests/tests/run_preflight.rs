@@ -101,3 +101,30 @@ fn a_phase_value_is_placed_in_its_phase() {
     let places: Vec<_> = reported.iter().map(|r| (r.code.as_str(), r.line, r.column)).collect();
     assert_eq!(places, [("E0500", Some(11), Some(50))], "{stderr}");
 }
+
+/// The recipe the README opens with checks clean, is formatted, and is ready to run.
+#[test]
+fn the_readme_recipe_is_valid_and_ready_to_run() {
+    let readme = std::fs::read_to_string(wrl_tests::workspace_root().join("README.md")).unwrap();
+    let start = readme.find("```wrl\n").expect("a wrl block in the README") + "```wrl\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = dir.path().join("readme.wrl");
+    std::fs::write(&recipe, &readme[start..end]).unwrap();
+    for args in [vec!["check"], vec!["fmt", "--check"]] {
+        let mut argv: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        argv.push(recipe.clone().into_os_string());
+        let (code, _, stderr) = wrl_cli::run_captured(argv);
+        assert_eq!(code, 0, "wrlc {}: {stderr}", args.join(" "));
+    }
+    // The preflight only looks for the Chromium binary (any file will do); it never starts it.
+    let (code, stdout, stderr) = wrl_cli::run_captured([
+        "run".as_ref(),
+        "--dry-run".as_ref(),
+        "--chromium".as_ref(),
+        recipe.as_os_str(),
+        recipe.as_os_str(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(format!("{stdout}{stderr}").contains("is ready to run"), "{stdout}{stderr}");
+}
