@@ -106,6 +106,8 @@ pub(crate) struct BuiltinEntry {
     pub slots: std::sync::Arc<[Slot]>,
     /// Each slot's default value, evaluated once (on first use).
     pub defaults: Vec<Option<Val>>,
+    /// Every slot's default, by name, shared by all the builtin's objects (once evaluated).
+    pub shared_defaults: Option<crate::fields::Defaults>,
     pub kind: String,
     pub meta_args: Vec<ast::Arg>,
     pub meta: Option<std::sync::Arc<BTreeMap<String, Val>>>,
@@ -372,6 +374,7 @@ impl<'a> Checker<'a> {
             module,
             slots: slots.into(),
             defaults,
+            shared_defaults: None,
             kind,
             meta_args,
             meta: None,

@@ -11,6 +11,7 @@ use wrl_syntax::ast::{self, BinaryOp, BlockItem, DeclKind, Expr, ExprKind, PathS
 use wrl_syntax::tokens::Dimension;
 
 use crate::checker::{BuiltinId, Checker, ModId, Target};
+use crate::fields::{Defaults, Fields};
 use crate::value::{EdgeV, ModuleV, Obj, SigExpr, ToolParamV, ToolV, V, Val};
 
 impl Checker<'_> {
@@ -401,10 +402,11 @@ impl Checker<'_> {
         let slots = self.builtins[b].slots.clone();
         let positional: Vec<usize> = (0..slots.len()).filter(|i| slots[*i].positional).collect();
         let mut given: BTreeMap<String, (Val, Span)> = BTreeMap::new();
+        let mut own: Vec<(String, Val)> = Vec::new();
         let mut obj = Obj {
             ctor: qual.clone(),
             kind: kind.clone(),
-            fields: BTreeMap::new(),
+            fields: Fields::default(),
             meta: Default::default(),
             modules: Vec::new(),
             edges: Vec::new(),
@@ -500,26 +502,23 @@ impl Checker<'_> {
                 }
             }
         }
-        // Fill every slot: given (checked against its type), default, or missing.
+        // Every slot: given (checked against its type), default (shared by every object of
+        // the builtin, not copied), or missing.
+        let defaults = self.builtin_defaults(b);
         let mut missing = Vec::new();
         for (i, slot) in slots.iter().enumerate() {
-            let name = slot.name.clone();
-            match given.remove(&name) {
+            match given.remove(&slot.name) {
                 Some((val, _)) => {
                     let default = self.slot_default(b, i);
                     let before = self.diags.len();
                     let val = self.conform_with_default(m, val, &slot.ty, default.as_ref());
-                    if name == "clip" && kind == "stage" {
+                    if slot.name == "clip" && kind == "stage" {
                         clip_help(&mut self.diags[before..]);
                     }
-                    obj.fields.insert(name, val);
+                    own.push((slot.name.clone(), val));
                 }
-                None => match self.slot_default(b, i) {
-                    Some(d) => {
-                        obj.fields.insert(name, d);
-                    }
-                    None => missing.push(name),
-                },
+                None if slot.default.is_some() => {}
+                None => missing.push(slot.name.clone()),
             }
         }
         if !missing.is_empty() {
@@ -531,9 +530,10 @@ impl Checker<'_> {
                     .help(self.signature_help(b)),
             );
             for n in missing {
-                obj.fields.insert(n, Val::new(V::Unknown, span));
+                own.push((n, Val::new(V::Unknown, span)));
             }
         }
+        obj.fields = Fields::new(own, Some(defaults));
         obj.meta = self.builtin_meta(bmod, b);
         Val::new(V::Obj(Arc::new(obj)), span)
     }
@@ -615,6 +615,24 @@ impl Checker<'_> {
         let v = self.conform(bmod, raw, &slots[i].ty);
         self.builtins[b].defaults[i] = Some(v.clone());
         Some(v)
+    }
+
+    /// Every slot default of a builtin, evaluated once and shared by all its objects.
+    fn builtin_defaults(&mut self, b: BuiltinId) -> Defaults {
+        if let Some(d) = &self.builtins[b].shared_defaults {
+            return d.clone();
+        }
+        let slots = self.builtins[b].slots.clone();
+        let mut all = Vec::new();
+        for (i, slot) in slots.iter().enumerate() {
+            if let Some(v) = self.slot_default(b, i) {
+                all.push((slot.name.clone(), v));
+            }
+        }
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        let shared: Defaults = all.into();
+        self.builtins[b].shared_defaults = Some(shared.clone());
+        shared
     }
 
     fn builtin_meta(&mut self, bmod: ModId, b: BuiltinId) -> Arc<BTreeMap<String, Val>> {

@@ -6,6 +6,7 @@ mod checker;
 mod conform;
 mod driver;
 mod eval;
+mod fields;
 mod loader;
 mod model;
 mod rules;
@@ -19,6 +20,7 @@ pub mod value;
 use wrl_diagnostics::{Diagnostic, FileId, SourceMap};
 use wrl_syntax::ast;
 
+pub use fields::{Defaults, Fields};
 pub use loader::{FsLoader, Loader, MemLoader, join_relative};
 pub use model::{CheckedDecl, Override, Profile, Recipe, Seg};
 pub use slice::ProfileSlicer;

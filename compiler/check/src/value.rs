@@ -9,6 +9,8 @@ use wrl_diagnostics::Span;
 use wrl_syntax::ast::DeclKind;
 use wrl_syntax::tokens::Dimension;
 
+use crate::fields::Fields;
+
 /// A value with the place it came from (a default's place is in the stdlib).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Val {
@@ -75,14 +77,15 @@ pub enum V {
 }
 
 /// An object made by a builtin: its constructor, the kind it is, and every field with
-/// defaults filled in. Positional and named arguments and block fields are merged.
+/// defaults filled in. Positional and named arguments and block fields are merged; defaults
+/// are the builtin's, shared (see [`Fields`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Obj {
     /// The builtin's qualified name (`grpo`, `std::sandbox::tasks`).
     pub ctor: String,
     /// The kind it returns (`stage`, `dataset`, `signal`, …).
     pub kind: String,
-    pub fields: BTreeMap<String, Val>,
+    pub fields: Fields,
     /// Metadata from the return type (`signal(level: outcome, range: 0 .. 1, reads: [..])`),
     /// the same for every object of a constructor, so shared.
     pub meta: Arc<BTreeMap<String, Val>>,
