@@ -99,8 +99,8 @@ impl Checker<'_> {
     }
 
     fn eval_path(&mut self, m: ModId, segs: &[ast::Ident], span: Span) -> Val {
-        let names: Vec<&str> = segs.iter().map(|s| s.name.as_str()).collect();
-        if let [one] = names.as_slice() {
+        let names = Words::of(segs);
+        if let [one] = &*names {
             self.bare.insert(span, (*one).to_string());
         }
         match self.resolve(m, &names) {
@@ -309,7 +309,7 @@ impl Checker<'_> {
     ) -> Val {
         let is_builtin = match &callee.kind {
             ExprKind::Path(segs) => {
-                let names: Vec<&str> = segs.iter().map(|s| s.name.as_str()).collect();
+                let names = Words::of(segs);
                 matches!(self.resolve_quiet(m, &names), Some(Target::Builtin(_)))
             }
             _ => false,
@@ -326,7 +326,7 @@ impl Checker<'_> {
             );
             return Val::new(V::Unknown, span);
         };
-        let names: Vec<&str> = segs.iter().map(|s| s.name.as_str()).collect();
+        let names = Words::of(segs);
         let callee_span = self.tight(callee.span);
         match self.resolve(m, &names) {
             Some(Target::Builtin(b)) => self.apply_builtin(m, b, args, block, span, callee_span),
@@ -400,9 +400,10 @@ impl Checker<'_> {
         let kind = self.builtins[b].kind.clone();
         let bmod = self.builtins[b].module;
         let slots = self.builtins[b].slots.clone();
-        let positional: Vec<usize> = (0..slots.len()).filter(|i| slots[*i].positional).collect();
-        let mut given: BTreeMap<String, (Val, Span)> = BTreeMap::new();
-        let mut own: Vec<(String, Val)> = Vec::new();
+        let positional = slots.iter().filter(|s| s.positional).count();
+        // What the call gives each slot (by slot, so that no name is copied for it).
+        let mut given: Vec<Option<(Val, Span)>> =
+            std::iter::repeat_with(|| None).take(slots.len()).collect();
         let mut obj = Obj {
             ctor: qual.clone(),
             kind: kind.clone(),
@@ -415,11 +416,11 @@ impl Checker<'_> {
         let mut pos_i = 0;
         for a in args {
             let (name, name_span) = match &a.name {
-                Some(n) => (n.name.clone(), n.span),
-                None => match positional.get(pos_i) {
-                    Some(i) => {
+                Some(n) => (n.name.as_str(), n.span),
+                None => match slots.iter().filter(|s| s.positional).nth(pos_i) {
+                    Some(slot) => {
                         pos_i += 1;
-                        (slots[*i].name.clone(), a.span)
+                        (slot.name.as_str(), a.span)
                     }
                     None => {
                         self.diags.push(
@@ -427,8 +428,8 @@ impl Checker<'_> {
                                 "E0310",
                                 format!(
                                     "`{qual}` takes {} positional argument{}",
-                                    positional.len(),
-                                    if positional.len() == 1 { "" } else { "s" }
+                                    positional,
+                                    if positional == 1 { "" } else { "s" }
                                 ),
                             )
                             .label(a.span, "one too many")
@@ -447,13 +448,13 @@ impl Checker<'_> {
                     BlockItem::Field(f) => match f.path.segments.as_slice() {
                         [PathSegment::Name(n)] => {
                             let val = self.eval(m, &f.value);
-                            self.give(b, &qual, &mut given, n.name.clone(), n.span, val, "field");
+                            self.give(b, &qual, &mut given, &n.name, n.span, val, "field");
                         }
                         _ => self.dotted_field(f.path.span),
                     },
                     BlockItem::Flag(n) => {
                         let val = Val::new(V::Bool { value: true }, n.span);
-                        self.give(b, &qual, &mut given, n.name.clone(), n.span, val, "field");
+                        self.give(b, &qual, &mut given, &n.name, n.span, val, "field");
                     }
                     BlockItem::Module(x) if kind == "agent" && qual == "graph" => {
                         let value = self.eval(m, &x.value);
@@ -505,9 +506,10 @@ impl Checker<'_> {
         // Every slot: given (checked against its type), default (shared by every object of
         // the builtin, not copied), or missing.
         let defaults = self.builtin_defaults(b);
+        let mut own: Vec<(String, Val)> = Vec::with_capacity(given.iter().flatten().count());
         let mut missing = Vec::new();
         for (i, slot) in slots.iter().enumerate() {
-            match given.remove(&slot.name) {
+            match given[i].take() {
                 Some((val, _)) => {
                     let default = self.slot_default(b, i);
                     let before = self.diags.len();
@@ -543,17 +545,17 @@ impl Checker<'_> {
         &mut self,
         b: BuiltinId,
         qual: &str,
-        given: &mut BTreeMap<String, (Val, Span)>,
-        name: String,
+        given: &mut [Option<(Val, Span)>],
+        name: &str,
         name_span: Span,
         val: Val,
         what: &str,
     ) {
-        if !self.builtins[b].slots.iter().any(|s| s.name == name) {
+        let Some(i) = self.builtins[b].slots.iter().position(|s| s.name == name) else {
             let cands: Vec<&str> = self.builtins[b].slots.iter().map(|s| s.name.as_str()).collect();
             let code = if what == "argument" { "E0302" } else { "E0301" };
-            let help = did_you_mean(&name, cands.iter().copied())
-                .or_else(|| crate::suggest::peer_name(&name))
+            let help = did_you_mean(name, cands.iter().copied())
+                .or_else(|| crate::suggest::peer_name(name))
                 .unwrap_or_else(|| {
                     format!(
                         "`{qual}` accepts {}",
@@ -566,8 +568,8 @@ impl Checker<'_> {
                     .help(help),
             );
             return;
-        }
-        if let Some((_, first)) = given.get(&name) {
+        };
+        if let Some((_, first)) = &given[i] {
             self.diags.push(
                 Diagnostic::new("E0304", format!("`{name}` is given twice"))
                     .label(name_span, "given again here")
@@ -576,7 +578,7 @@ impl Checker<'_> {
             );
             return;
         }
-        given.insert(name, (val, name_span));
+        given[i] = Some((val, name_span));
     }
 
     fn signature_help(&self, b: BuiltinId) -> String {
@@ -917,6 +919,32 @@ impl Checker<'_> {
                 );
                 Val::new(V::Unknown, span)
             }
+        }
+    }
+}
+
+/// The words of a path (`std::models::tiny`), without a `Vec` for the usual one-word path.
+enum Words<'e> {
+    One([&'e str; 1]),
+    Many(Vec<&'e str>),
+}
+
+impl<'e> Words<'e> {
+    fn of(segs: &'e [ast::Ident]) -> Words<'e> {
+        match segs {
+            [one] => Words::One([one.name.as_str()]),
+            _ => Words::Many(segs.iter().map(|s| s.name.as_str()).collect()),
+        }
+    }
+}
+
+impl<'e> std::ops::Deref for Words<'e> {
+    type Target = [&'e str];
+
+    fn deref(&self) -> &[&'e str] {
+        match self {
+            Words::One(one) => one,
+            Words::Many(many) => many,
         }
     }
 }
