@@ -136,6 +136,8 @@ pub(crate) struct Checker<'a> {
     /// W0203 warnings of the override block being checked, with the place of the computed
     /// value (decl key and path), dropped if the block overrides that place too.
     pub folded: Vec<(Option<Site>, Diagnostic)>,
+    /// Declarations as recipes hold them, built once each (see `checked_decl`).
+    pub checked: Vec<Option<std::sync::Arc<crate::model::CheckedDecl>>>,
 }
 
 impl<'a> Checker<'a> {
@@ -154,6 +156,7 @@ impl<'a> Checker<'a> {
             derived: Vec::new(),
             by_key: (BTreeMap::new(), usize::MAX),
             folded: Vec::new(),
+            checked: Vec::new(),
         };
         for (i, (path, name, text)) in MODULES.iter().enumerate() {
             let id = c.sources.add(*name, *text);

@@ -2,6 +2,7 @@
 //! import cycles and unused names, and builds one `Recipe` per entry file.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use wrl_diagnostics::{Diagnostic, Span};
 
@@ -619,21 +620,7 @@ impl Checker<'_> {
                 }
             }
         }
-        let decls = order
-            .into_iter()
-            .map(|d| {
-                let e = &self.decls[d];
-                CheckedDecl {
-                    name: e.key.clone(),
-                    kind: e.kind,
-                    value: e.value.clone().unwrap_or(Val::new(V::Unknown, e.span)),
-                    doc: e.doc.clone(),
-                    span: e.span,
-                    name_span: e.name_span,
-                    std: self.modules[e.module].std,
-                }
-            })
-            .collect();
+        let decls = order.into_iter().map(|d| self.checked_decl(d)).collect();
         let mut all_profiles = Vec::new();
         if let Some((parent, _, _)) = self.modules[m].extends {
             all_profiles.extend(profiles.get(&parent).cloned().unwrap_or_default());
@@ -644,6 +631,29 @@ impl Checker<'_> {
         all_profiles.retain(|q: &Profile| !own_names.contains(q.name.as_str()));
         all_profiles.extend(own);
         Recipe { file: self.modules[m].path.clone(), decls, profiles: all_profiles, profile: None }
+    }
+
+    /// Declaration `d` as recipes hold it: built once, shared by every recipe that has it
+    /// (stdlib declarations and imported files are in many).
+    fn checked_decl(&mut self, d: DeclId) -> Arc<CheckedDecl> {
+        if self.checked.len() < self.decls.len() {
+            self.checked.resize(self.decls.len(), None);
+        }
+        if let Some(c) = &self.checked[d] {
+            return c.clone();
+        }
+        let e = &self.decls[d];
+        let c = Arc::new(CheckedDecl {
+            name: e.key.clone(),
+            kind: e.kind,
+            value: e.value.clone().unwrap_or(Val::new(V::Unknown, e.span)),
+            doc: e.doc.clone(),
+            span: e.span,
+            name_span: e.name_span,
+            std: self.modules[e.module].std,
+        });
+        self.checked[d] = Some(c.clone());
+        c
     }
 
     /// The declaration a reference made in module `from` names. Keys of user declarations are

@@ -34,6 +34,10 @@ pub use value::{EdgeV, ModuleV, Obj, SigExpr, ToolParamV, ToolV, V, Val};
 pub struct Checked {
     pub recipes: Vec<Recipe>,
     pub diagnostics: Vec<Diagnostic>,
+    /// For each recipe, its profiles' slices ([`ProfileSlicer::slice`], in profile order),
+    /// as the recipe rules judged them: the planner's checks reuse them. Empty when the rules
+    /// ran on one named profile.
+    pub slices: Vec<Vec<Recipe>>,
 }
 
 /// Checks the given parsed entry files (already in `sources`). Imported files are read
@@ -70,11 +74,12 @@ pub fn check_as(
         c.modules.iter().filter(|m| m.std).map(|m| m.file).collect();
     let mut diagnostics = std::mem::take(&mut c.diags);
     drop(c);
-    diagnostics.extend(rules::run(&recipes, sources, &std_files, profile));
+    let (found, slices) = rules::run(&recipes, sources, &std_files, profile);
+    diagnostics.extend(found);
     diagnostics
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()).then_with(|| a.message.cmp(&b.message)));
     diagnostics.dedup();
-    Checked { recipes, diagnostics }
+    Checked { recipes, diagnostics, slices }
 }
 
 /// Parses and checks one source text (tests and tools). Syntax diagnostics are included.

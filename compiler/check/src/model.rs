@@ -1,6 +1,8 @@
 //! The checked model of one recipe: its declarations with checked values and its profiles. This
 //! is what the planner lowers; it never sees syntax.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use wrl_diagnostics::{Diagnostic, Span};
 use wrl_syntax::ast::DeclKind;
@@ -55,7 +57,9 @@ pub struct Profile {
 pub struct Recipe {
     /// The entry file's name as shown to users.
     pub file: String,
-    pub decls: Vec<CheckedDecl>,
+    /// Shared: recipes, profile slices and the checker hold the same declarations (a profile
+    /// override changes its own copy, `Arc::make_mut`).
+    pub decls: Vec<Arc<CheckedDecl>>,
     pub profiles: Vec<Profile>,
     /// The profile applied, if any.
     pub profile: Option<String>,
@@ -63,7 +67,7 @@ pub struct Recipe {
 
 impl Recipe {
     pub fn decl(&self, name: &str) -> Option<&CheckedDecl> {
-        self.decls.iter().find(|d| d.name == name)
+        self.decls.iter().find(|d| d.name == name).map(|d| &**d)
     }
 
     pub fn profile_names(&self) -> impl Iterator<Item = &str> {
@@ -100,7 +104,7 @@ impl Recipe {
 /// Applies one (already checked) override to a recipe.
 pub(crate) fn apply(recipe: &mut Recipe, o: &Override) {
     if let Some(d) = recipe.decls.iter_mut().find(|d| d.name == o.decl)
-        && let Some(slot) = walk_mut(&mut d.value, &o.path)
+        && let Some(slot) = walk_mut(&mut Arc::make_mut(d).value, &o.path)
     {
         *slot = o.value.clone();
     }

@@ -110,7 +110,7 @@ impl<'r> ProfileSlicer<'r> {
                 }
             }
         }
-        let mut changed_decls: Vec<Option<crate::model::CheckedDecl>> =
+        let mut changed_decls: Vec<Option<std::sync::Arc<crate::model::CheckedDecl>>> =
             changed.decls.drain(..).map(Some).collect();
         changed.decls = seen
             .into_iter()

@@ -27,7 +27,7 @@ fn slices_agree_with_the_whole_profiled_recipe() {
                 let slice = slicer.slice(p);
                 assert_eq!(slice.profile, whole.profile);
                 for d in &slice.decls {
-                    assert_eq!(whole.decl(&d.name), Some(d), "{name} --profile {}", p.name);
+                    assert_eq!(whole.decl(&d.name), Some(&**d), "{name} --profile {}", p.name);
                 }
                 for (plain, profiled) in recipe.decls.iter().zip(&whole.decls) {
                     if slice.decl(&plain.name).is_none() {

@@ -57,9 +57,14 @@ pub fn compile_paths_as(
     diagnostics.extend(checked.diagnostics);
     // The planner's graph rules (E045x) run on recipes the checker found no errors in.
     if !diagnostics.iter().any(Diagnostic::is_error) {
-        for r in &checked.recipes {
+        for (i, r) in checked.recipes.iter().enumerate() {
             match profile {
-                None => diagnostics.extend(wrl_plan::plan_diagnostics(r)),
+                None => match checked.slices.get(i) {
+                    Some(slices) => {
+                        diagnostics.extend(wrl_plan::plan_diagnostics_sliced(r, slices))
+                    }
+                    None => diagnostics.extend(wrl_plan::plan_diagnostics(r)),
+                },
                 Some(name) => {
                     if let Ok(profiled) = r.with_profile(name) {
                         diagnostics.extend(wrl_plan::lower_diagnostics(&profiled));

@@ -56,15 +56,21 @@ pub fn lower_diagnostics(recipe: &Recipe) -> Vec<Diagnostic> {
 /// after the checker found no errors. A mistake that only a profile makes says so, and points
 /// at the profile too.
 pub fn plan_diagnostics(recipe: &Recipe) -> Vec<Diagnostic> {
+    let slicer = wrl_check::ProfileSlicer::new(recipe);
+    let slices: Vec<Recipe> = recipe.profiles.iter().map(|p| slicer.slice(p)).collect();
+    plan_diagnostics_sliced(recipe, &slices)
+}
+
+/// [`plan_diagnostics`], given the recipe's profile slices (`wrl_check::Checked::slices`: one
+/// per profile, in order) instead of slicing it again.
+pub fn plan_diagnostics_sliced(recipe: &Recipe, slices: &[Recipe]) -> Vec<Diagnostic> {
     let mut out = lower_diagnostics(recipe);
     let base: Vec<(&'static str, Option<wrl_diagnostics::Span>)> =
         out.iter().map(|d| (d.code, d.primary_span())).collect();
     // Each profile is lowered only as far as it changes the recipe: what it cannot reach
     // lowers as in the plain recipe, whose diagnostics are already there.
-    let slicer = wrl_check::ProfileSlicer::new(recipe);
-    for p in &recipe.profiles {
-        let r = slicer.slice(p);
-        for d in lower_diagnostics(&r) {
+    for (p, r) in recipe.profiles.iter().zip(slices) {
+        for d in lower_diagnostics(r) {
             if base.contains(&(d.code, d.primary_span())) {
                 continue;
             }

@@ -45,7 +45,7 @@ impl<'r> Lowering<'r> {
     pub fn new(recipe: &'r Recipe) -> Lowering<'r> {
         let mut decls = BTreeMap::new();
         for d in &recipe.decls {
-            decls.insert(d.name.as_str(), d);
+            decls.insert(d.name.as_str(), &**d);
         }
         Lowering {
             recipe,

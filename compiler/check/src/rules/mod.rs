@@ -39,7 +39,7 @@ impl<'a> Ctx<'a> {
     ) -> Self {
         let mut index = BTreeMap::new();
         for d in &recipe.decls {
-            index.entry(d.name.as_str()).or_insert(d);
+            index.entry(d.name.as_str()).or_insert(&**d);
         }
         Ctx { recipe, sources, std_files, index }
     }
@@ -109,7 +109,7 @@ impl<'a> Ctx<'a> {
     /// Stage declarations of the recipe with their objects, in recipe order.
     pub fn stages(&self) -> impl Iterator<Item = (&'a CheckedDecl, &'a Obj)> + 'a {
         self.recipe.decls.iter().filter_map(|d| match (&d.kind, &d.value.v) {
-            (DeclKind::Stage, V::Obj(o)) => Some((d, &**o)),
+            (DeclKind::Stage, V::Obj(o)) => Some((&**d, &**o)),
             _ => None,
         })
     }
@@ -174,12 +174,13 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
 /// Runs the rules on each recipe and on each of its profiles. A profile's diagnostics that
 /// the plain recipe already has are dropped; the others say which profile they come from.
 /// With `only`, the rules run on each recipe as that profile resolves it, and nothing else.
+/// Also returns each recipe's profile slices (none with `only`), for the planner's checks.
 pub(crate) fn run(
     recipes: &[Recipe],
     sources: &SourceMap,
     std_files: &BTreeSet<FileId>,
     only: Option<&str>,
-) -> Vec<Diagnostic> {
+) -> (Vec<Diagnostic>, Vec<Vec<Recipe>>) {
     let mut out: Vec<Diagnostic> = Vec::new();
     if let Some(name) = only {
         for recipe in recipes {
@@ -188,17 +189,18 @@ pub(crate) fn run(
                 Err(d) => out.push(d),
             }
         }
-        return out;
+        return (out, Vec::new());
     }
+    let mut slices = Vec::with_capacity(recipes.len());
     for recipe in recipes {
         let base = check_recipe(&Ctx::new(recipe, sources, std_files));
         let mut seen: Vec<Diagnostic> = base.clone();
         out.extend(base);
         // Only what a profile can change is checked again (see `ProfileSlicer`).
         let slicer = crate::slice::ProfileSlicer::new(recipe);
-        for profile in &recipe.profiles {
-            let variant = slicer.slice(profile);
-            for d in check_recipe(&Ctx::new(&variant, sources, std_files)) {
+        let variants: Vec<Recipe> = recipe.profiles.iter().map(|p| slicer.slice(p)).collect();
+        for (profile, variant) in recipe.profiles.iter().zip(&variants) {
+            for d in check_recipe(&Ctx::new(variant, sources, std_files)) {
                 if seen.contains(&d) {
                     continue;
                 }
@@ -208,6 +210,7 @@ pub(crate) fn run(
                 out.push(d);
             }
         }
+        slices.push(variants);
     }
-    out
+    (out, slices)
 }
