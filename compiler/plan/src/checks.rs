@@ -53,10 +53,15 @@ impl Lowering<'_> {
     /// Runs every check (what `wrlc check` needs: no order, no plan).
     pub fn check(&mut self) {
         // `source` is asked for every node and port: index the edges once (first edge wins).
-        let mut edge_into: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
-        for (i, e) in self.edges.iter().enumerate() {
-            edge_into.entry(e.to.clone()).or_default().entry(e.port.clone()).or_insert(i);
-        }
+        let mut edge_into: Vec<usize> = (0..self.edges.len()).collect();
+        let edges = &self.edges;
+        edge_into.sort_by(|&a, &b| {
+            (edges[a].to.as_str(), edges[a].port.as_str(), a).cmp(&(
+                edges[b].to.as_str(),
+                edges[b].port.as_str(),
+                b,
+            ))
+        });
         self.edge_into = edge_into;
         self.check_inputs();
         let cyclic = self.check_cycles();
@@ -69,10 +74,14 @@ impl Lowering<'_> {
         let mut found = Vec::new();
         for e in &self.edges {
             if !self.nodes.contains_key(&e.from) {
+                // The span of the last edge into the same node and port.
                 let span = self
-                    .edge_spans
-                    .get(&(e.to.clone(), e.port.clone()))
-                    .copied()
+                    .edges
+                    .iter()
+                    .zip(&self.edge_spans)
+                    .rev()
+                    .find(|(x, _)| x.to == e.to && x.port == e.port)
+                    .map(|(_, s)| *s)
                     .unwrap_or_default();
                 found.push(errors::no_producer(&e.to, &e.port, "this input", span));
             }
@@ -160,20 +169,25 @@ impl Lowering<'_> {
 
     /// The node feeding `port` of `node`.
     fn source(&self, node: &str, port: &str) -> Option<&str> {
-        let i = *self.edge_into.get(node)?.get(port)?;
-        self.edges.get(i).map(|e| e.from.as_str())
+        let edges = &self.edges;
+        let at = self
+            .edge_into
+            .partition_point(|&i| (edges[i].to.as_str(), edges[i].port.as_str()) < (node, port));
+        let i = *self.edge_into.get(at)?;
+        let e = edges.get(i)?;
+        (e.to == node && e.port == port).then_some(e.from.as_str())
     }
 
     /// The model node whose weights a checkpoint (or model) descends from.
     fn base_model(&self, start: &str) -> Option<String> {
-        let mut id = start.to_string();
+        let mut id = start;
         for _ in 0..256 {
-            let n = self.nodes.get(&id)?;
+            let n = self.nodes.get(id)?;
             id = match n.kind {
                 NodeKind::LoadModel => return Some(n.id.clone()),
-                NodeKind::Checkpoint => self.source(&id, "model")?.to_string(),
-                NodeKind::Sft => self.source(&id, "model")?.to_string(),
-                NodeKind::RlPhase => self.source(&id, "init")?.to_string(),
+                NodeKind::Checkpoint => self.source(id, "model")?,
+                NodeKind::Sft => self.source(id, "model")?,
+                NodeKind::RlPhase => self.source(id, "init")?,
                 NodeKind::LoadDataset
                 | NodeKind::Env
                 | NodeKind::Agent

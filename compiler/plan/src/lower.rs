@@ -13,9 +13,6 @@ use crate::convert::{Converter, Input};
 use crate::model::{Edge, Node, NodeKind, PLAN_VERSION, Plan};
 use crate::value::{PExpr, PVal};
 
-/// Where an edge came from in the source, for diagnostics.
-pub(crate) type EdgeSpans = BTreeMap<(String, String), Span>;
-
 /// A recipe's declarations by name.
 pub(crate) type Decls<'r> = BTreeMap<&'r str, &'r CheckedDecl>;
 
@@ -26,12 +23,15 @@ pub(crate) struct Lowering<'r> {
     pub decls: Decls<'r>,
     pub nodes: BTreeMap<String, Node>,
     pub edges: Vec<Edge>,
-    pub edge_spans: EdgeSpans,
+    /// Where each edge came from in the source (by edge), for diagnostics.
+    pub edge_spans: Vec<Span>,
     pub diags: Vec<Diagnostic>,
-    /// The first edge into each node and port, once every edge is added (`check_and_order`).
-    pub edge_into: BTreeMap<String, BTreeMap<String, usize>>,
-    queued: BTreeSet<String>,
-    queue: Vec<String>,
+    /// Edge indices sorted by (to, port), ties in edge order, once every edge is added
+    /// (`check`): the first edge into a node's port is found by binary search.
+    pub edge_into: Vec<usize>,
+    /// Declarations queued for lowering (names borrowed from the recipe).
+    queued: BTreeSet<&'r str>,
+    queue: Vec<&'r str>,
     /// Lowering only for the checks (`wrlc check`): values are walked for their inputs but not
     /// converted, and nodes keep only the parameters the checks read.
     pub lean: bool,
@@ -52,9 +52,9 @@ impl<'r> Lowering<'r> {
             decls,
             nodes: BTreeMap::new(),
             edges: Vec::new(),
-            edge_spans: BTreeMap::new(),
+            edge_spans: Vec::new(),
             diags: Vec::new(),
-            edge_into: BTreeMap::new(),
+            edge_into: Vec::new(),
             queued: BTreeSet::new(),
             queue: Vec::new(),
             lean: false,
@@ -63,24 +63,26 @@ impl<'r> Lowering<'r> {
 
     /// Lowers every stage and eval of the recipe and whatever they use.
     pub fn run(&mut self) {
-        let roots: Vec<String> = self
-            .recipe
+        let recipe = self.recipe;
+        let roots = recipe
             .decls
             .iter()
-            .filter(|d| !d.std && matches!(d.kind, DeclKind::Stage | DeclKind::Eval))
-            .map(|d| d.name.clone())
-            .collect();
+            .filter(|d| !d.std && matches!(d.kind, DeclKind::Stage | DeclKind::Eval));
         for r in roots {
-            self.enqueue(&r);
+            self.enqueue(&r.name);
         }
         while let Some(name) = self.queue.pop() {
-            self.lower_decl(&name);
+            self.lower_decl(name);
         }
     }
 
+    /// Queues a declaration for lowering once (a name the recipe does not declare lowers to
+    /// nothing).
     fn enqueue(&mut self, decl: &str) {
-        if self.queued.insert(decl.to_string()) {
-            self.queue.push(decl.to_string());
+        if let Some((&name, _)) = self.decls.get_key_value(decl)
+            && self.queued.insert(name)
+        {
+            self.queue.push(name);
         }
     }
 
@@ -96,6 +98,11 @@ impl<'r> Lowering<'r> {
         !self.lean || CHECKED_PARAMS.contains(&k)
     }
 
+    /// A node's doc comment (none in a lean lowering: no check reads it).
+    pub(crate) fn doc(&self, d: &CheckedDecl) -> Option<String> {
+        if self.lean { None } else { d.doc.clone() }
+    }
+
     /// Adds a node and the edges of its inputs.
     pub(crate) fn add(&mut self, mut node: Node, inputs: Vec<Input>) {
         if self.lean {
@@ -103,7 +110,7 @@ impl<'r> Lowering<'r> {
         }
         for i in inputs {
             self.enqueue(&i.decl);
-            self.edge_spans.insert((node.id.clone(), i.port.clone()), i.span);
+            self.edge_spans.push(i.span);
             self.edges.push(Edge { from: i.from, to: node.id.clone(), port: i.port, data: i.data });
         }
         self.nodes.insert(node.id.clone(), node);
@@ -165,7 +172,7 @@ impl<'r> Lowering<'r> {
             _ => ("unknown".to_string(), BTreeMap::new()),
         };
         let node =
-            Node { id, kind, decl: d.name.clone(), ctor, alias_of, doc: d.doc.clone(), params };
+            Node { id, kind, decl: d.name.clone(), ctor, alias_of, doc: self.doc(d), params };
         let inputs = c.inputs;
         self.add(node, inputs);
     }
@@ -195,7 +202,7 @@ impl<'r> Lowering<'r> {
             decl: d.name.clone(),
             ctor: "reward".into(),
             alias_of: None,
-            doc: d.doc.clone(),
+            doc: self.doc(d),
             params,
         };
         let inputs = c.inputs;

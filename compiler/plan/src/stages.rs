@@ -62,7 +62,7 @@ impl<'r> Lowering<'r> {
             decl: d.name.clone(),
             ctor: o.ctor.clone(),
             alias_of: None,
-            doc: d.doc.clone(),
+            doc: self.doc(d),
             params,
         };
         let inputs = c.inputs;
@@ -141,7 +141,7 @@ impl<'r> Lowering<'r> {
                 decl: d.name.clone(),
                 ctor: o.ctor.clone(),
                 alias_of: None,
-                doc: if i == 0 { d.doc.clone() } else { None },
+                doc: if i == 0 { self.doc(d) } else { None },
                 params,
             };
             let inputs = c.inputs;
@@ -204,7 +204,7 @@ impl<'r> Lowering<'r> {
                 decl: d.name.clone(),
                 ctor: o.ctor.clone(),
                 alias_of: None,
-                doc: d.doc.clone(),
+                doc: self.doc(d),
                 params,
             };
             let inputs = c.inputs;
