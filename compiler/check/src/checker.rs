@@ -92,7 +92,7 @@ pub(crate) struct DeclEntry<'a> {
 
 /// One slot of a builtin: a parameter or a block field.
 pub(crate) struct Slot {
-    pub name: String,
+    pub name: crate::name::Name,
     pub ty: Ty,
     pub ty_text: String,
     pub default: Option<ast::Expr>,
@@ -100,7 +100,7 @@ pub(crate) struct Slot {
 }
 
 pub(crate) struct BuiltinEntry {
-    pub qual: String,
+    pub qual: crate::name::Name,
     pub module: ModId,
     /// Shared, so that applying the builtin can walk them while it evaluates arguments.
     pub slots: std::sync::Arc<[Slot]>,
@@ -108,7 +108,7 @@ pub(crate) struct BuiltinEntry {
     pub defaults: Vec<Option<Val>>,
     /// Every slot's default, by name, shared by all the builtin's objects (once evaluated).
     pub shared_defaults: Option<crate::fields::Defaults>,
-    pub kind: String,
+    pub kind: crate::name::Name,
     pub meta_args: Vec<ast::Arg>,
     pub meta: Option<std::sync::Arc<BTreeMap<String, Val>>>,
 }
@@ -337,7 +337,7 @@ impl<'a> Checker<'a> {
             for p in params {
                 match crate::types::parse_type(&p.ty) {
                     Ok(ty) => slots.push(Slot {
-                        name: p.name.name.clone(),
+                        name: p.name.name.as_str().into(),
                         ty,
                         ty_text: type_text(self.text(p.ty.span)),
                         default: p.default.clone(),
@@ -373,12 +373,12 @@ impl<'a> Checker<'a> {
         };
         let defaults = vec![None; slots.len()];
         self.builtins.push(BuiltinEntry {
-            qual,
+            qual: qual.into(),
             module,
             slots: slots.into(),
             defaults,
             shared_defaults: None,
-            kind,
+            kind: kind.into(),
             meta_args,
             meta: None,
         });

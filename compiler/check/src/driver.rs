@@ -65,7 +65,7 @@ impl Checker<'_> {
     /// A declaration's value must be of the declared kind (`stage x = grpo(…)`).
     fn conform_decl(&mut self, m: ModId, raw: Val, kind: DeclKind) -> Val {
         let found_kind = match &raw.v {
-            V::Obj(o) => Some(o.kind.clone()),
+            V::Obj(o) => Some(o.kind.to_string()),
             V::Ref { kind, member: None, .. } => Some(kind.word().to_string()),
             _ => None,
         };
@@ -186,7 +186,7 @@ impl Checker<'_> {
                                     let cands: Vec<String> = o
                                         .fields
                                         .keys()
-                                        .cloned()
+                                        .map(|k| k.to_string())
                                         .chain(o.modules.iter().map(|m| m.name.clone()))
                                         .collect();
                                     self.diags.push(
@@ -737,7 +737,7 @@ fn children(v: &Val) -> Vec<(Seg, &Val)> {
         V::Obj(o) => o
             .fields
             .iter()
-            .map(|(k, x)| (Seg::Field(k.clone()), x))
+            .map(|(k, x)| (Seg::Field(k.to_string()), x))
             .chain(o.modules.iter().map(|m| (Seg::Module(m.name.clone()), &m.value)))
             .collect(),
         V::Record { fields } => fields.iter().map(|(k, x)| (Seg::Field(k.clone()), x)).collect(),

@@ -12,6 +12,7 @@ use wrl_syntax::tokens::Dimension;
 
 use crate::checker::{BuiltinId, Checker, ModId, Target};
 use crate::fields::{Defaults, Fields};
+use crate::name::Name;
 use crate::value::{EdgeV, ModuleV, Obj, SigExpr, ToolParamV, ToolV, V, Val};
 
 impl Checker<'_> {
@@ -180,7 +181,7 @@ impl Checker<'_> {
             V::Obj(o) => match o.fields.get(&name.name) {
                 Some(v) => Val::new(v.v.clone(), span),
                 None => {
-                    let cands: Vec<&str> = o.fields.keys().map(String::as_str).collect();
+                    let cands: Vec<&str> = o.fields.keys().map(|k| k.as_str()).collect();
                     self.diags.push(
                         Diagnostic::new(
                             "E0301",
@@ -506,14 +507,17 @@ impl Checker<'_> {
         // Every slot: given (checked against its type), default (shared by every object of
         // the builtin, not copied), or missing.
         let defaults = self.builtin_defaults(b);
-        let mut own: Vec<(String, Val)> = Vec::with_capacity(given.iter().flatten().count());
+        let mut own: Vec<(Name, Val)> = Vec::with_capacity(given.iter().flatten().count());
         let mut missing = Vec::new();
         for (i, slot) in slots.iter().enumerate() {
             match given[i].take() {
                 Some((val, _)) => {
-                    let default = self.slot_default(b, i);
+                    let default = defaults
+                        .binary_search_by(|(k, _)| k.as_str().cmp(&slot.name))
+                        .ok()
+                        .map(|j| &defaults[j].1);
                     let before = self.diags.len();
-                    let val = self.conform_with_default(m, val, &slot.ty, default.as_ref());
+                    let val = self.conform_with_default(m, val, &slot.ty, default);
                     if slot.name == "clip" && kind == "stage" {
                         clip_help(&mut self.diags[before..]);
                     }

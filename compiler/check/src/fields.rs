@@ -8,16 +8,17 @@ use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 
+use crate::name::Name;
 use crate::value::Val;
 
 /// The defaults of one builtin, sorted by name: `(slot, default)` for every slot that has one.
-pub type Defaults = Arc<[(String, Val)]>;
+pub type Defaults = Arc<[(Name, Val)]>;
 
 /// The fields of an object, sorted by name, as one map.
 #[derive(Clone, Debug, Default)]
 pub struct Fields {
     /// What the call set (or `unknown` for a required field it did not), sorted by name.
-    own: Vec<(String, Val)>,
+    own: Vec<(Name, Val)>,
     /// The builtin's defaults; `own` hides those of the same name.
     defaults: Option<Defaults>,
 }
@@ -25,12 +26,12 @@ pub struct Fields {
 impl Fields {
     /// Fields from what a call set (in any order; a name must not repeat) over `defaults`
     /// (sorted by name).
-    pub fn new(mut own: Vec<(String, Val)>, defaults: Option<Defaults>) -> Fields {
+    pub fn new(mut own: Vec<(Name, Val)>, defaults: Option<Defaults>) -> Fields {
         own.sort_by(|a, b| a.0.cmp(&b.0));
         Fields { own, defaults }
     }
 
-    fn defaults(&self) -> &[(String, Val)] {
+    fn defaults(&self) -> &[(Name, Val)] {
         self.defaults.as_deref().unwrap_or(&[])
     }
 
@@ -72,7 +73,7 @@ impl Fields {
         Iter { own: &self.own, defaults: self.defaults() }
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = &String> {
+    pub fn keys(&self) -> impl Iterator<Item = &Name> {
         self.iter().map(|(k, _)| k)
     }
 
@@ -84,12 +85,12 @@ impl Fields {
 /// The merged fields in name order (an own field hides the default of the same name).
 #[derive(Clone, Debug)]
 pub struct Iter<'a> {
-    own: &'a [(String, Val)],
-    defaults: &'a [(String, Val)],
+    own: &'a [(Name, Val)],
+    defaults: &'a [(Name, Val)],
 }
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = (&'a String, &'a Val);
+    type Item = (&'a Name, &'a Val);
 
     fn next(&mut self) -> Option<Self::Item> {
         let take_own = match (self.own.first(), self.defaults.first()) {
@@ -119,7 +120,7 @@ impl<'a> Iterator for Iter<'a> {
 }
 
 impl<'a> IntoIterator for &'a Fields {
-    type Item = (&'a String, &'a Val);
+    type Item = (&'a Name, &'a Val);
     type IntoIter = Iter<'a>;
 
     fn into_iter(self) -> Iter<'a> {

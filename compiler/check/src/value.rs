@@ -10,6 +10,7 @@ use wrl_syntax::ast::DeclKind;
 use wrl_syntax::tokens::Dimension;
 
 use crate::fields::Fields;
+use crate::name::Name;
 
 /// A value with the place it came from (a default's place is in the stdlib).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -82,9 +83,9 @@ pub enum V {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Obj {
     /// The builtin's qualified name (`grpo`, `std::sandbox::tasks`).
-    pub ctor: String,
+    pub ctor: Name,
     /// The kind it returns (`stage`, `dataset`, `signal`, …).
-    pub kind: String,
+    pub kind: Name,
     pub fields: Fields,
     /// Metadata from the return type (`signal(level: outcome, range: 0 .. 1, reads: [..])`),
     /// the same for every object of a constructor, so shared.

@@ -268,7 +268,7 @@ impl<'a> Converter<'a> {
         let fields = o
             .fields
             .iter()
-            .map(|(k, x)| (k.clone(), self.val_at(x, &Port::Field(port, k), depth)))
+            .map(|(k, x)| (k.to_string(), self.val_at(x, &Port::Field(port, k), depth)))
             .collect();
         let meta = o.meta.iter().map(|(k, x)| (k.clone(), plain(x))).collect();
         let modules = o
@@ -309,7 +309,15 @@ impl<'a> Converter<'a> {
                 terminal: t.terminal,
             })
             .collect();
-        PObj { ctor: o.ctor.clone(), kind: o.kind.clone(), fields, meta, modules, edges, tools }
+        PObj {
+            ctor: o.ctor.to_string(),
+            kind: o.kind.to_string(),
+            fields,
+            meta,
+            modules,
+            edges,
+            tools,
+        }
     }
 
     fn expr_at(&mut self, e: &SigExpr, port: &Port, depth: usize) -> PExpr {

@@ -167,7 +167,7 @@ impl<'r> Lowering<'r> {
                 if !p.edges.is_empty() {
                     params.insert("graph".into(), graph_edges(&p.edges));
                 }
-                (o.ctor.clone(), params)
+                (o.ctor.to_string(), params)
             }
             _ => ("unknown".to_string(), BTreeMap::new()),
         };

@@ -52,7 +52,7 @@ impl<'r> Lowering<'r> {
         for (k, v) in &o.fields {
             let p = c.val(v, k);
             if self.keeps(k) {
-                params.insert(k.clone(), p);
+                params.insert(k.to_string(), p);
             }
         }
         params.insert("stage".into(), PVal::Str { value: d.name.clone() });
@@ -60,7 +60,7 @@ impl<'r> Lowering<'r> {
             id: id.clone(),
             kind: NodeKind::Sft,
             decl: d.name.clone(),
-            ctor: o.ctor.clone(),
+            ctor: o.ctor.to_string(),
             alias_of: None,
             doc: self.doc(d),
             params,
@@ -104,12 +104,12 @@ impl<'r> Lowering<'r> {
                         decl: d.name.clone(),
                         span: v.span,
                     });
-                    params.insert(k.clone(), PVal::Ref { node: p.clone() });
+                    params.insert(k.to_string(), PVal::Ref { node: p.clone() });
                     continue;
                 }
                 let p = c.val(v, k);
                 if self.keeps(k) {
-                    params.insert(k.clone(), p);
+                    params.insert(k.to_string(), p);
                 }
             }
             match phases.get(i).map(|p| &p.v) {
@@ -139,7 +139,7 @@ impl<'r> Lowering<'r> {
                 id: id.clone(),
                 kind: NodeKind::RlPhase,
                 decl: d.name.clone(),
-                ctor: o.ctor.clone(),
+                ctor: o.ctor.to_string(),
                 alias_of: None,
                 doc: if i == 0 { self.doc(d) } else { None },
                 params,
@@ -177,7 +177,7 @@ impl<'r> Lowering<'r> {
             for (k, v) in o.fields.iter().filter(|(k, _)| k.as_str() != "after") {
                 let p = c.val(v, k);
                 if self.keeps(k) {
-                    params.insert(k.clone(), p);
+                    params.insert(k.to_string(), p);
                 }
             }
             match &run {
@@ -202,7 +202,7 @@ impl<'r> Lowering<'r> {
                 id,
                 kind: NodeKind::Eval,
                 decl: d.name.clone(),
-                ctor: o.ctor.clone(),
+                ctor: o.ctor.to_string(),
                 alias_of: None,
                 doc: self.doc(d),
                 params,

@@ -204,7 +204,7 @@ fn reads(
     for (o, at) in sigs {
         let Some(V::List { items }) = o.meta.get("reads").map(|v| &v.v) else { continue };
         for r in items.iter().filter_map(word) {
-            if produced.contains(r) || !done.insert((o.ctor.clone(), r.to_string())) {
+            if produced.contains(r) || !done.insert((o.ctor.to_string(), r.to_string())) {
                 continue;
             }
             let name = short(&o.ctor);
