@@ -15,6 +15,7 @@ mod slice;
 mod stdlib;
 mod stdlib_doc;
 mod suggest;
+mod tables;
 mod types;
 pub mod value;
 
@@ -28,6 +29,7 @@ pub use name::Name;
 pub use slice::ProfileSlicer;
 pub use stdlib::MODULES as STDLIB_MODULES;
 pub use stdlib_doc::stdlib_doc;
+pub use tables::Tables;
 pub use types::{Ty, parse_type};
 pub use value::{EdgeV, ModuleV, Obj, SigExpr, ToolParamV, ToolV, V, Val};
 
@@ -40,6 +42,8 @@ pub struct Checked {
     /// as the recipe rules judged them: the planner's checks reuse them. Empty when the rules
     /// ran on one named profile.
     pub slices: Vec<Vec<Recipe>>,
+    /// The checker's tables, for the caller to free when it suits it ([`Tables`]).
+    pub tables: Tables,
 }
 
 /// Checks the given parsed entry files (already in `sources`). Imported files are read
@@ -75,13 +79,13 @@ pub fn check_as(
     let std_files: std::collections::BTreeSet<FileId> =
         c.modules.iter().filter(|m| m.std).map(|m| m.file).collect();
     let mut diagnostics = std::mem::take(&mut c.diags);
-    drop(c);
+    let tables = c.into_tables();
     let (found, slices) = rules::run(&recipes, sources, &std_files, profile);
     diagnostics.extend(found);
     diagnostics
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()).then_with(|| a.message.cmp(&b.message)));
     diagnostics.dedup();
-    Checked { recipes, diagnostics, slices }
+    Checked { recipes, diagnostics, slices, tables }
 }
 
 /// Parses and checks one source text (tests and tools). Syntax diagnostics are included.

@@ -14,6 +14,9 @@ pub struct Compilation {
     pub files: Vec<ast::File>,
     pub recipes: Vec<wrl_check::Recipe>,
     pub diagnostics: Vec<Diagnostic>,
+    /// The checker's tables and the profile slices: nothing reads them, they are only freed
+    /// with the compilation (not in the middle of the run: see `wrl_check::Tables`).
+    pub retained: (wrl_check::Tables, Vec<Vec<wrl_check::Recipe>>),
 }
 
 impl Compilation {
@@ -75,5 +78,11 @@ pub fn compile_paths_as(
     }
     diagnostics.sort_by_key(|d| d.sort_key());
     diagnostics.dedup();
-    Ok(Compilation { sources, files: parsed, recipes: checked.recipes, diagnostics })
+    Ok(Compilation {
+        sources,
+        files: parsed,
+        recipes: checked.recipes,
+        diagnostics,
+        retained: (checked.tables, checked.slices),
+    })
 }
