@@ -62,11 +62,12 @@ pub fn compile_paths_as(
     if !diagnostics.iter().any(Diagnostic::is_error) {
         for (i, r) in checked.recipes.iter().enumerate() {
             match profile {
+                // The rules' profile slices, one per profile (else slice again).
                 None => match checked.slices.get(i) {
-                    Some(slices) => {
+                    Some(slices) if slices.len() == r.profiles.len() => {
                         diagnostics.extend(wrl_plan::plan_diagnostics_sliced(r, slices))
                     }
-                    None => diagnostics.extend(wrl_plan::plan_diagnostics(r)),
+                    _ => diagnostics.extend(wrl_plan::plan_diagnostics(r)),
                 },
                 Some(name) => {
                     if let Ok(profiled) = r.with_profile(name) {
