@@ -68,6 +68,12 @@ impl Fields {
         Some(&mut self.own[at].1)
     }
 
+    /// What the call set (sorted by name), and the builtin's defaults it sits over (some of
+    /// which `own` hides): for walkers that handle shared defaults once per builtin.
+    pub(crate) fn parts(&self) -> (&[(Name, Val)], Option<&Defaults>) {
+        (&self.own, self.defaults.as_ref())
+    }
+
     /// Every field, in name order.
     pub fn iter(&self) -> Iter<'_> {
         Iter { own: &self.own, defaults: self.defaults() }

@@ -22,12 +22,17 @@ pub struct ProfileSlicer<'r> {
     /// What each constructor's metadata mentions, by the address of the metadata every
     /// object of that constructor shares (see [`Names`]).
     meta: RefCell<BTreeMap<usize, Vec<usize>>>,
+    /// What each of a builtin's shared defaults mentions (by default, in order), by the
+    /// address of the defaults.
+    defaults: RefCell<BTreeMap<usize, Vec<Vec<usize>>>>,
 }
 
-/// Declarations by name, and what shared metadata mentions (walked once, not per object).
+/// Declarations by name, and what shared metadata and defaults mention (walked once, not per
+/// object).
 struct Names<'n, 'r> {
     by_name: &'n BTreeMap<&'r str, Vec<usize>>,
     meta: &'n RefCell<BTreeMap<usize, Vec<usize>>>,
+    defaults: &'n RefCell<BTreeMap<usize, Vec<Vec<usize>>>>,
 }
 
 impl<'r> ProfileSlicer<'r> {
@@ -39,7 +44,8 @@ impl<'r> ProfileSlicer<'r> {
         let mut refs = Vec::with_capacity(recipe.decls.len());
         let mut users = vec![Vec::new(); recipe.decls.len()];
         let meta = RefCell::new(BTreeMap::new());
-        let names = Names { by_name: &by_name, meta: &meta };
+        let defaults = RefCell::new(BTreeMap::new());
+        let names = Names { by_name: &by_name, meta: &meta, defaults: &defaults };
         for (i, d) in recipe.decls.iter().enumerate() {
             let mut out = Vec::new();
             mentions(&d.value, &names, &mut out);
@@ -50,7 +56,7 @@ impl<'r> ProfileSlicer<'r> {
             }
             refs.push(out);
         }
-        ProfileSlicer { recipe, by_name, refs, users, meta }
+        ProfileSlicer { recipe, by_name, refs, users, meta, defaults }
     }
 
     /// The recipe with `profile` applied, restricted to what the profile can change: every
@@ -97,7 +103,11 @@ impl<'r> ProfileSlicer<'r> {
             let out = match changed_at.get(&i) {
                 Some(&k) => {
                     let mut v = Vec::new();
-                    let names = Names { by_name: &self.by_name, meta: &self.meta };
+                    let names = Names {
+                        by_name: &self.by_name,
+                        meta: &self.meta,
+                        defaults: &self.defaults,
+                    };
                     mentions(&changed.decls[k].value, &names, &mut v);
                     new_refs = v;
                     &new_refs
@@ -147,8 +157,32 @@ fn mentions(v: &Val, names: &Names, out: &mut Vec<usize>) {
 }
 
 fn obj_mentions(o: &Obj, names: &Names, out: &mut Vec<usize>) {
-    for x in o.fields.values() {
+    let (own, defaults) = o.fields.parts();
+    for (_, x) in own {
         mentions(x, names, out);
+    }
+    if let Some(defaults) = defaults {
+        // The defaults the object does not hide: what each mentions is walked once per
+        // builtin (the defaults are shared by all its objects).
+        let key = std::sync::Arc::as_ptr(defaults) as *const u8 as usize;
+        if !names.defaults.borrow().contains_key(&key) {
+            let each: Vec<Vec<usize>> = defaults
+                .iter()
+                .map(|(_, x)| {
+                    let mut ids = Vec::new();
+                    mentions(x, names, &mut ids);
+                    ids
+                })
+                .collect();
+            names.defaults.borrow_mut().insert(key, each);
+        }
+        if let Some(each) = names.defaults.borrow().get(&key) {
+            for ((k, _), ids) in defaults.iter().zip(each) {
+                if !ids.is_empty() && own.binary_search_by(|(n, _)| n.cmp(k)).is_err() {
+                    out.extend(ids.iter().copied());
+                }
+            }
+        }
     }
     let key = std::sync::Arc::as_ptr(&o.meta) as usize;
     let known = names.meta.borrow().get(&key).cloned();
