@@ -75,8 +75,9 @@ pub(crate) struct Module<'a> {
 }
 
 pub(crate) struct DeclEntry<'a> {
-    /// The key used in recipes (`policy`, `c::policy`, `std::models::tiny`).
-    pub key: String,
+    /// The key used in recipes (`policy`, `c::policy`, `std::models::tiny`), shared with
+    /// every reference to it.
+    pub key: crate::name::Name,
     pub name: String,
     pub kind: DeclKind,
     pub module: ModId,
@@ -132,7 +133,7 @@ pub(crate) struct Checker<'a> {
     pub derived: Vec<crate::model::Override>,
     /// Declarations by key and module (one per module: names are unique in a file), and how
     /// many declarations there were when it was built.
-    pub by_key: (BTreeMap<String, BTreeMap<ModId, DeclId>>, usize),
+    pub by_key: (BTreeMap<crate::name::Name, BTreeMap<ModId, DeclId>>, usize),
     /// W0203 warnings of the override block being checked, with the place of the computed
     /// value (decl key and path), dropped if the block overrides that place too.
     pub folded: Vec<(Option<Site>, Diagnostic)>,
@@ -248,7 +249,7 @@ impl<'a> Checker<'a> {
                         if std { format!("{path}::{}", d.name.name) } else { d.name.name.clone() };
                     let did = self.decls.len();
                     self.decls.push(DeclEntry {
-                        key,
+                        key: key.into(),
                         name: d.name.name.clone(),
                         kind: d.kind,
                         module: id,
@@ -449,7 +450,8 @@ impl<'a> Checker<'a> {
                         let ids: Vec<DeclId> = self.modules[m].decls.values().copied().collect();
                         for d in ids {
                             if !self.decls[d].key.contains("::") {
-                                self.decls[d].key = format!("{}::{}", a.name, self.decls[d].name);
+                                self.decls[d].key =
+                                    format!("{}::{}", a.name, self.decls[d].name).into();
                             }
                         }
                     }

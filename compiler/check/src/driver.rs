@@ -11,6 +11,7 @@ use wrl_syntax::ast::{self, BlockItem, DeclKind, PathSegment};
 
 use crate::checker::{Checker, DeclId, ModId, Target};
 use crate::model::{CheckedDecl, Override, Profile, Recipe, Seg, apply};
+use crate::name::Name;
 use crate::types::Ty;
 use crate::value::{V, Val};
 use wrl_syntax::tokens::Dimension;
@@ -277,7 +278,12 @@ impl Checker<'_> {
                 }
             }
         }
-        let o = Override { decl: key, path: out_path, value: new, span: path.span.to(value.span) };
+        let o = Override {
+            decl: key.to_string(),
+            path: out_path,
+            value: new,
+            span: path.span.to(value.span),
+        };
         if kind == DeclKind::Param && o.path.is_empty() {
             self.param_override_uses(d, &o);
         }
@@ -310,7 +316,7 @@ impl Checker<'_> {
                 (_, v) => v.clone(),
             };
             self.derived.push(Override {
-                decl: self.decls[d].key.clone(),
+                decl: self.decls[d].key.to_string(),
                 path,
                 value: Val::new(v, o.value.span),
                 span: o.span,
@@ -331,7 +337,7 @@ impl Checker<'_> {
                 if let Some(v) = &self.decls[d].value
                     && find_containing(v, *at, &mut path)
                 {
-                    site = Some((self.decls[d].key.clone(), path));
+                    site = Some((self.decls[d].key.to_string(), path));
                     break;
                 }
             }
@@ -644,7 +650,7 @@ impl Checker<'_> {
         }
         let e = &self.decls[d];
         let c = Arc::new(CheckedDecl {
-            name: e.key.clone(),
+            name: e.key.to_string(),
             kind: e.kind,
             value: e.value.clone().unwrap_or(Val::new(V::Unknown, e.span)),
             doc: e.doc.clone(),
@@ -662,7 +668,7 @@ impl Checker<'_> {
     /// stdlib.
     fn find_ref(&mut self, from: ModId, key: &str) -> Option<DeclId> {
         if self.by_key.1 != self.decls.len() {
-            let mut index: BTreeMap<String, BTreeMap<ModId, DeclId>> = BTreeMap::new();
+            let mut index: BTreeMap<Name, BTreeMap<ModId, DeclId>> = BTreeMap::new();
             for (d, e) in self.decls.iter().enumerate() {
                 index.entry(e.key.clone()).or_default().entry(e.module).or_insert(d);
             }
@@ -702,7 +708,7 @@ fn param_type(v: &Val) -> Ty {
 }
 
 /// Names of declarations a value refers to.
-pub(crate) fn collect_refs(v: &Val, out: &mut Vec<String>) {
+pub(crate) fn collect_refs(v: &Val, out: &mut Vec<Name>) {
     if let V::Ref { decl, .. } = &v.v {
         out.push(decl.clone());
     }
@@ -712,10 +718,10 @@ pub(crate) fn collect_refs(v: &Val, out: &mut Vec<String>) {
     v.each_child(|c| collect_refs(c, out));
 }
 
-fn sig_refs(e: &crate::value::SigExpr, out: &mut Vec<String>) {
+fn sig_refs(e: &crate::value::SigExpr, out: &mut Vec<Name>) {
     use crate::value::SigExpr;
     match e {
-        SigExpr::Reward { name } => out.push(name.clone()),
+        SigExpr::Reward { name } => out.push(name.as_str().into()),
         SigExpr::Signal { obj } => obj.fields.values().for_each(|i| collect_refs(i, out)),
         SigExpr::Unary { arg, .. } => sig_refs(arg, out),
         SigExpr::Binary { lhs, rhs, .. } => {

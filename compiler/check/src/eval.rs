@@ -995,7 +995,7 @@ pub(crate) fn to_sig(v: &Val) -> SigExpr {
     match &v.v {
         V::Obj(o) => SigExpr::Signal { obj: o.clone() },
         V::Signal { expr } => (**expr).clone(),
-        V::Ref { decl, .. } => SigExpr::Reward { name: decl.clone() },
+        V::Ref { decl, .. } => SigExpr::Reward { name: decl.to_string() },
         V::Num { value } => SigExpr::Const { value: *value },
         V::Bool { value } => SigExpr::Bool { value: *value },
         _ => SigExpr::Const { value: 0.0 },

@@ -13,6 +13,7 @@ use wrl_syntax::ast;
 
 use crate::checker::{BuiltinEntry, Checker, DeclId, ModId, Target};
 use crate::model::CheckedDecl;
+use crate::name::Name;
 use crate::value::Val;
 
 /// What the checker built and no caller reads; dropping it frees it.
@@ -22,7 +23,7 @@ pub struct Tables {
     _decls: Vec<DeclTables>,
     _builtins: Vec<BuiltinEntry>,
     _bare: BTreeMap<Span, String>,
-    _by_key: BTreeMap<String, BTreeMap<ModId, DeclId>>,
+    _by_key: BTreeMap<Name, BTreeMap<ModId, DeclId>>,
     _by_file_name: BTreeMap<String, ModId>,
     _param_uses: Vec<(DeclId, Span)>,
     _checked: Vec<Option<Arc<CheckedDecl>>>,
@@ -50,7 +51,7 @@ struct ModuleTables {
 
 /// A declaration's entry without its (already evaluated) expression.
 struct DeclTables {
-    _key: String,
+    _key: Name,
     _name: String,
     _doc: Option<String>,
     _value: Option<Val>,

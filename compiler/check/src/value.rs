@@ -63,9 +63,10 @@ pub enum V {
     /// A value built by a stdlib constructor: shared, as objects are copied into every recipe,
     /// profile and default that holds them (changed copy-on-write by overrides).
     Obj(Arc<Obj>),
-    /// A reference to a declaration, or to one of its outputs (`warmup.model`).
+    /// A reference to a declaration, or to one of its outputs (`warmup.model`). The
+    /// declaration's key is shared with it (a reference copies no name).
     Ref {
-        decl: String,
+        decl: Name,
         kind: DeclKind,
         member: Option<String>,
     },

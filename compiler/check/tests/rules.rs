@@ -241,7 +241,7 @@ fn entry_files_with_the_same_names_do_not_mix() {
     assert_eq!(codes, vec![("E0415", b.0)], "{:#?}", checked.diagnostics);
     assert!(checked.diagnostics[0].labels.iter().all(|l| l.span.file == b));
     let ctx = |r: &wrl_check::Recipe| match &r.decl("policy").expect("policy").value.v {
-        wrl_check::V::Ref { decl, .. } => decl.clone(),
+        wrl_check::V::Ref { decl, .. } => decl.to_string(),
         wrl_check::V::Obj(o) => o.ctor.to_string(),
         _ => String::new(),
     };

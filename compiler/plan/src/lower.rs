@@ -139,7 +139,7 @@ impl<'r> Lowering<'r> {
                 V::Ref { decl, kind, member: None } if *kind == d.kind => {
                     match self.decls.get(decl.as_str()) {
                         Some(t) => {
-                            alias = Some(decl.clone());
+                            alias = Some(decl.to_string());
                             v = &t.value;
                         }
                         None => break,

@@ -157,7 +157,7 @@ impl<'r> Lowering<'r> {
             Some(V::List { items }) => items
                 .iter()
                 .filter_map(|i| match &i.v {
-                    V::Ref { decl, kind: DeclKind::Stage, .. } => Some((decl.clone(), i.span)),
+                    V::Ref { decl, kind: DeclKind::Stage, .. } => Some((decl.to_string(), i.span)),
                     _ => None,
                 })
                 .collect(),

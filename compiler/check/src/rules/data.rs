@@ -287,7 +287,7 @@ fn reward_names(ctx: &Ctx<'_>, v: &Val, out: &mut BTreeSet<String>, depth: usize
         return;
     }
     if let V::Ref { decl, .. } = &v.v {
-        out.insert(decl.clone());
+        out.insert(decl.to_string());
         if let Some(d) = ctx.decl(decl) {
             reward_names(ctx, &d.value, out, depth + 1);
         }
