@@ -167,7 +167,9 @@ fn estimates_of_the_smoke_profiles_are_small_and_known() {
     // 4 × 4 × (2 + 1) trajectories; 16 × (2 × 4 + 1 × 6) steps; sandbox checkers, no judge.
     assert_eq!(figures(&e)[..3], [Some(48), Some(224), Some(0)]);
     let e = estimate("recipes/opagent.wrl", Some("smoke"));
-    assert_eq!(figures(&e), [Some(40), Some(160), Some(0), Some(20)]);
+    // SFT on 3 × 16 demonstrations and 2 rewritten copies of each: 144 per epoch, 2 epochs of
+    // batches of 8 (36 steps), then 8 RL optimiser steps.
+    assert_eq!(figures(&e), [Some(40), Some(160), Some(0), Some(44)]);
     let e = estimate("recipes/webdancer.wrl", Some("smoke"));
     // DAPO's dynamic sampling may draw up to 2 batches per iteration: 4 × 4 × 2 × 2; SFT on 32
     // demonstrations and 4 rewritten copies of each, 4 epochs of batches of 8, then 2 RL steps.
