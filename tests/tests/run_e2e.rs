@@ -50,6 +50,8 @@ fn shrunken_quickstart_runs_end_to_end_and_resumes_without_duplicates() {
     let text = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
     let evals_logged = text.lines().filter(|l| l.contains("\"node\":\"eval:")).count();
     assert_eq!(evals_logged, 6, "evaluation episodes are logged too");
+    // Loopback sites are recorded by path: the sandbox's port changes from run to run.
+    assert!(!text.contains("127.0.0.1:"), "a trajectory recorded the sandbox's port");
     let metrics = std::fs::read_to_string(out.join("metrics.jsonl")).unwrap();
     assert!(metrics.contains("\"kind\":\"sft\"") && metrics.contains("\"kind\":\"rl\""));
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();

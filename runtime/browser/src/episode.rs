@@ -185,15 +185,7 @@ impl Observation {
     /// hundred bytes on sandbox pages.
     pub fn text(&self) -> String {
         let view = &self.view;
-        // Loopback sites are shown by path alone: their port changes from run to run, and a
-        // policy trained on one run's demonstrations must see the same text in the next.
-        let local = origin(&self.url)
-            .filter(|o| o.host == "127.0.0.1" || o.host == "localhost")
-            .and_then(|_| self.url.find("://").map(|i| i + 3))
-            .map(|i| {
-                let end = self.url[i..].find('/').map_or(self.url.len(), |j| i + j);
-                self.url[..end].to_string()
-            });
+        let local = self.local_origin();
         let url = match &local {
             Some(_) => wrl_sandbox::checker::url_path(&self.url).to_string(),
             None => self.url.clone(),
@@ -217,6 +209,28 @@ impl Observation {
             out.push_str(&format!("feedback: {}\n", feedback.replace('\n', "; ")));
         }
         out
+    }
+
+    /// The page's origin (`http://127.0.0.1:PORT`) when it is a loopback site. Loopback sites
+    /// are shown and recorded by path alone: their port changes from run to run, and a policy
+    /// trained on one run's demonstrations must see the same text in the next.
+    pub fn local_origin(&self) -> Option<String> {
+        origin(&self.url)
+            .filter(|o| o.host == "127.0.0.1" || o.host == "localhost")
+            .and_then(|_| self.url.find("://").map(|i| i + 3))
+            .map(|i| {
+                let end = self.url[i..].find('/').map_or(self.url.len(), |j| i + j);
+                self.url[..end].to_string()
+            })
+    }
+
+    /// `text` (a URL or feedback) with this page's loopback origin removed, as trajectories
+    /// record it: `http://127.0.0.1:8123/shop/` becomes `/shop/`.
+    pub fn without_local_origin(&self, text: &str) -> String {
+        match self.local_origin() {
+            Some(o) => text.replace(o.as_str(), ""),
+            None => text.to_string(),
+        }
     }
 }
 

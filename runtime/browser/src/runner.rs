@@ -89,8 +89,8 @@ pub async fn run_task_with_screenshots(
         steps.push(TrajStep {
             observation: obs.text(),
             actions: turn.lines().map(str::to_string).filter(|l| !l.trim().is_empty()).collect(),
-            feedback: result.feedback.clone(),
-            url: ep_url(&result, &obs),
+            feedback: obs.without_local_origin(&result.feedback),
+            url: obs.without_local_origin(&ep_url(&result, &obs)),
         });
         history.extend(turn.lines().map(str::to_string));
     }
