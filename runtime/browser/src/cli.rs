@@ -41,6 +41,10 @@ pub enum SandboxCommand {
         /// Seed of the content and of the task draw.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Print question/answer pairs over the wiki instead (QA JSONL, `kind = qa`, for
+        /// search agents): `{"id", "question", "answer"}` per line.
+        #[arg(long)]
+        qa: bool,
     },
     /// Run the scripted expert on generated tasks in real Chromium and write trajectories.
     Expert {
@@ -106,12 +110,29 @@ fn run_inner(cmd: SandboxCommand) -> Result<ExitCode, String> {
                 Ok(ExitCode::SUCCESS)
             })
         }
-        SandboxCommand::Tasks { count, split, seed } => {
+        SandboxCommand::Tasks { count, split, seed, qa } => {
             let content = wrl_sandbox::Content::new(seed);
-            let tasks = wrl_sandbox::generate(&content, split, count, seed);
+            let lines: Vec<serde_json::Value> = if qa {
+                wrl_sandbox::generate_qa(&content, split, count, seed)
+                    .into_iter()
+                    .map(|t| {
+                        let answer = match &t.checker {
+                            wrl_sandbox::Checker::Answer { expected, .. } => expected.clone(),
+                            _ => String::new(),
+                        };
+                        serde_json::json!({"id": t.id, "question": t.goal, "answer": answer})
+                    })
+                    .collect()
+            } else {
+                wrl_sandbox::generate(&content, split, count, seed)
+                    .into_iter()
+                    .map(serde_json::to_value)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("cannot serialize a task: {e}"))?
+            };
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
-            for t in tasks {
+            for t in lines {
                 let line = serde_json::to_string(&t)
                     .map_err(|e| format!("cannot serialize a task: {e}"))?;
                 if writeln!(out, "{line}").is_err() {

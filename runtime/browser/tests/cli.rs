@@ -58,6 +58,6 @@ fn missing_chromium_is_exit_2_with_install_hint() {
 
 #[test]
 fn tasks_command_succeeds() {
-    let c = run(SandboxCommand::Tasks { count: 2, split: Split::Train, seed: 1 });
+    let c = run(SandboxCommand::Tasks { count: 2, split: Split::Train, seed: 1, qa: false });
     assert_eq!(code(c), code(std::process::ExitCode::SUCCESS));
 }

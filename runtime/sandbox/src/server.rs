@@ -154,6 +154,7 @@ impl Sandbox {
             ("forum", format!("{b}/forum/")),
             ("wiki", format!("{b}/wiki/")),
             ("lab", format!("{b}/lab/")),
+            ("search", format!("{b}/api/search?q=")),
         ]
     }
 }
