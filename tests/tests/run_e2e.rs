@@ -178,6 +178,11 @@ fn opagent_smoke_trains_planner_and_grounder_as_separate_weights() {
     }
     let (code, _, stderr) = wrl_cli::run_captured(args);
     assert_eq!(code, 0, "{stderr}");
+    // An eval that follows no stage is named by itself in the last line.
+    assert!(
+        stderr.contains("framework_sr: ") && !stderr.contains("after framework_sr"),
+        "{stderr}"
+    );
     // Each role was updated on the turns it sampled, and the RL iteration's checkpoint holds
     // each role's weights.
     let metrics = std::fs::read_to_string(out.join("metrics.jsonl")).unwrap();

@@ -121,10 +121,15 @@ pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
                 .evals
                 .iter()
                 .map(|e| {
-                    // Two evals after the same stage are told apart by name.
+                    let rate = e.success * 100.0;
+                    // An eval that follows no stage is named by itself; two evals after the same
+                    // stage are told apart by name.
+                    if e.after == e.eval {
+                        return format!("{}: {rate:.1}%", e.eval);
+                    }
                     let shared = summary.evals.iter().filter(|o| o.after == e.after).count() > 1;
                     let name = if shared { format!("{} ", e.eval) } else { String::new() };
-                    format!("{name}after {}: {:.1}%", e.after, e.success * 100.0)
+                    format!("{name}after {}: {rate:.1}%", e.after)
                 })
                 .collect();
             let _ = writeln!(
