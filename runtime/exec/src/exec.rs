@@ -203,6 +203,11 @@ fn generate(sb: &Sandbox, node: &Node, split: Split, count: usize, seed: u64) ->
     wrl_sandbox::generate_on(sb.content(), split, count, seed, &sites)
 }
 
+/// A sandbox dataset's `split` (train unless `test`).
+fn split_of(node: &Node) -> Split {
+    if p_str(node, "split", "train") == "test" { Split::Test } else { Split::Train }
+}
+
 /// A `std::sandbox::demos` dataset recorded with the search API (`env = search_api`).
 pub(crate) fn search_demos(node: &Node) -> bool {
     p_str(node, "env", "browser") == "search_api"
@@ -465,7 +470,7 @@ impl<'a> Executor<'a> {
     async fn backend(&mut self, agent: &AgentCfg) -> Result<Backend, RunError> {
         match self.env_of(agent) {
             Some(env) if env.ctor == "search_api" => {
-                Ok(Backend::Search(self.search_env(env).await?))
+                Ok(Backend::Search(self.search_env(Some(env)).await?))
             }
             _ => {
                 let conc = self.concurrency();
@@ -475,21 +480,22 @@ impl<'a> Executor<'a> {
     }
 
     /// The client of a `search_api` env: the sandbox's own API when it targets
-    /// `std::sandbox::search`, else the service at its `base_url`.
-    async fn search_env(&mut self, env: &Node) -> Result<SearchEnv, RunError> {
-        let sandbox_target =
-            matches!(env.param("target"), Some(PVal::Obj(o)) if o.ctor == "std::sandbox::search");
-        let base = if sandbox_target {
-            format!("{}/api", self.sandbox().await?.base_url().trim_end_matches('/'))
-        } else {
-            p_str(env, "base_url", "").to_string()
+    /// `std::sandbox::search` (or when there is no env: the scripted expert's demonstrations),
+    /// else the service at its `base_url`.
+    async fn search_env(&mut self, env: Option<&Node>) -> Result<SearchEnv, RunError> {
+        let sandbox_target = env.is_none_or(
+            |e| matches!(e.param("target"), Some(PVal::Obj(o)) if o.ctor == "std::sandbox::search"),
+        );
+        let base = match env {
+            Some(e) if !sandbox_target => p_str(e, "base_url", "").to_string(),
+            _ => format!("{}/api", self.sandbox().await?.base_url().trim_end_matches('/')),
         };
-        let step_text = p_num(env, "step_text", 1500.0).max(1.0) as usize;
-        SearchEnv::new(&base, step_text, self.episode_cfg(Some(env)).step_timeout).map_err(|e| {
-            RunError::new(
-                "E0504",
-                format!("env `{}`: cannot set up its HTTP client: {e}", env.decl),
-            )
+        let step_text = env.map_or(1500.0, |e| p_num(e, "step_text", 1500.0)).max(1.0) as usize;
+        let episode = env.map_or(EpisodeCfg::default(), |e| self.episode_cfg(Some(e)));
+        SearchEnv::new(&base, step_text, episode.step_timeout).map_err(|e| {
+            let which =
+                env.map_or("the sandbox's search API".to_string(), |n| format!("env `{}`", n.decl));
+            RunError::new("E0504", format!("{which}: cannot set up its HTTP client: {e}"))
         })
     }
 
@@ -514,22 +520,12 @@ impl<'a> Executor<'a> {
         let seed = p_num(node, "seed", 0.0) as u64;
         let data = match node.ctor.as_str() {
             "std::sandbox::tasks" => {
-                let split = if p_str(node, "split", "train") == "test" {
-                    Split::Test
-                } else {
-                    Split::Train
-                };
                 let sb = self.sandbox().await?;
-                Data::Tasks(generate(&sb, node, split, count, seed))
+                Data::Tasks(generate(&sb, node, split_of(node), count, seed))
             }
             "std::sandbox::qa" => {
-                let split = if p_str(node, "split", "train") == "test" {
-                    Split::Test
-                } else {
-                    Split::Train
-                };
                 let sb = self.sandbox().await?;
-                Data::Tasks(wrl_sandbox::generate_qa(sb.content(), split, count, seed))
+                Data::Tasks(wrl_sandbox::generate_qa(sb.content(), split_of(node), count, seed))
             }
             "std::sandbox::demos" => {
                 let demos = self.expert_demos(node, count, seed).await?;
@@ -622,14 +618,9 @@ impl<'a> Executor<'a> {
                 "dataset {}: the scripted expert answers {count} questions with search and visit",
                 node.decl
             ));
-            let env = match self.plan.nodes.iter().find(|n| n.ctor == "search_api") {
-                Some(env) => self.search_env(env).await?,
-                None => {
-                    let base = format!("{}/api", sb.base_url().trim_end_matches('/'));
-                    SearchEnv::new(&base, 1500, EpisodeCfg::default().step_timeout)
-                        .map_err(|e| RunError::new("E0504", e))?
-                }
-            };
+            // The responses the expert reads are cut as the run's search env cuts them.
+            let env = self.plan.nodes.iter().find(|n| n.ctor == "search_api");
+            let env = self.search_env(env).await?;
             let episode = EpisodeCfg::default();
             futures::stream::iter(tasks.iter().map(|task| {
                 let (env, episode) = (env.clone(), episode.clone());

@@ -51,6 +51,20 @@ pub struct Episode {
 }
 
 impl Episode {
+    /// An episode of `task` that could not run (no browser, no policy, a crashed task): an
+    /// environment error, excluded from the loss.
+    fn unrunnable(group: usize, task: &Task, why: &str) -> Episode {
+        Episode {
+            group,
+            trajectory: failed(task, why),
+            turns: Vec::new(),
+            reward: RewardValue::Excluded("env_error".into()),
+            process: Vec::new(),
+            screens: Vec::new(),
+            retried: 0,
+        }
+    }
+
     pub fn success(&self) -> bool {
         self.trajectory.outcome.success
     }
@@ -166,15 +180,9 @@ pub async fn rollout(
         async move {
             match job.await {
                 Ok(e) => e,
-                Err(e) => Episode {
-                    group,
-                    trajectory: failed(&tasks[group], &format!("episode task failed: {e}")),
-                    turns: Vec::new(),
-                    reward: RewardValue::Excluded("env_error".into()),
-                    process: Vec::new(),
-                    screens: Vec::new(),
-                    retried: 0,
-                },
+                Err(e) => {
+                    Episode::unrunnable(group, &tasks[group], &format!("episode task failed: {e}"))
+                }
             }
         }
     }))
@@ -253,15 +261,7 @@ async fn attempt(
         _ if screens => scoring.judges.screenshots().max(every_step),
         _ => scoring.judges.screenshots(),
     };
-    let unusable = |why: &str| Episode {
-        group,
-        trajectory: failed(task, why),
-        turns: Vec::new(),
-        reward: RewardValue::Excluded("env_error".into()),
-        process: Vec::new(),
-        screens: Vec::new(),
-        retried: 0,
-    };
+    let unusable = |why: &str| Episode::unrunnable(group, task, why);
     let (result, turns) = match (&cfg.graph, backend) {
         (None, Backend::Browser(pool)) => {
             let Some(trainer) = trainer else { return unusable("no policy to run this agent") };
