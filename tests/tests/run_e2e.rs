@@ -80,36 +80,39 @@ fn shrunken_quickstart_runs_end_to_end_and_resumes_without_duplicates() {
     );
 }
 
+/// `wrlc run recipes/RECIPE.wrl --profile smoke --out OUT --set …` for each of `sets`.
+fn smoke_run(recipe: &str, out: &Path, sets: &[&str]) -> (u8, String, String) {
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes").join(recipe);
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        recipe.into_os_string(),
+        "--profile".into(),
+        "smoke".into(),
+        "--out".into(),
+        out.as_os_str().to_owned(),
+    ];
+    for set in sets {
+        args.extend(["--set".into(), (*set).into()]);
+    }
+    wrl_cli::run_captured(args)
+}
+
 #[test]
 fn webdancer_smoke_runs_offline_with_search_and_visit() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes/webdancer.wrl");
-    let args = |out: &Path| -> Vec<std::ffi::OsString> {
-        let mut args: Vec<std::ffi::OsString> = vec![
-            "run".into(),
-            recipe.clone().into_os_string(),
-            "--profile".into(),
-            "smoke".into(),
-            "--out".into(),
-            out.as_os_str().to_owned(),
-        ];
-        for set in [
-            "trajectories=std::sandbox::demos(count: 6) { env = search_api }",
-            "gaia=std::sandbox::qa(count: 2) { split = test }",
-            "webwalker=std::sandbox::qa(count: 2) { split = test, seed = 1 }",
-            "warmup.epochs=1",
-            "online.phases[0].iters=1",
-        ] {
-            args.extend(["--set".into(), set.into()]);
-        }
-        args
-    };
-    let (code, _, stderr) = wrl_cli::run_captured(args(&out));
+    let sets = [
+        "trajectories=std::sandbox::demos(count: 6) { env = search_api }",
+        "gaia=std::sandbox::qa(count: 2) { split = test }",
+        "webwalker=std::sandbox::qa(count: 2) { split = test, seed = 1 }",
+        "warmup.epochs=1",
+        "online.phases[0].iters=1",
+    ];
+    let (code, _, stderr) = smoke_run("webdancer.wrl", &out, &sets);
     assert_eq!(code, 0, "{stderr}");
     // A second run writes the same trajectories: every episode samples from its own stream.
     let again = dir.path().join("again");
-    let (code, _, stderr2) = wrl_cli::run_captured(args(&again));
+    let (code, _, stderr2) = smoke_run("webdancer.wrl", &again, &sets);
     assert_eq!(code, 0, "{stderr2}");
     let episodes = |out: &Path| -> Vec<serde_json::Value> {
         let text = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
@@ -154,16 +157,7 @@ fn webdancer_smoke_runs_offline_with_search_and_visit() {
 fn opagent_smoke_trains_planner_and_grounder_as_separate_weights() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes/opagent.wrl");
-    let mut args: Vec<std::ffi::OsString> = vec![
-        "run".into(),
-        recipe.into_os_string(),
-        "--profile".into(),
-        "smoke".into(),
-        "--out".into(),
-        out.clone().into_os_string(),
-    ];
-    for set in [
+    let sets = [
         "planning=std::sandbox::demos(count: 3)",
         "acting=std::sandbox::demos(count: 3) { seed = 2 }",
         "grounding=std::sandbox::demos(count: 3) { seed = 3 }",
@@ -173,10 +167,8 @@ fn opagent_smoke_trains_planner_and_grounder_as_separate_weights() {
         "rl.group=2",
         "rl.phases=[{ iters = 1, horizon = 3 steps, lr = 3e-4 }]",
         "rl_pass5.k=1",
-    ] {
-        args.extend(["--set".into(), set.into()]);
-    }
-    let (code, _, stderr) = wrl_cli::run_captured(args);
+    ];
+    let (code, _, stderr) = smoke_run("opagent.wrl", &out, &sets);
     assert_eq!(code, 0, "{stderr}");
     // An eval that follows no stage is named by itself in the last line.
     assert!(
