@@ -1089,20 +1089,14 @@ impl<'a> Executor<'a> {
             .filter(|m| bound.iter().any(|b| *b == format!("modules.{}.model", m.name)))
             .map(|m| m.role.clone())
             .collect();
-        let cannot =
-            |e: wrl_trainer::TrainerError| trainer_err("cannot copy the policy for a role", e);
-        let dir = self.run.root().join("checkpoints").join(".fork");
-        {
-            let g = trainer.lock().map_err(|_| RunError::new("E0505", "trainer lock poisoned"))?;
-            g.save(&dir).map_err(cannot)?;
-        }
+        let g = trainer.lock().map_err(|_| RunError::new("E0505", "trainer lock poisoned"))?;
         let mut out = Roles::new();
         for role in roles {
-            let mut t = Trainer::load(&dir).map_err(cannot)?;
+            let mut t =
+                g.duplicate().map_err(|e| trainer_err("cannot copy the policy for a role", e))?;
             t.set_optim(optim_from(node, 0));
             out.insert(role, Arc::new(Mutex::new(t)));
         }
-        let _ = std::fs::remove_dir_all(&dir);
         if !out.is_empty() {
             let names: Vec<&str> = out.keys().map(String::as_str).collect();
             self.say(&format!(

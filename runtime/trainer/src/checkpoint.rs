@@ -58,6 +58,22 @@ impl Trainer {
         Ok(())
     }
 
+    /// An independent copy, as [`Trainer::save`] then [`Trainer::load`] would make it but in
+    /// memory: its own weights, the same optimiser moments, RNG, step and data cursor. Training
+    /// one never moves the other (the frozen KL reference is shared: nothing updates it).
+    pub fn duplicate(&self) -> Result<Trainer> {
+        Ok(Trainer {
+            config: self.config.clone(),
+            model: self.model.with_params(self.model.params().deep_copy()?)?,
+            tokenizer: self.tokenizer.clone(),
+            optimizer: self.optimizer.clone(),
+            rng: self.rng.clone(),
+            step: self.step,
+            cursor: self.cursor,
+            reference: self.reference.clone(),
+        })
+    }
+
     /// Rebuild a trainer from a checkpoint written by [`Trainer::save`].
     pub fn load(dir: &Path) -> Result<Trainer> {
         let state: TrainerState =
