@@ -215,10 +215,7 @@ pub(crate) fn search_demos(node: &Node) -> bool {
 
 /// A sampling stream named by a plan node and a seed (FNV-1a of the id, mixed with the seed).
 fn stream_of(id: &str, seed: u64) -> u64 {
-    let h = id
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-    wrl_trainer::rng::mix(h, seed)
+    wrl_trainer::rng::mix(wrl_sandbox::tasks::fnv(id), seed)
 }
 
 fn p_ref(n: &Node, k: &str) -> Option<String> {

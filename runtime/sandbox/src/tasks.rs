@@ -81,7 +81,9 @@ pub const TEMPLATES: [&str; 9] = [
     "forum_login",
 ];
 
-fn fnv(s: &str) -> u64 {
+/// FNV-1a of a string: a hash that is stable across runs, platforms and Rust versions (the
+/// train/test split, and the runtime's sampling streams, are derived from it).
+pub fn fnv(s: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in s.bytes() {
         h ^= u64::from(b);
