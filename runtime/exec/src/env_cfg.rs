@@ -85,9 +85,9 @@ pub fn view(env: &Node) -> TextView {
 }
 
 /// How often an episode that ended in an environment error or timeout is run again before it
-/// counts (`retries`; a search API has none).
+/// counts (`retries`; a search API declares none).
 pub fn retries(env: Option<&Node>) -> usize {
-    env.filter(|n| n.ctor != "search_api").and_then(|n| n.num("retries")).unwrap_or(0.0) as usize
+    env.and_then(|n| n.num("retries")).unwrap_or(0.0) as usize
 }
 
 /// Env settings this runtime cannot honour yet, refused at their field rather than ignored:

@@ -205,10 +205,10 @@ pub(crate) fn read_jsonl(path: &str, kind: &str) -> Result<Records, (String, Str
     if tasks.is_empty() && trajectories.is_empty() {
         return Err((format!("`{path}` holds no records"), "this file is empty".into()));
     }
-    Ok(if kind == "trajectories" {
-        Records::Trajectories(trajectories)
-    } else {
-        Records::Tasks(tasks)
+    // The same split as the parse above: tasks and QA pairs are tasks, the rest trajectories.
+    Ok(match kind {
+        "tasks" | "qa" => Records::Tasks(tasks),
+        _ => Records::Trajectories(trajectories),
     })
 }
 
