@@ -603,8 +603,8 @@ impl<'a> Executor<'a> {
         count: usize,
         seed: u64,
     ) -> Result<Vec<Trajectory>, RunError> {
-        let cached = self.run.root().join("data").join(format!("{}.jsonl", node.decl));
-        if let Ok(text) = std::fs::read_to_string(&cached) {
+        let cached = format!("data/{}.jsonl", node.decl);
+        if let Ok(text) = std::fs::read_to_string(self.run.root().join(&cached)) {
             return Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
         }
         let sb = self.sandbox().await?;
@@ -647,8 +647,8 @@ impl<'a> Executor<'a> {
         let demos: Vec<Trajectory> = results.into_iter().filter(|t| t.outcome.success).collect();
         let lines: String =
             demos.iter().filter_map(|t| serde_json::to_string(t).ok()).map(|l| l + "\n").collect();
-        let _ = std::fs::create_dir_all(cached.parent().unwrap_or(self.run.root()));
-        let _ = crate::rundir::write_atomic(&cached, lines.as_bytes());
+        // A cache: a run that cannot write it records the demonstrations again on resume.
+        let _ = self.run.write_file(&cached, lines.as_bytes());
         self.say(&format!("dataset {}: {} demonstrations", node.decl, demos.len()));
         Ok(demos)
     }
