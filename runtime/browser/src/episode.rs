@@ -202,10 +202,7 @@ impl Observation {
             out.push_str(&self.snapshot.render_items_max(max));
         }
         if view.feedback && !self.feedback.is_empty() {
-            let feedback = match &local {
-                Some(o) => self.feedback.replace(o.as_str(), ""),
-                None => self.feedback.clone(),
-            };
+            let feedback = self.without_local_origin(&self.feedback);
             out.push_str(&format!("feedback: {}\n", feedback.replace('\n', "; ")));
         }
         out
@@ -657,7 +654,9 @@ impl Episode {
         let dropped =
             if self.cfg.one_action_per_turn { actions.len().saturating_sub(1) } else { 0 };
         let actions = &actions[..actions.len() - dropped];
+        // The clickable elements before the turn, for the DOM diff (when the view shows it).
         let before = match &self.last {
+            _ if !self.cfg.view.dom_diff => Vec::new(),
             Some(s) => s.clickables(),
             None => self.snapshot().await.map(|s| s.clickables()).unwrap_or_default(),
         };
@@ -692,8 +691,8 @@ impl Episode {
         if self.end.as_ref().is_none_or(|e| matches!(e, EndReason::Completed { .. })) {
             match self.snapshot().await {
                 Ok(after) => {
-                    if let Some(d) =
-                        dom_diff(&before, &after.clickables()).filter(|_| self.cfg.view.dom_diff)
+                    if self.cfg.view.dom_diff
+                        && let Some(d) = dom_diff(&before, &after.clickables())
                     {
                         lines.push(d);
                     }
