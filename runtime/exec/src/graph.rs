@@ -259,11 +259,10 @@ impl GraphPolicy {
     /// The text module `m` writes for `prompt` (empty when its brain fails).
     fn generate(&mut self, m: &ModuleSpec, prompt: String) -> String {
         let params = SampleParams { max_tokens: m.max_response, ..self.params.clone() };
+        self.calls += 1;
+        let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.calls));
         match self.brains.get(&m.name) {
-            Some(Brain::Local(t)) => match sample_turn(t, prompt, &params, {
-                self.calls += 1;
-                self.stream.map(|s| wrl_trainer::rng::mix(s, self.calls))
-            }) {
+            Some(Brain::Local(t)) => match sample_turn(t, prompt, &params, stream) {
                 Some((turn, text)) => {
                     if m.trainable {
                         self.turns.push(Turn { step: self.steps, role: m.role.clone(), ..turn });
