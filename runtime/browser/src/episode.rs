@@ -23,10 +23,8 @@ use std::time::{Duration, Instant};
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::network::CookieParam;
-use chromiumoxide::cdp::browser_protocol::page::{EventLoadEventFired, NavigateParams};
+use chromiumoxide::cdp::browser_protocol::page::NavigateParams;
 use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
-use chromiumoxide::listeners::EventStream;
-use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OwnedSemaphorePermit;
 use wrl_sandbox::{CheckInput, Checker, Sandbox, Task, Verdict};
@@ -37,6 +35,7 @@ use crate::cdp;
 use crate::exec::Exec;
 use crate::failure::{AgentError, EndReason, StepResult};
 use crate::js;
+use crate::navwatch::{Nav, NavWatch};
 use crate::pool::{BrowserPool, Live, PoolError};
 use crate::snapshot::{Snapshot, dom_diff};
 
@@ -278,9 +277,8 @@ pub struct Episode {
     started: Instant,
     pub(crate) last: Option<Snapshot>,
     pub(crate) mark_seq: u64,
-    /// Load events of a tab (its target id), subscribed when the document was marked, so
-    /// `settle` wakes as soon as a new document has loaded instead of on its next poll.
-    pub(crate) loads: Option<(String, EventStream<EventLoadEventFired>)>,
+    /// Navigation events of the active tab (see [`Episode::watch`]).
+    pub(crate) nav: Option<NavWatch>,
     feedback: String,
     _permit: OwnedSemaphorePermit,
 }
@@ -350,7 +348,7 @@ impl BrowserPool {
                         started: Instant::now(),
                         last: None,
                         mark_seq: 0,
-                        loads: None,
+                        nav: None,
                         feedback: String::new(),
                         _permit: permit,
                     };
@@ -430,6 +428,7 @@ impl Episode {
             return;
         }
         let res = tokio::time::timeout(self.cfg.step_timeout, async {
+            self.watch().await;
             let r = self.navigate(&url).await;
             if r.is_ok() {
                 self.settle(true, "about:blank", 2).await;
@@ -468,58 +467,91 @@ impl Episode {
         }
     }
 
-    /// Waits until the active tab has settled after an action: if the document was replaced
-    /// or a navigation is in flight, until the new document is loaded. With `navigated`, a
-    /// navigation is known to have happened.
-    /// `grace` is how many 10 ms polls to wait for a navigation to show up when none is seen
-    /// (longer for clicks on links and buttons, which often navigate). While a navigation is
-    /// in flight and the tab's load events are subscribed (see `loads`), a load event wakes the
-    /// check at once and polls are 50 ms apart instead of 10 (each poll is a CDP round trip
-    /// into a busy renderer).
+    /// Subscribes to the active tab's navigation events unless they are already watched
+    /// (before an action, so none is missed), dropping events of earlier actions.
+    pub(crate) async fn watch(&mut self) {
+        let target = self.page().target_id().as_ref().to_string();
+        match &mut self.nav {
+            Some(w) if w.target == target => w.clear(),
+            _ => self.nav = NavWatch::subscribe(self.page()).await,
+        }
+    }
+
+    /// Waits until the active tab has settled after an action: if a navigation was requested
+    /// or started (or `navigated`: one is known to have happened), until the new document has
+    /// loaded or loading stopped; otherwise for `grace` × 10 ms in case one is requested late
+    /// (longer for clicks on links and buttons, which often navigate). Wakes on the tab's
+    /// navigation events (see [`Episode::watch`]) and looks at the page then, with a check
+    /// every 200 ms in case an event is missed. Returns the settled URL ("" if unknown).
     pub(crate) async fn settle(&mut self, navigated: bool, url_before: &str, grace: u32) -> String {
         let frame = self.page().target_id().as_ref().to_string();
-        let mut loads = self.loads.take().and_then(|(t, s)| (t == frame).then_some(s));
-        let deadline = Instant::now() + self.cfg.step_timeout;
-        // In units of 10 ms polls.
-        let mut polls = 0u32;
+        let mut watch = self.nav.take().filter(|w| w.target == frame);
+        let start = Instant::now();
+        let deadline = start + self.cfg.step_timeout;
+        let grace_end = start + Duration::from_millis(10 * u64::from(grace));
+        // A navigation was requested or started; and whether it has finished since.
+        let (mut in_flight, mut finished) = (false, false);
+        let mut look = true;
+        let mut href = String::new();
         loop {
-            polls += 1;
-            let state = cdp::eval_string(self.page(), js::CHECK_DOCUMENT).await;
-            let in_flight = self.live.seen.last_document(&frame).is_some_and(|s| s > self.mark_seq);
-            if let Ok(s) = &state {
-                let mut parts = s.splitn(3, '|');
-                let (mark, ready, href) = (parts.next(), parts.next(), parts.next().unwrap_or(""));
-                let complete = ready == Some("complete");
-                // A new document, or one restored from the back-forward cache (still marked,
-                // but at another URL), that has loaded.
-                if complete && (mark == Some("0") || (navigated && href != url_before)) {
-                    return href.to_string();
-                }
-                // The same document, nothing in flight after a short grace period.
-                if mark == Some("1")
-                    && complete
-                    && !in_flight
-                    && (!navigated || polls > 50)
-                    && polls > grace
-                {
-                    return href.to_string();
+            while let Some(ev) = watch.as_mut().and_then(NavWatch::ready) {
+                match ev {
+                    Nav::Started => (in_flight, finished) = (true, false),
+                    Nav::Finished => (finished, look) = (true, true),
                 }
             }
-            // A request that never replaces the document (204, download): give up after 2 s.
-            if Instant::now() > deadline || !self.live.is_alive() || (in_flight && polls > 200) {
-                return String::new();
-            }
-            match loads.as_mut() {
-                Some(l) if in_flight => {
-                    polls += 4;
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_millis(50)) => {}
-                        ev = l.next() => if ev.is_none() { loads = None },
+            let now = Instant::now();
+            if look || (!in_flight && now >= grace_end) {
+                look = false;
+                if let Ok(s) = cdp::eval_string(self.page(), js::CHECK_DOCUMENT).await {
+                    let mut parts = s.splitn(3, '|');
+                    let (mark, ready) = (parts.next(), parts.next());
+                    href = parts.next().unwrap_or("").to_string();
+                    let complete = ready == Some("complete");
+                    let moved = navigated || in_flight;
+                    // A new document, or one restored from the back-forward cache (still
+                    // marked, but at another URL), that has loaded.
+                    let replaced = mark == Some("0") || (moved && href != url_before);
+                    // The same document: nothing requested within the grace period, a
+                    // navigation that ended without replacing it (204, download, same-document),
+                    // or a known navigation that has not shown up for 500 ms.
+                    let kept = mark == Some("1")
+                        && now >= grace_end
+                        && if in_flight {
+                            finished
+                        } else {
+                            !navigated || finished || now > start + Duration::from_millis(500)
+                        };
+                    if complete && (replaced || kept) {
+                        break;
                     }
                 }
-                Some(_) | None => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+            if Instant::now() > deadline || !self.live.is_alive() {
+                href.clear();
+                break;
+            }
+            // Sleep until the grace period ends or the next check, or until an event arrives.
+            let now = Instant::now();
+            let wake = if now < grace_end { grace_end } else { now + Duration::from_millis(200) };
+            let sleep = tokio::time::sleep_until(wake.into());
+            match watch.as_mut() {
+                Some(w) => tokio::select! {
+                    _ = sleep => look = true,
+                    ev = w.next() => match ev {
+                        Some(Nav::Started) => (in_flight, finished) = (true, false),
+                        Some(Nav::Finished) => (finished, look) = (true, true),
+                        None => watch = None,
+                    },
+                },
+                None => {
+                    sleep.await;
+                    look = true;
+                }
             }
         }
+        self.nav = watch;
+        href
     }
 
     /// Takes a fresh snapshot of the active tab (also tags new elements with ids). If the

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use chromiumoxide::cdp::browser_protocol::page::{
-    EventLoadEventFired, GetNavigationHistoryParams, NavigateToHistoryEntryParams,
+    GetNavigationHistoryParams, NavigateToHistoryEntryParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
 
@@ -128,7 +128,7 @@ impl Episode {
     /// Clicks element `id`, finding it and marking the document in one script.
     async fn click_elem(&mut self, id: u32) -> Result<String, Stop> {
         self.mark_seq = self.live.seen.seq();
-        self.listen_loads().await;
+        self.watch().await;
         let c = self.center(id, true).await?;
         let before = c.href.unwrap_or_default();
         self.click_marked((c.x, c.y), c.desc, before, MouseButton::Left, 1).await
@@ -140,20 +140,12 @@ impl Episode {
             .unwrap_or_else(|_| "unknown".into())
     }
 
-    /// Marks the document before an action that may navigate, and subscribes to the tab's
-    /// load events (before the action, so none is missed) for `settle`.
+    /// Marks the document before an action that may navigate, and watches the tab's
+    /// navigation events (before the action, so none is missed) for `settle`.
     async fn mark(&mut self) -> Result<String, Stop> {
         self.mark_seq = self.live.seen.seq();
-        self.listen_loads().await;
+        self.watch().await;
         cdp::eval_string(self.page(), js::MARK_DOCUMENT).await.map_err(env)
-    }
-
-    /// Subscribes to the active tab's load events (no CDP round trip: the handler filters
-    /// the events it already receives). Without them `settle` just polls.
-    async fn listen_loads(&mut self) {
-        let target = self.page().target_id().as_ref().to_string();
-        self.loads =
-            self.page().event_listener::<EventLoadEventFired>().await.ok().map(|s| (target, s));
     }
 
     /// After an action that may navigate: waits, picks up new tabs, says what changed.
@@ -174,6 +166,7 @@ impl Episode {
                 self.tabs.push(page);
                 self.active = self.tabs.len() - 1;
                 self.mark_seq = seq;
+                self.watch().await;
                 url = self.settle(true, "about:blank", 2).await;
                 notes.push(format!("new tab opened (tab {})", self.active));
             }

@@ -1,9 +1,7 @@
 //! Request interception for the allow-list: `Fetch.enable` on the browser session pauses every
 //! request of every page; allowed ones continue, others fail with `BlockedByClient` and are
-//! recorded (per frame) so the episode can report them in feedback. Document requests are
-//! recorded too, so a step can tell that a navigation is in flight.
+//! recorded (per frame) so the episode can report them in feedback.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, Weak};
 
@@ -11,7 +9,7 @@ use chromiumoxide::Browser;
 use chromiumoxide::cdp::browser_protocol::fetch::{
     ContinueRequestParams, EnableParams, EventRequestPaused, FailRequestParams,
 };
-use chromiumoxide::cdp::browser_protocol::network::{ErrorReason, ResourceType};
+use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
 use chromiumoxide::cdp::browser_protocol::target::EventTargetCreated;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -36,7 +34,6 @@ pub struct Blocked {
 pub struct Seen {
     seq: AtomicU64,
     blocked: Mutex<Vec<Blocked>>,
-    docs: Mutex<BTreeMap<String, u64>>,
     opened: Mutex<Vec<(u64, String, String)>>,
 }
 
@@ -50,11 +47,6 @@ impl Seen {
     pub fn blocked_since(&self, since: u64, frames: &[String]) -> Vec<Blocked> {
         let b = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
         b.iter().filter(|x| x.seq > since && frames.contains(&x.frame)).cloned().collect()
-    }
-
-    /// Sequence number of the last allowed document request of `frame`, if any.
-    pub fn last_document(&self, frame: &str) -> Option<u64> {
-        self.docs.lock().unwrap_or_else(PoisonError::into_inner).get(frame).copied()
     }
 
     /// Targets opened (popups, `target=_blank`) after `since` by any of `frames`: target ids.
@@ -82,7 +74,6 @@ impl Seen {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|x| !frames.contains(&x.frame));
-        self.docs.lock().unwrap_or_else(PoisonError::into_inner).retain(|f, _| !frames.contains(f));
         self.opened
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -96,11 +87,6 @@ impl Seen {
         if b.len() > 10_000 {
             b.drain(..5_000);
         }
-    }
-
-    fn record_document(&self, frame: String) {
-        let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
-        self.docs.lock().unwrap_or_else(PoisonError::into_inner).insert(frame, seq);
     }
 }
 
@@ -158,7 +144,7 @@ pub async fn start<T: HasBrowser>(
     }))
 }
 
-/// Continues an allowed request (recording documents), fails a blocked one (recording it).
+/// Continues an allowed request, fails a blocked one (recording it).
 async fn answer<T: HasBrowser>(
     owner: std::sync::Arc<T>,
     allow: &AllowList,
@@ -168,9 +154,6 @@ async fn answer<T: HasBrowser>(
     let frame = ev.frame_id.as_ref().to_string();
     match allow.check(&ev.request.url) {
         Ok(()) => {
-            if ev.resource_type == ResourceType::Document {
-                seen.record_document(frame);
-            }
             let continued = ContinueRequestParams::new(ev.request_id.clone());
             let _ = owner.browser().execute(continued).await;
         }

@@ -23,6 +23,7 @@ pub mod intercept;
 pub mod js;
 pub mod keys;
 pub mod launch;
+mod navwatch;
 pub mod pool;
 pub mod process;
 pub mod runner;

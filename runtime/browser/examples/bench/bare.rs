@@ -85,7 +85,8 @@ async fn click(page: &Page, (x, y): (f64, f64)) -> anyhow::Result<()> {
 }
 
 /// Waits until the marked document was replaced by a loaded one: checks, then again on each
-/// load event of the page (subscribed before the action) or every 50 ms.
+/// load event of the page (subscribed before the action) or every 200 ms, as our runtime's
+/// `settle` does.
 async fn wait_new_document(
     page: &Page,
     loads: &mut EventStream<EventLoadEventFired>,
@@ -100,7 +101,7 @@ async fn wait_new_document(
         }
         anyhow::ensure!(Instant::now() < deadline, "no new document within 20 s");
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
             _ = loads.next() => {}
         }
     }
@@ -161,8 +162,14 @@ pub async fn run(
     c: &Counters,
 ) -> anyhow::Result<f64> {
     let bin = wrl_browser::find_chromium(None)?;
-    let launched =
-        wrl_browser::launch::launch(&bin, (800, 600), 1.0, &[], Duration::from_secs(20)).await?;
+    let launched = wrl_browser::launch::launch(
+        &bin,
+        (800, 600),
+        1.0,
+        &crate::extra_args(),
+        Duration::from_secs(20),
+    )
+    .await?;
     let wrl_browser::launch::Launched { browser, mut handler, process } = launched;
     let handler = tokio::spawn(async move { while handler.next().await.is_some() {} });
     let mut pages = Vec::new();
