@@ -480,35 +480,32 @@ impl Episode {
     /// Waits until the active tab has settled after an action: if a navigation was requested
     /// or started (or `navigated`: one is known to have happened), until the new document has
     /// loaded or loading stopped; otherwise for `grace` × 10 ms in case one is requested late
-    /// (longer for clicks on links and buttons, which often navigate). Wakes on the tab's
-    /// navigation events (see [`Episode::watch`]) and looks at the page then, with a check
-    /// every 200 ms in case an event is missed. Returns the settled URL ("" if unknown).
+    /// (longer for clicks on links and buttons, which often navigate). Looks at the page only
+    /// when the tab's navigation events (see [`Episode::watch`]) say it is worth it, at the end
+    /// of the grace period, or every 500 ms in case an event is missed: a script sent while a
+    /// navigation is in flight waits for the new document anyway, and every one costs a busy
+    /// renderer. Returns the settled URL ("" if unknown).
     pub(crate) async fn settle(&mut self, navigated: bool, url_before: &str, grace: u32) -> String {
         let frame = self.page().target_id().as_ref().to_string();
         let mut watch = self.nav.take().filter(|w| w.target == frame);
         let start = Instant::now();
         let deadline = start + self.cfg.step_timeout;
         let grace_end = start + Duration::from_millis(10 * u64::from(grace));
-        // A navigation was requested or started; and whether it has finished since.
-        let (mut in_flight, mut finished) = (false, false);
-        let mut look = true;
+        let mut st = Settling { in_flight: false, finished: false, look: false, next: grace_end };
         let mut href = String::new();
         loop {
             while let Some(ev) = watch.as_mut().and_then(NavWatch::ready) {
-                match ev {
-                    Nav::Started => (in_flight, finished) = (true, false),
-                    Nav::Finished => (finished, look) = (true, true),
-                }
+                st.on(ev);
             }
             let now = Instant::now();
-            if look || (!in_flight && now >= grace_end) {
-                look = false;
+            if st.look || now >= st.next {
+                st.look = false;
                 if let Ok(s) = cdp::eval_string(self.page(), js::CHECK_DOCUMENT).await {
                     let mut parts = s.splitn(3, '|');
                     let (mark, ready) = (parts.next(), parts.next());
                     href = parts.next().unwrap_or("").to_string();
                     let complete = ready == Some("complete");
-                    let moved = navigated || in_flight;
+                    let moved = navigated || st.in_flight;
                     // A new document, or one restored from the back-forward cache (still
                     // marked, but at another URL), that has loaded.
                     let replaced = mark == Some("0") || (moved && href != url_before);
@@ -517,37 +514,32 @@ impl Episode {
                     // or a known navigation that has not shown up for 500 ms.
                     let kept = mark == Some("1")
                         && now >= grace_end
-                        && if in_flight {
-                            finished
+                        && if st.in_flight {
+                            st.finished
                         } else {
-                            !navigated || finished || now > start + Duration::from_millis(500)
+                            !navigated || st.finished || now > start + SAFETY
                         };
                     if complete && (replaced || kept) {
                         break;
                     }
                 }
+                let wait = if st.in_flight && !st.finished { SAFETY } else { SAFETY / 2 };
+                st.next = Instant::now() + wait;
             }
             if Instant::now() > deadline || !self.live.is_alive() {
                 href.clear();
                 break;
             }
-            // Sleep until the grace period ends or the next check, or until an event arrives.
-            let now = Instant::now();
-            let wake = if now < grace_end { grace_end } else { now + Duration::from_millis(200) };
-            let sleep = tokio::time::sleep_until(wake.into());
+            let sleep = tokio::time::sleep_until(st.next.into());
             match watch.as_mut() {
                 Some(w) => tokio::select! {
-                    _ = sleep => look = true,
+                    _ = sleep => {}
                     ev = w.next() => match ev {
-                        Some(Nav::Started) => (in_flight, finished) = (true, false),
-                        Some(Nav::Finished) => (finished, look) = (true, true),
+                        Some(ev) => st.on(ev),
                         None => watch = None,
                     },
                 },
-                None => {
-                    sleep.await;
-                    look = true;
-                }
+                None => sleep.await,
             }
         }
         self.nav = watch;
@@ -855,6 +847,34 @@ impl Episode {
             final_url,
             verdict,
             elapsed_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// How long [`Episode::settle`] waits for an event before it looks at the page anyway.
+const SAFETY: Duration = Duration::from_millis(500);
+
+/// Where [`Episode::settle`] stands.
+struct Settling {
+    /// A navigation was requested or started.
+    in_flight: bool,
+    /// It has since loaded, stopped loading or moved within the document.
+    finished: bool,
+    /// Look at the page now.
+    look: bool,
+    /// When to look at the page if no event comes first.
+    next: Instant,
+}
+
+impl Settling {
+    fn on(&mut self, ev: Nav) {
+        match ev {
+            Nav::Started => {
+                (self.in_flight, self.finished) = (true, false);
+                // Nothing to see until it finishes: the events say when.
+                self.next = self.next.max(Instant::now() + SAFETY);
+            }
+            Nav::Finished => (self.finished, self.look) = (true, true),
         }
     }
 }

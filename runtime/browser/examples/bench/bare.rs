@@ -85,7 +85,7 @@ async fn click(page: &Page, (x, y): (f64, f64)) -> anyhow::Result<()> {
 }
 
 /// Waits until the marked document was replaced by a loaded one: checks, then again on each
-/// load event of the page (subscribed before the action) or every 200 ms, as our runtime's
+/// load event of the page (subscribed before the action) or every 500 ms, as our runtime's
 /// `settle` does.
 async fn wait_new_document(
     page: &Page,
@@ -101,7 +101,7 @@ async fn wait_new_document(
         }
         anyhow::ensure!(Instant::now() < deadline, "no new document within 20 s");
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             _ = loads.next() => {}
         }
     }

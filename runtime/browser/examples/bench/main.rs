@@ -50,6 +50,15 @@ impl Counters {
     }
 }
 
+/// Extra Chromium flags for both Rust sides, from `BENCH_CHROMIUM_ARGS` (space-separated).
+pub fn extra_args() -> Vec<String> {
+    std::env::var("BENCH_CHROMIUM_ARGS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
 }
@@ -68,6 +77,7 @@ async fn ours(base: &str, n: usize, secs: f64, shots: bool, c: &Counters) -> any
     let pool = BrowserPool::launch(PoolCfg {
         max_concurrent: n,
         allow: AllowList::only([format!("127.0.0.1:{port}")]),
+        extra_args: extra_args(),
         ..PoolCfg::default()
     })
     .await?;
