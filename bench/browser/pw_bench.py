@@ -9,6 +9,8 @@ import time
 
 from playwright.async_api import async_playwright
 
+# Our runtime's quieting flags (launch.rs FLAGS), not its `--renderer-process-limit=1`: Playwright
+# as its users launch it. docs/benchmarks.md gives the effect of that flag on both sides.
 FLAGS = ["--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--mute-audio", "--hide-scrollbars"]
 
