@@ -4,10 +4,15 @@
 # an 800x600 viewport, at concurrency 1/4/8/16, with and without screenshots. Prints a table
 # (steps/s, wrl/Playwright ratio, wrl's per-step overhead over the bare loop), the largest
 # overhead, and, last, `ratio: X.XX` (the lowest wrl/Playwright ratio). Not part of `cargo test`.
+#
+# Each row runs the three sides in BENCH_ROUNDS short rounds (BENCH_SECONDS each), taking turns
+# in a rotating order, and adds up their steps and seconds: a machine whose speed drifts during
+# the run (other jobs, a shared host) then slows all three alike instead of whichever ran last.
 # Needs: /usr/bin/chromium (apt-get install chromium), python3-venv. Never runs `playwright install`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECS="${BENCH_SECONDS:-10}"
+SECS="${BENCH_SECONDS:-4}"
+ROUNDS="${BENCH_ROUNDS:-3}"
 LEVELS="${BENCH_LEVELS:-1 4 8 16}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target-browser}"
 VENV="${BENCH_VENV:-$PWD/target-browser/bench-venv}"
@@ -19,32 +24,57 @@ fi
 cargo build -q -p wrl-browser --example bench
 BIN="$CARGO_TARGET_DIR/debug/examples/bench"
 JS="$(mktemp)"; "$BIN" --print-snapshot-js > "$JS"
+OUT="$(mktemp)"
 PORT="${BENCH_PORT:-8611}"
 "$BIN" --serve "$PORT" > /dev/null &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; rm -f "$JS"' EXIT
+trap 'kill $SERVER 2>/dev/null || true; rm -f "$JS" "$OUT"' EXIT
 sleep 1
 BASE="http://127.0.0.1:$PORT"
+side() { # side NAME N SHOTS: one timed run, one JSON line
+  local flag=""; [ "$3" = 1 ] && flag="--screenshots"
+  case "$1" in
+    wrl) "$BIN" --base "$BASE" --concurrency "$2" --seconds "$SECS" $flag ;;
+    bare) "$BIN" --base "$BASE" --concurrency "$2" --seconds "$SECS" $flag --bare ;;
+    pw) "$VENV/bin/python" bench/browser/pw_bench.py "$BASE" "$2" "$SECS" "$3" "$JS" ;;
+  esac
+}
 row() { printf "%-11s %-5s %11s %11s %11s %6s %9s %11s %11s %11s\n" "$@"; }
 row concurrency shots "wrl st/s" "bare st/s" "pw st/s" ratio overhead "wrl ms" "bare ms" "pw ms"
-stat() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["steps_per_s"], d["mean_step_ms"])' "$1"; }
-MIN=""; MAXO=""
 for shots in 0 1; do
   for n in $LEVELS; do
-    flag=""; [ "$shots" = 1 ] && flag="--screenshots"
-    W="$("$BIN" --base "$BASE" --concurrency "$n" --seconds "$SECS" $flag)"
-    B="$("$BIN" --base "$BASE" --concurrency "$n" --seconds "$SECS" $flag --bare)"
-    P="$("$VENV/bin/python" bench/browser/pw_bench.py "$BASE" "$n" "$SECS" "$shots" "$JS")"
-    read -r ws wl < <(stat "$W")
-    read -r bs bl < <(stat "$B")
-    read -r ps pl < <(stat "$P")
-    r="$(python3 -c "print(f'{$ws/$ps:.2f}')")"
-    # Overhead: how much longer a step takes with wrl than with the bare loop (from throughput).
-    o="$(python3 -c "print(f'{($bs/$ws-1)*100:+.1f}')")"
-    row "$n" "$([ "$shots" = 1 ] && echo yes || echo no)" "$ws" "$bs" "$ps" "$r" "$o%" "$wl" "$bl" "$pl"
-    if [ -z "$MIN" ] || python3 -c "import sys; sys.exit(0 if $r < $MIN else 1)"; then MIN="$r"; fi
-    if [ -z "$MAXO" ] || python3 -c "import sys; sys.exit(0 if $o > $MAXO else 1)"; then MAXO="$o"; fi
+    : > "$OUT"
+    for r in $(seq 1 "$ROUNDS"); do
+      case $((r % 3)) in
+        1) order="wrl bare pw" ;;
+        2) order="bare pw wrl" ;;
+        *) order="pw wrl bare" ;;
+      esac
+      for s in $order; do echo "$s $(side "$s" "$n" "$shots")" >> "$OUT"; done
+    done
+    python3 - "$OUT" "$n" "$shots" <<'EOF'
+import json, sys
+steps, secs, lat = {}, {}, {}
+for line in open(sys.argv[1]):
+    side, js = line.split(" ", 1)
+    d = json.loads(js)
+    steps[side] = steps.get(side, 0) + d["steps"]
+    secs[side] = secs.get(side, 0.0) + d["seconds"]
+    lat[side] = lat.get(side, 0.0) + d["mean_step_ms"] * d["steps"]
+sps = {s: steps[s] / secs[s] for s in steps}
+ms = {s: lat[s] / max(steps[s], 1) for s in steps}
+ratio = sps["wrl"] / sps["pw"]
+# Overhead: how much longer a step takes with wrl than with the bare loop (from throughput).
+over = (sps["bare"] / sps["wrl"] - 1) * 100
+print(f"{sys.argv[2]:<11} {'yes' if sys.argv[3] == '1' else 'no':<5} {sps['wrl']:>11.2f} {sps['bare']:>11.2f} "
+      f"{sps['pw']:>11.2f} {ratio:>6.2f} {over:>+8.1f}% {ms['wrl']:>11.1f} {ms['bare']:>11.1f} {ms['pw']:>11.1f}")
+EOF
   done
-done
-echo "overhead: $MAXO% (largest wrl per-step overhead over bare chromiumoxide; target 10%)"
-echo "ratio: $MIN"
+done | tee "$OUT.table"
+python3 - "$OUT.table" <<'EOF'
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip() and l.split()[0].isdigit()]
+print(f"overhead: {max(float(r[6].rstrip('%')) for r in rows):+.1f}% (largest wrl per-step overhead over bare chromiumoxide; target 10%)")
+print(f"ratio: {min(float(r[5]) for r in rows):.2f}")
+EOF
+rm -f "$OUT.table"
