@@ -118,6 +118,42 @@ fn dom_diff_reports_appeared_and_disappeared() {
 }
 
 #[test]
+fn settles_after_late_empty_and_same_document_navigations() {
+    let f = common::shared();
+    f.rt.block_on(async {
+        let mut ep = f.lab().await;
+        // A navigation requested after the click's handler has returned.
+        let later = id_of(&mut ep, "Go later").await;
+        let r = ep.act(&[t(&format!("click {later}"))]).await;
+        assert!(
+            r.feedback.contains("navigated to") && r.feedback.contains("/lab/other"),
+            "{}",
+            r.feedback
+        );
+        assert!(ep.observe(false).await.unwrap().url.ends_with("/lab/other"));
+        let back = id_of(&mut ep, "Back to lab").await;
+        let r = ep.act(&[t(&format!("click {back}"))]).await;
+        assert!(r.feedback.contains("navigated to http"), "{}", r.feedback);
+        // A 204: loading starts and stops, the page stays.
+        let empty = id_of(&mut ep, "No content").await;
+        let r = ep.act(&[t(&format!("click {empty}"))]).await;
+        assert!(!r.feedback.contains("navigated"), "{}", r.feedback);
+        assert!(r.end.is_none(), "{:?}", r.end);
+        assert!(ep.observe(false).await.unwrap().url.ends_with("/lab/"));
+        // A same-document navigation: the URL changes, the document does not.
+        let hash = id_of(&mut ep, "To bottom").await;
+        let r = ep.act(&[t(&format!("click {hash}"))]).await;
+        assert!(
+            r.feedback.contains("navigated to") && r.feedback.contains("/lab/#bottom"),
+            "{}",
+            r.feedback
+        );
+        assert_eq!(status(&mut ep).await, "ready");
+        ep.finish().await;
+    });
+}
+
+#[test]
 fn openwebrl_coordinate_tools() {
     let f = common::shared();
     f.rt.block_on(async {

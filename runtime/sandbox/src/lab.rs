@@ -1,5 +1,6 @@
 //! The lab: a widget playground (buttons, fields, select, scroll box, tabs, drag, keys) that
-//! exercises every browser action; used by the browser tests and by people trying actions.
+//! exercises every browser action (and navigations that come late, return 204 or stay in the
+//! document); used by the browser tests and by people trying actions.
 
 use std::time::Duration;
 
@@ -33,6 +34,8 @@ const LAB_BODY: &str = r#"<h1>Lab</h1>
 <div id="box" style="width:300px;height:100px;overflow:auto;border:1px solid #888"><div style="height:600px">Scroll box top</div>Scroll box bottom</div>
 <p>Secret word: pelican</p>
 <div style="height:2000px"></div><p id="bottom">Page bottom</p>
+<button id="later" onclick="setTimeout(()=>location.href='/lab/other',0)">Go later</button>
+<a href="/lab/empty">No content</a> <a href='#bottom'>To bottom</a>
 <script>window.n=0;window.m=0;function st(s){document.getElementById('status').textContent=s}</script>"#;
 
 /// `GET /lab/?leak=URL`.
@@ -48,6 +51,12 @@ pub async fn lab(Query(q): Query<LabQuery>) -> Html<String> {
 /// `GET /lab/other`: a second page to navigate to.
 pub async fn other() -> Html<String> {
     Html(page("Other", "<h1>Other page</h1><a href=\"/lab/\">Back to lab</a>"))
+}
+
+/// `GET /lab/empty`: 204 No Content; a link here starts a navigation that never replaces the
+/// page.
+pub async fn empty() -> axum::http::StatusCode {
+    axum::http::StatusCode::NO_CONTENT
 }
 
 /// Query of the slow page.

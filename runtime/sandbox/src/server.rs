@@ -64,6 +64,7 @@ pub fn router(site: Arc<Site>) -> Router {
         .route("/api/visit", get(search_api::api_visit))
         .route("/lab/", get(lab::lab))
         .route("/lab/other", get(lab::other))
+        .route("/lab/empty", get(lab::empty))
         .route("/lab/slow", get(lab::slow))
         .fallback(|| async { not_found("no such page") })
         .with_state(site)
