@@ -8,6 +8,7 @@
 # Each row runs the three sides in BENCH_ROUNDS short rounds (BENCH_SECONDS each), taking turns
 # in a rotating order, and adds up their steps and seconds: a machine whose speed drifts during
 # the run (other jobs, a shared host) then slows all three alike instead of whichever ran last.
+# Each run starts once the previous run's Chromium processes have exited.
 # Needs: /usr/bin/chromium (apt-get install chromium), python3-venv. Never runs `playwright install`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,11 @@ SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true; rm -f "$JS" "$OUT"' EXIT
 sleep 1
 BASE="http://127.0.0.1:$PORT"
+settle_machine() { # until the previous run's Chromium processes have exited (at most 10 s)
+  for _ in $(seq 1 100); do pgrep -x chromium > /dev/null || return 0; sleep 0.1; done
+}
 side() { # side NAME N SHOTS: one timed run, one JSON line
+  settle_machine
   local flag=""; [ "$3" = 1 ] && flag="--screenshots"
   case "$1" in
     wrl) "$BIN" --base "$BASE" --concurrency "$2" --seconds "$SECS" $flag ;;
