@@ -85,8 +85,10 @@ async fn click(page: &Page, (x, y): (f64, f64)) -> anyhow::Result<()> {
 }
 
 /// Waits until the marked document was replaced by a loaded one: checks, then again on each
-/// load event of the page (subscribed before the action) or every 500 ms, as our runtime's
-/// `settle` does.
+/// load event of the page (subscribed before the action) or every 500 ms. Our runtime's
+/// `settle` waits on the same events and safety poll but does not check right away: this loop
+/// makes one script call per navigation that our runtime does not (it waits in the renderer
+/// for the new document), which counts against the bare side.
 async fn wait_new_document(
     page: &Page,
     loads: &mut EventStream<EventLoadEventFired>,
