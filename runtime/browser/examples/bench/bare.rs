@@ -84,17 +84,20 @@ async fn click(page: &Page, (x, y): (f64, f64)) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits until the marked document was replaced by a loaded one: checks, then again on each
-/// load event of the page (subscribed before the action) or every 500 ms. Our runtime's
-/// `settle` waits on the same events and safety poll but does not check right away: this loop
-/// makes one script call per navigation that our runtime does not (it waits in the renderer
-/// for the new document), which counts against the bare side.
+/// Waits until the marked document was replaced by a loaded one, as our runtime's `settle`
+/// does: on each load event of the page (subscribed before the action), or every 500 ms, it
+/// checks the document. It does not check before the first event: a script sent while the
+/// navigation is in flight waits in the renderer for the new document.
 async fn wait_new_document(
     page: &Page,
     loads: &mut EventStream<EventLoadEventFired>,
 ) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = loads.next() => {}
+        }
         // An evaluation may fail while the document is being replaced: not ready yet.
         if let Ok(s) = eval_str(page, js::CHECK_DOCUMENT).await
             && s.starts_with("0|complete|")
@@ -102,10 +105,6 @@ async fn wait_new_document(
             return Ok(());
         }
         anyhow::ensure!(Instant::now() < deadline, "no new document within 20 s");
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            _ = loads.next() => {}
-        }
     }
 }
 
