@@ -21,7 +21,7 @@ use chromiumoxide::listeners::EventStream;
 use futures::StreamExt;
 use wrl_browser::{Item, Snapshot, js};
 
-use crate::Counters;
+use crate::{Counters, LoopCount};
 
 async fn eval(page: &Page, expr: &str) -> anyhow::Result<serde_json::Value> {
     let p = EvaluateParams::builder()
@@ -154,14 +154,14 @@ async fn step(
 }
 
 /// Runs `n` loops for `secs` on one Chromium, counting into `c`; returns the seconds from the
-/// start of the loops to the end of the last one.
+/// start of the loops to the end of the last one, and the CPU per step (`measure_cpu`).
 pub async fn run(
     base: &str,
     n: usize,
     secs: f64,
     shots: bool,
     c: &Counters,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<(f64, f64)> {
     let bin = wrl_browser::find_chromium(None)?;
     let launched = wrl_browser::launch::launch(
         &bin,
@@ -189,19 +189,22 @@ pub async fn run(
         let obs = snapshot(&page).await?;
         pages.push((page, obs));
     }
+    crate::started();
     let t0 = Instant::now();
-    let deadline = t0 + Duration::from_secs_f64(secs);
+    let deadline = t0 + c.warmup + Duration::from_secs_f64(secs);
+    let cpu = crate::measure_cpu(c, t0, deadline);
     let mut tasks = Vec::new();
     for (page, mut obs) in pages {
         let (base, c) = (base.to_string(), c.clone());
         tasks.push(tokio::spawn(async move {
-            let mut k = 0u64;
+            let (mut k, mut count) = (0u64, LoopCount::new(&c, t0));
             while Instant::now() < deadline {
                 let s = Instant::now();
                 obs = step(&page, k, &obs, &base, shots).await?;
-                c.record(k, s);
+                count.step(&c, k, s);
                 k += 1;
             }
+            count.end(&c);
             anyhow::Ok(())
         }));
     }
@@ -211,5 +214,5 @@ pub async fn run(
     let elapsed = t0.elapsed().as_secs_f64();
     handler.abort();
     drop((browser, process));
-    Ok(elapsed)
+    Ok((elapsed, cpu.await?))
 }

@@ -1,9 +1,10 @@
 //! Browser benchmark (run by `bench/browser.sh`, not by `cargo test`): the same scripted shop
 //! loop as `bench/browser/pw_bench.py`, with our runtime or (`--bare`) with bare chromiumoxide
 //! calls, at a given concurrency, with or without PNG screenshots; prints one JSON line.
-//! `--serve PORT` only serves the sandbox.
+//! `--serve PORT` only serves the sandbox; `--print-chromium` prints the browser binary that both
+//! Rust sides launch (for the Playwright side to launch the same).
 //!
-//! `cargo run -p wrl-browser --example bench -- --base URL --concurrency 4 --seconds 10 [--screenshots] [--bare]`
+//! `cargo run -p wrl-browser --example bench -- --base URL --concurrency 4 --seconds 10 [--warmup 1.5] [--screenshots] [--bare]`
 
 mod bare;
 
@@ -25,6 +26,44 @@ pub struct Counters {
     pub kind_steps: Arc<[AtomicU64; 4]>,
     /// Summed latency per kind in µs.
     pub kind_us: Arc<[AtomicU64; 4]>,
+    /// Sum over loops of each loop's steps per second (see `LoopCount`).
+    pub rate: Arc<std::sync::Mutex<f64>>,
+    /// Steps that start this long after the loops start are counted; those before warm up.
+    pub warmup: Duration,
+}
+
+/// One loop's count. Steps that start during the warm-up are not counted: at the start every
+/// loop takes its first steps at once, in lockstep. The loop's rate is its counted steps over
+/// the time from the first counted step's start to the last step's end. Throughput is the sum
+/// of the loops' rates, not all steps over the time to the last loop's end: that would count
+/// the tail, where the last loops finish their last steps on an emptier machine, as idle time.
+pub struct LoopCount {
+    warm_until: Instant,
+    first: Option<Instant>,
+    steps: u64,
+}
+
+impl LoopCount {
+    /// The count of a loop that starts at `t0`.
+    pub fn new(c: &Counters, t0: Instant) -> Self {
+        LoopCount { warm_until: t0 + c.warmup, first: None, steps: 0 }
+    }
+
+    /// Step `k`, which started at `s`, has just ended.
+    pub fn step(&mut self, c: &Counters, k: u64, s: Instant) {
+        if s >= self.warm_until {
+            self.first.get_or_insert(s);
+            self.steps += 1;
+            c.record(k, s);
+        }
+    }
+
+    /// The loop has ended.
+    pub fn end(self, c: &Counters) {
+        if let (Some(first), Ok(mut sum)) = (self.first, c.rate.lock()) {
+            *sum += self.steps as f64 / first.elapsed().as_secs_f64().max(1e-9);
+        }
+    }
 }
 
 impl Counters {
@@ -50,6 +89,32 @@ impl Counters {
     }
 }
 
+/// Busy CPU time of the whole machine so far, in ms (`/proc/stat`: user, nice, system, irq,
+/// softirq; not idle, iowait or steal). `None` where there is no `/proc/stat`.
+fn busy_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu = stat.lines().next()?.split_whitespace().skip(1);
+    let v: Vec<f64> = cpu.take(7).filter_map(|x| x.parse().ok()).collect();
+    // Jiffies are 10 ms on Linux's default USER_HZ of 100.
+    Some([0, 1, 2, 5, 6].iter().filter_map(|&i| v.get(i)).sum::<f64>() * 10.0)
+}
+
+/// Whole-machine CPU per counted step between the end of the warm-up and the deadline (ms), in
+/// the background: a measure that a slower or busier host changes less than steps/s.
+pub fn measure_cpu(c: &Counters, t0: Instant, deadline: Instant) -> tokio::task::JoinHandle<f64> {
+    let (c, warm) = (c.clone(), t0 + c.warmup);
+    tokio::spawn(async move {
+        tokio::time::sleep_until(warm.into()).await;
+        let (b0, s0) = (busy_ms(), c.steps.load(Ordering::Relaxed));
+        tokio::time::sleep_until(deadline.into()).await;
+        let (b1, s1) = (busy_ms(), c.steps.load(Ordering::Relaxed));
+        match (b0, b1) {
+            (Some(b0), Some(b1)) if s1 > s0 => (b1 - b0) / (s1 - s0) as f64,
+            _ => 0.0,
+        }
+    })
+}
+
 /// Extra Chromium flags for both Rust sides, from `BENCH_CHROMIUM_ARGS` (space-separated).
 pub fn extra_args() -> Vec<String> {
     std::env::var("BENCH_CHROMIUM_ARGS")
@@ -57,6 +122,11 @@ pub fn extra_args() -> Vec<String> {
         .split_whitespace()
         .map(str::to_string)
         .collect()
+}
+
+/// Says on stderr that the timed loops start now, for profilers that attach to the steady state.
+pub fn started() {
+    eprintln!("loops started");
 }
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -72,8 +142,14 @@ fn find(obs: &wrl_browser::Observation, role: &str, label: &str) -> Option<u32> 
 
 /// Our runtime: `n` episodes on one pool, each running the loop for `secs`. Returns the seconds
 /// from the start of the loops to the end of the last one (its last step, not the closing of
-/// its context).
-async fn ours(base: &str, n: usize, secs: f64, shots: bool, c: &Counters) -> anyhow::Result<f64> {
+/// its context), and the CPU per step (`measure_cpu`).
+async fn ours(
+    base: &str,
+    n: usize,
+    secs: f64,
+    shots: bool,
+    c: &Counters,
+) -> anyhow::Result<(f64, f64)> {
     let port = wrl_browser::allow::origin(base).map_or(0, |o| o.port);
     let pool = BrowserPool::launch(PoolCfg {
         max_concurrent: n,
@@ -82,7 +158,8 @@ async fn ours(base: &str, n: usize, secs: f64, shots: bool, c: &Counters) -> any
         ..PoolCfg::default()
     })
     .await?;
-    // Open every episode first, then run the loops for `secs`.
+    // Open every episode and take its first observation, then run the loops for `secs`: the
+    // bare loop also takes its first snapshot before the clock starts.
     let mut eps = Vec::new();
     for _ in 0..n {
         let cfg = EpisodeCfg {
@@ -90,16 +167,19 @@ async fn ours(base: &str, n: usize, secs: f64, shots: bool, c: &Counters) -> any
             task_timeout: Duration::from_secs(3600),
             ..EpisodeCfg::default()
         };
-        eps.push(pool.episode(EpisodeSpec::url("bench", format!("{base}/shop/")), cfg).await?);
+        let mut ep = pool.episode(EpisodeSpec::url("bench", format!("{base}/shop/")), cfg).await?;
+        let obs = ep.observe(shots).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        eps.push((ep, obs));
     }
+    crate::started();
     let t0 = Instant::now();
-    let deadline = t0 + Duration::from_secs_f64(secs);
+    let deadline = t0 + c.warmup + Duration::from_secs_f64(secs);
+    let cpu = measure_cpu(c, t0, deadline);
     let mut handles = Vec::new();
-    for mut ep in eps {
+    for (mut ep, mut obs) in eps {
         let (c, base) = (c.clone(), base.to_string());
         handles.push(tokio::spawn(async move {
-            let mut k = 0u64;
-            let mut obs = ep.observe(shots).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            let (mut k, mut count) = (0u64, LoopCount::new(&c, t0));
             while Instant::now() < deadline {
                 let line = match k % 4 {
                     0 => format!(
@@ -121,21 +201,26 @@ async fn ours(base: &str, n: usize, secs: f64, shots: bool, c: &Counters) -> any
                     );
                 }
                 obs = ep.observe(shots).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
-                c.record(k, s);
+                count.step(&c, k, s);
                 k += 1;
             }
-            // The loop's end, before the context is closed: closing it is not a step, and the
-            // bare loop closes nothing inside its timed region.
-            let end = Instant::now();
-            ep.finish().await;
-            anyhow::Ok(end)
+            count.end(&c);
+            anyhow::Ok((Instant::now(), ep))
         }));
     }
+    // Contexts are closed once every loop has ended: closing one while others still run would
+    // slow their last steps, and the bare loop closes nothing while it is timed.
     let mut last = t0;
+    let mut done = Vec::new();
     for h in handles {
-        last = last.max(h.await??);
+        let (end, ep) = h.await??;
+        last = last.max(end);
+        done.push(ep);
     }
-    Ok((last - t0).as_secs_f64())
+    for ep in done {
+        ep.finish().await;
+    }
+    Ok(((last - t0).as_secs_f64(), cpu.await?))
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -143,6 +228,10 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--print-snapshot-js") {
         println!("{}", wrl_browser::js::SNAPSHOT);
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--print-chromium") {
+        println!("{}", wrl_browser::find_chromium(None)?.display());
         return Ok(());
     }
     if let Some(port) = arg(&args, "--serve") {
@@ -156,8 +245,9 @@ async fn main() -> anyhow::Result<()> {
     let secs: f64 = arg(&args, "--seconds").unwrap_or_else(|| "10".into()).parse()?;
     let shots = args.iter().any(|a| a == "--screenshots");
     let is_bare = args.iter().any(|a| a == "--bare");
-    let c = Counters::default();
-    let el = if is_bare {
+    let warmup: f64 = arg(&args, "--warmup").unwrap_or_else(|| "0".into()).parse()?;
+    let c = Counters { warmup: Duration::from_secs_f64(warmup), ..Counters::default() };
+    let (el, cpu) = if is_bare {
         bare::run(&base, n, secs, shots, &c).await?
     } else {
         ours(&base, n, secs, shots, &c).await?
@@ -165,9 +255,9 @@ async fn main() -> anyhow::Result<()> {
     let s = c.steps.load(Ordering::Relaxed);
     let lat = c.lat_us.load(Ordering::Relaxed) as f64 / s.max(1) as f64 / 1000.0;
     let name = if is_bare { "bare" } else { "wrl" };
+    let rate = c.rate.lock().map_or(0.0, |r| *r);
     println!(
-        "{{\"impl\":\"{name}\",\"concurrency\":{n},\"screenshots\":{shots},\"steps\":{s},\"seconds\":{el:.2},\"steps_per_s\":{:.2},\"mean_step_ms\":{lat:.1},\"kind_ms\":{}}}",
-        s as f64 / el,
+        "{{\"impl\":\"{name}\",\"concurrency\":{n},\"screenshots\":{shots},\"steps\":{s},\"seconds\":{el:.2},\"steps_per_s\":{rate:.2},\"mean_step_ms\":{lat:.1},\"cpu_ms_per_step\":{cpu:.1},\"kind_ms\":{}}}",
         c.kinds_json()
     );
     Ok(())
