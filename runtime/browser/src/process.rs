@@ -106,6 +106,22 @@ pub fn sweep_stale(parent: &std::path::Path, prefix: &str) {
     }
 }
 
+/// Sends SIGKILL to `child`'s process group (see [`ChromiumProcess::spawn`]). The child is not
+/// reaped yet, so its pid, which is the group's id, cannot have been reused.
+#[cfg(unix)]
+#[allow(unsafe_code)] // kill(2) on our own child's group
+fn kill_group(child: &Child) {
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill has no memory-safety preconditions; a negative pid names a group.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_child: &Child) {}
+
 /// A Chromium process we started. Dropping it kills the process, then reaps it and deletes its
 /// temporary directory on a background thread.
 pub struct ChromiumProcess {
@@ -124,6 +140,13 @@ impl ChromiumProcess {
     /// user-data-dir and log) is deleted after the process is gone.
     pub async fn spawn(mut cmd: Command, dir: tempfile::TempDir) -> io::Result<ChromiumProcess> {
         die_with_parent(&mut cmd);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // Its own process group, killed whole on drop: a wrapper script that runs the
+            // browser without `exec` would otherwise leave it running when the wrapper is killed.
+            cmd.process_group(0);
+        }
         let tx = spawner().ok_or_else(|| io::Error::other("cannot start the spawner thread"))?;
         let (reply, rx) = oneshot::channel();
         tx.send(Job { cmd, reply }).map_err(|_| io::Error::other("the spawner thread is gone"))?;
@@ -145,6 +168,7 @@ impl ChromiumProcess {
 impl Drop for ChromiumProcess {
     fn drop(&mut self) {
         let (Some(mut child), dir) = (self.child.take(), self.dir.take()) else { return };
+        kill_group(&child);
         let _ = child.kill();
         // Reaping takes a moment after SIGKILL; do not block the caller (often an async task).
         let reaper =

@@ -185,3 +185,39 @@ fn step_and_task_timeouts() {
         assert_eq!(ep.finish().await.reason.name(), "infra_timeout");
     });
 }
+
+/// A wrapper script that runs the browser without `exec` (as Debian's
+/// `/usr/bin/chromium-headless-shell` does): dropping the launch kills the browser too, not
+/// only the wrapper.
+#[cfg(target_os = "linux")]
+#[test]
+fn dropping_a_launch_through_a_wrapper_kills_the_browser() {
+    let real = wrl_browser::find_chromium(None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("chromium-wrapper");
+    std::fs::write(&wrapper, format!("#!/bin/sh\n'{}' \"$@\"\n", real.display())).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let launched = rt
+        .block_on(wrl_browser::launch::launch(
+            &wrapper,
+            (800, 600),
+            1.0,
+            &[],
+            Duration::from_secs(20),
+        ))
+        .unwrap();
+    let shell = launched.process.as_ref().unwrap().pid();
+    let procs = common::tree(shell);
+    assert!(procs.len() > 2, "expected the wrapper, the browser and its helpers: {procs:?}");
+    drop(launched);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while procs.iter().any(|p| common::running(*p)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<u32> = procs.iter().copied().filter(|p| common::running(*p)).collect();
+    assert!(left.is_empty(), "browser processes outlived the dropped launch: {left:?}");
+}
