@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 need_pkgs=()
-command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium fonts-liberation)
+# Chromium's headless shell (its build for automation), which wrl prefers over `chromium`.
+command -v chromium-headless-shell >/dev/null 2>&1 || need_pkgs+=(chromium-headless-shell fonts-liberation)
 command -v cc >/dev/null 2>&1 || need_pkgs+=(gcc)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -14,7 +14,7 @@ use crate::process::{self, ChromiumProcess};
 pub enum LaunchError {
     /// No Chromium binary found.
     #[error(
-        "Chromium not found ({0}). Install it with `apt-get install chromium` (Debian) or set WRL_CHROMIUM to the browser binary"
+        "Chromium not found ({0}). Install it with `apt-get install chromium-headless-shell` (Debian; `chromium` works too) or set WRL_CHROMIUM to the browser binary"
     )]
     NotFound(String),
     /// The process started but CDP never came up, or the connection failed.
@@ -48,8 +48,15 @@ pub const FLAGS: [&str; 10] = [
     "renderer-process-limit=1",
 ];
 
-/// Resolves the Chromium binary: `explicit`, then `$WRL_CHROMIUM`, then `chromium`,
-/// `chromium-browser` or `google-chrome` on `PATH`, then `/usr/lib/chromium/chromium`.
+/// Resolves the Chromium binary: `explicit`, then `$WRL_CHROMIUM`, then the headless shell
+/// (Debian's `chromium-headless-shell` package: [`HEADLESS_SHELL`], then
+/// `chromium-headless-shell` on `PATH`), then `chromium`, `chromium-browser` or `google-chrome`
+/// on `PATH`, then `/usr/lib/chromium/chromium`.
+///
+/// The headless shell is Chromium's build for automation (what Playwright and Puppeteer run for
+/// headless by default): the same engine and protocol without the desktop browser's layers. On
+/// the benchmark loop it takes half the CPU per step of `chromium --headless`
+/// (docs/benchmarks.md).
 pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
     if let Some(p) = explicit {
         return if p.is_file() {
@@ -66,12 +73,20 @@ pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
             Err(LaunchError::NotFound(format!("WRL_CHROMIUM={} does not exist", p.display())))
         };
     }
+    let shell = PathBuf::from(HEADLESS_SHELL);
+    if shell.is_file() {
+        return Ok(shell);
+    }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        for name in ["chromium", "chromium-browser", "google-chrome"] {
-            let p = dir.join(name);
-            if p.is_file() {
-                return Ok(p);
+    for names in
+        [&["chromium-headless-shell"][..], &["chromium", "chromium-browser", "google-chrome"]]
+    {
+        for dir in std::env::split_paths(&path) {
+            for name in names {
+                let p = dir.join(name);
+                if p.is_file() {
+                    return Ok(p);
+                }
             }
         }
     }
@@ -81,6 +96,10 @@ pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
     }
     Err(LaunchError::NotFound("not on PATH and WRL_CHROMIUM is unset".into()))
 }
+
+/// Debian's headless shell binary. Its `/usr/bin/chromium-headless-shell` wrapper script does
+/// not `exec` it, so the browser would be the wrapper's child, not ours.
+pub const HEADLESS_SHELL: &str = "/usr/lib/chromium/chromium-headless-shell";
 
 /// A launched or connected browser with its handler.
 pub struct Launched {

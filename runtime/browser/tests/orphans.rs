@@ -5,10 +5,13 @@
 #![allow(clippy::unwrap_used)] // tests may unwrap (clippy.toml allows it only inside #[test] fns)
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{running, tree};
 use wrl_browser::{BrowserPool, PoolCfg};
 
 const CHILD_ENV: &str = "WRL_ORPHAN_TEST_CHILD";
@@ -32,39 +35,6 @@ fn helper_launch_then_wait_to_be_killed() {
     let pids = rt.block_on(pool.pids());
     println!("CHROMIUM_PID={}", pids[0]);
     std::thread::sleep(Duration::from_secs(120));
-}
-
-/// Whether `pid` is running (a zombie waiting to be reaped counts as gone).
-fn running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-        }
-        Err(_) => false,
-    }
-}
-
-/// `pid` and all its descendants now running.
-fn tree(pid: u32) -> Vec<u32> {
-    let mut parent_of = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
-        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if let Some(pp) = fields.get(1).and_then(|s| s.parse::<u32>().ok()) {
-            parent_of.push((p, pp));
-        }
-    }
-    let mut out = vec![pid];
-    let mut i = 0;
-    while i < out.len() {
-        let cur = out[i];
-        out.extend(parent_of.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
-        i += 1;
-    }
-    out.retain(|p| running(*p));
-    out
 }
 
 /// Kills the child if an assertion fails before the test kills it.
@@ -110,10 +80,13 @@ fn chromium_dies_when_its_parent_is_sigkilled() {
         .unwrap()
         .to_path_buf();
     // Chromium's own temporary files (its singleton socket directory) go inside our directory,
-    // not into the shared TMPDIR where a killed Chromium would leave them behind.
+    // not into the shared TMPDIR where a killed Chromium would leave them behind. The headless
+    // shell keeps no singleton, so it makes none.
     let own_tmp: Vec<_> = std::fs::read_dir(dir.join("tmp")).unwrap().flatten().collect();
+    let shell = cmdline.split('\0').next().is_some_and(|b| b.ends_with("headless-shell"));
     assert!(
-        own_tmp.iter().any(|e| e.file_name().to_string_lossy().starts_with("org.chromium.")),
+        shell
+            || own_tmp.iter().any(|e| e.file_name().to_string_lossy().starts_with("org.chromium.")),
         "Chromium did not use the TMPDIR it was given: {own_tmp:?}"
     );
     let procs = tree(pid);
@@ -132,3 +105,4 @@ fn chromium_dies_when_its_parent_is_sigkilled() {
     wrl_browser::process::sweep_stale(&std::env::temp_dir(), "wrl-chromium-");
     assert!(!dir.exists(), "{} survived the sweep", dir.display());
 }
+

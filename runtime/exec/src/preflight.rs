@@ -36,8 +36,8 @@ pub fn preflight(plan: &Plan, chromium: Option<&Path>) -> Result<(), Vec<RunErro
         errs.push(
             RunError::new("E0501", format!("no Chromium to run the browser environment: {why}"))
                 .help(
-                    "install it with `apt-get install chromium`, or point WRL_CHROMIUM or \
-                     `--chromium` at a Chromium binary",
+                    "install it with `apt-get install chromium-headless-shell` (or `chromium`), \
+                     or point WRL_CHROMIUM or `--chromium` at a Chromium binary",
                 )
                 .at(n, None, label),
         );
