@@ -44,6 +44,7 @@ async def worker(page, base, snapshot_js, warm_until, deadline, shots, counters)
         await page.evaluate(snapshot_js)
         if shots:
             await page.screenshot(type="png")
+        counters[4] += 1
         if s >= warm_until:
             first = s if first is None else first
             counted += 1
@@ -65,11 +66,12 @@ def busy_ms():
 
 
 async def measure_cpu(counters, warm_until, deadline):
-    """Whole-machine CPU per counted step from the end of the warm-up to the deadline (ms)."""
+    """Whole-machine CPU per step ended from the end of the warm-up to the deadline (ms), as the
+    Rust bench's measure_cpu."""
     await asyncio.sleep(max(0.0, warm_until - time.monotonic()))
-    b0, s0 = busy_ms(), counters[0]
+    b0, s0 = busy_ms(), counters[4]
     await asyncio.sleep(max(0.0, deadline - time.monotonic()))
-    b1, s1 = busy_ms(), counters[0]
+    b1, s1 = busy_ms(), counters[4]
     return (b1 - b0) / (s1 - s0) if s1 > s0 else 0.0
 
 
@@ -81,7 +83,7 @@ async def main():
     snapshot_js = open(js_path).read()
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=exe, args=FLAGS)
-        counters = [0, 0.0, 0.0, 0.0]
+        counters = [0, 0.0, 0.0, 0.0, 0]
         pages = await asyncio.gather(*[setup(browser, base, snapshot_js) for _ in range(n)])
         t0 = time.monotonic()
         deadline = t0 + warmup + secs

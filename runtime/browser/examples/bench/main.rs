@@ -18,8 +18,10 @@ use wrl_browser::{AllowList, BrowserPool, EpisodeCfg, EpisodeSpec, Item, PoolCfg
 /// Search, click the product, go to the shop).
 #[derive(Clone, Default)]
 pub struct Counters {
-    /// Steps done.
+    /// Steps done (counted ones: after the warm-up).
     pub steps: Arc<AtomicU64>,
+    /// Steps ended, counted or not (for the CPU per step).
+    pub ended: Arc<AtomicU64>,
     /// Sum of step latencies in µs.
     pub lat_us: Arc<AtomicU64>,
     /// Steps per kind.
@@ -51,6 +53,7 @@ impl LoopCount {
 
     /// Step `k`, which started at `s`, has just ended.
     pub fn step(&mut self, c: &Counters, k: u64, s: Instant) {
+        c.ended.fetch_add(1, Ordering::Relaxed);
         if s >= self.warm_until {
             self.first.get_or_insert(s);
             self.steps += 1;
@@ -99,15 +102,17 @@ fn busy_ms() -> Option<f64> {
     Some([0, 1, 2, 5, 6].iter().filter_map(|&i| v.get(i)).sum::<f64>() * 10.0)
 }
 
-/// Whole-machine CPU per counted step between the end of the warm-up and the deadline (ms), in
-/// the background: a measure that a slower or busier host changes less than steps/s.
+/// Whole-machine CPU per step between the end of the warm-up and the deadline (ms), in the
+/// background: a measure that a slower or busier host changes less than steps/s. It divides by
+/// the steps that ended in that window, whenever they started: the work of the steps in flight
+/// at its start and at its end then roughly cancels out.
 pub fn measure_cpu(c: &Counters, t0: Instant, deadline: Instant) -> tokio::task::JoinHandle<f64> {
     let (c, warm) = (c.clone(), t0 + c.warmup);
     tokio::spawn(async move {
         tokio::time::sleep_until(warm.into()).await;
-        let (b0, s0) = (busy_ms(), c.steps.load(Ordering::Relaxed));
+        let (b0, s0) = (busy_ms(), c.ended.load(Ordering::Relaxed));
         tokio::time::sleep_until(deadline.into()).await;
-        let (b1, s1) = (busy_ms(), c.steps.load(Ordering::Relaxed));
+        let (b1, s1) = (busy_ms(), c.ended.load(Ordering::Relaxed));
         match (b0, b1) {
             (Some(b0), Some(b1)) if s1 > s0 => (b1 - b0) / (s1 - s0) as f64,
             _ => 0.0,
@@ -124,9 +129,12 @@ pub fn extra_args() -> Vec<String> {
         .collect()
 }
 
-/// Says on stderr that the timed loops start now, for profilers that attach to the steady state.
+/// Says on stderr that the timed loops start now, when `BENCH_ANNOUNCE` is set: for profilers
+/// that attach to the steady state.
 pub fn started() {
-    eprintln!("loops started");
+    if std::env::var_os("BENCH_ANNOUNCE").is_some() {
+        eprintln!("loops started");
+    }
 }
 
 fn arg(args: &[String], name: &str) -> Option<String> {
