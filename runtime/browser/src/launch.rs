@@ -35,6 +35,10 @@ pub enum LaunchError {
 /// same-site navigations in 4 contexts, Playwright's launch alike); at the limit it reuses a
 /// process the navigation may use instead (never across browser contexts, and never against
 /// site isolation: the limit is soft). That takes 12–27 % of the CPU per benchmark step.
+/// `RenderDocument` off: Chromium then keeps a tab's frame host across same-site navigations
+/// instead of building a new one (and its renderer-side frame and compositor) for every
+/// document, as it did before that feature; pages see no difference. On the headless shell
+/// that takes a fifth to a quarter of the CPU per benchmark step (docs/benchmarks.md).
 pub const FLAGS: [&str; 10] = [
     "disable-gpu",
     "disable-quic",
@@ -42,7 +46,7 @@ pub const FLAGS: [&str; 10] = [
     "disable-background-networking",
     "disable-component-update",
     "disable-sync",
-    "disable-features=Translate,TranslateUI,MediaRouter,OptimizationHints",
+    "disable-features=Translate,TranslateUI,MediaRouter,OptimizationHints,RenderDocument",
     "mute-audio",
     "hide-scrollbars",
     "renderer-process-limit=1",
