@@ -14,6 +14,7 @@
 # once), and steps/s is the sum of the loops' own rates (counted steps over the time from their
 # first counted start to their last end), so the tail, where the last loops finish on an emptier
 # machine, does not count as idle time.
+# BENCH_CHROMIUM_ARGS adds Chromium flags to both Rust sides, BENCH_PW_ARGS to Playwright's.
 # Needs: Chromium (apt-get install chromium-headless-shell, or chromium), python3-venv. Never runs
 # `playwright install`.
 set -euo pipefail

@@ -4,15 +4,18 @@ same page-text observation (wrl's snapshot script) and optionally a PNG screensh
 800x600 viewport, on the same browser binary as the Rust sides. Prints one JSON line."""
 import asyncio
 import json
+import os
 import sys
 import time
 
 from playwright.async_api import async_playwright
 
-# Our runtime's quieting flags (launch.rs FLAGS), not its `--renderer-process-limit=1`: Playwright
-# as its users launch it. docs/benchmarks.md gives the effect of that flag on both sides.
+# Our runtime's quieting flags (launch.rs FLAGS), not its `--renderer-process-limit=1` or
+# RenderDocument off: Playwright as its users launch it. BENCH_PW_ARGS (space-separated) adds
+# flags, to measure Playwright with those too (docs/benchmarks.md).
 FLAGS = ["--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--mute-audio", "--hide-scrollbars"]
+FLAGS += os.environ.get("BENCH_PW_ARGS", "").split()
 
 
 async def setup(browser, base, snapshot_js):
