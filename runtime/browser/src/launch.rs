@@ -148,6 +148,32 @@ const BASE_FLAGS: &[&str] = &[
     "mute-audio",
 ];
 
+/// The flags a local Chromium gets, without leading dashes: [`BASE_FLAGS`], [`FLAGS`], then
+/// `extra`. Chromium keeps only the last of a repeated switch, so the `enable-features` and
+/// `disable-features` lists are merged into one switch each: a caller's list adds to ours
+/// instead of silently replacing it (and RenderDocument would come back on).
+pub fn chromium_flags(extra: &[String]) -> Vec<String> {
+    const LISTS: [&str; 2] = ["enable-features=", "disable-features="];
+    let ours = BASE_FLAGS.iter().chain(FLAGS.iter()).map(|f| f.to_string());
+    let theirs = extra.iter().map(|a| a.trim_start_matches('-').to_string());
+    let mut out: Vec<String> = Vec::new();
+    for flag in ours.chain(theirs) {
+        let earlier = LISTS.iter().find_map(|p| {
+            let list = flag.strip_prefix(p)?;
+            Some((out.iter().position(|o| o.starts_with(p))?, list))
+        });
+        match earlier {
+            Some((i, list)) => {
+                if !list.is_empty() {
+                    out[i] = format!("{},{list}", out[i]);
+                }
+            }
+            None => out.push(flag),
+        }
+    }
+    out
+}
+
 /// Prefix of the temporary directories (user-data-dir and log) of local browsers.
 const TEMP_PREFIX: &str = "wrl-chromium-";
 
@@ -180,10 +206,9 @@ pub async fn launch(
     std::fs::create_dir(&tmp).map_err(|e| fail(format!("cannot create {}: {e}", tmp.display())))?;
     let mut cmd = std::process::Command::new(binary);
     cmd.env("TMPDIR", &tmp)
-        .args(BASE_FLAGS.iter().chain(FLAGS.iter()).map(|f| format!("--{f}")))
+        .args(chromium_flags(extra_args).iter().map(|f| format!("--{f}")))
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--window-size={},{}", viewport.0, viewport.1))
-        .args(extra_args.iter().map(|a| format!("--{}", a.trim_start_matches('-'))))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log);
@@ -257,4 +282,26 @@ pub async fn connect(
         .await
         .map_err(|e| LaunchError::Launch { path: url.to_string(), message: e.to_string() })?;
     Ok(Launched { browser, handler, process: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chromium_flags;
+
+    #[test]
+    fn feature_lists_from_the_caller_add_to_ours() {
+        let extra = ["--disable-features=Foo".to_string(), "enable-features=Bar".into()];
+        let flags = chromium_flags(&extra);
+        let disable: Vec<&String> =
+            flags.iter().filter(|f| f.starts_with("disable-features=")).collect();
+        let enable: Vec<&String> =
+            flags.iter().filter(|f| f.starts_with("enable-features=")).collect();
+        assert_eq!(disable.len(), 1, "{flags:?}");
+        assert_eq!(enable.len(), 1, "{flags:?}");
+        assert!(disable[0].contains("RenderDocument") && disable[0].ends_with(",Foo"), "{flags:?}");
+        assert!(enable[0].ends_with(",Bar"), "{flags:?}");
+        // Other flags pass through, after ours.
+        let more = chromium_flags(&["--mute-audio".to_string()]);
+        assert_eq!(more.last().map(String::as_str), Some("mute-audio"));
+    }
 }
