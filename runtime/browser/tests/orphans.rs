@@ -105,4 +105,3 @@ fn chromium_dies_when_its_parent_is_sigkilled() {
     wrl_browser::process::sweep_stale(&std::env::temp_dir(), "wrl-chromium-");
     assert!(!dir.exists(), "{} survived the sweep", dir.display());
 }
-
