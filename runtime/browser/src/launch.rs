@@ -206,9 +206,10 @@ pub async fn launch(
     std::fs::create_dir(&tmp).map_err(|e| fail(format!("cannot create {}: {e}", tmp.display())))?;
     let mut cmd = std::process::Command::new(binary);
     cmd.env("TMPDIR", &tmp)
-        .args(chromium_flags(extra_args).iter().map(|f| format!("--{f}")))
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--window-size={},{}", viewport.0, viewport.1))
+        // Last, so that the caller's flags win where Chromium keeps the last of a switch.
+        .args(chromium_flags(extra_args).iter().map(|f| format!("--{f}")))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log);
