@@ -188,7 +188,7 @@ fn step_and_task_timeouts() {
 
 /// A wrapper script that runs the browser without `exec` (as Debian's
 /// `/usr/bin/chromium-headless-shell` does): dropping the launch kills the browser too, not
-/// only the wrapper.
+/// only the wrapper, and its temporary directory goes.
 #[cfg(target_os = "linux")]
 #[test]
 fn dropping_a_launch_through_a_wrapper_kills_the_browser() {
@@ -212,6 +212,11 @@ fn dropping_a_launch_through_a_wrapper_kills_the_browser() {
         .unwrap();
     let shell = launched.process.as_ref().unwrap().pid();
     let procs = common::tree(shell);
+    // The launch's temporary directory (the parent of the browser's profile).
+    let browser = procs.iter().find(|p| **p != shell).copied().unwrap();
+    let cmdline = std::fs::read_to_string(format!("/proc/{browser}/cmdline")).unwrap();
+    let profile = cmdline.split('\0').find_map(|a| a.strip_prefix("--user-data-dir=")).unwrap();
+    let dir = std::path::Path::new(profile).parent().unwrap().to_path_buf();
     assert!(procs.len() > 2, "expected the wrapper, the browser and its helpers: {procs:?}");
     drop(launched);
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -220,4 +225,9 @@ fn dropping_a_launch_through_a_wrapper_kills_the_browser() {
     }
     let left: Vec<u32> = procs.iter().copied().filter(|p| common::running(*p)).collect();
     assert!(left.is_empty(), "browser processes outlived the dropped launch: {left:?}");
+    // A browser left running would write into its profile while the directory is deleted.
+    while dir.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!dir.exists(), "{} was left behind", dir.display());
 }
