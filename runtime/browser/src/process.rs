@@ -122,6 +122,20 @@ fn kill_group(child: &Child) {
 #[cfg(not(unix))]
 fn kill_group(_child: &Child) {}
 
+/// Deletes `dir`, again while something recreates files in it: a helper process of a killed
+/// browser may finish a write (its network service flushing state) after the group's SIGKILL
+/// and while the directory is being deleted, which left directories holding only a profile.
+/// Gives up after about two seconds.
+fn remove_dir_settled(dir: &std::path::Path) {
+    for _ in 0..20 {
+        let _ = std::fs::remove_dir_all(dir);
+        if !dir.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// A Chromium process we started. Dropping it kills the process, then reaps it and deletes its
 /// temporary directory on a background thread.
 pub struct ChromiumProcess {
@@ -174,7 +188,9 @@ impl Drop for ChromiumProcess {
         let reaper =
             std::thread::Builder::new().name("wrl-chromium-reaper".into()).spawn(move || {
                 let _ = child.wait();
-                drop(dir);
+                if let Some(dir) = dir {
+                    remove_dir_settled(&dir.keep());
+                }
             });
         if let Err(e) = reaper {
             tracing::warn!("cannot start a thread to reap Chromium: {e}");
