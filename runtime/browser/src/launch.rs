@@ -69,7 +69,8 @@ pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, LaunchError> {
             Err(LaunchError::NotFound(format!("{} does not exist", p.display())))
         };
     }
-    if let Some(env) = std::env::var_os("WRL_CHROMIUM") {
+    // Set but empty (`WRL_CHROMIUM=`) reads as unset.
+    if let Some(env) = std::env::var_os("WRL_CHROMIUM").filter(|v| !v.is_empty()) {
         let p = PathBuf::from(&env);
         return if p.is_file() {
             Ok(p)
