@@ -151,7 +151,6 @@ async fn answer<T: HasBrowser>(
     seen: &Seen,
     ev: std::sync::Arc<EventRequestPaused>,
 ) {
-    let frame = ev.frame_id.as_ref().to_string();
     match allow.check(&ev.request.url) {
         Ok(()) => {
             let continued = ContinueRequestParams::new(ev.request_id.clone());
@@ -159,7 +158,7 @@ async fn answer<T: HasBrowser>(
         }
         Err(reason) => {
             let url: String = ev.request.url.chars().take(100).collect();
-            seen.record_blocked(frame, url, reason);
+            seen.record_blocked(ev.frame_id.as_ref().to_string(), url, reason);
             let failed =
                 FailRequestParams::new(ev.request_id.clone(), ErrorReason::BlockedByClient);
             let _ = owner.browser().execute(failed).await;
