@@ -26,6 +26,14 @@ async def setup(browser, base, snapshot_js):
     return ctx, page
 
 
+class Counters:
+    """Counted steps (after the warm-up), their summed seconds, the last loop's end, the sum of
+    the loops' rates, and every step ended (for the CPU per step), over all loops."""
+
+    def __init__(self):
+        self.steps, self.seconds, self.last_end, self.rate, self.ended = 0, 0.0, 0.0, 0.0, 0
+
+
 async def worker(page, base, snapshot_js, warm_until, deadline, shots, counters):
     # Counted as the Rust bench counts (LoopCount): steps that start during the warm-up are not
     # counted; the loop's rate is its counted steps over the time from the first counted step's
@@ -47,19 +55,19 @@ async def worker(page, base, snapshot_js, warm_until, deadline, shots, counters)
         await page.evaluate(snapshot_js)
         if shots:
             await page.screenshot(type="png")
-        counters[4] += 1
+        counters.ended += 1
         if s >= warm_until:
             first = s if first is None else first
             counted += 1
-            counters[0] += 1
-            counters[1] += time.monotonic() - s
+            counters.steps += 1
+            counters.seconds += time.monotonic() - s
         k += 1
     # The loop's end. Contexts are closed once every loop has ended (closing is not a step, and
     # closing one while others run would slow their last steps).
     end = time.monotonic()
-    counters[2] = max(counters[2], end)
+    counters.last_end = max(counters.last_end, end)
     if first is not None:
-        counters[3] += counted / (end - first)
+        counters.rate += counted / (end - first)
 
 
 def busy_ms():
@@ -70,11 +78,11 @@ def busy_ms():
 
 async def measure_cpu(counters, warm_until, deadline):
     """Whole-machine CPU per step ended from the end of the warm-up to the deadline (ms), as the
-    Rust bench's measure_cpu."""
+    Rust bench's Clock::cpu."""
     await asyncio.sleep(max(0.0, warm_until - time.monotonic()))
-    b0, s0 = busy_ms(), counters[4]
+    b0, s0 = busy_ms(), counters.ended
     await asyncio.sleep(max(0.0, deadline - time.monotonic()))
-    b1, s1 = busy_ms(), counters[4]
+    b1, s1 = busy_ms(), counters.ended
     return (b1 - b0) / (s1 - s0) if s1 > s0 else 0.0
 
 
@@ -86,7 +94,7 @@ async def main():
     snapshot_js = open(js_path).read()
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=exe, args=FLAGS)
-        counters = [0, 0.0, 0.0, 0.0, 0]
+        counters = Counters()
         pages = await asyncio.gather(*[setup(browser, base, snapshot_js) for _ in range(n)])
         t0 = time.monotonic()
         deadline = t0 + warmup + secs
@@ -94,14 +102,14 @@ async def main():
         await asyncio.gather(*[worker(p, base, snapshot_js, t0 + warmup, deadline, shots, counters)
                                for _, p in pages])
         cpu = await cpu
-        el = counters[2] - t0
+        el = counters.last_end - t0
         for c, _ in pages:
             await c.close()
         await browser.close()
-    steps = counters[0]
+    steps = counters.steps
     print(json.dumps({"impl": "playwright", "concurrency": n, "screenshots": shots, "steps": steps,
-                      "seconds": round(el, 2), "steps_per_s": round(counters[3], 2),
-                      "mean_step_ms": round(1000 * counters[1] / max(steps, 1), 1),
+                      "seconds": round(el, 2), "steps_per_s": round(counters.rate, 2),
+                      "mean_step_ms": round(1000 * counters.seconds / max(steps, 1), 1),
                       "cpu_ms_per_step": round(cpu, 1)}))
 
 

@@ -154,7 +154,7 @@ async fn step(
 }
 
 /// Runs `n` loops for `secs` on one Chromium, counting into `c`; returns the seconds from the
-/// start of the loops to the end of the last one, and the CPU per step (`measure_cpu`).
+/// start of the loops to the end of the last one, and the CPU per step (`Clock::cpu`).
 pub async fn run(
     base: &str,
     n: usize,
@@ -189,10 +189,7 @@ pub async fn run(
         let obs = snapshot(&page).await?;
         pages.push((page, obs));
     }
-    crate::started();
-    let t0 = Instant::now();
-    let deadline = t0 + c.warmup + Duration::from_secs_f64(secs);
-    let cpu = crate::measure_cpu(c, t0, deadline);
+    let crate::Clock { t0, deadline, cpu } = crate::start_clock(c, secs);
     let mut tasks = Vec::new();
     for (page, mut obs) in pages {
         let (base, c) = (base.to_string(), c.clone());

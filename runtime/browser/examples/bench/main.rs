@@ -102,13 +102,29 @@ fn busy_ms() -> Option<f64> {
     Some([0, 1, 2, 5, 6].iter().filter_map(|&i| v.get(i)).sum::<f64>() * 10.0)
 }
 
-/// Whole-machine CPU per step between the end of the warm-up and the deadline (ms), in the
-/// background: a measure that a slower or busier host changes less than steps/s. It divides by
-/// the steps that ended in that window, whenever they started: the work of the steps in flight
-/// at its start and at its end then roughly cancels out.
-pub fn measure_cpu(c: &Counters, t0: Instant, deadline: Instant) -> tokio::task::JoinHandle<f64> {
-    let (c, warm) = (c.clone(), t0 + c.warmup);
-    tokio::spawn(async move {
+/// The timed region of a run, started the same way on both Rust sides.
+pub struct Clock {
+    /// When the loops start (their warm-up first).
+    pub t0: Instant,
+    /// When the loops stop starting steps.
+    pub deadline: Instant,
+    /// Whole-machine CPU per step between the end of the warm-up and the deadline (ms),
+    /// measured in the background: a measure that a slower or busier host changes less than
+    /// steps/s. It divides by the steps that ended in that window, whenever they started: the
+    /// work of the steps in flight at its start and at its end then roughly cancels out.
+    pub cpu: tokio::task::JoinHandle<f64>,
+}
+
+/// Starts the timed region: the loops run their warm-up, then `secs`. Says so on stderr when
+/// `BENCH_ANNOUNCE` is set, for profilers that attach to the steady state.
+pub fn start_clock(c: &Counters, secs: f64) -> Clock {
+    if std::env::var_os("BENCH_ANNOUNCE").is_some() {
+        eprintln!("loops started");
+    }
+    let t0 = Instant::now();
+    let (warm, deadline) = (t0 + c.warmup, t0 + c.warmup + Duration::from_secs_f64(secs));
+    let c = c.clone();
+    let cpu = tokio::spawn(async move {
         tokio::time::sleep_until(warm.into()).await;
         let (b0, s0) = (busy_ms(), c.ended.load(Ordering::Relaxed));
         tokio::time::sleep_until(deadline.into()).await;
@@ -117,7 +133,8 @@ pub fn measure_cpu(c: &Counters, t0: Instant, deadline: Instant) -> tokio::task:
             (Some(b0), Some(b1)) if s1 > s0 => (b1 - b0) / (s1 - s0) as f64,
             _ => 0.0,
         }
-    })
+    });
+    Clock { t0, deadline, cpu }
 }
 
 /// Extra Chromium flags for both Rust sides, from `BENCH_CHROMIUM_ARGS` (space-separated).
@@ -127,14 +144,6 @@ pub fn extra_args() -> Vec<String> {
         .split_whitespace()
         .map(str::to_string)
         .collect()
-}
-
-/// Says on stderr that the timed loops start now, when `BENCH_ANNOUNCE` is set: for profilers
-/// that attach to the steady state.
-pub fn started() {
-    if std::env::var_os("BENCH_ANNOUNCE").is_some() {
-        eprintln!("loops started");
-    }
 }
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -150,7 +159,7 @@ fn find(obs: &wrl_browser::Observation, role: &str, label: &str) -> Option<u32> 
 
 /// Our runtime: `n` episodes on one pool, each running the loop for `secs`. Returns the seconds
 /// from the start of the loops to the end of the last one (its last step, not the closing of
-/// its context), and the CPU per step (`measure_cpu`).
+/// its context), and the CPU per step (`Clock::cpu`).
 async fn ours(
     base: &str,
     n: usize,
@@ -179,10 +188,7 @@ async fn ours(
         let obs = ep.observe(shots).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
         eps.push((ep, obs));
     }
-    crate::started();
-    let t0 = Instant::now();
-    let deadline = t0 + c.warmup + Duration::from_secs_f64(secs);
-    let cpu = measure_cpu(c, t0, deadline);
+    let Clock { t0, deadline, cpu } = start_clock(c, secs);
     let mut handles = Vec::new();
     for (mut ep, mut obs) in eps {
         let (c, base) = (c.clone(), base.to_string());
