@@ -374,6 +374,10 @@ impl Episode {
         let page = self.tabs.remove(self.active);
         let _ = page.close().await;
         self.active = self.active.min(self.tabs.len() - 1);
+        // As after a switch: the tab we now act on is brought to the front. Headless Chromium
+        // draws every tab, but a headed remote one draws only its front tab, and a screenshot
+        // of a page that is not drawn waits for a frame that never comes.
+        let _ = self.page().bring_to_front().await;
         self.last = None;
         Ok(format!("closed tab; active tab is {}", self.active))
     }

@@ -286,6 +286,56 @@ fn screenshots_decode_and_match_the_viewport() {
     });
 }
 
+/// The colour of the screenshot's pixel at (20, 20).
+fn pixel(obs: &wrl_browser::Observation) -> [u8; 3] {
+    let png = obs.screenshot.as_ref().expect("screenshot");
+    let img = image::load_from_memory_with_format(png, image::ImageFormat::Png).unwrap();
+    let p = img.to_rgb8().get_pixel(20, 20).0;
+    [p[0], p[1], p[2]]
+}
+
+/// Covers the viewport with a fixed box of colour `c`.
+async fn paint(ep: &mut Episode, c: [u8; 3]) {
+    let js = format!(
+        "document.body.insertAdjacentHTML('beforeend', '<div style=\"position:fixed;inset:0;z-index:99999;background:rgb({},{},{})\"></div>')",
+        c[0], c[1], c[2]
+    );
+    ep.eval_js(&js).await.unwrap();
+}
+
+/// A screenshot is never an earlier frame: not after the page changes, not after a navigation,
+/// not after a tab is opened, switched to or closed (Chromium takes it from a new surface,
+/// launch.rs).
+#[test]
+fn screenshots_show_the_page_as_it_is_now() {
+    let f = common::shared();
+    f.rt.block_on(async {
+        let mut ep = f.lab().await;
+        let lab = pixel(&ep.observe(true).await.unwrap());
+        for i in 0..8u8 {
+            let c = [40 + 20 * i, 200 - 20 * i, 90];
+            paint(&mut ep, c).await;
+            assert_eq!(pixel(&ep.observe(true).await.unwrap()), c, "change {i}");
+            ep.act(&[t(&format!("goto {}", f.url("/lab/")))]).await;
+            assert_eq!(pixel(&ep.observe(true).await.unwrap()), lab, "navigation {i}");
+        }
+        let (first, second) = ([200, 30, 30], [30, 30, 200]);
+        paint(&mut ep, first).await;
+        ep.act(&[ow("new_tab", json!({}))]).await;
+        assert_eq!(pixel(&ep.observe(true).await.unwrap()), [255, 255, 255], "new tab");
+        ep.act(&[ow("goto_url", json!({"url": f.url("/lab/")}))]).await;
+        paint(&mut ep, second).await;
+        assert_eq!(pixel(&ep.observe(true).await.unwrap()), second, "second tab");
+        ep.act(&[ow("switch_tab", json!({"tab_index": 0}))]).await;
+        assert_eq!(pixel(&ep.observe(true).await.unwrap()), first, "back to the first tab");
+        ep.act(&[ow("switch_tab", json!({"tab_index": 1}))]).await;
+        assert_eq!(pixel(&ep.observe(true).await.unwrap()), second, "the second tab again");
+        ep.act(&[ow("close_tab", json!({}))]).await;
+        assert_eq!(pixel(&ep.observe(true).await.unwrap()), first, "after closing the second");
+        ep.finish().await;
+    });
+}
+
 #[test]
 fn agent_errors_and_step_budget_end_episodes() {
     let f = common::shared();
