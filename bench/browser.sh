@@ -14,6 +14,9 @@
 # once), and steps/s is the sum of the loops' own rates (counted steps over the time from their
 # first counted start to their last end), so the tail, where the last loops finish on an emptier
 # machine, does not count as idle time.
+# The bare loop makes the CDP calls wrl makes, the allow-list's request interception included
+# (`Fetch.enable`, `Fetch.continueRequest`); BENCH_BARE_ARGS=--no-fetch leaves that out, to
+# measure what the allow-list costs.
 # BENCH_CHROMIUM_ARGS adds Chromium flags to both Rust sides, BENCH_PW_ARGS to Playwright's.
 # Needs: Chromium (apt-get install chromium-headless-shell, or chromium), python3-venv. Never runs
 # `playwright install`.
@@ -54,7 +57,7 @@ side() { # side NAME N SHOTS: one timed run, one JSON line
   local flag=""; [ "$3" = 1 ] && flag="--screenshots"
   case "$1" in
     wrl) "$BIN" --base "$BASE" --concurrency "$2" --seconds "$SECS" --warmup "$WARMUP" $flag ;;
-    bare) "$BIN" --base "$BASE" --concurrency "$2" --seconds "$SECS" --warmup "$WARMUP" $flag --bare ;;
+    bare) "$BIN" --base "$BASE" --concurrency "$2" --seconds "$SECS" --warmup "$WARMUP" $flag --bare ${BENCH_BARE_ARGS:-} ;;
     pw) "$VENV/bin/python" bench/browser/pw_bench.py "$BASE" "$2" "$SECS" "$3" "$JS" "$WARMUP" "$CHROMIUM" ;;
   esac
 }

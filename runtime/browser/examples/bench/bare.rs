@@ -2,13 +2,18 @@
 //! calls our runtime makes for it (element geometry script, marking the document in it before
 //! clicks, mouse events, focused-field select, `Input.insertText`, `Page.navigate`, waiting
 //! for the new document on `Page.loadEventFired` with a readiness check, snapshot script, PNG
-//! screenshots), the same Chromium and flags, and nothing around them: no pool, no allow-list
-//! interception, no feedback, DOM diff or grace waits. Our per-step overhead is measured
-//! against this.
+//! screenshots, and `Fetch.continueRequest` for every request paused by the browser-wide
+//! `Fetch.enable` that enforces the allow-list), the same Chromium and flags, and nothing around
+//! them: no pool, no allow-list check, no feedback, DOM diff or grace waits. Our per-step
+//! overhead is measured against this. `--no-fetch` leaves the interception out too, to measure
+//! what the allow-list costs.
 
 use std::time::{Duration, Instant};
 
 use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::fetch::{
+    ContinueRequestParams, EnableParams, EventRequestPaused,
+};
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchMouseEventParams, DispatchMouseEventType, InsertTextParams, MouseButton,
 };
@@ -153,13 +158,39 @@ async fn step(
     Ok(snap)
 }
 
+/// Pauses every request of the browser (`Fetch.enable` on the browser session, as our runtime's
+/// allow-list does) and continues each from one task, answers awaited together (as ours).
+async fn continue_every_request(
+    browser: std::sync::Arc<chromiumoxide::Browser>,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let mut events = browser.event_listener::<EventRequestPaused>().await?.fuse();
+    browser.execute(EnableParams::default()).await?;
+    Ok(tokio::spawn(async move {
+        let mut answers = futures::stream::FuturesUnordered::new();
+        loop {
+            futures::select! {
+                ev = events.next() => {
+                    let Some(ev) = ev else { break };
+                    let b = browser.clone();
+                    answers.push(async move {
+                        let _ = b.execute(ContinueRequestParams::new(ev.request_id.clone())).await;
+                    });
+                }
+                _ = answers.select_next_some() => {}
+            }
+        }
+    }))
+}
+
 /// Runs `n` loops for `secs` on one Chromium, counting into `c`; returns the seconds from the
-/// start of the loops to the end of the last one, and the CPU per step (`Clock::cpu`).
+/// start of the loops to the end of the last one, and the CPU per step (`Clock::cpu`). `fetch`:
+/// with the allow-list's request interception.
 pub async fn run(
     base: &str,
     n: usize,
     secs: f64,
     shots: bool,
+    fetch: bool,
     c: &Counters,
 ) -> anyhow::Result<(f64, f64)> {
     let bin = wrl_browser::find_chromium(None)?;
@@ -173,6 +204,9 @@ pub async fn run(
     .await?;
     let wrl_browser::launch::Launched { browser, mut handler, process } = launched;
     let handler = tokio::spawn(async move { while handler.next().await.is_some() {} });
+    let browser = std::sync::Arc::new(browser);
+    let interceptor =
+        if fetch { Some(continue_every_request(browser.clone()).await?) } else { None };
     let mut pages = Vec::new();
     for _ in 0..n {
         let ctx = browser.create_browser_context(Default::default()).await?;
@@ -210,6 +244,9 @@ pub async fn run(
     }
     let elapsed = t0.elapsed().as_secs_f64();
     handler.abort();
+    if let Some(i) = interceptor {
+        i.abort();
+    }
     drop((browser, process));
     Ok((elapsed, cpu.await?))
 }

@@ -1,10 +1,11 @@
 //! Browser benchmark (run by `bench/browser.sh`, not by `cargo test`): the same scripted shop
 //! loop as `bench/browser/pw_bench.py`, with our runtime or (`--bare`) with bare chromiumoxide
-//! calls, at a given concurrency, with or without PNG screenshots; prints one JSON line.
+//! calls (`--no-fetch`: without the allow-list's request interception), at a given concurrency,
+//! with or without PNG screenshots; prints one JSON line.
 //! `--serve PORT` only serves the sandbox; `--print-chromium` prints the browser binary that both
 //! Rust sides launch (for the Playwright side to launch the same).
 //!
-//! `cargo run -p wrl-browser --example bench -- --base URL --concurrency 4 --seconds 10 [--warmup 1.5] [--screenshots] [--bare]`
+//! `cargo run -p wrl-browser --example bench -- --base URL --concurrency 4 --seconds 10 [--warmup 1.5] [--screenshots] [--bare [--no-fetch]]`
 
 mod bare;
 
@@ -262,7 +263,8 @@ async fn main() -> anyhow::Result<()> {
     let warmup: f64 = arg(&args, "--warmup").unwrap_or_else(|| "0".into()).parse()?;
     let c = Counters { warmup: Duration::from_secs_f64(warmup), ..Counters::default() };
     let (el, cpu) = if is_bare {
-        bare::run(&base, n, secs, shots, &c).await?
+        let fetch = !args.iter().any(|a| a == "--no-fetch");
+        bare::run(&base, n, secs, shots, fetch, &c).await?
     } else {
         ours(&base, n, secs, shots, &c).await?
     };
