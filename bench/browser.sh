@@ -24,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${BENCH_SECONDS:-4}"
 WARMUP="${BENCH_WARMUP:-1.5}"
-ROUNDS="${BENCH_ROUNDS:-3}"
+ROUNDS="${BENCH_ROUNDS:-5}"
 LEVELS="${BENCH_LEVELS:-1 4 8 16}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target-browser}"
 VENV="${BENCH_VENV:-$PWD/target-browser/bench-venv}"
