@@ -148,7 +148,7 @@ pub struct RunCmd {
     /// Resume a run that was stopped or killed, from its last commit
     #[arg(long, value_name = "DIR", conflicts_with_all = ["file", "profile", "set", "out"])]
     pub resume: Option<PathBuf>,
-    /// Chromium binary (default: $WRL_CHROMIUM, or `chromium` on PATH)
+    /// Chromium binary (default: $WRL_CHROMIUM, else the headless shell, else `chromium`)
     #[arg(long, value_name = "PATH")]
     pub chromium: Option<PathBuf>,
     /// Check, lower and preflight the recipe, print what would run, and stop: no run

@@ -63,7 +63,7 @@ pub enum SandboxCommand {
         /// Concurrent episodes.
         #[arg(long, default_value_t = 4)]
         concurrency: usize,
-        /// Chromium binary (default: $WRL_CHROMIUM or `chromium` on PATH).
+        /// Chromium binary (default: $WRL_CHROMIUM, else the headless shell, else `chromium`).
         #[arg(long)]
         chromium: Option<PathBuf>,
     },

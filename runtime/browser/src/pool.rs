@@ -19,7 +19,8 @@ use crate::launch::{self, LaunchError};
 /// episodes, an 800x600 viewport at scale 1, allowing every web host.
 #[derive(Debug, Clone)]
 pub struct PoolCfg {
-    /// Chromium binary; `None` = `$WRL_CHROMIUM` or `chromium` on `PATH`.
+    /// Chromium binary; `None` = [`find_chromium`](crate::find_chromium)'s choice (`$WRL_CHROMIUM`,
+    /// else the headless shell, else `chromium`).
     pub chromium: Option<PathBuf>,
     /// Remote browsers by CDP URL; when non-empty no local browser is launched.
     pub remote: Vec<String>,
