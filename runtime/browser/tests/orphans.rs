@@ -79,9 +79,16 @@ fn chromium_dies_when_its_parent_is_sigkilled() {
         .parent()
         .unwrap()
         .to_path_buf();
-    // Chromium's own temporary files (its singleton socket directory) go inside our directory,
-    // not into the shared TMPDIR where a killed Chromium would leave them behind. The headless
-    // shell keeps no singleton, so it makes none.
+    // Chromium's own temporary files (`chromium`'s singleton socket directory) go inside our
+    // directory, not into the shared TMPDIR where a killed Chromium would leave them behind:
+    // Chromium runs with TMPDIR set to it. (The headless shell keeps no singleton, so only
+    // `chromium` shows a file there.)
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let want = format!("TMPDIR={}", dir.join("tmp").display());
+    assert!(
+        environ.split(|b| *b == 0).any(|v| v == want.as_bytes()),
+        "Chromium was not given our TMPDIR ({want})"
+    );
     let own_tmp: Vec<_> = std::fs::read_dir(dir.join("tmp")).unwrap().flatten().collect();
     let shell = cmdline.split('\0').next().is_some_and(|b| b.ends_with("headless-shell"));
     assert!(
