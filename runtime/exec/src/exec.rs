@@ -445,7 +445,7 @@ impl<'a> Executor<'a> {
             };
             let pool = BrowserPool::launch(cfg).await.map_err(|e| {
                 RunError::new("E0501", format!("cannot start Chromium: {e}"))
-                    .help("install it with `apt-get install chromium-headless-shell` (or `chromium`), or point WRL_CHROMIUM at a Chromium binary")
+                    .help(crate::preflight::INSTALL_CHROMIUM)
             })?;
             self.pool = Some(pool);
         }

@@ -18,6 +18,11 @@ const OPTIONAL_UNKNOWN: &[&str] = &["count", "judge", "process_reward", "dual_cl
 const DATASETS: &[&str] =
     &["std::sandbox::tasks", "std::sandbox::demos", "std::sandbox::qa", "jsonl", "mixture"];
 
+/// The help of E0501, here and when the pool cannot start (exec.rs).
+pub(crate) const INSTALL_CHROMIUM: &str = "install it with `apt-get install \
+    chromium-headless-shell` (or `chromium`), or point WRL_CHROMIUM or `--chromium` at a \
+    Chromium binary";
+
 /// Refuses a plan the runtime cannot run, listing every problem, before any work.
 pub fn preflight(plan: &Plan, chromium: Option<&Path>) -> Result<(), Vec<RunError>> {
     let mut errs = Vec::new();
@@ -35,10 +40,7 @@ pub fn preflight(plan: &Plan, chromium: Option<&Path>) -> Result<(), Vec<RunErro
         };
         errs.push(
             RunError::new("E0501", format!("no Chromium to run the browser environment: {why}"))
-                .help(
-                    "install it with `apt-get install chromium-headless-shell` (or `chromium`), \
-                     or point WRL_CHROMIUM or `--chromium` at a Chromium binary",
-                )
+                .help(INSTALL_CHROMIUM)
                 .at(n, None, label),
         );
     }
