@@ -736,11 +736,7 @@ impl Checker<'_> {
         if (is_signal(&a) || is_signal(&b))
             && let (Some(x), Some(y)) = (sig_operand(&a), sig_operand(&b))
         {
-            let expr = SigExpr::Binary {
-                bin: op.symbol().to_string(),
-                lhs: Box::new(x),
-                rhs: Box::new(y),
-            };
+            let expr = SigExpr::Binary { bin: op, lhs: Box::new(x), rhs: Box::new(y) };
             return Val::new(V::Signal { expr: Box::new(expr) }, span);
         }
         let num = |v: &Val| match v.v {

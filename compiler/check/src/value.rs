@@ -162,7 +162,7 @@ pub enum SigExpr {
         arg: Box<SigExpr>,
     },
     Binary {
-        bin: String,
+        bin: wrl_syntax::ast::BinaryOp,
         lhs: Box<SigExpr>,
         rhs: Box<SigExpr>,
     },

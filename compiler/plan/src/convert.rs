@@ -11,7 +11,7 @@ use wrl_syntax::tokens::Dimension;
 
 use crate::lower::Decls;
 use crate::model::DataKind;
-use crate::value::{PExpr, PGraphEdge, PModule, PObj, PTool, PToolParam, PVal};
+use crate::value::{BinOp, PExpr, PGraphEdge, PModule, PObj, PTool, PToolParam, PVal};
 
 /// An input found while converting: the node it comes from and where it enters.
 #[derive(Clone, Debug)]
@@ -29,6 +29,25 @@ pub fn unit_word(dim: Dimension) -> &'static str {
     match dim {
         Dimension::Ratio => "ratio",
         d => d.canonical_unit(),
+    }
+}
+
+/// The plan's operator for the checker's.
+fn bin_op(op: wrl_syntax::ast::BinaryOp) -> BinOp {
+    use wrl_syntax::ast::BinaryOp as B;
+    match op {
+        B::Or => BinOp::Or,
+        B::And => BinOp::And,
+        B::Eq => BinOp::Eq,
+        B::Ne => BinOp::Ne,
+        B::Lt => BinOp::Lt,
+        B::Le => BinOp::Le,
+        B::Gt => BinOp::Gt,
+        B::Ge => BinOp::Ge,
+        B::Add => BinOp::Add,
+        B::Sub => BinOp::Sub,
+        B::Mul => BinOp::Mul,
+        B::Div => BinOp::Div,
     }
 }
 
@@ -338,7 +357,7 @@ impl<'a> Converter<'a> {
                 PExpr::Unary { neg: *neg, arg: Box::new(self.expr_at(arg, port, depth)) }
             }
             SigExpr::Binary { bin, lhs, rhs } => PExpr::Binary {
-                bin: bin.clone(),
+                bin: bin_op(*bin),
                 lhs: Box::new(self.expr_at(lhs, port, depth)),
                 rhs: Box::new(self.expr_at(rhs, port, depth)),
             },

@@ -9,6 +9,7 @@ mod errors;
 pub mod estimate;
 mod lower;
 mod model;
+pub mod params;
 mod stages;
 mod text;
 pub mod value;
@@ -21,7 +22,7 @@ pub use dot::render_dot;
 pub use estimate::{Estimate, Prices, StageEstimate, estimate};
 pub use model::{DataKind, Edge, Node, NodeKind, PLAN_VERSION, Plan};
 pub use text::{render_text, show_num, show_val};
-pub use value::{PExpr, PObj, PVal};
+pub use value::{BinOp, Expr, PExpr, PObj, PVal};
 
 /// Lowers a checked recipe (with its profile already applied, if any). Returns the plan, or
 /// the plan errors (E045x) when the recipe cannot be run as a graph of stages.

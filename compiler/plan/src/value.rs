@@ -118,11 +118,13 @@ pub struct PToolParam {
     pub default: Option<PVal>,
 }
 
-/// A reward expression. `signal` leaves are stdlib signals (`judge`, `format_ok`, `ended`);
-/// `reward` leaves name another reward node.
+/// A reward expression, generic over its signal leaves: the plan carries them as the
+/// constructor's objects (`PExpr` = `Expr<PObj>`); the runtime decodes each once into its typed
+/// signal (`wrl_plan::params::Signal`) and evaluates `Expr<Signal>` directly. `reward` leaves
+/// name another reward node.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
-pub enum PExpr {
+pub enum Expr<S> {
     Const {
         value: f64,
     },
@@ -130,7 +132,7 @@ pub enum PExpr {
         value: bool,
     },
     Signal {
-        obj: PObj,
+        obj: S,
     },
     Reward {
         node: String,
@@ -138,19 +140,76 @@ pub enum PExpr {
     /// `neg: true` is `-x`, `neg: false` is `not x`.
     Unary {
         neg: bool,
-        arg: Box<PExpr>,
+        arg: Box<Expr<S>>,
     },
-    /// `bin` is one of `+ - * / == != < <= > >= and or`.
     Binary {
-        bin: String,
-        lhs: Box<PExpr>,
-        rhs: Box<PExpr>,
+        bin: BinOp,
+        lhs: Box<Expr<S>>,
+        rhs: Box<Expr<S>>,
     },
     If {
-        cond: Box<PExpr>,
-        then: Box<PExpr>,
-        otherwise: Box<PExpr>,
+        cond: Box<Expr<S>>,
+        then: Box<Expr<S>>,
+        otherwise: Box<Expr<S>>,
     },
+}
+
+/// A reward expression as the plan carries it: signals are constructor objects.
+pub type PExpr = Expr<PObj>;
+
+/// A binary operator of a reward expression; in JSON, its symbol (`+`, `and`, `<=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BinOp {
+    #[serde(rename = "+")]
+    Add,
+    #[serde(rename = "-")]
+    Sub,
+    #[serde(rename = "*")]
+    Mul,
+    #[serde(rename = "/")]
+    Div,
+    #[serde(rename = "==")]
+    Eq,
+    #[serde(rename = "!=")]
+    Ne,
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = "and")]
+    And,
+    #[serde(rename = "or")]
+    Or,
+}
+
+impl BinOp {
+    /// The operator as the recipe writes it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+        }
+    }
+}
+
+impl std::fmt::Display for BinOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.symbol())
+    }
 }
 
 impl PVal {
@@ -189,12 +248,12 @@ impl PVal {
     }
 }
 
-impl PExpr {
+impl<S> Expr<S> {
     /// Every signal leaf, in expression order.
-    pub fn signals(&self) -> Vec<&PObj> {
+    pub fn signals(&self) -> Vec<&S> {
         let mut out = Vec::new();
         self.walk(&mut |e| {
-            if let PExpr::Signal { obj } = e {
+            if let Expr::Signal { obj } = e {
                 out.push(obj);
             }
         });
@@ -205,24 +264,46 @@ impl PExpr {
     pub fn reward_refs(&self) -> Vec<&str> {
         let mut out = Vec::new();
         self.walk(&mut |e| {
-            if let PExpr::Reward { node } = e {
+            if let Expr::Reward { node } = e {
                 out.push(node.as_str());
             }
         });
         out
     }
 
-    fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a PExpr)) {
+    /// The same expression with every signal replaced by `f`'s result (the runtime's typed
+    /// signals); the first error stops it.
+    pub fn try_map<T, E>(&self, f: &mut impl FnMut(&S) -> Result<T, E>) -> Result<Expr<T>, E> {
+        Ok(match self {
+            Expr::Const { value } => Expr::Const { value: *value },
+            Expr::Bool { value } => Expr::Bool { value: *value },
+            Expr::Signal { obj } => Expr::Signal { obj: f(obj)? },
+            Expr::Reward { node } => Expr::Reward { node: node.clone() },
+            Expr::Unary { neg, arg } => Expr::Unary { neg: *neg, arg: Box::new(arg.try_map(f)?) },
+            Expr::Binary { bin, lhs, rhs } => Expr::Binary {
+                bin: *bin,
+                lhs: Box::new(lhs.try_map(f)?),
+                rhs: Box::new(rhs.try_map(f)?),
+            },
+            Expr::If { cond, then, otherwise } => Expr::If {
+                cond: Box::new(cond.try_map(f)?),
+                then: Box::new(then.try_map(f)?),
+                otherwise: Box::new(otherwise.try_map(f)?),
+            },
+        })
+    }
+
+    fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a Expr<S>)) {
         f(self);
         match self {
-            PExpr::Const { .. } | PExpr::Bool { .. } | PExpr::Signal { .. } => {}
-            PExpr::Reward { .. } => {}
-            PExpr::Unary { arg, .. } => arg.walk(f),
-            PExpr::Binary { lhs, rhs, .. } => {
+            Expr::Const { .. } | Expr::Bool { .. } | Expr::Signal { .. } => {}
+            Expr::Reward { .. } => {}
+            Expr::Unary { arg, .. } => arg.walk(f),
+            Expr::Binary { lhs, rhs, .. } => {
                 lhs.walk(f);
                 rhs.walk(f);
             }
-            PExpr::If { cond, then, otherwise } => {
+            Expr::If { cond, then, otherwise } => {
                 cond.walk(f);
                 then.walk(f);
                 otherwise.walk(f);

@@ -1,0 +1,122 @@
+//! The agent constructors the runtime runs: `react` (a policy thinking and calling tools in a
+//! loop) and `graph` (modules joined by guarded edges), with the modules a graph is made of.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::envs::Toolset;
+use super::units::{NodeRef, Tokens, Turns, Word};
+
+/// How much of the episode so far a ReAct agent's prompt carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum History {
+    FullText,
+    HideThinking,
+    ActionOnly,
+    None,
+}
+
+/// `react(policy, env) { … }`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct React {
+    pub policy: NodeRef,
+    pub env: NodeRef,
+    pub history: History,
+    pub max_parse_failures: u32,
+    pub max_turns: Turns,
+    pub max_response: Tokens,
+    pub prompt: String,
+    pub step_response: Tokens,
+}
+
+/// Whether a graph's trainable roles share one copy of the weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Weights {
+    Shared,
+    PerRole,
+}
+
+/// `graph { … }`: the agent's fields, its modules by name and its edges in source order.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Graph {
+    pub env: NodeRef,
+    pub weights: Weights,
+    pub max_turns: Turns,
+    pub max_parse_failures: u32,
+    pub step_response: Tokens,
+    pub modules: BTreeMap<String, Module>,
+    pub graph: Vec<GraphEdge>,
+}
+
+/// `from -> to [when …]`, taken at most `limit` times per episode when limited.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphEdge {
+    pub from: String,
+    pub to: String,
+    pub when: Vec<String>,
+    pub limit: Option<u32>,
+}
+
+/// A module of a graph.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Module {
+    /// A frozen model, called over HTTP or run locally.
+    #[serde(rename = "llm")]
+    Llm(Llm),
+    /// A module backed by a trainable policy.
+    #[serde(rename = "policy_of")]
+    PolicyOf(PolicyOf),
+}
+
+/// What a module's prompt shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModuleInput {
+    Screenshot,
+    History,
+    Notes,
+    Instruction,
+    Feedback,
+    Url,
+}
+
+/// `llm(model) { … }`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Llm {
+    pub model: NodeRef,
+    pub prompt: String,
+    pub emits: Vec<Word>,
+    pub inputs: Vec<ModuleInput>,
+    pub max_response: Tokens,
+}
+
+/// `policy_of(model) { … }`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyOf {
+    pub model: NodeRef,
+    pub prompt: String,
+    pub tools: Toolset,
+    pub emits: Vec<Word>,
+    pub inputs: Vec<ModuleInput>,
+    pub trainable: bool,
+    pub role: String,
+    pub max_response: Tokens,
+}
+
+impl Module {
+    pub fn model(&self) -> &NodeRef {
+        match self {
+            Module::Llm(m) => &m.model,
+            Module::PolicyOf(m) => &m.model,
+        }
+    }
+}

@@ -1,0 +1,623 @@
+//! A serde `Deserializer` over the plan's values, so that a node's parameters decode into their
+//! constructor's Rust type in one step, with the plan's own rules: numbers are numbers (an
+//! integer field takes only an integral one), quantities decode only into the newtype of their
+//! unit (`Tokens`, `Seconds`), enum words only into enums, `unknown` only into `Option`, a
+//! constructor's object into the enum variant named by its constructor, and every field the
+//! type does not name is an error. Errors carry the path of the value that failed.
+
+use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
+
+use super::error::{DecodeError, Problem};
+use crate::value::{Expr, PObj, PTool, PToolParam, PVal};
+
+/// What is being deserialized: a plan value, or one of the structured parts of an object (a
+/// tool set's tools, a reward expression) presented the same way.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum View<'a> {
+    Val(&'a PVal),
+    Obj(&'a PObj),
+    Expr(&'a Expr<PObj>),
+    Tool(&'a PTool),
+    ToolParam(&'a PToolParam),
+    /// A tool set's tools (its object's `tools`).
+    Tools(&'a [PTool]),
+    /// A tool's parameters.
+    ToolParams(&'a [PToolParam]),
+    Str(&'a str),
+    Bool(bool),
+    Num(f64),
+    /// A value that may be absent (a tool parameter's default).
+    Opt(Option<&'a PVal>),
+}
+
+/// The name of the newtype a quantity of `unit` decodes into is `$unit:UNIT`.
+pub(crate) const UNIT_PREFIX: &str = "$unit:";
+/// The newtype that takes a `ref` (another node's output).
+pub(crate) const REF: &str = "$ref";
+/// The newtype that takes a reward expression.
+pub(crate) const EXPR: &str = "$expr";
+/// The enum that takes any word (or string): a verdict.
+pub(crate) const WORD: &str = "$word";
+/// The newtype that takes a quantity in any unit, as `{ value, unit }`.
+pub(crate) const QTY: &str = "$qty";
+
+impl<'a> View<'a> {
+    fn describe(&self) -> String {
+        match self {
+            View::Val(v) => describe(v),
+            View::Obj(o) => format!("`{}(…)`", o.ctor),
+            View::Expr(_) => "a reward expression".into(),
+            View::Tool(_) => "a tool".into(),
+            View::ToolParam(_) => "a tool parameter".into(),
+            View::Tools(_) | View::ToolParams(_) => "a list".into(),
+            View::Str(_) => "a string".into(),
+            View::Bool(_) => "a boolean".into(),
+            View::Num(_) => "a number".into(),
+            View::Opt(None) => "nothing".into(),
+            View::Opt(Some(v)) => describe(v),
+        }
+    }
+
+    /// The value seen through: an `Obj` value is its object, an optional value its content.
+    fn norm(self) -> View<'a> {
+        match self {
+            View::Val(PVal::Obj(o)) => View::Obj(o),
+            View::Val(PVal::Reward { expr }) => View::Expr(expr),
+            View::Opt(Some(v)) => View::Val(v).norm(),
+            other => other,
+        }
+    }
+
+    fn mismatch(&self, expected: &str) -> DecodeError {
+        DecodeError::new(Problem::Mismatch { expected: expected.into(), found: self.describe() })
+    }
+}
+
+/// A plain-words description of a plan value, for errors.
+pub(crate) fn describe(v: &PVal) -> String {
+    match v {
+        PVal::Num { value } => format!("the number {value}"),
+        PVal::Qty { value, unit } => format!("{value} {unit}"),
+        PVal::Bool { value } => format!("`{value}`"),
+        PVal::Str { value } => format!("the string {value:?}"),
+        PVal::Enum { value } => format!("`{value}`"),
+        PVal::List { .. } => "a list".into(),
+        PVal::Record { .. } => "a record".into(),
+        PVal::Range { .. } => "a range".into(),
+        PVal::Dims { .. } => "a size".into(),
+        PVal::Obj(o) => format!("`{}(…)`", o.ctor),
+        PVal::Ref { node } => format!("the output of `{node}`"),
+        PVal::Reward { .. } => "a reward expression".into(),
+        PVal::Unknown => "`unknown`".into(),
+    }
+}
+
+/// A map presented to serde: fields by name, each a view.
+struct Entries<'a> {
+    items: std::vec::IntoIter<(&'a str, View<'a>)>,
+    value: Option<(&'a str, View<'a>)>,
+}
+
+impl<'a> Entries<'a> {
+    fn new(items: Vec<(&'a str, View<'a>)>) -> Entries<'a> {
+        Entries { items: items.into_iter(), value: None }
+    }
+
+    fn fields(fields: &'a std::collections::BTreeMap<String, PVal>) -> Vec<(&'a str, View<'a>)> {
+        fields.iter().map(|(k, v): (&'a String, &'a PVal)| (k.as_str(), View::Val(v))).collect()
+    }
+}
+
+impl<'de, 'a> de::MapAccess<'de> for Entries<'a> {
+    type Error = DecodeError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DecodeError> {
+        match self.items.next() {
+            Some((k, v)) => {
+                self.value = Some((k, v));
+                let key: de::value::StrDeserializer<'_, DecodeError> = k.into_deserializer();
+                seed.deserialize(key).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, DecodeError> {
+        let Some((k, v)) = self.value.take() else {
+            return Err(<DecodeError as de::Error>::custom("a value was asked for before its key"));
+        };
+        seed.deserialize(v).map_err(|e| e.at(k))
+    }
+}
+
+/// A list presented to serde, each item a view; errors name the item's index.
+struct Items<'a> {
+    items: std::iter::Enumerate<std::vec::IntoIter<View<'a>>>,
+}
+
+impl<'de, 'a> de::SeqAccess<'de> for Items<'a> {
+    type Error = DecodeError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, DecodeError> {
+        match self.items.next() {
+            Some((i, v)) => seed.deserialize(v).map(Some).map_err(|e| e.at(&format!("[{i}]"))),
+            None => Ok(None),
+        }
+    }
+}
+
+fn seq<'de, 'a, V: Visitor<'de>>(
+    items: Vec<View<'a>>,
+    visitor: V,
+) -> Result<V::Value, DecodeError> {
+    visitor.visit_seq(Items { items: items.into_iter().enumerate() })
+}
+
+fn map<'de, 'a, V: Visitor<'de>>(
+    items: Vec<(&'a str, View<'a>)>,
+    visitor: V,
+) -> Result<V::Value, DecodeError> {
+    visitor.visit_map(Entries::new(items))
+}
+
+/// The entries of one of a reward expression's variants.
+fn expr_entries(e: &Expr<PObj>) -> (&'static str, Vec<(&'static str, View<'_>)>) {
+    match e {
+        Expr::Const { value } => ("const", vec![("value", View::Num(*value))]),
+        Expr::Bool { value } => ("bool", vec![("value", View::Bool(*value))]),
+        Expr::Signal { obj } => ("signal", vec![("obj", View::Obj(obj))]),
+        Expr::Reward { node } => ("reward", vec![("node", View::Str(node))]),
+        Expr::Unary { neg, arg } => {
+            ("unary", vec![("neg", View::Bool(*neg)), ("arg", View::Expr(arg))])
+        }
+        Expr::Binary { bin, lhs, rhs } => (
+            "binary",
+            vec![
+                ("bin", View::Str(bin.symbol())),
+                ("lhs", View::Expr(lhs)),
+                ("rhs", View::Expr(rhs)),
+            ],
+        ),
+        Expr::If { cond, then, otherwise } => (
+            "if",
+            vec![
+                ("cond", View::Expr(cond)),
+                ("then", View::Expr(then)),
+                ("otherwise", View::Expr(otherwise)),
+            ],
+        ),
+    }
+}
+
+/// An object (or expression node) as an enum: the variant is its constructor (or `op`), the
+/// content its entries.
+struct Variant<'a> {
+    name: &'a str,
+    content: Vec<(&'a str, View<'a>)>,
+    /// What a unit variant must have: no content at all (an enum word), or an object whose
+    /// fields may be ignored only if it has none.
+    word: bool,
+}
+
+impl<'de, 'a> de::EnumAccess<'de> for Variant<'a> {
+    type Error = DecodeError;
+    type Variant = Variant<'a>;
+
+    fn variant_seed<V: DeserializeSeed<'de>>(
+        self,
+        seed: V,
+    ) -> Result<(V::Value, Self), DecodeError> {
+        let name: de::value::StrDeserializer<'_, DecodeError> = self.name.into_deserializer();
+        let v = seed.deserialize(name)?;
+        Ok((v, self))
+    }
+}
+
+impl<'de, 'a> de::VariantAccess<'de> for Variant<'a> {
+    type Error = DecodeError;
+
+    fn unit_variant(self) -> Result<(), DecodeError> {
+        match self.content.first() {
+            None => Ok(()),
+            Some((k, _)) => Err(DecodeError::new(Problem::UnknownField((*k).to_string()))),
+        }
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(
+        self,
+        seed: T,
+    ) -> Result<T::Value, DecodeError> {
+        if self.word {
+            return Err(DecodeError::new(Problem::Mismatch {
+                expected: "an object".into(),
+                found: format!("`{}`", self.name),
+            }));
+        }
+        seed.deserialize(Content(self.content))
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, _v: V) -> Result<V::Value, DecodeError> {
+        Err(<DecodeError as de::Error>::custom("tuple variants are not part of the plan format"))
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        map(self.content, visitor)
+    }
+}
+
+/// The entries of a variant, given to a newtype variant's type as a map.
+struct Content<'a>(Vec<(&'a str, View<'a>)>);
+
+impl<'de, 'a> de::Deserializer<'de> for Content<'a> {
+    type Error = DecodeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        map(self.0, visitor)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        map(self.0, visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+        identifier ignored_any
+    }
+}
+
+/// A number for an integer or float field: an integer field takes only an integral value.
+struct Number(f64);
+
+impl Number {
+    fn int<'de, V: Visitor<'de>>(self, visitor: V, signed: bool) -> Result<V::Value, DecodeError> {
+        let n = self.0;
+        if n.fract() != 0.0 || !n.is_finite() {
+            return Err(View::Num(n).mismatch("a whole number"));
+        }
+        if signed {
+            if n < i64::MIN as f64 || n > i64::MAX as f64 {
+                return Err(View::Num(n).mismatch("a whole number in range"));
+            }
+            visitor.visit_i64(n as i64)
+        } else {
+            if n < 0.0 || n > u64::MAX as f64 {
+                return Err(View::Num(n).mismatch("a whole number of at least 0"));
+            }
+            visitor.visit_u64(n as u64)
+        }
+    }
+}
+
+impl<'de> de::Deserializer<'de> for Number {
+    type Error = DecodeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        visitor.visit_f64(self.0)
+    }
+    fn deserialize_u8<V: Visitor<'de>>(self, v: V) -> Result<V::Value, DecodeError> {
+        self.int(v, false)
+    }
+    fn deserialize_u16<V: Visitor<'de>>(self, v: V) -> Result<V::Value, DecodeError> {
+        self.int(v, false)
+    }
+    fn deserialize_u32<V: Visitor<'de>>(self, v: V) -> Result<V::Value, DecodeError> {
+        self.int(v, false)
+    }
+    fn deserialize_u64<V: Visitor<'de>>(self, v: V) -> Result<V::Value, DecodeError> {
+        self.int(v, false)
+    }
+    fn deserialize_i8<V: Visitor<'de>>(self, v: V) -> Result<V::Value, DecodeError> {
+        self.int(v, true)
+    }
+    fn deserialize_i16<V: Visitor<'de>>(self, v: V) -> Result<V::Value, DecodeError> {
+        self.int(v, true)
+    }
+    fn deserialize_i32<V: Visitor<'de>>(self, v: V) -> Result<V::Value, DecodeError> {
+        self.int(v, true)
+    }
+    fn deserialize_i64<V: Visitor<'de>>(self, v: V) -> Result<V::Value, DecodeError> {
+        self.int(v, true)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i128 u128 f32 f64 char str string bytes byte_buf option unit unit_struct
+        newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+impl<'de, 'a> de::Deserializer<'de> for View<'a> {
+    type Error = DecodeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        match self.norm() {
+            View::Val(v) => match v {
+                PVal::Num { value } => visitor.visit_f64(*value),
+                PVal::Qty { value, .. } => visitor.visit_f64(*value),
+                PVal::Bool { value } => visitor.visit_bool(*value),
+                PVal::Str { value } => visitor.visit_str(value),
+                PVal::Enum { value } => {
+                    visitor.visit_enum(Variant { name: value, content: Vec::new(), word: true })
+                }
+                PVal::List { items } => seq(items.iter().map(View::Val).collect(), visitor),
+                PVal::Record { fields } => map(Entries::fields(fields), visitor),
+                PVal::Range { lo, hi } => {
+                    map(vec![("lo", View::Val(lo)), ("hi", View::Val(hi))], visitor)
+                }
+                PVal::Dims { width, height } => {
+                    map(vec![("width", View::Num(*width)), ("height", View::Num(*height))], visitor)
+                }
+                PVal::Ref { node } => map(vec![(REF, View::Str(node))], visitor),
+                PVal::Unknown => Err(DecodeError::new(Problem::Unknown)),
+                PVal::Obj(_) | PVal::Reward { .. } => {
+                    Err(<DecodeError as de::Error>::custom("unreachable view"))
+                }
+            },
+            View::Obj(o) => {
+                visitor.visit_enum(Variant { name: &o.ctor, content: obj_view(o), word: false })
+            }
+            View::Expr(e) => {
+                let (name, content) = expr_entries(e);
+                visitor.visit_enum(Variant { name, content, word: false })
+            }
+            View::Tool(t) => map(
+                vec![
+                    ("name", View::Str(&t.name)),
+                    ("terminal", View::Bool(t.terminal)),
+                    ("params", View::ToolParams(&t.params)),
+                ],
+                visitor,
+            ),
+            View::ToolParam(p) => map(
+                vec![
+                    ("name", View::Str(&p.name)),
+                    ("ty", View::Str(&p.ty)),
+                    ("default", View::Opt(p.default.as_ref())),
+                ],
+                visitor,
+            ),
+            View::Tools(t) => seq(t.iter().map(View::Tool).collect(), visitor),
+            View::ToolParams(p) => seq(p.iter().map(View::ToolParam).collect(), visitor),
+            View::Str(s) => visitor.visit_str(s),
+            View::Bool(b) => visitor.visit_bool(b),
+            View::Num(n) => visitor.visit_f64(n),
+            View::Opt(None) => visitor.visit_none(),
+            View::Opt(Some(_)) => {
+                Err(<DecodeError as de::Error>::custom("unreachable optional view"))
+            }
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        match self {
+            View::Val(PVal::Unknown) | View::Opt(None) | View::Opt(Some(PVal::Unknown)) => {
+                visitor.visit_none()
+            }
+            other => visitor.visit_some(other),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        let view = self.norm();
+        if let Some(unit) = name.strip_prefix(UNIT_PREFIX) {
+            return match view {
+                View::Val(PVal::Qty { value, unit: u }) if u == unit => {
+                    visitor.visit_newtype_struct(Number(*value))
+                }
+                View::Val(PVal::Unknown) => Err(DecodeError::new(Problem::Unknown)),
+                other => Err(other.mismatch(&format!("a quantity in {unit}"))),
+            };
+        }
+        match (name, view) {
+            (REF, View::Val(PVal::Ref { node })) => {
+                let s: de::value::StrDeserializer<'_, DecodeError> =
+                    node.as_str().into_deserializer();
+                visitor.visit_newtype_struct(s)
+            }
+            (REF, View::Val(PVal::Unknown)) => Err(DecodeError::new(Problem::Unknown)),
+            (REF, other) => Err(other.mismatch("the output of another node")),
+            (QTY, View::Val(PVal::Qty { value, unit })) => {
+                visitor.visit_newtype_struct(Content(vec![
+                    ("value", View::Num(*value)),
+                    ("unit", View::Str(unit)),
+                ]))
+            }
+            (QTY, View::Val(PVal::Unknown)) => Err(DecodeError::new(Problem::Unknown)),
+            (QTY, other) => Err(other.mismatch("a quantity")),
+            (EXPR, v @ View::Expr(_)) => visitor.visit_newtype_struct(v),
+            (EXPR, View::Val(PVal::Unknown)) => Err(DecodeError::new(Problem::Unknown)),
+            (EXPR, other) => Err(other.mismatch("a reward expression")),
+            (_, v) => visitor.visit_newtype_struct(v),
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        match self.norm() {
+            View::Val(PVal::Str { value }) if name == WORD => {
+                visitor.visit_enum(Variant { name: value, content: Vec::new(), word: true })
+            }
+            View::Val(PVal::Enum { value }) => {
+                visitor.visit_enum(Variant { name: value, content: Vec::new(), word: true })
+            }
+            View::Obj(o) => {
+                visitor.visit_enum(Variant { name: &o.ctor, content: obj_view(o), word: false })
+            }
+            View::Expr(e) => {
+                let (name, content) = expr_entries(e);
+                visitor.visit_enum(Variant { name, content, word: false })
+            }
+            View::Str(s) => {
+                visitor.visit_enum(Variant { name: s, content: Vec::new(), word: true })
+            }
+            View::Val(PVal::Unknown) => Err(DecodeError::new(Problem::Unknown)),
+            other => {
+                Err(other.mismatch("a word of the standard library or a constructor's object"))
+            }
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        let items = match self.norm() {
+            View::Obj(o) => obj_view(o),
+            View::Val(PVal::Record { fields }) => Entries::fields(fields),
+            View::Val(PVal::Range { lo, hi }) => vec![("lo", View::Val(lo)), ("hi", View::Val(hi))],
+            View::Val(PVal::Dims { width, height }) => {
+                vec![("width", View::Num(*width)), ("height", View::Num(*height))]
+            }
+            View::Tool(t) => vec![
+                ("name", View::Str(&t.name)),
+                ("terminal", View::Bool(t.terminal)),
+                ("params", View::ToolParams(&t.params)),
+            ],
+            View::ToolParam(p) => vec![
+                ("name", View::Str(&p.name)),
+                ("ty", View::Str(&p.ty)),
+                ("default", View::Opt(p.default.as_ref())),
+            ],
+            View::Val(PVal::Unknown) => return Err(DecodeError::new(Problem::Unknown)),
+            other => return Err(other.mismatch("a record or an object")),
+        };
+        map(items, visitor)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        match self.norm() {
+            View::Val(PVal::List { items }) => seq(items.iter().map(View::Val).collect(), visitor),
+            v @ (View::Tools(_) | View::ToolParams(_)) => v.deserialize_any(visitor),
+            View::Val(PVal::Unknown) => Err(DecodeError::new(Problem::Unknown)),
+            other => Err(other.mismatch("a list")),
+        }
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        match self.norm() {
+            View::Val(PVal::Record { fields }) => map(Entries::fields(fields), visitor),
+            View::Val(PVal::Unknown) => Err(DecodeError::new(Problem::Unknown)),
+            other => Err(other.mismatch("a record")),
+        }
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        match self.norm() {
+            View::Val(PVal::Str { value }) => visitor.visit_str(value),
+            View::Str(s) => visitor.visit_str(s),
+            View::Val(PVal::Unknown) => Err(DecodeError::new(Problem::Unknown)),
+            other => Err(other.mismatch("a string")),
+        }
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        match self.norm() {
+            View::Val(PVal::Bool { value }) => visitor.visit_bool(*value),
+            View::Bool(b) => visitor.visit_bool(b),
+            View::Val(PVal::Unknown) => Err(DecodeError::new(Problem::Unknown)),
+            other => Err(other.mismatch("a boolean")),
+        }
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        self.number()?.deserialize_f64(visitor)
+    }
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        self.number()?.deserialize_f64(visitor)
+    }
+    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        self.number()?.deserialize_u64(visitor)
+    }
+    fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        self.number()?.deserialize_u32(visitor)
+    }
+    fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        self.number()?.deserialize_u16(visitor)
+    }
+    fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        self.number()?.deserialize_u8(visitor)
+    }
+    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        self.number()?.deserialize_i64(visitor)
+    }
+    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        self.number()?.deserialize_i32(visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        i8 i16 i128 u128 char bytes byte_buf unit unit_struct tuple tuple_struct identifier
+        ignored_any
+    }
+}
+
+impl<'a> View<'a> {
+    /// A plain number (not a quantity: those decode into their unit's newtype).
+    fn number(self) -> Result<Number, DecodeError> {
+        match self.norm() {
+            View::Val(PVal::Num { value }) => Ok(Number(*value)),
+            View::Num(n) => Ok(Number(n)),
+            View::Val(PVal::Unknown) => Err(DecodeError::new(Problem::Unknown)),
+            other => Err(other.mismatch("a number")),
+        }
+    }
+}
+
+/// The entries of an object: its fields and, for a tool set, its `tools`.
+fn obj_view(o: &PObj) -> Vec<(&str, View<'_>)> {
+    let mut items = Entries::fields(&o.fields);
+    if o.kind == "tools" {
+        items.push(("tools", View::Tools(&o.tools)));
+    }
+    items
+}
+
+/// Decodes `T` from a node's parameters.
+pub(crate) fn from_params<'a, T: serde::Deserialize<'a>>(
+    params: &'a std::collections::BTreeMap<String, PVal>,
+) -> Result<T, DecodeError> {
+    T::deserialize(Content(Entries::fields(params)))
+}
+
+/// Decodes `T` from one plan value.
+#[cfg(test)]
+pub(crate) fn from_val<'a, T: serde::Deserialize<'a>>(v: &'a PVal) -> Result<T, DecodeError> {
+    T::deserialize(View::Val(v))
+}
+
+/// Decodes `T` from an object (a signal of a reward expression): `T` is an enum whose variants
+/// are constructors.
+pub(crate) fn from_obj<'a, T: serde::Deserialize<'a>>(o: &'a PObj) -> Result<T, DecodeError> {
+    T::deserialize(View::Obj(o))
+}

@@ -1,0 +1,50 @@
+//! `evaluate(agent, tasks) { … }`: a held-out evaluation, once after each stage it names (or
+//! once, on the declared models, when it names none).
+
+use serde::Deserialize;
+
+use super::rewards::RewardRef;
+use super::units::{NodeRef, Steps};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    Success,
+    PassAtK,
+    MeanReward,
+}
+
+/// Which episodes the success rate divides by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Denominator {
+    All,
+    NonAborted,
+}
+
+/// An eval node: the constructor's fields except `after`, and the stage it follows.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Evaluate {
+    pub agent: NodeRef,
+    pub tasks: NodeRef,
+    pub metric: Metric,
+    pub k: u32,
+    pub temperature: f64,
+    pub top_p: f64,
+    pub top_k: u32,
+    pub max_steps: Steps,
+    #[serde(deserialize_with = "super::opt")]
+    pub judge: Option<RewardRef>,
+    #[serde(deserialize_with = "super::opt")]
+    pub count: Option<u64>,
+    pub denominator: Denominator,
+    /// The stage the eval runs after; absent when it runs on the declared models.
+    #[serde(default)]
+    pub after: Option<String>,
+    /// That stage's checkpoint node; absent with `after`.
+    #[serde(default)]
+    pub checkpoint: Option<NodeRef>,
+    /// The agent slots the checkpoint's weights replace (empty without a checkpoint).
+    pub binds: Vec<String>,
+}

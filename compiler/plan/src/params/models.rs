@@ -1,0 +1,97 @@
+//! The model constructors the runtime runs: `hf` (a Hugging Face model directory or hub id),
+//! `tiny_transformer` (the embedded byte-level policy) and `api` (a frozen model behind an
+//! OpenAI-compatible endpoint).
+
+use serde::Deserialize;
+
+use super::units::{Seconds, Tokens};
+
+/// `hf(id) { … }`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hf {
+    pub id: String,
+    pub context: Tokens,
+    pub frozen: Vec<FrozenPart>,
+    pub family: Family,
+    pub dtype: DType,
+    pub image_tokens: Tokens,
+    pub chat_template: ChatTemplate,
+    pub thinking: bool,
+}
+
+/// A part of a model that gets no gradient.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrozenPart {
+    VisionTower,
+    Projector,
+    Embeddings,
+    LmHead,
+}
+
+/// The architecture family a recipe names (`auto`: as the model's `config.json` says).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    Auto,
+    Qwen2,
+    Qwen3,
+    Qwen3Vl,
+    #[serde(rename = "qwen2_5_vl")]
+    Qwen25Vl,
+    Llama,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DType {
+    Bf16,
+    F16,
+    F32,
+}
+
+/// How prompts and tool calls are rendered: the model's own template, or a fixed one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChatTemplate {
+    Native,
+    Hermes,
+    Xml,
+}
+
+/// `tiny_transformer { … }`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TinyTransformer {
+    pub layers: u32,
+    pub d_model: u32,
+    pub heads: u32,
+    pub context: Tokens,
+    pub positions: Positions,
+    pub copy: bool,
+    pub seed: u64,
+}
+
+/// How the tiny policy knows where a token is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Positions {
+    Learned,
+    Alibi,
+}
+
+/// `api(model) { … }`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Api {
+    pub model: String,
+    pub base_url: String,
+    pub api_key_env: String,
+    pub context: Tokens,
+    pub timeout: Seconds,
+    pub retries: u32,
+    pub concurrency: u32,
+    pub temperature: f64,
+    pub image_tokens: Tokens,
+}

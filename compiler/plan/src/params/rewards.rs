@@ -1,0 +1,286 @@
+//! Rewards as the runtime evaluates them: the plan's expression (`Expr`) over typed signals,
+//! each stdlib signal one variant of [`Signal`] with its fields, and where a stage or eval
+//! takes its reward from (another reward node, or an expression written in place).
+
+use serde::Deserialize;
+
+use super::units::{NodeRef, Pixels, Seconds};
+use crate::value::{BinOp, Expr};
+
+/// A reward node: its expression and whether it scores steps (`process`) or trajectories.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reward {
+    #[serde(deserialize_with = "typed_expr")]
+    pub expr: Expr<Signal>,
+    pub level: RewardLevel,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewardLevel {
+    Outcome,
+    Process,
+}
+
+/// A reward a stage or eval names: a reward node, or an expression written in place.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RewardRef {
+    Node(NodeRef),
+    Inline(Expr<Signal>),
+}
+
+impl<'de> Deserialize<'de> for RewardRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{EnumAccess, MapAccess};
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RewardRef;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a reward node or a reward expression")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<RewardRef, A::Error> {
+                match a.next_entry::<String, String>()? {
+                    Some((k, node)) if k == super::de::REF => Ok(RewardRef::Node(NodeRef(node))),
+                    _ => Err(serde::de::Error::custom("expected a reward node")),
+                }
+            }
+            fn visit_enum<A: EnumAccess<'de>>(self, a: A) -> Result<RewardRef, A::Error> {
+                let t = Tagged::<Signal>::deserialize(
+                    serde::de::value::EnumAccessDeserializer::new(a),
+                )?;
+                Ok(RewardRef::Inline(t.into_expr()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn typed_expr<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Expr<Signal>, D::Error> {
+    Tagged::<Signal>::deserialize(d).map(Tagged::into_expr)
+}
+
+/// The expression as the typed decoder sees it: each node an enum variant named by its `op`.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum Tagged<S> {
+    Const { value: f64 },
+    Bool { value: bool },
+    Signal { obj: S },
+    Reward { node: String },
+    Unary { neg: bool, arg: Box<Tagged<S>> },
+    Binary { bin: BinOp, lhs: Box<Tagged<S>>, rhs: Box<Tagged<S>> },
+    If { cond: Box<Tagged<S>>, then: Box<Tagged<S>>, otherwise: Box<Tagged<S>> },
+}
+
+impl<S> Tagged<S> {
+    fn into_expr(self) -> Expr<S> {
+        let b = |t: Box<Tagged<S>>| Box::new(t.into_expr());
+        match self {
+            Tagged::Const { value } => Expr::Const { value },
+            Tagged::Bool { value } => Expr::Bool { value },
+            Tagged::Signal { obj } => Expr::Signal { obj },
+            Tagged::Reward { node } => Expr::Reward { node },
+            Tagged::Unary { neg, arg } => Expr::Unary { neg, arg: b(arg) },
+            Tagged::Binary { bin, lhs, rhs } => Expr::Binary { bin, lhs: b(lhs), rhs: b(rhs) },
+            Tagged::If { cond, then, otherwise } => {
+                Expr::If { cond: b(cond), then: b(then), otherwise: b(otherwise) }
+            }
+        }
+    }
+}
+
+/// A judge's model: a model id the endpoint serves, or a model declaration.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JudgeModel {
+    Name(String),
+    Model(NodeRef),
+}
+
+impl<'de> Deserialize<'de> for JudgeModel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::MapAccess;
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = JudgeModel;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a model id or a model")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<JudgeModel, E> {
+                Ok(JudgeModel::Name(v.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<JudgeModel, A::Error> {
+                match a.next_entry::<String, String>()? {
+                    Some((k, node)) if k == super::de::REF => Ok(JudgeModel::Model(NodeRef(node))),
+                    _ => Err(serde::de::Error::custom("expected a model")),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A stdlib signal (`std::rewards::…`) with its fields.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Signal {
+    #[serde(rename = "std::rewards::format_ok")]
+    FormatOk { mode: FormatMode },
+    #[serde(rename = "std::rewards::ended")]
+    Ended { reason: EndedReason },
+    #[serde(rename = "std::rewards::judge")]
+    Judge(Judge),
+    #[serde(rename = "std::rewards::webjudge")]
+    Webjudge(Webjudge),
+    #[serde(rename = "std::rewards::answer_match")]
+    AnswerMatch {
+        mode: AnswerMode,
+        #[serde(deserialize_with = "super::opt")]
+        judge_model: Option<JudgeModel>,
+    },
+    #[serde(rename = "std::rewards::task_check")]
+    TaskCheck,
+    #[serde(rename = "std::rewards::url_match")]
+    UrlMatch { pattern: String },
+    #[serde(rename = "std::rewards::bbox_hit")]
+    BboxHit,
+    #[serde(rename = "std::rewards::action_match")]
+    ActionMatch { name_weight: f64, coord_decay: f64 },
+    #[serde(rename = "std::rewards::url_changed")]
+    UrlChanged,
+    #[serde(rename = "std::rewards::dom_hit")]
+    DomHit,
+    #[serde(rename = "std::rewards::screen_changed")]
+    ScreenChanged { threshold: f64 },
+    #[serde(rename = "std::rewards::action_failed")]
+    ActionFailed,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FormatMode {
+    BrowserEnv,
+    StrictTags,
+    ReactTags,
+}
+
+/// How an episode ended, as rewards name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndedReason {
+    Completed,
+    FormatError,
+    MaxSteps,
+    Truncated,
+    EnvError,
+    Aborted,
+    Timeout,
+}
+
+impl EndedReason {
+    pub fn word(self) -> &'static str {
+        match self {
+            EndedReason::Completed => "completed",
+            EndedReason::FormatError => "format_error",
+            EndedReason::MaxSteps => "max_steps",
+            EndedReason::Truncated => "truncated",
+            EndedReason::EnvError => "env_error",
+            EndedReason::Aborted => "aborted",
+            EndedReason::Timeout => "timeout",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerMode {
+    Exact,
+    Normalized,
+    F1,
+    Judge,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Binary,
+    Score,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JudgePrompt {
+    Webvoyager,
+    ActionHistory,
+    Webjudge,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnTimeout {
+    Exclude,
+    Zero,
+}
+
+/// `std::rewards::judge(model) { … }`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Judge {
+    pub model: JudgeModel,
+    pub screenshots: u32,
+    pub verdict: Verdict,
+    pub prompt: JudgePrompt,
+    pub base_url: String,
+    pub api_key_env: String,
+    pub timeout: Seconds,
+    pub retries: u32,
+    pub concurrency: u32,
+    pub seed: u64,
+    pub on_timeout: OnTimeout,
+}
+
+/// WebJudge's aggregation weights.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebjudgeWeights {
+    pub completion: f64,
+    pub action: f64,
+    pub efficiency: f64,
+}
+
+/// `std::rewards::webjudge(model) { … }`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Webjudge {
+    pub model: JudgeModel,
+    pub screenshots: u32,
+    pub history: u32,
+    pub max_side: Pixels,
+    pub weights: WebjudgeWeights,
+    pub base_url: String,
+    pub api_key_env: String,
+    pub timeout: Seconds,
+    pub retries: u32,
+    pub concurrency: u32,
+}
+
+impl Signal {
+    /// The signal's short name (`judge`, `format_ok`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Signal::FormatOk { .. } => "format_ok",
+            Signal::Ended { .. } => "ended",
+            Signal::Judge(_) => "judge",
+            Signal::Webjudge(_) => "webjudge",
+            Signal::AnswerMatch { .. } => "answer_match",
+            Signal::TaskCheck => "task_check",
+            Signal::UrlMatch { .. } => "url_match",
+            Signal::BboxHit => "bbox_hit",
+            Signal::ActionMatch { .. } => "action_match",
+            Signal::UrlChanged => "url_changed",
+            Signal::DomHit => "dom_hit",
+            Signal::ScreenChanged { .. } => "screen_changed",
+            Signal::ActionFailed => "action_failed",
+        }
+    }
+}

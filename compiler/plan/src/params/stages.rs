@@ -1,0 +1,308 @@
+//! The training stages the runtime runs: `sft` (one node) and the phases of `grpo`, `dapo` and
+//! `ppo` (one node per phase, each with the stage's fields and the phase's `iters`, `horizon`
+//! and `lr`), their schedules and optimisers, and the checkpoint node that ends each stage.
+
+use serde::Deserialize;
+
+use super::rewards::RewardRef;
+use super::units::{Epochs, Iters, NodeRef, Quantity, Range, Ratio, Steps, Tokens};
+
+/// A learning-rate schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Schedule {
+    /// Constant after an optional linear warm-up over `warmup` of the steps.
+    #[serde(rename = "constant")]
+    Constant { warmup: Ratio },
+    /// Cosine decay to `floor` × peak after the warm-up.
+    #[serde(rename = "cosine")]
+    Cosine { warmup: Ratio, floor: f64 },
+}
+
+/// AdamW's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Optimizer {
+    pub beta1: f64,
+    pub beta2: f64,
+    pub weight_decay: f64,
+    pub grad_clip: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossOn {
+    CurrentTurn,
+    AllTurns,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Images {
+    Current,
+    All,
+}
+
+/// Spans of a demonstration that carry no loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaskPart {
+    Observations,
+    ToolOutput,
+    History,
+    System,
+}
+
+/// `sft(model, data) { … }`, plus the stage's name.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sft {
+    pub model: NodeRef,
+    pub data: NodeRef,
+    pub epochs: Epochs,
+    pub lr: f64,
+    pub batch: u32,
+    pub micro_batch: u32,
+    pub schedule: Schedule,
+    pub loss_on: LossOn,
+    pub images: Images,
+    pub mask: Vec<MaskPart>,
+    pub max_length: Tokens,
+    pub optimizer: Optimizer,
+    pub checkpoint_every: Epochs,
+    pub seed: u64,
+    pub stage: String,
+}
+
+/// Where an RL phase starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resume {
+    /// From its `init` (phase 1).
+    Fresh,
+    /// From the previous phase's weights and optimiser state, with this phase's `lr`.
+    WeightsAndOptimizer,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KlEstimator {
+    K1,
+    K2,
+    K3,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Drop {
+    None,
+    UniformGroups,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossAgg {
+    TokenMean,
+    SeqMeanTokenMean,
+    SeqMeanTokenSum,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyLoss {
+    Clip,
+    KlCov,
+}
+
+/// What one RL sample is: a turn, or a whole trajectory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Turn,
+    Trajectory,
+}
+
+/// A failure class whose samples can leave the loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    EnvError,
+    JudgeTimeout,
+    JudgeError,
+    InfraTimeout,
+    Truncated,
+    Aborted,
+}
+
+impl FailureClass {
+    /// The class as episodes and rewards name it.
+    pub fn word(self) -> &'static str {
+        match self {
+            FailureClass::EnvError => "env_error",
+            FailureClass::JudgeTimeout => "judge_timeout",
+            FailureClass::JudgeError => "judge_error",
+            FailureClass::InfraTimeout => "infra_timeout",
+            FailureClass::Truncated => "truncated",
+            FailureClass::Aborted => "aborted",
+        }
+    }
+}
+
+/// `grpo`'s `async`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Async {
+    pub staleness: Ratio,
+    pub sync_every: u32,
+}
+
+/// `dapo`'s `dynamic_sampling`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DynamicSampling {
+    pub metric: String,
+    pub max_batches: u32,
+}
+
+/// `dapo`'s `overlong`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overlong {
+    pub buffer: Tokens,
+    pub penalty: f64,
+}
+
+/// The fields every RL phase node has besides its constructor's: where it sits in its stage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseOf {
+    pub stage: String,
+    /// 1-based.
+    pub phase: u32,
+    pub phases: u32,
+    pub resume: Resume,
+    /// The agent slots the phase's weights replace during rollouts.
+    pub binds: Vec<String>,
+}
+
+macro_rules! phase_struct {
+    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident: $ty:ty,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            pub init: NodeRef,
+            pub tasks: NodeRef,
+            pub agent: NodeRef,
+            pub iters: Iters,
+            pub horizon: Steps,
+            pub lr: f64,
+            pub stage: String,
+            pub phase: u32,
+            pub phases: u32,
+            pub resume: Resume,
+            pub binds: Vec<String>,
+            $($(#[$fdoc])* pub $field: $ty,)*
+        }
+
+        impl $name {
+            /// Where the phase sits in its stage.
+            pub fn phase_of(&self) -> PhaseOf {
+                PhaseOf {
+                    stage: self.stage.clone(),
+                    phase: self.phase,
+                    phases: self.phases,
+                    resume: self.resume,
+                    binds: self.binds.clone(),
+                }
+            }
+        }
+    };
+}
+
+phase_struct!(
+    /// A phase of `grpo(init, tasks, agent) { … }`.
+    GrpoPhase {
+        prompts: u32,
+        group: u32,
+        reward: RewardRef,
+        #[serde(deserialize_with = "super::opt")]
+        process_reward: Option<RewardRef>,
+        clip: Range<f64>,
+        #[serde(deserialize_with = "super::opt")]
+        dual_clip: Option<f64>,
+        kl: f64,
+        kl_estimator: KlEstimator,
+        entropy: f64,
+        ppo_epochs: u32,
+        mini_batch: u32,
+        temperature: f64,
+        top_p: f64,
+        drop: Drop,
+        std_normalize: bool,
+        loss_agg: LossAgg,
+        policy_loss: PolicyLoss,
+        kl_cov_ratio: f64,
+        level: Level,
+        exclude: Vec<FailureClass>,
+        schedule: Schedule,
+        optimizer: Optimizer,
+        trainable: Vec<String>,
+        #[serde(rename = "async")]
+        asynchronous: Async,
+        eval_every: Iters,
+        checkpoint_every: Iters,
+        seed: u64,
+    }
+);
+
+phase_struct!(
+    /// A phase of `dapo(init, tasks, agent) { … }`.
+    DapoPhase {
+        prompts: u32,
+        group: u32,
+        reward: RewardRef,
+        clip: Range<f64>,
+        kl: f64,
+        entropy: f64,
+        ppo_epochs: u32,
+        mini_batch: u32,
+        temperature: f64,
+        top_p: f64,
+        dynamic_sampling: DynamicSampling,
+        overlong: Overlong,
+        loss_agg: LossAgg,
+        level: Level,
+        exclude: Vec<FailureClass>,
+        schedule: Schedule,
+        optimizer: Optimizer,
+        eval_every: Iters,
+        checkpoint_every: Iters,
+        seed: u64,
+    }
+);
+
+phase_struct!(
+    /// A phase of `ppo(init, tasks, agent) { … }`.
+    PpoPhase {
+        prompts: u32,
+        group: u32,
+        reward: RewardRef,
+        clip: Range<f64>,
+        kl: f64,
+        ppo_epochs: u32,
+        mini_batch: u32,
+        temperature: f64,
+        schedule: Schedule,
+        checkpoint_every: Iters,
+        seed: u64,
+    }
+);
+
+/// The node that holds a training stage's final weights.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    pub stage: String,
+    /// The stage's `checkpoint_every` (epochs for SFT, iterations for RL).
+    pub every: Quantity,
+}

@@ -1,0 +1,238 @@
+//! The plan's quantities as Rust types: one newtype per canonical unit, so a field typed
+//! `Tokens` takes only a quantity in tokens (a plain number or a duration is a format error),
+//! plus references to other nodes, ranges and sizes.
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, Visitor};
+
+use super::de::REF;
+
+macro_rules! unit {
+    ($(#[$doc:meta])* $name:ident($inner:ty) = $unit:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
+        pub struct $name(pub $inner);
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str(concat!("a quantity in ", $unit))
+                    }
+                    fn visit_newtype_struct<D: Deserializer<'de>>(
+                        self,
+                        d: D,
+                    ) -> Result<$name, D::Error> {
+                        <$inner>::deserialize(d).map($name)
+                    }
+                }
+                d.deserialize_newtype_struct(concat!("$unit:", $unit), V)
+            }
+        }
+
+        impl $name {
+            /// The canonical unit's word, as the plan writes it.
+            pub const UNIT: &'static str = $unit;
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{} {}", self.0, $unit)
+            }
+        }
+    };
+}
+
+unit!(
+    /// Tokens (`32Ki tokens` is 32768).
+    Tokens(u64) = "tokens"
+);
+unit!(
+    /// Environment steps (a horizon, an eval's step limit).
+    Steps(u32) = "steps"
+);
+unit!(
+    /// Agent turns.
+    Turns(u32) = "turns"
+);
+unit!(
+    /// RL iterations.
+    Iters(u64) = "iters"
+);
+unit!(
+    /// Passes over a dataset.
+    Epochs(u32) = "epochs"
+);
+unit!(
+    /// Pixels.
+    Pixels(u32) = "px"
+);
+unit!(
+    /// A duration in seconds (`300 ms` is 0.3).
+    Seconds(f64) = "s"
+);
+unit!(
+    /// A fraction (`10%` is 0.1).
+    Ratio(f64) = "ratio"
+);
+unit!(
+    /// Bytes.
+    Bytes(u64) = "B"
+);
+
+impl Seconds {
+    /// The duration; a negative or non-finite one is zero (the checker's bounds rule them out).
+    pub fn duration(self) -> std::time::Duration {
+        std::time::Duration::try_from_secs_f64(self.0).unwrap_or_default()
+    }
+}
+
+/// The output of another node (`model:policy`, `checkpoint:warmup`): its id.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeRef(pub String);
+
+impl<'de> Deserialize<'de> for NodeRef {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NodeRef;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the output of another node")
+            }
+            fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<NodeRef, D::Error> {
+                String::deserialize(d).map(NodeRef)
+            }
+        }
+        d.deserialize_newtype_struct(REF, V)
+    }
+}
+
+impl NodeRef {
+    pub fn id(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for NodeRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A word of the language that is not one of a fixed set (a verdict a module emits).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Word(pub String);
+
+impl<'de> Deserialize<'de> for Word {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{EnumAccess, VariantAccess};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Word;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a word")
+            }
+            fn visit_enum<A: EnumAccess<'de>>(self, a: A) -> Result<Word, A::Error> {
+                let (word, rest): (String, _) = a.variant()?;
+                rest.unit_variant()?;
+                Ok(Word(word))
+            }
+        }
+        d.deserialize_enum(super::de::WORD, &[], V)
+    }
+}
+
+impl Word {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A quantity in whichever unit the plan gives (a checkpoint's `every`, in epochs or iters).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Quantity {
+    pub value: f64,
+    pub unit: String,
+}
+
+impl<'de> Deserialize<'de> for Quantity {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Fields {
+            value: f64,
+            unit: String,
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Quantity;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a quantity")
+            }
+            fn visit_newtype_struct<D: Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Quantity, D::Error> {
+                let f = Fields::deserialize(d)?;
+                Ok(Quantity { value: f.value, unit: f.unit })
+            }
+        }
+        d.deserialize_newtype_struct(super::de::QTY, V)
+    }
+}
+
+/// `lo .. hi`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Range<T> {
+    pub lo: T,
+    pub hi: T,
+}
+
+/// `W x H`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dims {
+    pub width: f64,
+    pub height: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::de::from_val;
+    use crate::value::PVal;
+
+    fn qty(value: f64, unit: &str) -> PVal {
+        PVal::Qty { value, unit: unit.into() }
+    }
+
+    #[test]
+    fn a_quantity_decodes_only_into_its_unit() {
+        assert_eq!(from_val::<Tokens>(&qty(32768.0, "tokens")), Ok(Tokens(32768)));
+        assert_eq!(from_val::<Seconds>(&qty(0.3, "s")), Ok(Seconds(0.3)));
+        let e = from_val::<Tokens>(&qty(30.0, "s")).unwrap_err();
+        assert_eq!(e.to_string(), "the node is 30 s, expected a quantity in tokens");
+        assert!(from_val::<Tokens>(&PVal::Num { value: 3.0 }).is_err(), "a plain number");
+        assert!(from_val::<Tokens>(&qty(2.5, "tokens")).is_err(), "tokens are whole");
+        assert!(from_val::<Tokens>(&PVal::Unknown).unwrap_err().is_unknown());
+        assert_eq!(from_val::<Option<Tokens>>(&PVal::Unknown), Ok(None));
+    }
+
+    #[test]
+    fn references_and_ranges() {
+        let r = PVal::Ref { node: "model:policy".into() };
+        assert_eq!(from_val::<NodeRef>(&r), Ok(NodeRef("model:policy".into())));
+        assert!(from_val::<NodeRef>(&PVal::Str { value: "model:policy".into() }).is_err());
+        let range = PVal::Range {
+            lo: Box::new(PVal::Num { value: 0.2 }),
+            hi: Box::new(PVal::Num { value: 0.28 }),
+        };
+        assert_eq!(from_val::<Range<f64>>(&range), Ok(Range { lo: 0.2, hi: 0.28 }));
+        let dims = PVal::Dims { width: 1280.0, height: 720.0 };
+        assert_eq!(from_val::<Dims>(&dims), Ok(Dims { width: 1280.0, height: 720.0 }));
+    }
+}
