@@ -45,8 +45,12 @@ pub fn case_args(rel: &str, source: &str, json: bool) -> Vec<String> {
     if json {
         args.extend(["--error-format".to_string(), "json".to_string()]);
     }
+    // A case that resumes a run names its run directory instead: the file documents it.
+    let resumes = extra.iter().any(|a| a == "--resume");
     args.extend(extra);
-    args.push(rel.to_string());
+    if !resumes {
+        args.push(rel.to_string());
+    }
     args
 }
 

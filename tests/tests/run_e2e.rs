@@ -4,12 +4,14 @@
 
 use std::path::Path;
 
-fn lines(p: &Path) -> usize {
-    std::fs::read_to_string(p)
-        .expect("a log of the run")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .count()
+use wrl_exec::{MetricLine, RunDir, Summary, TrajectoryLine};
+
+/// The committed records of a finished run, read back through the runtime's own types.
+fn records(out: &Path) -> (Summary, Vec<MetricLine>, Vec<TrajectoryLine>) {
+    let text = std::fs::read_to_string(out.join("summary.json")).expect("summary.json");
+    let summary: Summary = serde_json::from_str(&text).expect("a summary");
+    let run = RunDir::resume(out).expect("the run directory");
+    (summary, run.read_metrics().expect("metrics"), run.read_trajectories().expect("trajectories"))
 }
 
 #[test]
@@ -38,22 +40,21 @@ fn shrunken_quickstart_runs_end_to_end_and_resumes_without_duplicates() {
     let (code, stdout, stderr) = wrl_cli::run_captured(args);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.trim_end().ends_with("report.html"), "{stdout}");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["status"], "finished");
-    let evals = summary["evals"].as_array().unwrap();
-    assert_eq!(evals.len(), 2, "{summary}");
-    assert_eq!(evals[0]["after"], "warmup");
-    assert_eq!(evals[1]["after"], "online");
+    let (summary, metrics, trajs) = records(&out);
+    assert_eq!(summary.status, "finished");
+    let after: Vec<&str> = summary.evals.iter().map(|e| e.after.as_str()).collect();
+    assert_eq!(after, ["warmup", "online"], "{summary:?}");
     // 2 iterations × 2 prompts × group 2, and 2 evaluations × 3 tasks, each logged once.
-    assert_eq!(lines(&out.join("trajectories.jsonl")), 14);
-    let text = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
-    let evals_logged = text.lines().filter(|l| l.contains("\"node\":\"eval:")).count();
+    assert_eq!(trajs.len(), 14);
+    let ids: Vec<u64> = trajs.iter().map(|t| t.id).collect();
+    assert_eq!(ids, (0..14).collect::<Vec<u64>>(), "ids are consecutive");
+    let evals_logged = trajs.iter().filter(|t| t.node.starts_with("eval:")).count();
     assert_eq!(evals_logged, 6, "evaluation episodes are logged too");
     // Loopback sites are recorded by path: the sandbox's port changes from run to run.
+    let text = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
     assert!(!text.contains("127.0.0.1:"), "a trajectory recorded the sandbox's port");
-    let metrics = std::fs::read_to_string(out.join("metrics.jsonl")).unwrap();
-    assert!(metrics.contains("\"kind\":\"sft\"") && metrics.contains("\"kind\":\"rl\""));
+    assert!(metrics.iter().any(|m| matches!(m, MetricLine::Sft(_))));
+    assert!(metrics.iter().any(|m| matches!(m, MetricLine::Rl(_))));
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(report.contains("Held-out evaluation") && report.contains("<svg"));
     assert!(out.join("plan.json").exists());
@@ -73,11 +74,7 @@ fn shrunken_quickstart_runs_end_to_end_and_resumes_without_duplicates() {
     let (code, _, stderr) =
         wrl_cli::run_captured(["run".as_ref(), "--resume".as_ref(), out.as_os_str()]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        lines(&out.join("trajectories.jsonl")),
-        14,
-        "resume of a finished run must not add trajectories"
-    );
+    assert_eq!(records(&out).2.len(), 14, "resume of a finished run must not add trajectories");
 }
 
 /// `wrlc run recipes/RECIPE.wrl --profile smoke --out OUT --set …` for each of `sets`.
@@ -114,41 +111,31 @@ fn webdancer_smoke_runs_offline_with_search_and_visit() {
     let again = dir.path().join("again");
     let (code, _, stderr2) = smoke_run("webdancer.wrl", &again, &sets);
     assert_eq!(code, 0, "{stderr2}");
-    let episodes = |out: &Path| -> Vec<serde_json::Value> {
-        let text = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
-        text.lines()
-            .map(|l| {
-                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-                v["trajectory"]["elapsed_ms"] = 0.into();
-                v
-            })
-            .collect()
+    let episodes = |out: &Path| -> Vec<TrajectoryLine> {
+        let mut trajs = records(out).2;
+        for t in &mut trajs {
+            t.trajectory.elapsed_ms = 0;
+        }
+        trajs
     };
     assert_eq!(episodes(&out), episodes(&again), "two runs of one recipe differ");
     // Two evaluations after the same stage are named in the last line.
     assert!(stderr.contains("gaia_eval after online: "), "{stderr}");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["status"], "finished");
-    let evals = summary["evals"].as_array().unwrap();
-    assert_eq!(
-        (evals[0]["eval"].as_str(), evals[1]["eval"].as_str()),
-        (Some("gaia_eval"), Some("webwalker_eval"))
-    );
-    // The expert's demonstrations search, visit and answer through the sandbox's search API.
+    let (summary, _, trajs) = records(&out);
+    assert_eq!(summary.status, "finished");
+    let evals: Vec<&str> = summary.evals.iter().map(|e| e.eval.as_str()).collect();
+    assert_eq!(evals, ["gaia_eval", "webwalker_eval"]);
+    // The expert's demonstrations search, visit and answer through the sandbox's search API
+    // (the cache's first line counts them).
     let demos = std::fs::read_to_string(out.join("data/trajectories.jsonl")).unwrap();
-    let first: serde_json::Value = serde_json::from_str(demos.lines().next().unwrap()).unwrap();
-    let calls: Vec<&str> = first["trajectory"]["steps"]
-        .as_array()
-        .or(first["steps"].as_array())
-        .unwrap()
-        .iter()
-        .map(|s| s["actions"][0].as_str().unwrap())
-        .collect();
+    assert_eq!(demos.lines().next(), Some("{\"demonstrations\":6}"));
+    let first: wrl_sandbox::Trajectory =
+        serde_json::from_str(demos.lines().nth(1).unwrap()).unwrap();
+    let calls: Vec<&str> = first.steps.iter().map(|s| s.actions[0].as_str()).collect();
     assert!(calls[0].starts_with("search ") && calls[1].starts_with("visit "), "{calls:?}");
     assert!(calls[2].starts_with("answer "), "{calls:?}");
     // DAPO: 4 prompts × group 4, refilled at most twice; pass@3 over 2 + 2 questions.
-    let logged = lines(&out.join("trajectories.jsonl"));
+    let logged = trajs.len();
     assert!((16 + 12..=48 + 12).contains(&logged), "{logged}");
     assert!(out.join("report.html").exists());
 }
@@ -177,19 +164,22 @@ fn opagent_smoke_trains_planner_and_grounder_as_separate_weights() {
     );
     // Each role was updated on the turns it sampled, and the RL iteration's checkpoint holds
     // each role's weights.
-    let metrics = std::fs::read_to_string(out.join("metrics.jsonl")).unwrap();
-    let rl: serde_json::Value = metrics
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|m| m["kind"] == "rl")
+    let (_, metrics, _) = records(&out);
+    let rl = metrics
+        .iter()
+        .find_map(|m| match m {
+            MetricLine::Rl(r) => Some(r),
+            MetricLine::Sft(_) | MetricLine::Eval(_) => None,
+        })
         .unwrap();
     let ckpt = out.join("checkpoints/stage-rl-phase-1-iter-1");
     let mut total = 0;
+    let roles = rl.roles.clone().unwrap_or_default();
     for role in ["planner", "grounder"] {
-        let n = rl["roles"][role]["samples"].as_u64().unwrap_or(0);
-        assert!(n > 0, "{role} sampled no turn: {rl}");
+        let n = roles.get(role).map_or(0, |r| r.samples);
+        assert!(n > 0, "{role} sampled no turn: {rl:?}");
         total += n;
         assert!(ckpt.join("roles").join(role).join("model.safetensors").exists(), "{role}");
     }
-    assert_eq!(rl["samples"].as_u64(), Some(total), "{rl}");
+    assert_eq!(rl.samples, total, "{rl:?}");
 }

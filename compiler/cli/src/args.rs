@@ -152,8 +152,9 @@ pub struct RunCmd {
     #[arg(long, value_name = "PATH")]
     pub chromium: Option<PathBuf>,
     /// Check, lower and preflight the recipe, print what would run, and stop: no run
-    /// directory, no browser, no training
-    #[arg(long, conflicts_with = "resume")]
+    /// directory, no browser, no training. With `--resume DIR`: check that the run can go on
+    /// (its state, plan and cached inputs), changing nothing
+    #[arg(long)]
     pub dry_run: bool,
 }
 

@@ -79,27 +79,23 @@ fn sigkill_during_sft_and_rollouts_then_resume_logs_everything_once() {
     };
     assert!(status.success(), "the resumed run failed");
 
-    let summary: serde_json::Value =
+    let summary: wrl_exec::Summary =
         serde_json::from_str(&read(&out.join("summary.json"))).expect("summary.json");
-    assert_eq!(summary["status"], "finished");
-    assert_eq!(summary["evals"].as_array().map(Vec::len), Some(2), "{summary}");
+    assert_eq!(summary.status, "finished");
+    assert_eq!(summary.evals.len(), 2, "{summary:?}");
     // 3 iterations × 2 prompts × group 2 + 2 evaluations × 3 tasks, each exactly once.
-    let text = read(&out.join("trajectories.jsonl"));
-    let ids: Vec<u64> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).expect("a JSON line")["id"]
-                .as_u64()
-                .expect("an id")
-        })
-        .collect();
+    let run = wrl_exec::RunDir::resume(&out).expect("the run directory");
+    let ids: Vec<u64> =
+        run.read_trajectories().expect("trajectories").iter().map(|t| t.id).collect();
     assert_eq!(ids, (0..18).collect::<Vec<u64>>(), "ids must be consecutive, none twice");
-    let rl_iters: Vec<u64> = read(&out.join("metrics.jsonl"))
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|m| m["kind"] == "rl")
-        .filter_map(|m| m["iter"].as_u64())
+    let rl_iters: Vec<u64> = run
+        .read_metrics()
+        .expect("metrics")
+        .iter()
+        .filter_map(|m| match m {
+            wrl_exec::MetricLine::Rl(r) => Some(r.iter),
+            wrl_exec::MetricLine::Sft(_) | wrl_exec::MetricLine::Eval(_) => None,
+        })
         .collect();
     assert_eq!(rl_iters, vec![1, 2, 3], "every RL iteration logged once");
 }

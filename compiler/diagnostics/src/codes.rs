@@ -87,8 +87,11 @@ pub const CODES: &[CodeInfo] = &[
     live("E0501", Phase::Runtime, "no Chromium, or Chromium cannot start"),
     live("E0502", Phase::Runtime, "not supported by this runtime"),
     live("E0503", Phase::Runtime, "data cannot be read"),
-    live("E0504", Phase::Runtime, "run directory or plan cannot be used"),
+    live("E0504", Phase::Runtime, "run directory cannot be used"),
     live("E0505", Phase::Runtime, "model cannot be built or trained"),
+    live("E0506", Phase::Runtime, "plan does not follow this runtime's format"),
+    live("E0507", Phase::Runtime, "a service the run needs is not available"),
+    live("E0508", Phase::Runtime, "a file the run committed is damaged"),
     // W02xx — warnings
     live("W0201", Phase::Warning, "unused declaration"),
     live("W0202", Phase::Warning, "unused import"),

@@ -1,24 +1,21 @@
-//! The wrl runtime: executes a plan produced by `wrl-plan`. It never sees syntax. This crate
-//! holds the pieces of `wrlc run` that do not drive a browser or a model themselves: the run
-//! directory with its append-only logs and crash-safe commits, and the HTML report.
+//! The wrl runtime: executes a plan produced by `wrl-plan`, decoded once into its typed
+//! parameters; it never sees syntax. Its rooms: the [`executor`] that walks the plan, the
+//! [`preflight`] that refuses what it cannot run, [`env`]ironments (the browser pool, search
+//! APIs) and the [`agent`]s acting in them, [`rollout`]s, [`reward`]s and judges, the
+//! [`rundir`] with its typed records, and the [`report`].
 
-pub mod brains;
-pub mod env_cfg;
-pub mod exec;
-pub mod graph;
-pub mod judge;
-pub mod judges;
-pub mod policy;
+pub mod agent;
+pub mod env;
+pub mod error;
+pub mod executor;
 pub mod preflight;
-pub mod process;
 pub mod report;
 pub mod reward;
-pub mod rl_cfg;
 pub mod rollout;
 pub mod rundir;
-pub mod search_env;
-pub mod serve;
 
-pub use exec::{EvalResult, Executor, RunError, RunOptions, Subject, Summary};
+pub use error::{Fault, RunError, Subject};
+pub use executor::{Executor, RunOptions};
 pub use preflight::{check_out, preflight};
+pub use rundir::records::{Cursor, EvalResult, MetricLine, Summary, TrajectoryLine};
 pub use rundir::{Committed, RunDir, RunDirError};

@@ -10,12 +10,28 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use wrl_browser::EpisodeCfg;
-use wrl_runtime::search_env::SearchEnv;
-use wrl_sandbox::search_api::expert_action;
-use wrl_sandbox::{Sandbox, Split, generate_qa};
+use wrl_exec::env::search::{SearchExpert, last_response};
+use wrl_exec::env::{Agent, Env, SearchEnv};
+use wrl_sandbox::{Sandbox, Split, Task, generate_qa};
 
 fn cfg() -> EpisodeCfg {
     EpisodeCfg { max_agent_errors: 2, ..EpisodeCfg::default() }
+}
+
+/// An agent that writes the given turns, then repeats the last.
+struct Script(Vec<&'static str>);
+
+impl Agent for Script {
+    fn act(&mut self, _: &Task, _: &str, _: &[String]) -> String {
+        let turn = self.0.first().copied().unwrap_or("");
+        if self.0.len() > 1 {
+            self.0.remove(0);
+        }
+        turn.to_string()
+    }
+    fn name(&self) -> &str {
+        "p"
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,11 +41,7 @@ async fn the_expert_answers_through_the_sandbox_api_and_mistakes_are_the_agents(
         SearchEnv::new(&format!("{}/api", sb.base_url()), 1500, Duration::from_secs(5)).unwrap();
     let tasks = generate_qa(sb.content(), Split::Test, 6, 2);
     for task in &tasks {
-        let t = env
-            .run_task(task, "expert", &cfg(), |_, response, history| {
-                expert_action(task, history, response).unwrap_or_else(|| "stuck".into())
-            })
-            .await;
+        let t = env.run_task(task, &mut SearchExpert, &cfg()).await;
         assert!(t.outcome.success, "{}: {:?}", task.goal, t.outcome);
         let calls: Vec<&str> = t.steps.iter().map(|s| s.actions[0].as_str()).collect();
         assert!(calls[0].starts_with("search ") && calls[1].starts_with("visit /wiki/article/"));
@@ -39,14 +51,15 @@ async fn the_expert_answers_through_the_sandbox_api_and_mistakes_are_the_agents(
     // A page that does not exist is read as an error, and the agent goes on; a wrong answer
     // completes the episode unsuccessfully; malformed turns end it as an agent error.
     let task = &tasks[0];
-    let mut turns = ["visit /wiki/article/nowhere", "answer 1"].into_iter();
-    let t = env.run_task(task, "p", &cfg(), |_, _, _| turns.next().unwrap().to_string()).await;
+    let t = env
+        .run_task(task, &mut Script(vec!["visit /wiki/article/nowhere", "answer 1"]), &cfg())
+        .await;
     assert_eq!(t.steps[0].feedback, "error: no such page: /wiki/article/nowhere");
     assert_eq!((t.outcome.reason.as_str(), t.outcome.success), ("completed", false));
-    let t = env.run_task(task, "p", &cfg(), |_, _, _| "click 3".to_string()).await;
+    let t = env.run_task(task, &mut Script(vec!["click 3"]), &cfg()).await;
     assert_eq!(t.outcome.reason, "agent_error");
     assert_eq!(t.steps.len(), 2, "two agent errors in a row end the episode");
-    let t = env.run_task(task, "p", &cfg(), |_, _, _| "search Zzz".to_string()).await;
+    let t = env.run_task(task, &mut Script(vec!["search Zzz"]), &cfg()).await;
     assert_eq!((t.outcome.reason.as_str(), t.steps.len()), ("max_steps", 4));
     assert_eq!(t.steps[0].feedback, "no results");
 }
@@ -68,22 +81,21 @@ async fn a_failing_or_silent_service_is_an_environment_error() {
     let env = SearchEnv::new(&base, 64, Duration::from_millis(300)).unwrap();
     let sb_content = wrl_sandbox::Content::new(0);
     let task = &generate_qa(&sb_content, Split::Train, 1, 0)[0];
-    let t = env.run_task(task, "p", &cfg(), |_, _, _| "search x".to_string()).await;
+    let t = env.run_task(task, &mut Script(vec!["search x"]), &cfg()).await;
     assert_eq!(t.outcome.reason, "env_error");
     assert!(t.outcome.message.contains("HTTP 500"), "{}", t.outcome.message);
-    let t = env.run_task(task, "p", &cfg(), |_, _, _| "visit /a".to_string()).await;
+    let t = env.run_task(task, &mut Script(vec!["visit /a"]), &cfg()).await;
     assert_eq!(t.outcome.reason, "env_error");
     assert!(t.outcome.message.contains("timed out"), "{}", t.outcome.message);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn episodes_ending_in_environment_errors_are_retried_then_counted() {
-    use std::collections::BTreeMap;
-    use wrl_runtime::judges::Judges;
-    use wrl_runtime::policy::History;
-    use wrl_runtime::reward::RewardExpr;
-    use wrl_runtime::rollout::{Backend, RolloutCfg, Scoring, rollout};
-    let sb = std::sync::Arc::new(Sandbox::start(0, 0).await.unwrap());
+    use wrl_exec::agent::policy::History;
+    use wrl_exec::reward::judges::Judges;
+    use wrl_exec::reward::{RewardExpr, Rewards};
+    use wrl_exec::rollout::{RolloutCfg, Scoring, rollout};
+    let sb = Sandbox::start(0, 0).await.unwrap();
     let env =
         SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5)).unwrap();
     let tasks = generate_qa(sb.content(), Split::Train, 2, 0);
@@ -101,12 +113,23 @@ async fn episodes_ending_in_environment_errors_are_retried_then_counted() {
         seed: Some(5),
     };
     let (reward, rewards, judges) =
-        (RewardExpr::Const { value: 0.0 }, BTreeMap::new(), Judges::default());
+        (RewardExpr::Const { value: 0.0 }, Rewards::new(), Judges::default());
     let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
     // Without a policy every attempt fails in the environment: run 3 times, then counted.
-    let episodes = rollout(&Backend::Search(env), &sb, &tasks, None, &cfg, scoring).await;
+    let env: std::sync::Arc<dyn Env> = std::sync::Arc::new(env);
+    let episodes = rollout(&env, &tasks, None, &cfg, scoring).await;
     assert_eq!(episodes.len(), 4);
     for e in &episodes {
         assert_eq!((e.end_reason(), e.retried), ("env_error", 2));
     }
+}
+
+/// The search expert reads the last response from the observation the env shows it.
+#[test]
+fn the_last_response_is_read_back_from_the_observation() {
+    let content = wrl_sandbox::Content::new(0);
+    let task = &generate_qa(&content, Split::Train, 1, 0)[0];
+    let obs = wrl_exec::env::search::observation(&task.goal, "[1] Barvel\nresult: x");
+    assert_eq!(last_response(task, &obs), "[1] Barvel\nresult: x");
+    assert_eq!(last_response(task, &wrl_exec::env::search::observation(&task.goal, "")), "");
 }

@@ -1,15 +1,16 @@
-//! `wrlc run FILE [--profile NAME] [--out DIR] [--set PATH=VALUE]… [--dry-run] | --resume DIR`:
-//! checks the recipe, lowers it to a plan, refuses it before any work if the runtime cannot run
-//! it (the preflight, reported like `wrlc check`'s diagnostics), and executes it into a run
-//! directory with an HTML report. `--dry-run` stops after the preflight.
+//! `wrlc run FILE [--profile NAME] [--out DIR] [--set PATH=VALUE]… [--dry-run] | --resume DIR
+//! [--dry-run]`: checks the recipe, lowers it to a plan, refuses it before any work if the
+//! runtime cannot run it (the preflight, reported like `wrlc check`'s diagnostics), and hands
+//! the decoded plan to the runtime, which writes the run directory and its report. `--dry-run`
+//! stops after the preflight; with `--resume`, after checking that the run can go on.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use wrl_diagnostics::{Diagnostic, FileId, SourceMap};
+use wrl_exec::{Executor, RunDir, RunError, RunOptions};
+use wrl_plan::params::TypedPlan;
 use wrl_plan::{NodeKind, Plan};
-use wrl_runtime::report::{Chart, ReportData, Series, StepView, TrajectoryView};
-use wrl_runtime::{Executor, RunDir, RunError, RunOptions, Summary};
 
 use crate::args::{ErrorFormat, GlobalOpts, RunCmd};
 use crate::commands::run_errors::{Origin, to_diagnostic};
@@ -29,76 +30,133 @@ struct Planned {
 }
 
 pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
-    let opts = RunOptions { chromium: cmd.chromium.clone(), progress: true };
-    let mut planned = None;
-    let (root, plan_json) = if let Some(dir) = &cmd.resume {
-        match RunDir::resume(dir).and_then(|r| r.plan_json().map(|p| (r, p))) {
-            Ok((r, p)) => {
-                drop(r);
-                (dir.clone(), p)
-            }
-            Err(e) => {
-                let _ = writeln!(io.err, "error: {e}");
-                return EXIT_USAGE;
-            }
-        }
-    } else {
-        let Some(file) = &cmd.file else {
-            let _ = writeln!(io.err, "error: give a recipe to run, or `--resume DIR`");
-            return EXIT_USAGE;
-        };
-        let p = match plan_for(file, cmd.profile.as_deref(), &cmd.set, global, io) {
-            Ok(p) => p,
-            Err(code) => return code,
-        };
-        let out = cmd.out.clone().unwrap_or_else(|| default_out(file, cmd.profile.as_deref()));
-        let mut errs = wrl_runtime::preflight(&p.plan, cmd.chromium.as_deref()).err();
-        if let Err(e) = wrl_runtime::check_out(&out) {
-            errs.get_or_insert_with(Vec::new).push(e);
-        }
-        if let Some(errs) = errs {
-            let origin = Origin { recipe: &p.recipe, entry: p.entry };
-            let mut diags: Vec<Diagnostic> =
-                errs.iter().map(|e| to_diagnostic(e, Some(&origin))).collect();
-            // In the recipe's order, as `wrlc check` shows them; unplaced problems last.
-            diags.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-            emit(&diags, &p.sources, global.error_format, io);
-            if global.error_format == ErrorFormat::Human {
-                let _ = writeln!(
-                    io.err,
-                    "refused before starting: {} {}",
-                    errs.len(),
-                    if errs.len() == 1 { "problem" } else { "problems" }
-                );
-            }
-            return EXIT_USER;
-        }
-        if cmd.dry_run {
-            let _ = writeln!(io.out, "{}", dry_run_summary(&p.plan, &out));
-            return EXIT_OK;
-        }
-        let json = match serde_json::to_string_pretty(&p.plan) {
-            Ok(j) => j,
-            Err(e) => {
-                let _ = writeln!(io.err, "error: cannot serialise the plan: {e}");
-                return EXIT_USAGE;
-            }
-        };
-        if let Err(e) = RunDir::create(&out, &json) {
-            let _ = writeln!(io.err, "error: {e}");
-            return EXIT_USAGE;
-        }
-        planned = Some(p);
-        (out, json)
+    match &cmd.resume {
+        Some(dir) => resume(dir, &cmd, global, io),
+        None => fresh(&cmd, global, io),
+    }
+}
+
+/// Reports runtime problems as diagnostics (placed in the recipe when there is one); with
+/// `refused`, the count of problems that kept the run from starting.
+fn report(
+    errs: &[RunError],
+    planned: Option<&Planned>,
+    refused: bool,
+    global: &GlobalOpts,
+    io: &mut Io,
+) -> u8 {
+    report_with(errs, planned, refused, EXIT_USER, global, io)
+}
+
+/// [`report`], exiting with `code`.
+fn report_with(
+    errs: &[RunError],
+    planned: Option<&Planned>,
+    refused: bool,
+    code: u8,
+    global: &GlobalOpts,
+    io: &mut Io,
+) -> u8 {
+    let origin = planned.map(|p| Origin { recipe: &p.recipe, entry: p.entry });
+    let sources = planned.map_or_else(SourceMap::new, |p| p.sources.clone());
+    let mut diags: Vec<Diagnostic> =
+        errs.iter().map(|e| to_diagnostic(e, origin.as_ref())).collect();
+    // In the recipe's order, as `wrlc check` shows them; unplaced problems last.
+    diags.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    emit(&diags, &sources, global.error_format, io);
+    if refused && global.error_format == ErrorFormat::Human {
+        let _ = writeln!(
+            io.err,
+            "refused before starting: {} {}",
+            errs.len(),
+            if errs.len() == 1 { "problem" } else { "problems" }
+        );
+    }
+    code
+}
+
+fn fresh(cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
+    let Some(file) = &cmd.file else {
+        let _ = writeln!(io.err, "error: give a recipe to run, or `--resume DIR`");
+        return EXIT_USAGE;
     };
-    let plan = match wrl_plan::parse_json(&plan_json) {
+    let p = match plan_for(file, cmd.profile.as_deref(), &cmd.set, global, io) {
         Ok(p) => p,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: `{}/plan.json` cannot be read: {e}", root.display());
-            return EXIT_USAGE;
-        }
+        Err(code) => return code,
     };
-    let _ = writeln!(io.err, "running {} into {}", plan.recipe, root.display());
+    let out = cmd.out.clone().unwrap_or_else(|| default_out(file, cmd.profile.as_deref()));
+    let (typed, mut errs) = match wrl_exec::preflight(&p.plan, cmd.chromium.as_deref()) {
+        Ok(t) => (Some(t), Vec::new()),
+        Err(errs) => (None, errs),
+    };
+    if let Err(e) = wrl_exec::check_out(&out) {
+        errs.push(e);
+    }
+    let Some(typed) = typed.filter(|_| errs.is_empty()) else {
+        return report(&errs, Some(&p), true, global, io);
+    };
+    if cmd.dry_run {
+        let _ = writeln!(io.out, "{}", dry_run_summary(&p.plan, &out));
+        return EXIT_OK;
+    }
+    let created = serde_json::to_string_pretty(&p.plan)
+        .map_err(|e| RunError::new(wrl_exec::Fault::RunDir, format!("cannot write the plan: {e}")))
+        .and_then(|json| RunDir::create(&out, &json).map_err(RunError::from));
+    if let Err(e) = created {
+        return report_with(&[e], Some(&p), false, EXIT_USAGE, global, io);
+    }
+    execute(&typed, &out, cmd, Some(&p), global, io)
+}
+
+fn resume(dir: &Path, cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
+    // Read only: a dry run changes nothing, and a real one opens the run once it starts.
+    // A directory that is not a run (or cannot be read) is the command's mistake: exit 2.
+    let committed = match RunDir::inspect(dir) {
+        Ok(c) => c,
+        Err(e @ (wrl_exec::RunDirError::NotARun { .. } | wrl_exec::RunDirError::Io { .. })) => {
+            return report_with(&[RunError::from(e)], None, false, EXIT_USAGE, global, io);
+        }
+        Err(e) => return report(&[RunError::from(e)], None, true, global, io),
+    };
+    let plan = match RunDir::read_plan(dir) {
+        Ok(json) => match wrl_plan::parse_json(&json) {
+            Ok(plan) => plan,
+            Err(e) => {
+                let e = RunError::new(
+                    wrl_exec::Fault::PlanFormat,
+                    format!("`{}` cannot be read: {e}", dir.join("plan.json").display()),
+                )
+                .help("the run was written by another wrlc; resume it with that wrlc");
+                return report(&[e], None, true, global, io);
+            }
+        },
+        Err(e) => return report(&[RunError::from(e)], None, true, global, io),
+    };
+    let typed = match wrl_exec::preflight(&plan, cmd.chromium.as_deref()) {
+        Ok(t) => t,
+        Err(errs) => return report(&errs, None, true, global, io),
+    };
+    if let Err(e) = wrl_exec::executor::check_cached_inputs(dir, &typed) {
+        return report(&[e], None, true, global, io);
+    }
+    if cmd.dry_run {
+        let _ = writeln!(io.out, "{}", dry_run_resume(&plan, &committed, dir));
+        return EXIT_OK;
+    }
+    execute(&typed, dir, cmd, None, global, io)
+}
+
+/// Runs the decoded plan into the run directory `root` until it finishes, fails or is stopped.
+fn execute(
+    typed: &TypedPlan<'_>,
+    root: &Path,
+    cmd: &RunCmd,
+    planned: Option<&Planned>,
+    global: &GlobalOpts,
+    io: &mut Io,
+) -> u8 {
+    let opts = RunOptions { chromium: cmd.chromium.clone(), progress: true };
+    let _ = writeln!(io.err, "running {} into {}", typed.plan.recipe, root.display());
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -107,8 +165,8 @@ pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         }
     };
     let result = rt.block_on(async {
-        let mut run = RunDir::resume(&root).map_err(|e| RunError::new("E0504", e.to_string()))?;
-        let exec = Executor::new(&plan, &mut run, opts);
+        let mut run = RunDir::resume(root)?;
+        let exec = Executor::new(typed, &mut run, opts);
         tokio::select! {
             r = exec.run() => r.map(Some),
             _ = tokio::signal::ctrl_c() => Ok(None),
@@ -116,32 +174,7 @@ pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     });
     match result {
         Ok(Some(summary)) => {
-            write_report(&root, &plan.recipe, plan.profile.clone(), &summary);
-            let evals: Vec<String> = summary
-                .evals
-                .iter()
-                .map(|e| {
-                    let rate = e.success * 100.0;
-                    // An eval that follows no stage is named by itself; two evals after the same
-                    // stage are told apart by name.
-                    if e.after == e.eval {
-                        return format!("{}: {rate:.1}%", e.eval);
-                    }
-                    let shared = summary.evals.iter().filter(|o| o.after == e.after).count() > 1;
-                    let name = if shared { format!("{} ", e.eval) } else { String::new() };
-                    format!("{name}after {}: {rate:.1}%", e.after)
-                })
-                .collect();
-            let _ = writeln!(
-                io.err,
-                "finished in {:.0} s; {}",
-                summary.wall_s,
-                if evals.is_empty() {
-                    "no evaluations".into()
-                } else {
-                    format!("held-out success {}", evals.join(", "))
-                }
-            );
+            let _ = writeln!(io.err, "{}", summary.describe());
             let _ = writeln!(io.out, "{}", root.join("report.html").display());
             EXIT_OK
         }
@@ -151,9 +184,7 @@ pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         }
         Err(e) => {
             // A fresh run can still place a problem in its recipe; a resumed one has no source.
-            let origin = planned.as_ref().map(|p| Origin { recipe: &p.recipe, entry: p.entry });
-            let sources = planned.as_ref().map_or_else(SourceMap::new, |p| p.sources.clone());
-            emit(&[to_diagnostic(&e, origin.as_ref())], &sources, global.error_format, io);
+            report(&[e], planned, false, global, io);
             let _ = writeln!(
                 io.err,
                 "the run stopped; what was committed is kept: `wrlc run --resume {}`",
@@ -162,6 +193,21 @@ pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
             EXIT_USAGE
         }
     }
+}
+
+/// What a resumed run would do, in one line: how far it is, and the directory.
+fn dry_run_resume(plan: &Plan, committed: &wrl_exec::Committed, dir: &Path) -> String {
+    let done = committed.cursor.done.len();
+    let work = plan
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.kind, NodeKind::Sft | NodeKind::RlPhase | NodeKind::Eval))
+        .count();
+    format!(
+        "dry run: `{}` can be resumed: {done} of {work} stages and evaluations done; it would go on in {}",
+        plan.recipe,
+        dir.display()
+    )
 }
 
 /// What a dry run would run, in one line: the recipe, its stages by kind, and the directory.
@@ -277,112 +323,4 @@ fn plan_for(
             Err(EXIT_USER)
         }
     }
-}
-
-/// Builds `report.html` from the committed metrics and trajectories.
-fn write_report(root: &Path, recipe: &str, profile: Option<String>, summary: &Summary) {
-    let Ok(run) = RunDir::resume(root) else { return };
-    let metrics = run.read_log("metrics.jsonl").unwrap_or_default();
-    let trajs = run.read_log("trajectories.jsonl").unwrap_or_default();
-    let mut sft: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    let mut reward: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    let mut success: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    for m in &metrics {
-        let node = m["node"].as_str().unwrap_or("").to_string();
-        match m["kind"].as_str() {
-            Some("sft") => sft
-                .entry(node)
-                .or_default()
-                .push((m["step"].as_f64().unwrap_or(0.0), m["loss"].as_f64().unwrap_or(f64::NAN))),
-            Some("rl") => {
-                let it = m["iter"].as_f64().unwrap_or(0.0);
-                reward
-                    .entry(node.clone())
-                    .or_default()
-                    .push((it, m["reward"].as_f64().unwrap_or(f64::NAN)));
-                success
-                    .entry(node)
-                    .or_default()
-                    .push((it, m["success"].as_f64().unwrap_or(f64::NAN)));
-            }
-            _ => {}
-        }
-    }
-    let chart = |title: &str, x: &str, y: &str, m: BTreeMap<String, Vec<(f64, f64)>>| Chart {
-        title: title.into(),
-        x: x.into(),
-        y: y.into(),
-        series: m.into_iter().map(|(name, points)| Series { name, points }).collect(),
-    };
-    // Sample trajectories: those that kept their pages (the first episodes of each evaluation),
-    // else the last few.
-    let with_pages: Vec<&serde_json::Value> =
-        trajs.iter().filter(|t| t["screenshots"].is_array()).collect();
-    let picked: Vec<&serde_json::Value> = if with_pages.is_empty() {
-        trajs.iter().rev().take(4).collect()
-    } else {
-        with_pages.iter().rev().take(4).rev().copied().collect()
-    };
-    let samples: Vec<TrajectoryView> = picked
-        .into_iter()
-        .map(|t| {
-            let tr = &t["trajectory"];
-            let pages: Vec<String> = t["screenshots"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect())
-                .unwrap_or_default();
-            let node = t["node"].as_str().unwrap_or("");
-            TrajectoryView {
-                title: match t["iter"].as_u64() {
-                    Some(i) if i > 0 => format!("{node}, iteration {i}"),
-                    _ => format!("{node}, trajectory {}", t["id"]),
-                },
-                goal: tr["goal"].as_str().unwrap_or("").into(),
-                outcome: format!(
-                    "{} {}",
-                    tr["outcome"]["reason"].as_str().unwrap_or(""),
-                    tr["outcome"]["detail"].as_str().unwrap_or("")
-                ),
-                reward: t["reward"].as_f64(),
-                steps: tr["steps"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .enumerate()
-                            .map(|(i, s)| StepView {
-                                observation: s["observation"].as_str().unwrap_or("").into(),
-                                action: s["actions"]
-                                    .as_array()
-                                    .map(|x| {
-                                        x.iter()
-                                            .filter_map(|v| v.as_str())
-                                            .collect::<Vec<_>>()
-                                            .join("; ")
-                                    })
-                                    .unwrap_or_default(),
-                                feedback: s["feedback"].as_str().unwrap_or("").into(),
-                                screenshot: pages.get(i).cloned(),
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            }
-        })
-        .collect();
-    let data = ReportData {
-        recipe: recipe.into(),
-        profile,
-        status: summary.status.clone(),
-        wall_s: summary.wall_s,
-        charts: vec![
-            chart("SFT loss", "optimiser step", "loss", sft),
-            chart("mean reward per iteration", "iteration", "reward", reward),
-            chart("training success per iteration", "iteration", "success rate", success),
-        ],
-        evals: summary.evals.iter().map(|e| (e.after.clone(), e.success)).collect(),
-        failures: summary.failures.clone(),
-        judge_agreement: None,
-        samples,
-    };
-    let _ = run.write_file("report.html", wrl_runtime::report::render(&data).as_bytes());
 }

@@ -4,7 +4,7 @@
 
 use wrl_check::{Recipe, V, Val};
 use wrl_diagnostics::{Diagnostic, FileId, Span};
-use wrl_runtime::{RunError, Subject};
+use wrl_exec::{RunError, Subject};
 
 /// The checked recipe a plan came from, to find declarations in.
 pub struct Origin<'r> {
@@ -15,7 +15,7 @@ pub struct Origin<'r> {
 
 /// `e` as a diagnostic, labelled at its subject when the recipe has it.
 pub fn to_diagnostic(e: &RunError, origin: Option<&Origin>) -> Diagnostic {
-    let mut d = Diagnostic::new(e.code, e.message.clone()).maybe_help(e.help.clone());
+    let mut d = Diagnostic::new(e.code(), e.message.clone()).maybe_help(e.help.clone());
     if let (Some(subject), Some(origin)) = (&e.subject, origin)
         && let Some(span) = locate(subject, origin)
     {

@@ -1,14 +1,12 @@
 //! `wrlc serve CHECKPOINT [--addr ADDR] [--model-name NAME] [--max-concurrency N] [--public]`:
 //! serves a trained policy over an OpenAI-compatible HTTP API until Ctrl-C, so judges and frozen
-//! agent modules can run locally. The server itself is `wrl_runtime::serve`.
+//! agent modules can run locally. The server itself is the `wrl-serve` crate.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use wrl_runtime::RunError;
-use wrl_runtime::serve::{
-    ServeError, ServeOptions, Server, check_addr, load_policy, resolve_checkpoint,
-};
+use wrl_exec::RunError;
+use wrl_serve::{ServeError, ServeOptions, Server, check_addr, load_policy, resolve_checkpoint};
 
 use crate::{EXIT_OK, EXIT_USAGE, Io};
 

@@ -6,6 +6,7 @@
 //! variant in [`decode`]'s table and its type; the contract test holds each type to the
 //! stdlib's signature, field by field and word by word.
 
+mod access;
 mod agents;
 mod data;
 mod de;

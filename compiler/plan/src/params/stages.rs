@@ -292,7 +292,10 @@ phase_struct!(
         ppo_epochs: u32,
         mini_batch: u32,
         temperature: f64,
+        top_p: f64,
+        exclude: Vec<FailureClass>,
         schedule: Schedule,
+        optimizer: Optimizer,
         checkpoint_every: Iters,
         seed: u64,
     }

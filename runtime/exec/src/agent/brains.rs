@@ -1,0 +1,93 @@
+//! What runs each module of a graph agent: the stage's trained policy for the modules a stage
+//! or eval binds (`binds = ["modules.grounder.model", …]`), and for every other module its own
+//! model, frozen: a local candle policy built once per model node, or an OpenAI-compatible
+//! endpoint for `api(…)` models (key read from the environment variable the recipe names).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use wrl_plan::params;
+use wrl_trainer::{Trainer, TrainerConfig};
+
+use super::graph::{Brain, GraphSpec};
+use crate::reward::client::{JudgeClient, JudgeConfig};
+
+/// Frozen models, built on first use and shared by every episode.
+#[derive(Default)]
+pub struct Frozen {
+    locals: BTreeMap<String, Arc<Mutex<Trainer>>>,
+    apis: BTreeMap<String, JudgeConfig>,
+}
+
+impl Frozen {
+    /// Records the `api(model)` model of node `id`. Its `context` and `image_tokens` are the
+    /// checker's (E0404); `temperature` is sent with every call.
+    pub fn add_api(&mut self, id: &str, api: &params::Api) {
+        let params::Api {
+            model,
+            base_url,
+            api_key_env,
+            context: _,
+            timeout,
+            retries,
+            concurrency,
+            temperature,
+            image_tokens: _,
+        } = api;
+        let cfg = JudgeConfig {
+            base_url: base_url.clone(),
+            model: model.clone(),
+            api_key_env: api_key_env.clone(),
+            timeout: timeout.duration().max(Duration::from_millis(1)),
+            retries: *retries,
+            concurrency: (*concurrency).max(1) as usize,
+            temperature: *temperature,
+            ..JudgeConfig::default()
+        };
+        self.apis.insert(id.to_string(), cfg);
+    }
+
+    /// The brain of every module of `spec`: for the modules `binds` names, its role's own
+    /// trained weights in `roles` (a graph with `weights = per_role`) or else `trained` (when
+    /// there is a trained policy); every other module runs its own model, frozen.
+    pub fn brains(
+        &mut self,
+        spec: &GraphSpec,
+        binds: &[String],
+        trained: Option<&Arc<Mutex<Trainer>>>,
+        roles: &BTreeMap<String, Arc<Mutex<Trainer>>>,
+        models: &BTreeMap<String, TrainerConfig>,
+    ) -> Result<Arc<BTreeMap<String, Brain>>, String> {
+        let mut out = BTreeMap::new();
+        for m in spec.modules.values() {
+            let bound = binds.iter().any(|b| *b == format!("modules.{}.model", m.name));
+            let brain = match roles.get(&m.role).or(trained) {
+                Some(t) if bound => Brain::Local(t.clone()),
+                _ => self.own(&m.model, models)?,
+            };
+            out.insert(m.name.clone(), brain);
+        }
+        Ok(Arc::new(out))
+    }
+
+    fn own(
+        &mut self,
+        model: &str,
+        models: &BTreeMap<String, TrainerConfig>,
+    ) -> Result<Brain, String> {
+        if let Some(cfg) = self.apis.get(model) {
+            return JudgeClient::new(cfg.clone())
+                .map(Brain::Api)
+                .map_err(|e| format!("cannot reach `{model}`: {e}"));
+        }
+        if let Some(t) = self.locals.get(model) {
+            return Ok(Brain::Local(t.clone()));
+        }
+        let cfg = models.get(model).ok_or_else(|| format!("nothing builds `{model}`"))?;
+        let t = Trainer::new(cfg.clone()).map_err(|e| format!("cannot build `{model}`: {e}"))?;
+        let t = Arc::new(Mutex::new(t));
+        self.locals.insert(model.to_string(), t.clone());
+        Ok(Brain::Local(t))
+    }
+}

@@ -1,0 +1,454 @@
+//! Module-graph agents (`agent a = graph { module … ; x -> y when v }`): each environment turn
+//! walks the graph from where the last one stopped, calling modules (a planner, a reflector, a
+//! summarizer) until one that holds tools (a grounder) writes the turn's actions, or the walk
+//! reaches `end`. Trainable modules sample from the stage's candle policy and their turns are
+//! recorded for the update; frozen modules (`llm(model)`) run a local policy or call an
+//! OpenAI-compatible endpoint.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use wrl_plan::params::{self, Module, ModuleInput};
+use wrl_sandbox::Task;
+use wrl_trainer::{SampleParams, Trainer};
+
+use super::policy::{Turn, compose, sample_turn, split_task};
+use crate::env::Agent;
+use crate::reward::client::JudgeClient;
+
+/// One module of a graph.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModuleSpec {
+    pub name: String,
+    /// The model node it runs (`model:base`).
+    pub model: String,
+    /// `llm(…)`: frozen, never trained.
+    pub frozen: bool,
+    /// `policy_of(…) { trainable }`.
+    pub trainable: bool,
+    /// Holds tools: its output is the turn's actions.
+    pub acts: bool,
+    /// Verdicts it may emit (edges branch on them).
+    pub emits: Vec<String>,
+    /// What its prompt shows.
+    pub inputs: Vec<ModuleInput>,
+    pub max_response: usize,
+    pub prompt: String,
+    pub role: String,
+}
+
+/// One edge: `from -> to [when v | w]`, taken at most `limit` times per episode.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EdgeSpec {
+    pub from: String,
+    pub to: String,
+    pub when: Vec<String>,
+    pub limit: Option<u32>,
+}
+
+/// A graph agent as the plan declares it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GraphSpec {
+    pub modules: BTreeMap<String, ModuleSpec>,
+    pub edges: Vec<EdgeSpec>,
+    pub max_parse_failures: u32,
+}
+
+impl GraphSpec {
+    /// The graph of a `graph` agent.
+    pub fn new(g: &params::Graph) -> GraphSpec {
+        let params::Graph {
+            env: _,
+            weights: _,
+            max_turns: _,
+            max_parse_failures,
+            step_response: _,
+            modules,
+            graph,
+        } = g;
+        let mut specs = BTreeMap::new();
+        for (name, m) in modules {
+            let spec = match m {
+                Module::Llm(l) => ModuleSpec {
+                    name: name.clone(),
+                    model: l.model.id().to_string(),
+                    frozen: true,
+                    trainable: false,
+                    acts: false,
+                    emits: l.emits.iter().map(|w| w.as_str().to_string()).collect(),
+                    inputs: l.inputs.clone(),
+                    max_response: (l.max_response.0 as usize).max(1),
+                    prompt: l.prompt.clone(),
+                    role: name.clone(),
+                },
+                Module::PolicyOf(p) => ModuleSpec {
+                    name: name.clone(),
+                    model: p.model.id().to_string(),
+                    frozen: false,
+                    trainable: p.trainable,
+                    acts: true,
+                    emits: p.emits.iter().map(|w| w.as_str().to_string()).collect(),
+                    inputs: p.inputs.clone(),
+                    max_response: (p.max_response.0 as usize).max(1),
+                    prompt: p.prompt.clone(),
+                    role: if p.role.is_empty() { name.clone() } else { p.role.clone() },
+                },
+            };
+            specs.insert(name.clone(), spec);
+        }
+        let edges: Vec<EdgeSpec> = graph
+            .iter()
+            .map(|e| EdgeSpec {
+                from: e.from.clone(),
+                to: e.to.clone(),
+                when: e.when.clone(),
+                limit: e.limit,
+            })
+            .collect();
+        // A module that holds tools but hands its words to another tool-holding module (OpAgent's
+        // planner, to whom the tools are only described) does not act itself, unless it emits
+        // the acting verdicts.
+        let holds: Vec<String> =
+            specs.values().filter(|m: &&ModuleSpec| m.acts).map(|m| m.name.clone()).collect();
+        for m in specs.values_mut() {
+            let emits_acting = m.emits.iter().any(|e| e == "acted" || e == "answered");
+            let feeds_actor = edges
+                .iter()
+                .any(|e| e.from == m.name && e.when.is_empty() && holds.contains(&e.to));
+            m.acts = m.acts && (emits_acting || !feeds_actor);
+        }
+        GraphSpec { modules: specs, edges, max_parse_failures: (*max_parse_failures).max(1) }
+    }
+}
+
+/// What produces a module's text.
+#[derive(Clone)]
+pub enum Brain {
+    /// A local candle policy (trained or frozen).
+    Local(Arc<Mutex<Trainer>>),
+    /// A frozen model behind an OpenAI-compatible endpoint.
+    Api(JudgeClient),
+}
+
+impl std::fmt::Debug for Brain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Brain::Local(_) => f.write_str("Local"),
+            Brain::Api(c) => write!(f, "Api({c:?})"),
+        }
+    }
+}
+
+/// A graph and the brain of each of its modules, as one rollout runs them.
+pub type GraphRun = (Arc<GraphSpec>, Arc<BTreeMap<String, Brain>>);
+
+/// The graph agent acting in one episode.
+pub struct GraphPolicy {
+    spec: Arc<GraphSpec>,
+    /// Per module name.
+    brains: Arc<BTreeMap<String, Brain>>,
+    params: SampleParams,
+    name: String,
+    current: String,
+    instruction: String,
+    notes: Vec<String>,
+    parse_failures: u32,
+    taken: BTreeMap<usize, u32>,
+    /// Environment steps so far.
+    steps: usize,
+    /// Every turn a trainable module sampled, in order.
+    pub turns: Vec<Turn>,
+    /// Why the last walk found no way on (the episode ends as an agent error).
+    gave_up: Option<String>,
+    /// The episode's sampling stream (see `TrainerPolicy::with_stream`) and the module calls
+    /// so far, each of which draws from its own sub-stream.
+    stream: Option<u64>,
+    calls: u64,
+}
+
+impl GraphPolicy {
+    pub fn new(
+        spec: Arc<GraphSpec>,
+        brains: Arc<BTreeMap<String, Brain>>,
+        params: SampleParams,
+        name: &str,
+    ) -> GraphPolicy {
+        GraphPolicy {
+            spec,
+            brains,
+            params: SampleParams { n: 1, ..params },
+            name: name.to_string(),
+            current: "start".into(),
+            instruction: String::new(),
+            notes: Vec::new(),
+            parse_failures: 0,
+            taken: BTreeMap::new(),
+            steps: 0,
+            turns: Vec::new(),
+            gave_up: None,
+            stream: None,
+            calls: 0,
+        }
+    }
+
+    /// Samples from the episode's own stream (see `TrainerPolicy::with_stream`).
+    pub fn with_stream(mut self, stream: Option<u64>) -> GraphPolicy {
+        self.stream = stream;
+        self
+    }
+
+    /// The next module after `from` given its verdict: an edge whose `when` names the verdict
+    /// wins over an unconditional one; edges past their `limit` are skipped.
+    fn next(&mut self, from: &str, verdict: Option<&str>) -> Option<String> {
+        let pick = self
+            .spec
+            .edges
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| {
+                e.from == from
+                    && e.limit.is_none_or(|l| self.taken.get(i).copied().unwrap_or(0) < l)
+            })
+            .filter(|(_, e)| {
+                e.when.is_empty() || verdict.is_some_and(|v| e.when.iter().any(|w| w == v))
+            })
+            .min_by_key(|(_, e)| e.when.is_empty())
+            .map(|(i, e)| (i, e.to.clone()));
+        let (i, to) = pick?;
+        *self.taken.entry(i).or_default() += 1;
+        Some(to)
+    }
+
+    /// The prompt of `m`: the page (when its inputs show it), then notes, instruction, the
+    /// actions so far, its role, and the task last.
+    fn prompt(&self, m: &ModuleSpec, observation: &str, history: &[String]) -> String {
+        let (task, page) = split_task(observation);
+        let shows = |k: ModuleInput| m.inputs.contains(&k);
+        let page = if shows(ModuleInput::Screenshot)
+            || shows(ModuleInput::Url)
+            || shows(ModuleInput::Feedback)
+        {
+            page
+        } else {
+            ""
+        };
+        let mut tail = String::new();
+        if !m.prompt.is_empty() {
+            tail.push_str(&m.prompt);
+            tail.push('\n');
+        }
+        if shows(ModuleInput::Notes) && !self.notes.is_empty() {
+            tail.push_str(&format!("notes: {}\n", self.notes.join("; ")));
+        }
+        if shows(ModuleInput::Instruction) && !self.instruction.is_empty() {
+            tail.push_str(&format!("instruction: {}\n", self.instruction));
+        }
+        if shows(ModuleInput::History) && !history.is_empty() {
+            tail.push_str(&format!("done: {}\n", history.join("; ")));
+        }
+        tail.push_str(&format!("role: {}\n", m.role));
+        tail.push_str(task);
+        compose(page, &tail)
+    }
+
+    /// The text module `m` writes for `prompt` (empty when its brain fails).
+    fn generate(&mut self, m: &ModuleSpec, prompt: String) -> String {
+        let params = SampleParams { max_tokens: m.max_response, ..self.params.clone() };
+        self.calls += 1;
+        let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.calls));
+        match self.brains.get(&m.name) {
+            Some(Brain::Local(t)) => match sample_turn(t, prompt, &params, stream) {
+                Some((turn, text)) => {
+                    if m.trainable {
+                        self.turns.push(Turn { step: self.steps, role: m.role.clone(), ..turn });
+                    }
+                    text
+                }
+                None => String::new(),
+            },
+            Some(Brain::Api(client)) => {
+                let client = client.clone();
+                let call = client.chat(&m.prompt, &prompt, m.max_response);
+                // A frozen module over HTTP: wait for it without holding up other episodes.
+                match tokio::runtime::Handle::try_current() {
+                    Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                        tokio::task::block_in_place(|| h.block_on(call)).unwrap_or_default()
+                    }
+                    _ => String::new(),
+                }
+            }
+            None => String::new(),
+        }
+    }
+
+    /// The turn that ends the episode when the walk reaches `end` without a terminal action:
+    /// the last module's words as the answer.
+    fn finish(&self) -> String {
+        let last = self.notes.last().map(String::as_str).unwrap_or("");
+        let words = last.split_once(": ").map(|(_, t)| t).unwrap_or(last).trim();
+        if words.is_empty() {
+            "done".into()
+        } else {
+            format!("answer {}", words.replace('\n', " "))
+        }
+    }
+}
+
+/// The first verdict of `emits` that `text` names as a whole word.
+pub fn verdict_in(text: &str, emits: &[String]) -> Option<String> {
+    let words: Vec<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().find_map(|w| emits.iter().find(|e| e.as_str() == *w).cloned())
+}
+
+impl Agent for GraphPolicy {
+    fn act(&mut self, _task: &Task, observation: &str, history: &[String]) -> String {
+        let turn = self.walk(observation, history);
+        self.steps += 1;
+        turn.unwrap_or_else(|why| {
+            self.gave_up = Some(why);
+            String::new()
+        })
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn gave_up(&mut self) -> Option<String> {
+        self.gave_up.take()
+    }
+}
+
+impl GraphPolicy {
+    /// One environment turn's walk through the graph: the acting module's turn, or why the
+    /// graph has no way on.
+    fn walk(&mut self, observation: &str, history: &[String]) -> Result<String, String> {
+        // A walk that calls more modules than this in one turn is looping without acting.
+        let budget = 4 * self.spec.modules.len() + 4;
+        for _ in 0..budget {
+            if self.current == "start" {
+                match self.next("start", None) {
+                    Some(n) => self.current = n,
+                    None => return Err("its graph has no edge leaving `start`".into()),
+                }
+            }
+            if self.current == "end" {
+                return Ok(self.finish());
+            }
+            let Some(m) = self.spec.modules.get(&self.current).cloned() else {
+                return Err(format!("its graph has no module `{}`", self.current));
+            };
+            let prompt = self.prompt(&m, observation, history);
+            let text = self.generate(&m, prompt);
+            if m.acts {
+                let verdict = match wrl_browser::terse::parse_turn(&text) {
+                    Ok(actions) if actions.last().is_some_and(|a| a.is_terminal()) => "answered",
+                    Ok(_) => "acted",
+                    // Unparsable actions are an agent error the runner records.
+                    Err(_) => return Ok(text),
+                };
+                let verdict = if m.emits.is_empty() { None } else { Some(verdict) };
+                self.current = self.next(&m.name, verdict).unwrap_or_else(|| "end".into());
+                return Ok(text);
+            }
+            let verdict = if m.emits.is_empty() {
+                None
+            } else {
+                match verdict_in(&text, &m.emits) {
+                    Some(v) => Some(v),
+                    None => {
+                        self.parse_failures += 1;
+                        if self.parse_failures >= self.spec.max_parse_failures {
+                            return Err(format!(
+                                "`{}` named none of its verdicts ({}) {} times",
+                                m.name,
+                                m.emits.join(", "),
+                                self.parse_failures
+                            ));
+                        }
+                        continue;
+                    }
+                }
+            };
+            self.instruction = text.replace('\n', " ");
+            self.notes.push(format!("{}: {}", m.name, self.instruction));
+            if self.notes.len() > 3 {
+                self.notes.remove(0);
+            }
+            match self.next(&m.name, verdict.as_deref()) {
+                Some(n) => self.current = n,
+                None => {
+                    return Err(format!(
+                        "its graph has no edge leaving `{}` for the verdict {}",
+                        m.name,
+                        verdict.as_deref().unwrap_or("(none)")
+                    ));
+                }
+            }
+        }
+        Err(format!("more than {budget} module calls in one turn without an action"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edge(from: &str, to: &str, when: &[&str], limit: Option<u32>) -> EdgeSpec {
+        EdgeSpec {
+            from: from.into(),
+            to: to.into(),
+            when: when.iter().map(|s| s.to_string()).collect(),
+            limit,
+        }
+    }
+
+    fn policy(edges: Vec<EdgeSpec>) -> GraphPolicy {
+        let spec = GraphSpec { modules: BTreeMap::new(), edges, max_parse_failures: 2 };
+        GraphPolicy::new(Arc::new(spec), Arc::new(BTreeMap::new()), SampleParams::default(), "g")
+    }
+
+    #[test]
+    fn edges_prefer_a_matching_verdict_and_respect_limits() {
+        let mut p = policy(vec![
+            edge("r", "planner", &[], None),
+            edge("r", "summarizer", &["done"], None),
+            edge("g", "r", &["acted"], Some(1)),
+        ]);
+        assert_eq!(p.next("r", Some("done")).as_deref(), Some("summarizer"));
+        assert_eq!(p.next("r", Some("go_on")).as_deref(), Some("planner"));
+        assert_eq!(p.next("r", None).as_deref(), Some("planner"));
+        assert_eq!(p.next("g", Some("acted")).as_deref(), Some("r"));
+        assert_eq!(p.next("g", Some("acted")), None, "the limit of 1 is spent");
+        assert_eq!(p.next("g", Some("answered")), None);
+    }
+
+    #[test]
+    fn verdicts_are_whole_words() {
+        let e = vec!["done".to_string(), "go_on".to_string(), "replan".to_string()];
+        assert_eq!(verdict_in("I think we should go_on now", &e).as_deref(), Some("go_on"));
+        assert_eq!(verdict_in("undone, abandoned", &e), None);
+        assert_eq!(verdict_in("verdict: done.", &e).as_deref(), Some("done"));
+    }
+
+    /// A graph with no way on gives up with the reason, instead of returning text that the
+    /// runner would misread as an unknown tool.
+    #[test]
+    fn a_graph_without_a_way_on_gives_up_with_the_reason() {
+        let mut p = policy(vec![]);
+        assert_eq!(p.walk("page", &[]), Err("its graph has no edge leaving `start`".into()));
+        let mut p = policy(vec![edge("start", "ghost", &[], None)]);
+        assert_eq!(p.walk("page", &[]), Err("its graph has no module `ghost`".into()));
+    }
+
+    #[test]
+    fn the_walk_ends_with_the_last_words_as_the_answer() {
+        let mut p = policy(vec![]);
+        assert_eq!(p.finish(), "done");
+        p.notes.push("summarizer: 42 apples".into());
+        assert_eq!(p.finish(), "answer 42 apples");
+    }
+}

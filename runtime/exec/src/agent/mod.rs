@@ -1,0 +1,79 @@
+//! Agents: the trainable candle policy acting in a ReAct loop ([`policy`]), module graphs that
+//! walk their modules each turn ([`graph`]), and the frozen models graph modules call
+//! ([`brains`]). [`AgentCfg`] is an agent node's settings as a rollout uses them.
+
+pub mod brains;
+pub mod graph;
+pub mod policy;
+
+use std::sync::Arc;
+
+use wrl_plan::params;
+
+use graph::GraphSpec;
+use policy::History;
+
+/// An agent's settings for its rollouts.
+#[derive(Clone, Debug)]
+pub struct AgentCfg {
+    pub history: History,
+    pub max_turns: u32,
+    /// The longest response of one turn (a graph: its longest module's).
+    pub max_response: usize,
+    /// Malformed turns in a row that end an episode as an agent error.
+    pub max_parse_failures: u32,
+    /// The module graph of a `graph` agent.
+    pub graph: Option<Arc<GraphSpec>>,
+    /// The env node the agent acts in.
+    pub env: String,
+    /// Each role of the graph trains its own weights (`weights = per_role`).
+    pub per_role: bool,
+}
+
+impl AgentCfg {
+    /// The settings of an agent node. A ReAct agent's `prompt` is refused by the preflight
+    /// when set (the tiny policy's prompt is fixed); `step_response` is the checker's (E0404);
+    /// its `policy` is bound by the stage or eval that runs it.
+    pub fn new(agent: &params::Agent) -> AgentCfg {
+        match agent {
+            params::Agent::React(r) => {
+                let params::React {
+                    policy: _,
+                    env,
+                    history,
+                    max_parse_failures,
+                    max_turns,
+                    max_response,
+                    prompt: _,
+                    step_response: _,
+                } = r;
+                AgentCfg {
+                    history: History::from(*history),
+                    max_turns: max_turns.0,
+                    max_response: max_response.0 as usize,
+                    max_parse_failures: *max_parse_failures,
+                    graph: None,
+                    env: env.id().to_string(),
+                    per_role: false,
+                }
+            }
+            params::Agent::Graph(g) => {
+                let spec = GraphSpec::new(g);
+                AgentCfg {
+                    // A graph's modules keep their own notes; the actions so far reach those
+                    // whose `inputs` list `history`.
+                    history: History::ActionOnly,
+                    max_turns: g.max_turns.0,
+                    max_response: spec.modules.values().map(|m| m.max_response).max().unwrap_or(48),
+                    max_parse_failures: g.max_parse_failures,
+                    graph: Some(Arc::new(spec)),
+                    env: g.env.id().to_string(),
+                    per_role: match g.weights {
+                        params::Weights::Shared => false,
+                        params::Weights::PerRole => true,
+                    },
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The trainable policy as an agent: renders the text observation and the actions so far into a
+//! prompt, samples one turn of terse actions from the candle policy, and records the tokens and
+//! log-probs of every turn for the RL update. SFT examples are rendered with the same prompt, so
+//! what the policy imitates is exactly what it later sees.
+
+use std::sync::{Arc, Mutex};
+
+use wrl_plan::params;
+use wrl_sandbox::Task;
+use wrl_trainer::{Role, SampleParams, Segment, Trainer, Trajectory, render_prompt};
+
+use crate::env::Agent;
+
+/// How much of the episode so far the prompt carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum History {
+    /// Only the current observation.
+    None,
+    /// The current observation and the actions taken so far (`history = action_only`).
+    ActionOnly,
+}
+
+impl From<params::History> for History {
+    /// A recipe's `history` (`full_text` and `hide_thinking` keep the actions too: a text
+    /// policy's turns are its actions).
+    fn from(h: params::History) -> History {
+        match h {
+            params::History::None => History::None,
+            params::History::ActionOnly
+            | params::History::FullText
+            | params::History::HideThinking => History::ActionOnly,
+        }
+    }
+}
+
+/// The largest prompt, in bytes, kept for the tiny byte-level policy's context.
+pub const MAX_PROMPT_BYTES: usize = 900;
+
+/// The user turn the policy sees: the page (URL, elements, feedback), then the actions so far,
+/// then the task. The task comes last, next to the answer the policy writes, because that is
+/// what it copies from most (a product or town name to search for); when the prompt is too long
+/// the page is cut, never the task or the actions.
+pub fn prompt_text(observation: &str, history: &[String], mode: History) -> String {
+    let (task, page) = split_task(observation);
+    let mut tail = String::new();
+    if mode == History::ActionOnly && !history.is_empty() {
+        tail.push_str("done: ");
+        tail.push_str(&history.join("; "));
+        tail.push('\n');
+    }
+    tail.push_str(task);
+    compose(page, &tail)
+}
+
+/// An observation's `task: …` first line and the page after it.
+pub fn split_task(observation: &str) -> (&str, &str) {
+    match observation.split_once('\n') {
+        Some((first, rest)) if first.starts_with("task: ") => (first, rest),
+        _ => ("", observation),
+    }
+}
+
+/// `page` then `tail`, at most [`MAX_PROMPT_BYTES`]: the page is cut first, never the tail
+/// (which ends with the task).
+pub fn compose(page: &str, tail: &str) -> String {
+    // One byte stays free for the newline between the page and the tail.
+    let mut keep = MAX_PROMPT_BYTES.saturating_sub(tail.len() + 1).min(page.len());
+    while !page.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    let page = &page[..keep];
+    let mut s = String::with_capacity(keep + tail.len() + 1);
+    s.push_str(page);
+    if !page.is_empty() && !page.ends_with('\n') {
+        s.push('\n');
+    }
+    s.push_str(tail);
+    if s.len() > MAX_PROMPT_BYTES {
+        let mut cut = s.len() - MAX_PROMPT_BYTES;
+        while !s.is_char_boundary(cut) {
+            cut += 1;
+        }
+        s.drain(..cut);
+    }
+    s
+}
+
+/// Per-turn SFT examples from an expert trajectory: the same prompts the policy will see.
+pub fn sft_examples(traj: &wrl_sandbox::Trajectory, mode: History) -> Vec<Trajectory> {
+    let mut history: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for step in &traj.steps {
+        let user = prompt_text(&step.observation, &history, mode);
+        let action = step.actions.join("\n");
+        out.push(Trajectory {
+            segments: vec![Segment::new(Role::User, user), Segment::new(Role::Assistant, action)],
+        });
+        history.extend(step.actions.iter().cloned());
+    }
+    out
+}
+
+/// One sampled turn.
+#[derive(Clone, Debug, Default)]
+pub struct Turn {
+    pub prompt_tokens: Vec<u32>,
+    pub completion_tokens: Vec<u32>,
+    pub logprobs: Vec<f32>,
+    /// Generation hit its length limit.
+    pub truncated: bool,
+    /// The environment step (0-based) this turn was sampled in.
+    pub step: usize,
+    /// The graph role whose weights sampled it (empty for a ReAct agent).
+    pub role: String,
+}
+
+/// The candle policy acting in one episode.
+pub struct TrainerPolicy {
+    trainer: Arc<Mutex<Trainer>>,
+    params: SampleParams,
+    mode: History,
+    name: String,
+    /// The episode's sampling stream (each turn draws from its own sub-stream), or `None` to
+    /// fork the trainer's RNG per turn.
+    stream: Option<u64>,
+    /// Every turn sampled in this episode, in order.
+    pub turns: Vec<Turn>,
+}
+
+impl TrainerPolicy {
+    pub fn new(
+        trainer: Arc<Mutex<Trainer>>,
+        params: SampleParams,
+        mode: History,
+        name: &str,
+    ) -> TrainerPolicy {
+        TrainerPolicy {
+            trainer,
+            params: SampleParams { n: 1, ..params },
+            mode,
+            name: name.to_string(),
+            stream: None,
+            turns: Vec::new(),
+        }
+    }
+
+    /// Samples from the episode's own stream: the same turns whatever other episodes run
+    /// alongside (see [`sample_turn`]).
+    pub fn with_stream(mut self, stream: Option<u64>) -> TrainerPolicy {
+        self.stream = stream;
+        self
+    }
+}
+
+impl TrainerPolicy {
+    /// One turn on a text observation (`task: …` first, then the page or tool response), with
+    /// the turns so far; an empty turn when the trainer cannot sample.
+    pub fn act_text(&mut self, observation: &str, history: &[String]) -> String {
+        let text = prompt_text(observation, history, self.mode);
+        let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.turns.len() as u64));
+        match sample_turn(&self.trainer, text, &self.params, stream) {
+            Some((turn, out)) => {
+                let step = self.turns.len();
+                self.turns.push(Turn { step, ..turn });
+                out
+            }
+            None => String::new(),
+        }
+    }
+}
+
+impl Agent for TrainerPolicy {
+    fn act(&mut self, _task: &Task, observation: &str, history: &[String]) -> String {
+        self.act_text(observation, history)
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// One sampled turn of the candle policy on a user prompt: the turn's tokens and log-probs, and
+/// its text trimmed. `None` when the trainer is unusable (poisoned lock, a prompt it cannot
+/// tokenise or that does not fit): the caller's episode then ends as an agent error. With a
+/// `stream`, the draw is that stream of the model's seed (reproducible whatever else runs);
+/// without, a fork of the trainer's RNG.
+pub fn sample_turn(
+    trainer: &Mutex<Trainer>,
+    text: String,
+    params: &SampleParams,
+    stream: Option<u64>,
+) -> Option<(Turn, String)> {
+    // The lock is held only to fork a sampler, so concurrent episodes decode in parallel; it is
+    // taken inside `blocking` since waiting for it (during an update) is blocking too.
+    blocking(|| {
+        let mut sampler = {
+            let mut t = trainer.lock().ok()?;
+            match stream {
+                Some(s) => t.sampler_for(s),
+                None => t.sampler(),
+            }
+        };
+        let prompt = render_prompt(sampler.tokenizer(), &[Segment::new(Role::User, text)]).ok()?;
+        let mut outs = sampler.sample(std::slice::from_ref(&prompt), params).ok()?;
+        if outs.is_empty() {
+            return None;
+        }
+        let c = outs.swap_remove(0);
+        let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
+        let text = c.text.trim().to_string();
+        let turn = Turn {
+            prompt_tokens: prompt,
+            completion_tokens: c.tokens,
+            logprobs: c.logprobs,
+            truncated,
+            step: 0,
+            role: String::new(),
+        };
+        Some((turn, text))
+    })
+}
+
+/// Runs CPU-bound `f` (a sampling turn) so that the other tasks of a multi-threaded tokio
+/// runtime move to another worker meanwhile; on any other runtime, or none, it just runs `f`.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sft_prompts_carry_the_actions_so_far() {
+        let traj = wrl_sandbox::Trajectory {
+            task_id: "t".into(),
+            template: "x".into(),
+            goal: "g".into(),
+            agent: "expert".into(),
+            steps: vec![
+                wrl_sandbox::TrajStep {
+                    observation: "task: g\n[1] link".into(),
+                    actions: vec!["click 1".into()],
+                    feedback: "ok".into(),
+                    url: "/".into(),
+                },
+                wrl_sandbox::TrajStep {
+                    observation: "task: g\n[2] button".into(),
+                    actions: vec!["answer 3".into()],
+                    feedback: String::new(),
+                    url: "/a".into(),
+                },
+            ],
+            outcome: wrl_sandbox::TrajOutcome {
+                reason: "completed".into(),
+                message: String::new(),
+                answer: Some("3".into()),
+                success: true,
+                detail: String::new(),
+            },
+            elapsed_ms: 1,
+        };
+        let ex = sft_examples(&traj, History::ActionOnly);
+        assert_eq!(ex.len(), 2);
+        assert_eq!(ex[1].segments[0].text, "[2] button\ndone: click 1\ntask: g");
+        assert_eq!(ex[1].segments[1].text, "answer 3");
+        assert!(prompt_text(&"x".repeat(5000), &[], History::None).len() <= MAX_PROMPT_BYTES);
+        let long = format!("task: find it\n{}", "[9] link \"x\"\n".repeat(200));
+        let p = prompt_text(&long, &["click 1".into()], History::ActionOnly);
+        assert!(p.len() <= MAX_PROMPT_BYTES && p.ends_with("\ndone: click 1\ntask: find it"));
+    }
+}

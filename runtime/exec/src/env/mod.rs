@@ -1,0 +1,50 @@
+//! Environments and the agents that act in them, as two interfaces: an [`Env`] runs one episode
+//! of a task with an [`Agent`], whatever the environment is (real Chromium on the browser pool,
+//! or a search API over HTTP), so a rollout has one way to run every episode.
+
+pub mod browser;
+pub mod search;
+pub mod settings;
+
+use futures::future::BoxFuture;
+use wrl_browser::EpisodeCfg;
+use wrl_sandbox::{Task, Trajectory};
+
+pub use browser::BrowserEnv;
+pub use search::SearchEnv;
+
+/// Something that writes an episode's turns: a trained policy, a module graph, an expert.
+pub trait Agent: Send {
+    /// The next turn, given the observation as text (`task: …` first, then the page or the
+    /// last tool response) and the turns so far.
+    fn act(&mut self, task: &Task, observation: &str, history: &[String]) -> String;
+    /// The name written in trajectories.
+    fn name(&self) -> &str;
+    /// Why the agent could not produce the turn `act` just returned, if it could not (a graph
+    /// with no edge to follow): the episode then ends as an agent error with this message.
+    fn gave_up(&mut self) -> Option<String> {
+        None
+    }
+}
+
+/// A finished episode: its trajectory and the screenshots it kept (oldest first, the final
+/// page last).
+#[derive(Clone, Debug)]
+pub struct EpisodeRun {
+    pub trajectory: Trajectory,
+    pub screenshots: Vec<Vec<u8>>,
+}
+
+/// An environment that runs episodes.
+pub trait Env: Send + Sync {
+    /// Runs one episode of `task` with `agent`, keeping the last `keep_screens` screenshots (0:
+    /// none), with `cfg`'s timeouts and error limit (the step budget is the task's). An error is
+    /// an episode that could not start.
+    fn run<'a>(
+        &'a self,
+        task: &'a Task,
+        agent: &'a mut dyn Agent,
+        keep_screens: usize,
+        cfg: &'a EpisodeCfg,
+    ) -> BoxFuture<'a, Result<EpisodeRun, String>>;
+}

@@ -1,0 +1,276 @@
+//! The executor: walks a plan's nodes in order and runs them on the embedded default — the
+//! sandbox web in real Chromium and the candle policy — writing every trajectory and metric to
+//! the run directory, committing after each stage and each RL iteration so that a killed run
+//! resumes where its last commit left it. Each kind of node has its own file: models and data,
+//! SFT, RL phases, evaluations; the services they share (the sandbox, the browser pool) start
+//! on first use.
+
+mod data;
+mod eval;
+mod models;
+mod rl;
+mod roles;
+mod services;
+pub mod settings;
+mod sft;
+
+pub use data::check_cached_inputs;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use wrl_plan::params::{Params, TypedPlan};
+use wrl_plan::{Node, NodeKind};
+use wrl_sandbox::{Task, Trajectory};
+use wrl_trainer::{MixtureWeights, Trainer, TrainerConfig};
+
+use crate::agent::AgentCfg;
+use crate::agent::brains::Frozen;
+use crate::error::{Fault, RunError};
+use crate::reward::Rewards;
+use crate::reward::judges::ApiModels;
+use crate::rundir::RunDir;
+use crate::rundir::records::{Cursor, Summary};
+
+/// Options of one run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Chromium to use; `None` = `$WRL_CHROMIUM`, else the headless shell or `chromium`.
+    pub chromium: Option<PathBuf>,
+    /// Print progress lines to standard error.
+    pub progress: bool,
+}
+
+/// Data a dataset node produced.
+#[derive(Clone)]
+enum Data {
+    Tasks(Vec<Task>),
+    Demos(Vec<Trajectory>),
+    /// `mixture([a, b, …])` of trajectory datasets, with its weighting.
+    Mixture(Vec<(String, Vec<Trajectory>)>, MixtureWeights),
+}
+
+/// A trained policy per graph role.
+type Roles = BTreeMap<String, Arc<Mutex<Trainer>>>;
+
+/// What the nodes run so far have built, by node id.
+#[derive(Default)]
+struct Built {
+    data: BTreeMap<String, Data>,
+    /// The configuration of each local model, built on first use.
+    models: BTreeMap<String, TrainerConfig>,
+    /// The `api(…)` models (frozen modules and judges call them).
+    apis: ApiModels,
+    /// The trained policy each training node (and checkpoint node) holds.
+    trainers: BTreeMap<String, Arc<Mutex<Trainer>>>,
+    /// Per node, the weights each role of a `weights = per_role` graph trains (empty when the
+    /// roles share the node's trainer).
+    roles: BTreeMap<String, Roles>,
+    agents: BTreeMap<String, AgentCfg>,
+    /// Frozen models of graph modules (local or over HTTP).
+    frozen: Frozen,
+    rewards: Rewards,
+}
+
+/// The executor's state while it walks the plan.
+pub struct Executor<'a> {
+    plan: &'a TypedPlan<'a>,
+    run: &'a mut RunDir,
+    opts: RunOptions,
+    started: Instant,
+    cursor: Cursor,
+    services: services::Services,
+    built: Built,
+    trajectory_ids: u64,
+}
+
+/// A sampling stream named by a plan node and a seed (FNV-1a of the id, mixed with the seed).
+fn stream_of(id: &str, seed: u64) -> u64 {
+    wrl_trainer::rng::mix(wrl_sandbox::tasks::fnv(id), seed)
+}
+
+impl<'a> Executor<'a> {
+    pub fn new(plan: &'a TypedPlan<'a>, run: &'a mut RunDir, opts: RunOptions) -> Executor<'a> {
+        let cursor = run.committed().cursor.clone();
+        Executor {
+            plan,
+            run,
+            opts,
+            started: Instant::now(),
+            cursor,
+            services: services::Services::default(),
+            built: Built::default(),
+            trajectory_ids: 0,
+        }
+    }
+
+    fn say(&self, line: &str) {
+        if self.opts.progress {
+            eprintln!("[{:>6.1}s] {line}", self.wall());
+        }
+    }
+
+    fn wall(&self) -> f64 {
+        self.cursor.wall_s + self.started.elapsed().as_secs_f64()
+    }
+
+    /// Runs every node not yet done; returns the summary (also written to `summary.json`,
+    /// with `report.html`).
+    pub async fn run(mut self) -> Result<Summary, RunError> {
+        self.trajectory_ids = self.run.committed().trajectories;
+        self.restore_checkpoint()?;
+        let plan = self.plan;
+        for (node, params) in &plan.nodes {
+            let done = self.cursor.done.contains(&node.id);
+            // Cheap nodes are rebuilt on resume; finished training and evals are skipped.
+            match params {
+                Params::Model(m) => self.load_model(node, m)?,
+                Params::Dataset(d) => self.load_dataset(node, d).await?,
+                Params::Env(e) => self.env(node, e)?,
+                Params::Agent(a) => {
+                    self.built.agents.insert(node.id.clone(), AgentCfg::new(a));
+                }
+                Params::Reward(r) => {
+                    self.built.rewards.insert(node.id.clone(), r.expr.clone());
+                }
+                Params::Sft(s) if !done => self.sft(node, s)?,
+                Params::RlPhase(p) if !done => self.rl_phase(node, p).await?,
+                Params::Checkpoint(c) => self.checkpoint(node, c),
+                Params::Eval(e) if !done => self.eval(node, e).await?,
+                Params::Sft(s) => self.restore_output(node, s.model.id()),
+                Params::RlPhase(p) => {
+                    self.restore_output(node, settings::phase_settings(p, 0).init.id())
+                }
+                Params::Eval(_) => {}
+            }
+        }
+        let summary = Summary {
+            status: "finished".into(),
+            wall_s: self.wall(),
+            evals: self.cursor.evals.clone(),
+            trajectories: self.run.committed().trajectories,
+            failures: self.cursor.failures.clone(),
+        };
+        self.cursor.wall_s = self.wall();
+        self.commit(None, true)?;
+        let bytes = serde_json::to_vec_pretty(&summary).map_err(RunError::run_dir)?;
+        self.run.write_file("summary.json", &bytes)?;
+        let plan = self.plan.plan;
+        let report = crate::report::build(self.run, &plan.recipe, plan.profile.clone(), &summary)?;
+        self.run.write_file("report.html", crate::report::html::render(&report).as_bytes())?;
+        Ok(summary)
+    }
+
+    /// A resumed run restores the trainer (and each role's) its last checkpoint holds.
+    fn restore_checkpoint(&mut self) -> Result<(), RunError> {
+        let (Some(ckpt), Some(of)) =
+            (self.run.committed().checkpoint.clone(), self.cursor.checkpoint_of.clone())
+        else {
+            return Ok(());
+        };
+        let dir = self.run.root().join("checkpoints").join(&ckpt);
+        let cannot = format!("cannot load the last checkpoint `{}`", dir.display());
+        let t = Trainer::load(&dir).map_err(|e| RunError::model(&cannot, e))?;
+        let mut roles = Roles::new();
+        if let Ok(entries) = std::fs::read_dir(dir.join("roles")) {
+            for e in entries.flatten() {
+                let role = e.file_name().to_string_lossy().into_owned();
+                let t = Trainer::load(&e.path()).map_err(|e| RunError::model(&cannot, e))?;
+                roles.insert(role, Arc::new(Mutex::new(t)));
+            }
+        }
+        if !roles.is_empty() {
+            self.built.roles.insert(of.clone(), roles);
+        }
+        self.built.trainers.insert(of, Arc::new(Mutex::new(t)));
+        self.say(&format!("resumed from checkpoint {ckpt}"));
+        Ok(())
+    }
+
+    fn commit(&mut self, checkpoint: Option<&str>, finished: bool) -> Result<(), RunError> {
+        Ok(self.run.commit(checkpoint, &self.cursor, finished)?)
+    }
+
+    fn mark_done(&mut self, id: &str) {
+        if !self.cursor.done.iter().any(|d| d == id) {
+            self.cursor.done.push(id.to_string());
+        }
+    }
+
+    /// After a resume, a finished training node's output is the restored trainer (or its
+    /// input's, when the checkpoint holds a later node).
+    fn restore_output(&mut self, node: &Node, input: &str) {
+        let b = &mut self.built;
+        if !b.roles.contains_key(&node.id)
+            && let Some(r) = self.cursor.checkpoint_of.as_ref().and_then(|of| b.roles.get(of))
+        {
+            b.roles.insert(node.id.clone(), r.clone());
+        }
+        if !b.trainers.contains_key(&node.id)
+            && let Some(t) = self
+                .cursor
+                .checkpoint_of
+                .as_ref()
+                .and_then(|of| b.trainers.get(of))
+                .or_else(|| b.trainers.get(input))
+                .cloned()
+        {
+            b.trainers.insert(node.id.clone(), t);
+        }
+    }
+
+    /// `checkpoint:NAME` is the last trained state of stage NAME: its last node's trainer.
+    fn checkpoint(&mut self, node: &Node, c: &wrl_plan::params::Checkpoint) {
+        let last = self
+            .plan
+            .nodes
+            .iter()
+            .filter(|(n, _)| {
+                n.decl == c.stage && matches!(n.kind, NodeKind::Sft | NodeKind::RlPhase)
+            })
+            .map(|(n, _)| n.id.clone())
+            .next_back();
+        let b = &mut self.built;
+        if let Some(r) = last.as_ref().and_then(|l| b.roles.get(l).cloned()) {
+            b.roles.insert(node.id.clone(), r);
+        }
+        if let Some(t) = last.and_then(|l| b.trainers.get(&l).cloned()) {
+            b.trainers.insert(node.id.clone(), t);
+        }
+    }
+
+    /// Saves the trainer of `of` (and its roles') as checkpoint `name`, then commits.
+    fn save_and_commit(&mut self, of: &str, name: &str) -> Result<(), RunError> {
+        let Some(t) = self.built.trainers.get(of).cloned() else {
+            return self.commit(None, false);
+        };
+        let dir = self.run.checkpoint_dir(name);
+        let roles = self.built.roles.get(of).cloned().unwrap_or_default();
+        let each = std::iter::once((dir.clone(), t))
+            .chain(roles.into_iter().map(|(r, t)| (dir.join("roles").join(r), t)));
+        for (dir, t) in each {
+            let g = t.lock().map_err(|_| RunError::poisoned())?;
+            g.save(&dir).map_err(|e| RunError::model("cannot save a checkpoint", e))?;
+        }
+        self.cursor.checkpoint_of = Some(of.to_string());
+        self.cursor.wall_s = self.wall();
+        self.started = Instant::now();
+        self.commit(Some(name), false)
+    }
+
+    /// The agent node `id`, as built.
+    fn agent_cfg(&self, id: &str) -> Result<AgentCfg, RunError> {
+        self.built
+            .agents
+            .get(id)
+            .cloned()
+            .ok_or_else(|| RunError::plan(format!("no agent `{id}` comes before its use")))
+    }
+}
+
+/// The error of a node whose input is not what it needs.
+fn needs(node: &Node, what: &str) -> RunError {
+    RunError::new(Fault::Data, format!("`{}` needs {what}", node.decl))
+}

@@ -1,0 +1,80 @@
+//! Model nodes and the trainers built from them: a tiny transformer's configuration (built into
+//! a policy when a stage first trains it), an `api(…)` model recorded for the graph modules and
+//! judges that call it.
+
+use std::sync::{Arc, Mutex};
+
+use wrl_plan::Node;
+use wrl_plan::params::{self, Model, Positions};
+use wrl_trainer::{OptimConfig, PolicyConfig, TinyConfig, Trainer, TrainerConfig};
+
+use super::Executor;
+use crate::error::{Fault, RunError};
+
+impl<'a> Executor<'a> {
+    pub(super) fn load_model(&mut self, node: &Node, m: &Model) -> Result<(), RunError> {
+        match m {
+            Model::Api(api) => {
+                self.built.frozen.add_api(&node.id, api);
+                self.built.apis.insert(node.id.clone(), api.clone());
+            }
+            Model::Tiny(t) => {
+                let params::TinyTransformer {
+                    layers,
+                    d_model,
+                    heads,
+                    context,
+                    positions,
+                    copy,
+                    seed,
+                } = t;
+                let policy = TinyConfig {
+                    layers: *layers as usize,
+                    d_model: *d_model as usize,
+                    heads: *heads as usize,
+                    context: context.0 as usize,
+                    positions: match positions {
+                        Positions::Learned => wrl_trainer::Positions::Learned,
+                        Positions::Alibi => wrl_trainer::Positions::Alibi,
+                    },
+                    copy: *copy,
+                    ..TinyConfig::default()
+                };
+                let cfg = TrainerConfig {
+                    policy: PolicyConfig::Tiny(policy),
+                    optim: OptimConfig::default(),
+                    seed: *seed,
+                    device: Default::default(),
+                };
+                self.built.models.insert(node.id.clone(), cfg);
+            }
+            // Refused by the preflight.
+            Model::Hf(_) => {
+                return Err(RunError::new(
+                    Fault::Unsupported,
+                    format!("model `{}` (hf) cannot run on this runtime yet", node.decl),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The trainer a node starts from: a checkpoint's, or a fresh one from a model node, with
+    /// `optim`.
+    pub(super) fn trainer_from(
+        &mut self,
+        input: &str,
+        optim: OptimConfig,
+    ) -> Result<Arc<Mutex<Trainer>>, RunError> {
+        if let Some(t) = self.built.trainers.get(input) {
+            t.lock().map_err(|_| RunError::poisoned())?.set_optim(optim);
+            return Ok(t.clone());
+        }
+        let Some(mut cfg) = self.built.models.get(input).cloned() else {
+            return Err(RunError::plan(format!("nothing produced `{input}`")));
+        };
+        cfg.optim = optim;
+        let t = Trainer::new(cfg).map_err(|e| RunError::model("cannot build the policy", e))?;
+        Ok(Arc::new(Mutex::new(t)))
+    }
+}

@@ -1,0 +1,297 @@
+//! RL phase nodes: each iteration rolls out a batch of tasks (a group of episodes per task, in
+//! the agent's environment), scores them, refills uninformative groups when the algorithm
+//! samples dynamically, updates the policy (or each role's copy), logs every episode and the
+//! iteration's metrics, and commits a resumable checkpoint.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use wrl_plan::Node;
+use wrl_plan::params::{RewardRef, RlPhase};
+use wrl_sandbox::Task;
+use wrl_trainer::{Metrics, SampleParams, Trainer};
+
+use super::settings::{self, phase_settings};
+use super::{Data, Executor, stream_of};
+use crate::error::{Fault, RunError};
+use crate::reward::judges::Judges;
+use crate::reward::{RewardExpr, RewardValue};
+use crate::rollout::{
+    Episode, RolloutCfg, Scoring, informative_groups, rollout, samples, uniform_groups,
+};
+use crate::rundir::records::{MetricLine, RlIter, RoleUpdate, Scored, TrajectoryLine};
+
+impl<'a> Executor<'a> {
+    /// The reward a stage or eval names.
+    pub(super) fn reward_of(&self, r: &RewardRef) -> Result<RewardExpr, RunError> {
+        match r {
+            RewardRef::Inline(e) => Ok(e.clone()),
+            RewardRef::Node(n) => self
+                .built
+                .rewards
+                .get(n.id())
+                .cloned()
+                .ok_or_else(|| RunError::plan(format!("no reward `{n}` comes before its use"))),
+        }
+    }
+
+    pub(super) async fn rl_phase(&mut self, node: &Node, phase: &RlPhase) -> Result<(), RunError> {
+        let agent = self.agent_cfg(phase_settings(phase, 0).agent.id())?;
+        let p = phase_settings(phase, agent.max_response);
+        let Some(Data::Tasks(all_tasks)) = self.built.data.get(p.tasks.id()).cloned() else {
+            return Err(super::needs(node, "tasks"));
+        };
+        if all_tasks.is_empty() {
+            return Err(RunError::new(
+                Fault::Data,
+                format!("stage `{}`: its task dataset `{}` is empty", node.decl, p.tasks),
+            )
+            .help(
+                "give the dataset at least one task (for the sandbox, at least one of its sites)",
+            ));
+        }
+        let reward = self.reward_of(p.reward)?;
+        let process = p.process_reward.map(|r| self.reward_of(r)).transpose()?;
+        let (iters, horizon, prompts) = (p.iters, p.horizon, p.prompts);
+        let resume_from = match &self.cursor.phase {
+            Some((id, it)) if *id == node.id => *it,
+            _ => 0,
+        };
+        let start =
+            if resume_from > 0 && self.cursor.checkpoint_of.as_deref() == Some(node.id.as_str()) {
+                resume_from
+            } else {
+                0
+            };
+        let optim = |iter: u64| {
+            let lr = settings::lr_at(p.lr, &p.schedule, iter, iters);
+            settings::optim(lr, &p.optimizer, &p.schedule, 0)
+        };
+        let trainer = match self.built.trainers.get(&node.id).cloned() {
+            Some(t) if start > 0 => t,
+            _ => self.trainer_from(p.init.id(), optim(start + 1))?,
+        };
+        let roles = match self.built.roles.get(&node.id).cloned() {
+            Some(r) if start > 0 => r,
+            _ => self.fork_roles(&agent, node, &p, &trainer, optim(start + 1))?,
+        };
+        let (env, episode, retries) = self.env_for(&agent).await?;
+        let mut cfg = RolloutCfg {
+            group: p.group,
+            concurrency: self.concurrency(),
+            sample: SampleParams {
+                temperature: p.rl.temperature,
+                top_p: p.top_p,
+                max_tokens: agent.max_response,
+                ..SampleParams::default()
+            },
+            history: agent.history,
+            exclude: p.exclude.clone(),
+            process,
+            graph: self.graph_of(
+                &node.decl,
+                &agent,
+                &p.phase_of.binds,
+                p.trainable,
+                Some(&trainer),
+                &roles,
+            )?,
+            screens_for: 0,
+            episode,
+            retries,
+            seed: None,
+        };
+        // Every batch samples from its own streams of the stage's seed, so a run's rollouts do
+        // not depend on the order its concurrent episodes happen to run in.
+        let stage_seed = stream_of(&node.id, p.seed);
+        let rewards = self.built.rewards.clone();
+        let judges = Judges::for_reward(&reward, &rewards, &self.built.apis).map_err(|e| {
+            RunError::new(Fault::Service, format!("cannot set up the judges: {e}")).at(
+                node,
+                Some("reward"),
+                "this reward's judges",
+            )
+        })?;
+        // `prompts` tasks from `offset` on (cycling), with this phase's step budget.
+        let tasks_from = |offset: usize| -> Vec<Task> {
+            (0..prompts)
+                .map(|i| {
+                    let mut t = all_tasks[(offset + i) % all_tasks.len()].clone();
+                    t.max_steps = t.max_steps.min(horizon).min(agent.max_turns);
+                    t
+                })
+                .collect()
+        };
+        for iter in (start + 1)..=iters {
+            for t in std::iter::once(&trainer).chain(roles.values()) {
+                t.lock().map_err(|_| RunError::poisoned())?.set_optim(optim(iter));
+            }
+            let batch = tasks_from((iter as usize - 1) * prompts);
+            let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
+            cfg.seed = Some(wrl_trainer::rng::mix(stage_seed, iter << 8));
+            let t0 = Instant::now();
+            let mut episodes = rollout(&env, &batch, Some(&trainer), &cfg, scoring).await;
+            // Dynamic sampling: replace groups whose rewards were all equal with groups of
+            // further tasks (taken from past the last iteration's), up to `max_batches`.
+            let mut refill = 0;
+            while p.rl.dynamic_sampling
+                && refill < p.refills
+                && informative_groups(&episodes) < prompts
+            {
+                refill += 1;
+                let more =
+                    tasks_from((iters as usize * prompts) * refill + (iter as usize - 1) * prompts);
+                cfg.seed = Some(wrl_trainer::rng::mix(stage_seed, (iter << 8) + refill as u64));
+                let extra = rollout(&env, &more, Some(&trainer), &cfg, scoring).await;
+                episodes.extend(extra.into_iter().map(|mut e| {
+                    e.group += refill * prompts;
+                    e
+                }));
+            }
+            let rollout_s = t0.elapsed().as_secs_f64();
+            let t1 = Instant::now();
+            // One update of the shared policy, or one per role on the turns that role sampled.
+            let updates: Vec<(String, &Arc<Mutex<Trainer>>)> = if roles.is_empty() {
+                vec![(String::new(), &trainer)]
+            } else {
+                roles.iter().map(|(r, t)| (r.clone(), t)).collect()
+            };
+            let mut per_role = Vec::new();
+            for (role, t) in updates {
+                let only = (!role.is_empty()).then_some(role.as_str());
+                let samples = samples(&episodes, self.trajectory_ids, only);
+                let mut t = t.lock().map_err(|_| RunError::poisoned())?;
+                let m = t
+                    .rl_update(&samples, &p.rl)
+                    .map_err(|e| RunError::model("RL update failed", e))?;
+                per_role.push((role, samples.len(), m));
+            }
+            let metrics = mean_metrics(&per_role);
+            let n_samples: usize = per_role.iter().map(|(_, n, _)| n).sum();
+            let update_s = t1.elapsed().as_secs_f64();
+            let (mean, success) = reward_stats(&episodes);
+            self.say(&format!(
+                "stage {} iter {iter}/{iters}: reward {mean:.3}, success {:.1}%, {} uniform groups, loss {:.4} (rollouts {rollout_s:.0} s, update {update_s:.0} s)",
+                node.id,
+                success * 100.0,
+                uniform_groups(&episodes),
+                metrics.loss
+            ));
+            self.log_episodes(node, iter, &episodes)?;
+            let line = RlIter {
+                stage: node.decl.clone(),
+                node: node.id.clone(),
+                iter,
+                reward: mean,
+                success,
+                uniform_groups: uniform_groups(&episodes),
+                loss: metrics.loss,
+                lr: metrics.lr,
+                grad_norm: metrics.grad_norm,
+                clip_frac: metrics.clip_frac,
+                samples: n_samples,
+                rollout_s,
+                update_s,
+                retried: episodes.iter().map(|e| e.retried).sum(),
+                roles: (!roles.is_empty()).then(|| {
+                    per_role
+                        .iter()
+                        .map(|(r, n, m)| {
+                            let u =
+                                RoleUpdate { samples: *n, loss: m.loss, grad_norm: m.grad_norm };
+                            (r.clone(), u)
+                        })
+                        .collect()
+                }),
+            };
+            self.run.append_metrics(&[MetricLine::Rl(line)])?;
+            self.built.trainers.insert(node.id.clone(), trainer.clone());
+            if !roles.is_empty() {
+                self.built.roles.insert(node.id.clone(), roles.clone());
+            }
+            self.cursor.phase = Some((node.id.clone(), iter));
+            let name = format!("{}-iter-{iter}", node.id.replace([':', '/'], "-"));
+            self.save_and_commit(&node.id, &name)?;
+        }
+        self.built.trainers.insert(node.id.clone(), trainer);
+        self.cursor.phase = None;
+        self.mark_done(&node.id);
+        self.commit(None, false)
+    }
+
+    /// Appends each episode to `trajectories.jsonl` (with its screenshots, when it kept them);
+    /// an RL phase's episodes are counted by how they ended.
+    pub(super) fn log_episodes(
+        &mut self,
+        node: &Node,
+        iter: u64,
+        episodes: &[Episode],
+    ) -> Result<(), RunError> {
+        let mut lines = Vec::new();
+        for ep in episodes {
+            if node.kind == wrl_plan::NodeKind::RlPhase {
+                *self.cursor.failures.entry(ep.end_reason().to_string()).or_default() += 1;
+            }
+            let reward = match &ep.reward {
+                RewardValue::Value(v) => Scored::Value(*v),
+                RewardValue::Excluded(why) => Scored::Excluded { excluded: why.clone() },
+            };
+            let mut screenshots = None;
+            if !ep.screens.is_empty() {
+                let mut paths = Vec::new();
+                for (i, png) in ep.screens.iter().enumerate() {
+                    let path = format!("screens/{}-{i}.png", self.trajectory_ids);
+                    self.run.write_file(&path, png)?;
+                    paths.push(path);
+                }
+                screenshots = Some(paths);
+            }
+            lines.push(TrajectoryLine {
+                id: self.trajectory_ids,
+                node: node.id.clone(),
+                iter,
+                group: ep.group,
+                reward,
+                trajectory: ep.trajectory.clone(),
+                screenshots,
+            });
+            self.trajectory_ids += 1;
+        }
+        Ok(self.run.append_trajectories(&lines)?)
+    }
+}
+
+/// The metrics of one RL iteration's updates (one per role, or one): loss, gradient norm and
+/// clip fraction averaged with each update's sample count as its weight.
+fn mean_metrics(updates: &[(String, usize, Metrics)]) -> Metrics {
+    let total: usize = updates.iter().map(|(_, n, _)| n).sum();
+    let w = |n: usize| {
+        if total == 0 { 1.0 / updates.len().max(1) as f64 } else { n as f64 / total as f64 }
+    };
+    let mut out = updates.first().map(|(_, _, m)| m.clone()).unwrap_or_default();
+    if updates.len() > 1 {
+        out.loss = updates.iter().map(|(_, n, m)| w(*n) * m.loss).sum();
+        out.grad_norm = updates.iter().map(|(_, n, m)| w(*n) * m.grad_norm).sum();
+        out.clip_frac =
+            Some(updates.iter().map(|(_, n, m)| w(*n) * m.clip_frac.unwrap_or(0.0)).sum());
+    }
+    out
+}
+
+/// The mean reward of the scored episodes and the fraction that succeeded.
+fn reward_stats(episodes: &[Episode]) -> (f64, f64) {
+    let vals: Vec<f64> = episodes
+        .iter()
+        .filter_map(|e| match e.reward {
+            RewardValue::Value(v) => Some(v),
+            RewardValue::Excluded(_) => None,
+        })
+        .collect();
+    let mean = if vals.is_empty() { 0.0 } else { vals.iter().sum::<f64>() / vals.len() as f64 };
+    let success = if episodes.is_empty() {
+        0.0
+    } else {
+        episodes.iter().filter(|e| e.success()).count() as f64 / episodes.len() as f64
+    };
+    (mean, success)
+}

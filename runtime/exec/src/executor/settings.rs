@@ -1,0 +1,386 @@
+//! What a training node's parameters mean to the trainer: every field of `sft`, `grpo`, `dapo`
+//! and `ppo` is destructured here, without `..`, and either mapped (to the trainer's
+//! `RlConfig`, `OptimConfig` or the executor's loop) or named as refused by the preflight — so
+//! a field added to a stage's type does not compile until someone says what it does. Where an
+//! algorithm has no knob (DAPO has no KL estimator), its fixed behaviour is written here.
+
+use wrl_plan::params::{
+    self, Drop, FailureClass, KlEstimator, Level, LossAgg, NodeRef, Optimizer, PhaseOf, PolicyLoss,
+    RewardRef, RlPhase, Schedule as PSchedule,
+};
+use wrl_trainer::{
+    KlConfig, LossAggregation, OptimConfig, OverlongShaping, RlConfig, SampleLevel, Schedule,
+    ScheduleKind,
+};
+
+/// What the executor runs an RL phase with, whatever its algorithm.
+#[derive(Clone, Debug)]
+pub struct PhaseSettings<'p> {
+    pub init: &'p NodeRef,
+    pub tasks: &'p NodeRef,
+    pub agent: &'p NodeRef,
+    pub iters: u64,
+    pub horizon: u32,
+    pub prompts: usize,
+    pub group: usize,
+    pub reward: &'p RewardRef,
+    pub process_reward: Option<&'p RewardRef>,
+    pub top_p: f32,
+    /// Failure classes whose episodes leave the loss.
+    pub exclude: Vec<String>,
+    pub lr: f64,
+    pub schedule: PSchedule,
+    pub optimizer: Optimizer,
+    /// The graph roles the stage trains; empty = every `trainable` module.
+    pub trainable: &'p [String],
+    pub seed: u64,
+    /// Extra batches DAPO's dynamic sampling may roll out to replace uninformative groups.
+    pub refills: usize,
+    pub phase_of: PhaseOf,
+    /// The update.
+    pub rl: RlConfig,
+}
+
+/// The trainer's `KlEstimator` for the stdlib's.
+fn estimator(k: KlEstimator) -> wrl_trainer::KlEstimator {
+    match k {
+        KlEstimator::K1 => wrl_trainer::KlEstimator::K1,
+        KlEstimator::K2 => wrl_trainer::KlEstimator::K2,
+        KlEstimator::K3 => wrl_trainer::KlEstimator::K3,
+    }
+}
+
+fn aggregation(a: LossAgg) -> LossAggregation {
+    match a {
+        LossAgg::TokenMean => LossAggregation::TokenMean,
+        LossAgg::SeqMeanTokenMean => LossAggregation::SeqMeanTokenMean,
+        LossAgg::SeqMeanTokenSum => LossAggregation::SeqMeanTokenSum,
+    }
+}
+
+fn level(l: Level) -> SampleLevel {
+    match l {
+        Level::Turn => SampleLevel::Turn,
+        Level::Trajectory => SampleLevel::Trajectory,
+    }
+}
+
+fn kl(coef: f64, k: KlEstimator) -> Option<KlConfig> {
+    (coef > 0.0).then_some(KlConfig { coef, estimator: estimator(k) })
+}
+
+fn words(classes: &[FailureClass]) -> Vec<String> {
+    classes.iter().map(|c| c.word().to_string()).collect()
+}
+
+/// The settings of an RL phase; `max_response` is its agent's completion limit (DAPO's
+/// overlong shaping counts back from it).
+pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_> {
+    match phase {
+        RlPhase::Grpo(p) => {
+            let params::GrpoPhase {
+                init,
+                tasks,
+                agent,
+                iters,
+                horizon,
+                lr,
+                stage: _,
+                phase: _,
+                phases: _,
+                resume: _,
+                binds: _,
+                prompts,
+                group,
+                reward,
+                process_reward,
+                clip,
+                dual_clip,
+                kl: kl_coef,
+                kl_estimator,
+                entropy,
+                ppo_epochs,
+                mini_batch,
+                temperature,
+                top_p,
+                drop,
+                std_normalize,
+                loss_agg,
+                policy_loss,
+                kl_cov_ratio,
+                level: lvl,
+                exclude,
+                schedule,
+                optimizer,
+                trainable,
+                // Refused by the preflight unless synchronous and zero.
+                asynchronous: _,
+                eval_every: _,
+                // The executor commits a resumable checkpoint after every iteration, more
+                // often than any `checkpoint_every` asks.
+                checkpoint_every: _,
+                seed,
+            } = p;
+            let rl = RlConfig {
+                clip_low: clip.lo,
+                clip_high: clip.hi,
+                dual_clip: *dual_clip,
+                kl: kl(*kl_coef, *kl_estimator),
+                entropy_coef: *entropy,
+                ppo_epochs: (*ppo_epochs).max(1) as usize,
+                mini_batch: *mini_batch as usize,
+                temperature: *temperature as f32,
+                dynamic_sampling: match drop {
+                    Drop::None => false,
+                    Drop::UniformGroups => true,
+                },
+                normalize_std: *std_normalize,
+                aggregation: aggregation(*loss_agg),
+                policy_loss: match policy_loss {
+                    PolicyLoss::Clip => wrl_trainer::PolicyLoss::Clip,
+                    PolicyLoss::KlCov => {
+                        wrl_trainer::PolicyLoss::KlCov { ratio: *kl_cov_ratio, coef: 1.0 }
+                    }
+                },
+                level: level(*lvl),
+                overlong: None,
+                ..RlConfig::default()
+            };
+            PhaseSettings {
+                init,
+                tasks,
+                agent,
+                iters: iters.0.max(1),
+                horizon: horizon.0.max(1),
+                prompts: (*prompts).max(1) as usize,
+                group: (*group).max(1) as usize,
+                reward,
+                process_reward: process_reward.as_ref(),
+                top_p: *top_p as f32,
+                exclude: words(exclude),
+                lr: *lr,
+                schedule: *schedule,
+                optimizer: *optimizer,
+                trainable,
+                seed: *seed,
+                refills: 0,
+                phase_of: p.phase_of(),
+                rl,
+            }
+        }
+        RlPhase::Dapo(p) => {
+            let params::DapoPhase {
+                init,
+                tasks,
+                agent,
+                iters,
+                horizon,
+                lr,
+                stage: _,
+                phase: _,
+                phases: _,
+                resume: _,
+                binds: _,
+                prompts,
+                group,
+                reward,
+                clip,
+                kl: kl_coef,
+                entropy,
+                ppo_epochs,
+                mini_batch,
+                temperature,
+                top_p,
+                dynamic_sampling,
+                overlong,
+                loss_agg,
+                level: lvl,
+                exclude,
+                schedule,
+                optimizer,
+                eval_every: _,
+                checkpoint_every: _,
+                seed,
+            } = p;
+            let rl = RlConfig {
+                clip_low: clip.lo,
+                clip_high: clip.hi,
+                dual_clip: None,
+                // DAPO has no estimator knob: k3, the unbiased non-negative one.
+                kl: kl(*kl_coef, KlEstimator::K3),
+                entropy_coef: *entropy,
+                ppo_epochs: (*ppo_epochs).max(1) as usize,
+                mini_batch: *mini_batch as usize,
+                temperature: *temperature as f32,
+                // Dynamic sampling is what DAPO is: groups whose rewards are all equal go.
+                dynamic_sampling: true,
+                normalize_std: true,
+                aggregation: aggregation(*loss_agg),
+                policy_loss: wrl_trainer::PolicyLoss::Clip,
+                level: level(*lvl),
+                overlong: (overlong.buffer.0 > 0).then_some(OverlongShaping {
+                    max_len: max_response,
+                    cache_len: overlong.buffer.0 as usize,
+                    penalty: overlong.penalty,
+                }),
+                ..RlConfig::default()
+            };
+            PhaseSettings {
+                init,
+                tasks,
+                agent,
+                iters: iters.0.max(1),
+                horizon: horizon.0.max(1),
+                prompts: (*prompts).max(1) as usize,
+                group: (*group).max(1) as usize,
+                reward,
+                process_reward: None,
+                top_p: *top_p as f32,
+                exclude: words(exclude),
+                lr: *lr,
+                schedule: *schedule,
+                optimizer: *optimizer,
+                trainable: &[],
+                seed: *seed,
+                // `metric` is refused by the preflight unless `reward`.
+                refills: dynamic_sampling.max_batches as usize,
+                phase_of: p.phase_of(),
+                rl,
+            }
+        }
+        RlPhase::Ppo(p) => {
+            let params::PpoPhase {
+                init,
+                tasks,
+                agent,
+                iters,
+                horizon,
+                lr,
+                stage: _,
+                phase: _,
+                phases: _,
+                resume: _,
+                binds: _,
+                prompts,
+                group,
+                reward,
+                clip,
+                kl: kl_coef,
+                ppo_epochs,
+                mini_batch,
+                temperature,
+                top_p,
+                exclude,
+                schedule,
+                optimizer,
+                checkpoint_every: _,
+                seed,
+            } = p;
+            let rl = RlConfig {
+                clip_low: clip.lo,
+                clip_high: clip.hi,
+                dual_clip: None,
+                kl: kl(*kl_coef, KlEstimator::K3),
+                entropy_coef: 0.0,
+                ppo_epochs: (*ppo_epochs).max(1) as usize,
+                mini_batch: *mini_batch as usize,
+                temperature: *temperature as f32,
+                // Several epochs over old log-probs with GRPO's advantages (no critic).
+                dynamic_sampling: false,
+                normalize_std: true,
+                aggregation: LossAggregation::TokenMean,
+                policy_loss: wrl_trainer::PolicyLoss::Clip,
+                level: SampleLevel::Turn,
+                overlong: None,
+                ..RlConfig::default()
+            };
+            PhaseSettings {
+                init,
+                tasks,
+                agent,
+                iters: iters.0.max(1),
+                horizon: horizon.0.max(1),
+                prompts: (*prompts).max(1) as usize,
+                group: (*group).max(1) as usize,
+                reward,
+                process_reward: None,
+                top_p: *top_p as f32,
+                exclude: words(exclude),
+                lr: *lr,
+                schedule: *schedule,
+                optimizer: *optimizer,
+                trainable: &[],
+                seed: *seed,
+                refills: 0,
+                phase_of: p.phase_of(),
+                rl,
+            }
+        }
+    }
+}
+
+/// The optimiser a training node asks for: `lr`, its `optimizer` record and, when the number of
+/// optimiser steps is known (SFT), its `schedule` over them.
+pub fn optim(
+    lr: f64,
+    optimizer: &Optimizer,
+    schedule: &PSchedule,
+    total_steps: u64,
+) -> OptimConfig {
+    let Optimizer { beta1, beta2, weight_decay, grad_clip } = optimizer;
+    OptimConfig {
+        lr,
+        betas: (*beta1, *beta2),
+        weight_decay: *weight_decay,
+        grad_clip: Some(*grad_clip).filter(|c| *c > 0.0),
+        schedule: schedule_over(schedule, total_steps),
+        ..OptimConfig::default()
+    }
+}
+
+/// `schedule` over `total` steps (a constant one when `total` is 0).
+pub fn schedule_over(schedule: &PSchedule, total: u64) -> Schedule {
+    let (kind, warmup, floor) = match schedule {
+        PSchedule::Constant { warmup } => (ScheduleKind::Constant, warmup.0, 0.0),
+        PSchedule::Cosine { warmup, floor } => (ScheduleKind::Cosine, warmup.0, *floor),
+    };
+    if total == 0 {
+        return Schedule::default();
+    }
+    Schedule {
+        kind,
+        warmup_steps: None,
+        warmup_ratio: Some(warmup).filter(|w| *w > 0.0),
+        total_steps: Some(total),
+        min_lr_ratio: floor,
+    }
+}
+
+/// The learning rate of RL iteration `iter` (1-based) of `iters`: an RL phase's schedule
+/// advances once per iteration (the number of optimiser steps an iteration takes depends on
+/// its samples).
+pub fn lr_at(lr: f64, schedule: &PSchedule, iter: u64, iters: u64) -> f64 {
+    let s = schedule_over(schedule, iters.max(1));
+    match s.factor(iter.saturating_sub(1)) {
+        Ok(f) => lr * f,
+        Err(_) => lr,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wrl_plan::params::Ratio;
+
+    #[test]
+    fn rl_schedules_advance_per_iteration() {
+        let constant = PSchedule::Constant { warmup: Ratio(0.0) };
+        assert_eq!(lr_at(1e-3, &constant, 1, 10), 1e-3);
+        assert_eq!(lr_at(1e-3, &constant, 10, 10), 1e-3);
+        let cosine = PSchedule::Cosine { warmup: Ratio(0.0), floor: 0.0 };
+        assert_eq!(lr_at(1e-3, &cosine, 1, 10), 1e-3);
+        assert!(lr_at(1e-3, &cosine, 10, 10) < 1e-4, "{}", lr_at(1e-3, &cosine, 10, 10));
+        let warm = PSchedule::Cosine { warmup: Ratio(0.5), floor: 0.0 };
+        assert!(lr_at(1e-3, &warm, 1, 10) < 1e-3);
+    }
+}

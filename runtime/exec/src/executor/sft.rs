@@ -1,0 +1,130 @@
+//! SFT nodes: the demonstrations (one dataset, or a mixture with its weighting) rendered with
+//! the prompts the policy will see, trained step by step with a progress line every tenth of
+//! the stage, every step's metrics logged, and a checkpoint committed at the end.
+
+use wrl_plan::Node;
+use wrl_plan::params::{self, Params};
+use wrl_trainer::{Mixture, MixtureWeights, SftConfig};
+
+use super::{Data, Executor, settings};
+use crate::agent::policy::{History, sft_examples};
+use crate::error::{Fault, RunError};
+use crate::rundir::records::{MetricLine, SftStep};
+
+impl<'a> Executor<'a> {
+    pub(super) fn sft(&mut self, node: &Node, s: &params::Sft) -> Result<(), RunError> {
+        let params::Sft {
+            model,
+            data,
+            epochs,
+            lr,
+            batch,
+            micro_batch,
+            schedule,
+            // The text policy's examples are one turn each, the user's observation masked and
+            // the assistant's action trained (`agent::policy::sft_examples`): every turn carries
+            // loss, in its own example. A text policy has no images. The preflight refuses a
+            // `mask` that would train on observations, and a `seed` other than 0.
+            loss_on: _,
+            images: _,
+            mask: _,
+            max_length,
+            optimizer,
+            // The executor commits a checkpoint at the end of the stage.
+            checkpoint_every: _,
+            seed: _,
+            stage: _,
+        } = s;
+        let (parts, weights) = match self.built.data.get(data.id()).cloned() {
+            Some(Data::Demos(d)) => (vec![(data.id().to_string(), d)], MixtureWeights::Uniform),
+            Some(Data::Mixture(parts, w)) => (parts, w),
+            _ => {
+                return Err(RunError::new(
+                    Fault::Data,
+                    format!("stage `{}` needs trajectories", node.decl),
+                ));
+            }
+        };
+        // The prompts carry the history the run's (first) agent keeps.
+        let history = self
+            .plan
+            .nodes
+            .iter()
+            .find_map(|(_, p)| match p {
+                Params::Agent(a) => Some(crate::agent::AgentCfg::new(a).history),
+                _ => None,
+            })
+            .unwrap_or(History::ActionOnly);
+        let sets: Vec<(String, Vec<wrl_trainer::Trajectory>)> = parts
+            .iter()
+            .map(|(name, d)| {
+                (name.clone(), d.iter().flat_map(|t| sft_examples(t, history)).collect())
+            })
+            .collect();
+        let n_examples: usize = sets.iter().map(|(_, e)| e.len()).sum();
+        let n_demos: usize = parts.iter().map(|(_, d)| d.len()).sum();
+        let epochs = epochs.0.max(1) as usize;
+        let batch = (*batch).max(1) as usize;
+        let micro = ((*micro_batch).max(1) as usize).min(batch);
+        let sft = SftConfig { micro_batch: micro, grad_accum: batch.div_ceil(micro), epochs };
+        let steps = sft.steps_per_epoch(n_examples) * epochs;
+        let optim = settings::optim(*lr, optimizer, schedule, steps as u64);
+        let trainer = self.trainer_from(model.id(), optim)?;
+        self.say(&format!(
+            "stage {}: SFT on {} examples ({} demos), {epochs} epochs, {steps} steps",
+            node.decl, n_examples, n_demos
+        ));
+        let metrics = {
+            let mut t = trainer.lock().map_err(|_| RunError::poisoned())?;
+            let max_len = t.model().context().min(max_length.0 as usize);
+            let mut datasets = Vec::new();
+            for (name, examples) in &sets {
+                let rendered = examples
+                    .iter()
+                    .map(|ex| wrl_trainer::render(t.tokenizer(), ex, max_len))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| RunError::model("cannot tokenise the demonstrations", e))?;
+                datasets.push(wrl_trainer::Dataset { name: name.clone(), examples: rendered });
+            }
+            let mixture = Mixture { datasets, weights };
+            // Step by step, with a progress line every tenth of the stage.
+            let every = (steps / 10).max(1);
+            let mut out = Vec::with_capacity(steps);
+            while t.cursor().epoch < epochs as u64 {
+                let m = t.sft_step(&mixture, &sft).map_err(|e| RunError::model("SFT failed", e))?;
+                if out.len() % every == every - 1 {
+                    self.say(&format!(
+                        "stage {}: step {}/{steps}, epoch {}, loss {:.4}",
+                        node.decl,
+                        out.len() + 1,
+                        m.epoch.unwrap_or(0) + 1,
+                        m.loss
+                    ));
+                }
+                out.push(m);
+            }
+            out
+        };
+        let lines: Vec<MetricLine> = metrics
+            .iter()
+            .map(|m| {
+                MetricLine::Sft(SftStep {
+                    stage: node.decl.clone(),
+                    node: node.id.clone(),
+                    step: m.step,
+                    loss: m.loss,
+                    lr: m.lr,
+                    grad_norm: m.grad_norm,
+                    epoch: m.epoch,
+                })
+            })
+            .collect();
+        if let Some(last) = metrics.last() {
+            self.say(&format!("stage {}: final loss {:.4}", node.decl, last.loss));
+        }
+        self.run.append_metrics(&lines)?;
+        self.built.trainers.insert(node.id.clone(), trainer);
+        self.mark_done(&node.id);
+        self.save_and_commit(&node.id, &node.id.replace([':', '/'], "-"))
+    }
+}

@@ -1,0 +1,161 @@
+//! The preflight: everything `wrlc run` can find wrong with a plan before any work starts —
+//! nodes that do not decode into their constructor's type, `unknown` values the runtime needs,
+//! data files that are missing or malformed, models it cannot build, settings it does not
+//! implement, no Chromium — every problem at once, each with its code and, where a declaration
+//! is to blame, that declaration and field.
+
+pub mod files;
+mod refusals;
+
+use std::path::Path;
+
+use wrl_plan::params::{self, Dataset, DemoEnv, Env, Params, TypedPlan, shape::Shape};
+use wrl_plan::{Node, PVal, Plan};
+
+use crate::error::{Fault, RunError};
+
+pub use files::check_out;
+
+/// The help of E0501, here and when the pool cannot start.
+pub(crate) const INSTALL_CHROMIUM: &str = "install it with `apt-get install \
+    chromium-headless-shell` (or `chromium`), or point WRL_CHROMIUM or `--chromium` at a \
+    Chromium binary";
+
+/// Decodes the plan and refuses one the runtime cannot run, listing every problem, before any
+/// work; the decoded plan is what the executor runs.
+pub fn preflight<'p>(
+    plan: &'p Plan,
+    chromium: Option<&Path>,
+) -> Result<TypedPlan<'p>, Vec<RunError>> {
+    let mut errs = Vec::new();
+    let mut nodes = Vec::new();
+    for n in &plan.nodes {
+        errs.extend(unknowns(n));
+        match params::decode(n) {
+            Ok(p) => nodes.push((n, p)),
+            Err(e) => errs.extend(decode_error(n, &e)),
+        }
+    }
+    // The nodes that decoded are checked too: every problem at once.
+    let typed = TypedPlan { plan, nodes };
+    if let Some((n, p)) = typed.nodes.iter().find(|(_, p)| needs_chromium(p))
+        && let Err(e) = wrl_browser::find_chromium(chromium)
+    {
+        // `find_chromium` only ever says where it looked; its own advice is the help below.
+        let why = match e {
+            wrl_browser::LaunchError::NotFound(why) => why,
+            other => other.to_string(),
+        };
+        let label = match p {
+            Params::Env(_) => "this environment runs in Chromium",
+            _ => "the scripted expert records these demonstrations in Chromium",
+        };
+        errs.push(
+            RunError::new(
+                Fault::NoChromium,
+                format!("no Chromium to run the browser environment: {why}"),
+            )
+            .help(INSTALL_CHROMIUM)
+            .at(n, None, label),
+        );
+    }
+    for (n, p) in &typed.nodes {
+        if let Params::Dataset(d) = p {
+            errs.extend(dataset(n, d));
+        }
+        errs.extend(refusals::refusals(&typed, n, p));
+    }
+    if errs.is_empty() { Ok(typed) } else { Err(errs) }
+}
+
+/// A node that does not decode: an `unknown` the runtime needs below its top level (E0500;
+/// top-level ones are reported by [`unknowns`]), or a plan of another format (E0506).
+fn decode_error(n: &Node, e: &params::DecodeError) -> Option<RunError> {
+    let top = e.param().is_some_and(|p| n.params.get(p).is_some_and(PVal::is_unknown));
+    match e.param() {
+        Some(_) if e.is_unknown() && top => None,
+        Some(p) if e.is_unknown() => Some(unknown(n, p, &e.path_text())),
+        _ => Some(
+            RunError::new(
+                Fault::PlanFormat,
+                match e.path.is_empty() {
+                    true => format!("node `{}` ({}) {}", n.id, n.ctor, e.problem),
+                    false => format!("node `{}` ({}): {e}", n.id, n.ctor),
+                },
+            )
+            .help(
+                "the plan does not follow the format this wrlc reads (docs/plan-format.md); plan \
+                 the recipe again with this wrlc",
+            ),
+        ),
+    }
+}
+
+/// The `unknown` top-level parameters of `n` that its constructor's type needs.
+fn unknowns(n: &Node) -> Vec<RunError> {
+    let Some(shape) = params::shape_of(n.kind, &n.ctor) else { return Vec::new() };
+    n.params
+        .iter()
+        .filter(|(_, v)| v.is_unknown())
+        .filter(|(k, _)| !matches!(shape.field(k), Some(Shape::Option(_)) | None))
+        .map(|(k, _)| unknown(n, k, k))
+        .collect()
+}
+
+fn unknown(n: &Node, param: &str, path: &str) -> RunError {
+    RunError::new(Fault::Unknown, format!("`{path}` of `{}` is `unknown`", n.decl))
+        .help("give it a value in the recipe, with a profile, or with `--set`")
+        .at(n, Some(param), "the runtime needs this value")
+}
+
+fn needs_chromium(p: &Params) -> bool {
+    match p {
+        Params::Env(Env::Browser(_)) => true,
+        Params::Dataset(Dataset::SandboxDemos(d)) => d.env == DemoEnv::Browser,
+        _ => false,
+    }
+}
+
+/// A dataset this runtime cannot read, or whose file is missing, empty or malformed.
+fn dataset(n: &Node, d: &Dataset) -> Vec<RunError> {
+    let path = match d {
+        Dataset::Jsonl(f) | Dataset::Parquet(f) => Some(f.path.as_str()),
+        _ => None,
+    };
+    let mut errs: Vec<RunError> = path.and_then(|p| missing_file(n, p)).into_iter().collect();
+    if matches!(d, Dataset::Parquet(_) | Dataset::HfDataset(_)) {
+        errs.push(
+            RunError::new(
+                Fault::Unsupported,
+                format!("dataset `{}` ({}) cannot be read by this runtime yet", n.decl, n.ctor),
+            )
+            .help(
+                "use `jsonl(…)` or the sandbox generators (`std::sandbox::tasks`, \
+                 `std::sandbox::demos`, `std::sandbox::qa`)",
+            )
+            .at(n, None, "this runtime does not read it"),
+        );
+    }
+    if let Dataset::Jsonl(f) = d
+        && errs.is_empty()
+    {
+        errs.extend(files::read_jsonl(&f.path, f.kind).err().map(|(message, label)| {
+            RunError::new(Fault::Data, format!("dataset `{}`: {message}", n.decl))
+                .help("docs/sandbox.md describes the task and trajectory JSONL formats")
+                .at(n, Some("path"), label)
+        }));
+    }
+    errs
+}
+
+/// The data file of a `jsonl` or `parquet` dataset, when it does not exist.
+fn missing_file(n: &Node, path: &str) -> Option<RunError> {
+    (!Path::new(path).exists()).then(|| {
+        RunError::new(
+            Fault::Data,
+            format!("dataset `{}` reads `{path}`, which does not exist", n.decl),
+        )
+        .help("paths are relative to the directory `wrlc run` is started in")
+        .at(n, Some("path"), "no such file")
+    })
+}

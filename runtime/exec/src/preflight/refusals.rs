@@ -1,0 +1,463 @@
+//! What a plan asks for that this runtime cannot do, each refused at its field (E0502) rather
+//! than ignored. Environments and agents are destructured here without `..`: every field is
+//! either honoured (and the comment says where) or checked, so a field added to the type does
+//! not compile until it is accounted for. RL phases are accounted for in
+//! `executor::settings`, which names what is refused here.
+
+use wrl_plan::Node;
+use wrl_plan::params::{self, Agent, Env, Observation, Params, RlPhase, Signal, TypedPlan};
+use wrl_trainer::TinyConfig;
+
+use crate::error::{Fault, RunError};
+
+/// Every refusal of one decoded node.
+pub fn refusals(plan: &TypedPlan<'_>, n: &Node, p: &Params) -> Vec<RunError> {
+    match p {
+        Params::Model(m) => model(n, m).into_iter().collect(),
+        Params::Env(e) => env(n, e),
+        Params::Agent(a) => agent(plan, n, a),
+        Params::RlPhase(r) => phase(plan, n, r),
+        Params::Reward(r) => reward(plan, n, &r.expr),
+        Params::Sft(s) => sft(n, s),
+        Params::Eval(e) => eval(n, e),
+        Params::Dataset(_) | Params::Checkpoint(_) => Vec::new(),
+    }
+}
+
+fn unsupported(n: &Node, what: String, help: impl Into<String>, field: &str) -> RunError {
+    RunError::new(Fault::Unsupported, what).help(help).at(
+        n,
+        Some(field),
+        "this runtime cannot do this yet",
+    )
+}
+
+/// A model this runtime cannot build.
+fn model(n: &Node, m: &params::Model) -> Option<RunError> {
+    let t = match m {
+        // An `api(…)` model runs frozen graph modules over HTTP (`agent::brains`).
+        params::Model::Api(_) => return None,
+        params::Model::Hf(_) => {
+            return Some(
+                RunError::new(
+                    Fault::Unsupported,
+                    format!("model `{}` ({}) cannot run on this runtime yet", n.decl, n.ctor),
+                )
+                .help("run the recipe's `smoke` profile, which uses `std::models::tiny`")
+                .at(n, None, "this runtime trains only `tiny_transformer` models"),
+            );
+        }
+        params::Model::Tiny(t) => t,
+    };
+    let cfg = TinyConfig {
+        layers: t.layers as usize,
+        d_model: t.d_model as usize,
+        heads: t.heads as usize,
+        context: t.context.0 as usize,
+        ..TinyConfig::default()
+    };
+    let e = cfg.validate().err()?;
+    let cannot = format!("model `{}` cannot be built", n.decl);
+    Some(if cfg.heads > 0 && !cfg.d_model.is_multiple_of(cfg.heads) {
+        RunError::new(
+            Fault::Model,
+            format!(
+                "{cannot}: `heads` = {} does not divide `d_model` = {}",
+                cfg.heads, cfg.d_model
+            ),
+        )
+        .help("choose `heads` that divides `d_model` (4 heads for `d_model = 128`)")
+        .at(n, Some("heads"), "each head takes an equal share of `d_model`")
+    } else {
+        RunError::new(Fault::Model, format!("{cannot}: {e}")).at(
+            n,
+            None,
+            "this model cannot be built",
+        )
+    })
+}
+
+/// Env settings this runtime cannot honour yet: pacing (`slow_mo`, `settle`), conflict-free
+/// scheduling (`conflict_key`), observations a text policy cannot read (screenshots) or that
+/// are not implemented (`a11y_tree`), and timeouts that would end every step at once.
+fn env(n: &Node, e: &Env) -> Vec<RunError> {
+    let mut errs = Vec::new();
+    let text_only = "set `observe = [elements(max: 32), url, feedback]` (a profile can)";
+    match e {
+        Env::Browser(b) => {
+            let params::Browser {
+                // The sandbox (refused below for any other site); the tools' terse actions.
+                target: _,
+                tools: _,
+                // The browser pool: window size, scale, fleet, concurrency, blacklist.
+                viewport: _,
+                device_scale: _,
+                concurrency: _,
+                remote: _,
+                blacklist: _,
+                blacklist_file: _,
+                // The episode (`env::settings`).
+                per_turn: _,
+                observe,
+                timeout,
+                retries: _,
+                slow_mo,
+                settle,
+                conflict_key,
+                // The checker's context budget (E0404).
+                step_text: _,
+            } = b;
+            for (field, d, what) in [
+                ("slow_mo", slow_mo, "a delay between CDP commands (`slow_mo`)"),
+                ("settle", settle, "a wait after each action (`settle`)"),
+            ] {
+                if d.0 > 0.0 {
+                    let help = format!("set `{field} = 0 s` (a profile can)");
+                    errs.push(unsupported(
+                        n,
+                        format!("env `{}`: {what} is not implemented", n.decl),
+                        help,
+                        field,
+                    ));
+                }
+            }
+            if !conflict_key.is_empty() {
+                errs.push(unsupported(
+                    n,
+                    format!(
+                        "env `{}`: keeping conflicting tasks apart (`conflict_key`) is not \
+                         implemented",
+                        n.decl
+                    ),
+                    "set `conflict_key = \"\"`; sandbox tasks reset their state per episode",
+                    "conflict_key",
+                ));
+            }
+            for o in observe {
+                match o {
+                    Observation::Screenshot { last } if *last > 0 => errs.push(unsupported(
+                        n,
+                        format!(
+                            "env `{}`: `observe` shows the policy the last {last} screenshot(s), \
+                             but this runtime's policies read text only",
+                            n.decl
+                        ),
+                        format!("{text_only}; `screenshot(last: 0)` keeps screenshots for judges"),
+                        "observe",
+                    )),
+                    Observation::A11yTree => errs.push(unsupported(
+                        n,
+                        format!(
+                            "env `{}`: the accessibility-tree observation (`a11y_tree`) is not \
+                             implemented",
+                            n.decl
+                        ),
+                        text_only,
+                        "observe",
+                    )),
+                    Observation::Screenshot { .. }
+                    | Observation::Url
+                    | Observation::Tabs
+                    | Observation::Elements { .. }
+                    | Observation::Feedback { .. } => {}
+                }
+            }
+            let limits =
+                [("step", timeout.step), ("task", timeout.task), ("acquire", timeout.acquire)];
+            errs.extend(zero_timeouts(n, &limits));
+            if !b.target.is_sandbox() {
+                errs.push(
+                    RunError::new(
+                        Fault::Unsupported,
+                        format!(
+                            "env `{}` targets a site this runtime cannot reach offline",
+                            n.decl
+                        ),
+                    )
+                    .help("run with a profile whose env targets `std::sandbox::web`")
+                    .at(
+                        n,
+                        Some("target"),
+                        "this runtime runs only the sandbox web",
+                    ),
+                );
+            }
+        }
+        Env::SearchApi(s) => {
+            let params::SearchApi {
+                // The service's URL (unused with `std::sandbox::search`), its tools, how many
+                // episodes run at once, and each response's length.
+                base_url: _,
+                target: _,
+                tools: _,
+                concurrency: _,
+                timeout,
+                step_text: _,
+            } = s;
+            errs.extend(zero_timeouts(n, &[("step", timeout.step), ("task", timeout.task)]));
+        }
+    }
+    errs
+}
+
+/// A zero timeout would end every step (or episode) at once.
+fn zero_timeouts(n: &Node, limits: &[(&str, params::Seconds)]) -> Vec<RunError> {
+    limits
+        .iter()
+        .filter(|(_, s)| s.0 <= 0.0)
+        .map(|(which, _)| {
+            RunError::new(
+                Fault::Unsupported,
+                format!(
+                    "env `{}`: a `timeout.{which}` of 0 s would end every {which} at once",
+                    n.decl
+                ),
+            )
+            .help(format!("give `timeout.{which}` a positive duration"))
+            .at(n, Some("timeout"), "no time to act")
+        })
+        .collect()
+}
+
+/// What an agent asks for that this runtime cannot do: a graph in a search API, per-role
+/// weights whose roles cannot name a directory, a ReAct prompt the tiny policy cannot take.
+fn agent(plan: &TypedPlan<'_>, n: &Node, a: &Agent) -> Vec<RunError> {
+    let mut errs = Vec::new();
+    match a {
+        Agent::React(r) => {
+            if !r.prompt.is_empty() {
+                errs.push(unsupported(
+                    n,
+                    format!(
+                        "agent `{}`: a ReAct agent's `prompt` is not used by this runtime's \
+                         policies, which see the page, the actions so far and the task",
+                        n.decl
+                    ),
+                    "set `prompt = \"\"` (a profile can)",
+                    "prompt",
+                ));
+            }
+        }
+        Agent::Graph(g) => {
+            let search = matches!(plan.get(g.env.id()), Some(Params::Env(Env::SearchApi(_))));
+            if search {
+                errs.push(
+                    RunError::new(
+                        Fault::Unsupported,
+                        format!(
+                            "agent `{}`: module graphs in a `search_api` env are not implemented",
+                            n.decl
+                        ),
+                    )
+                    .help("use a `react` agent with the search tools, or a `browser` env")
+                    .at(
+                        n,
+                        Some("env"),
+                        "this runtime runs graphs only in browsers",
+                    ),
+                );
+            }
+            if g.weights == params::Weights::PerRole {
+                let spec = crate::agent::graph::GraphSpec::new(g);
+                let ok =
+                    |r: &str| r.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                for m in spec.modules.values().filter(|m| m.trainable && !ok(&m.role)) {
+                    errs.push(
+                        RunError::new(
+                            Fault::Unsupported,
+                            format!(
+                                "agent `{}`: the role `{}` of module `{}` cannot name the \
+                                 directory its weights are saved in",
+                                n.decl, m.role, m.name
+                            ),
+                        )
+                        .help(
+                            "use letters, digits, `_` and `-` in the roles of a `weights = \
+                             per_role` graph",
+                        )
+                        .at(
+                            n,
+                            Some("weights"),
+                            "each role's weights are saved under `roles/ROLE/`",
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    errs
+}
+
+/// What an RL phase asks for that this runtime cannot do yet, and a `trainable` list that
+/// names no trainable module of its agent.
+fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
+    let mut errs = Vec::new();
+    let cannot = |what: String, help: &str, field: &str| {
+        unsupported(n, format!("stage `{}`: {what}", n.decl), help, field)
+    };
+    let eval_every = match p {
+        RlPhase::Grpo(g) => {
+            if g.asynchronous.staleness.0 != 0.0 || g.asynchronous.sync_every != 1 {
+                errs.push(cannot(
+                    "asynchronous rollouts (`async`) are not implemented: this runtime updates \
+                     after every batch, on-policy"
+                        .into(),
+                    "set `async = { staleness = 0%, sync_every = 1 }` (a profile can)",
+                    "async",
+                ));
+            }
+            g.eval_every
+        }
+        RlPhase::Dapo(d) => d.eval_every,
+        RlPhase::Ppo(_) => params::Iters(0),
+    };
+    if eval_every.0 != 0 {
+        errs.push(cannot(
+            "evaluation inside a stage (`eval_every`) is not implemented".into(),
+            "set `eval_every = 0 iters` and declare an `evaluate(…) { after = [stage] }`",
+            "eval_every",
+        ));
+    }
+    if let RlPhase::Dapo(d) = p
+        && d.dynamic_sampling.metric != "reward"
+    {
+        errs.push(cannot(
+            format!(
+                "dynamic sampling on the metric `{}` is not implemented; groups are compared on \
+                 their reward",
+                d.dynamic_sampling.metric
+            ),
+            "set `dynamic_sampling = { metric = \"reward\", … }`",
+            "dynamic_sampling",
+        ));
+    }
+    if let RlPhase::Grpo(g) = p
+        && !g.trainable.is_empty()
+        && let Some(Params::Agent(Agent::Graph(graph))) = plan.get(g.agent.id())
+    {
+        let spec = crate::agent::graph::GraphSpec::new(graph);
+        for missing in
+            g.trainable.iter().filter(|r| !spec.modules.get(*r).is_some_and(|m| m.trainable))
+        {
+            errs.push(
+                RunError::new(
+                    Fault::Unsupported,
+                    format!(
+                        "stage `{}` trains `{missing}`, which is not a trainable module of its agent",
+                        n.decl
+                    ),
+                )
+                .help("list only modules declared with `trainable`")
+                .at(n, Some("trainable"), "named here"),
+            );
+        }
+    }
+    errs
+}
+
+/// What an SFT stage asks for that the text policy's examples cannot do.
+fn sft(n: &Node, s: &params::Sft) -> Vec<RunError> {
+    let mut errs = Vec::new();
+    if !s.mask.contains(&params::MaskPart::Observations) {
+        errs.push(unsupported(
+            n,
+            format!(
+                "stage `{}`: training on observations (a `mask` without `observations`) is not \
+                 implemented: each example trains the assistant's turn only",
+                n.decl
+            ),
+            "keep `observations` in `mask`",
+            "mask",
+        ));
+    }
+    if s.seed != 0 {
+        errs.push(unsupported(
+            n,
+            format!(
+                "stage `{}`: an SFT stage's own `seed` is not implemented: the data order \
+                 follows the model's `seed`",
+                n.decl
+            ),
+            "set `seed = 0`, and give the model the seed you want",
+            "seed",
+        ));
+    }
+    errs
+}
+
+/// What an evaluation asks for that this runtime does not compute.
+fn eval(n: &Node, e: &params::Evaluate) -> Vec<RunError> {
+    let mut errs = Vec::new();
+    if e.metric == params::Metric::MeanReward {
+        errs.push(unsupported(
+            n,
+            format!("eval `{}`: the `mean_reward` metric is not implemented", n.decl),
+            "use `metric = success` or `metric = pass_at_k`",
+            "metric",
+        ));
+    }
+    if e.denominator == params::Denominator::NonAborted {
+        errs.push(unsupported(
+            n,
+            format!(
+                "eval `{}`: leaving aborted episodes out of the rate (`denominator = \
+                 non_aborted`) is not implemented",
+                n.decl
+            ),
+            "use `denominator = all`",
+            "denominator",
+        ));
+    }
+    errs
+}
+
+/// Signals a reward reads that this runtime cannot score, and judges whose model nothing
+/// serves.
+fn reward(plan: &TypedPlan<'_>, n: &Node, expr: &wrl_plan::Expr<Signal>) -> Vec<RunError> {
+    let mut errs = Vec::new();
+    for s in expr.signals() {
+        let model = match s {
+            Signal::Judge(j) => Some(&j.model),
+            Signal::Webjudge(w) => Some(&w.model),
+            Signal::AnswerMatch { judge_model, .. } => judge_model.as_ref(),
+            _ => None,
+        };
+        if let Some(params::JudgeModel::Model(m)) = model
+            && !matches!(plan.get(m.id()), Some(Params::Model(params::Model::Api(_))))
+        {
+            errs.push(
+                RunError::new(
+                    Fault::Service,
+                    format!(
+                        "reward `{}`: the judge's model `{m}` is served by nothing: a judge calls an \
+                         OpenAI-compatible endpoint",
+                        n.decl
+                    ),
+                )
+                .help(
+                    "declare the judge's model as `api(\"NAME\") { base_url = … }` (serve a \
+                     checkpoint with `wrlc serve`), or give the judge a model id and `base_url`",
+                )
+                .at(n, Some("expr"), "this judge has no endpoint"),
+            );
+        }
+        let why = match s {
+            Signal::BboxHit | Signal::ActionMatch { .. } => Some(format!(
+                "`{}` needs reference actions, which sandbox tasks do not have",
+                s.name()
+            )),
+            Signal::Judge(j) if j.verdict == params::Verdict::Score => {
+                Some("a judge's `verdict = score` is not implemented".to_string())
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            errs.push(
+                RunError::new(Fault::Unsupported, format!("reward `{}`: {why}", n.decl))
+                    .help("score with `task_check`, `answer_match` or a binary `judge`")
+                    .at(n, Some("expr"), "this runtime cannot do this yet"),
+            );
+        }
+    }
+    errs
+}

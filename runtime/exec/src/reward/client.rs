@@ -1,0 +1,407 @@
+//! LLM/VLM judges over any OpenAI-compatible `/v1/chat/completions` endpoint: the binary
+//! SUCCESS / NOT SUCCESS judge (OpenWebRL) and WebJudge's three axes (OpAgent). Timeouts,
+//! retries with 3^k backoff, a concurrency limit; failures are typed so the executor can
+//! exclude and count them. The API key is read from an environment variable and never written.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value as Json, json};
+use tokio::sync::Semaphore;
+
+/// Where and how to call a judge.
+#[derive(Clone, Debug)]
+pub struct JudgeConfig {
+    pub base_url: String,
+    pub model: String,
+    /// The environment variable holding the API key (may be unset for local servers).
+    pub api_key_env: String,
+    pub timeout: Duration,
+    pub retries: u32,
+    pub concurrency: usize,
+    pub seed: u64,
+    /// The first retry waits this long, the next three times as long, and so on.
+    pub backoff: Duration,
+    /// How many of the most recent screenshots to attach.
+    pub screenshots: usize,
+    /// Sampling temperature of every call (judges are asked at 0).
+    pub temperature: f64,
+}
+
+impl Default for JudgeConfig {
+    fn default() -> Self {
+        JudgeConfig {
+            base_url: "http://127.0.0.1:8000/v1".into(),
+            model: "judge".into(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            timeout: Duration::from_secs(30),
+            retries: 3,
+            concurrency: 8,
+            seed: 42,
+            backoff: Duration::from_secs(3),
+            screenshots: 3,
+            temperature: 0.0,
+        }
+    }
+}
+
+/// What the judge sees of an episode.
+#[derive(Clone, Debug, Default)]
+pub struct JudgeInput {
+    pub task: String,
+    /// One line per step: the action and the environment's feedback.
+    pub actions: Vec<String>,
+    pub answer: Option<String>,
+    /// PNG screenshots in episode order; the last `screenshots` are attached.
+    pub screenshots: Vec<Vec<u8>>,
+}
+
+/// Why a judge call produced no verdict. Samples with these are excluded and counted.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum JudgeError {
+    #[error("judge timed out")]
+    Timeout,
+    #[error("judge answered HTTP {0}")]
+    Http(u16),
+    #[error("judge answer could not be read: {0}")]
+    Malformed(String),
+    #[error("judge unreachable: {0}")]
+    Transport(String),
+}
+
+impl JudgeError {
+    /// The failure class used in metrics and `exclude` lists.
+    pub fn class(&self) -> &'static str {
+        match self {
+            JudgeError::Timeout => "judge_timeout",
+            JudgeError::Http(_) | JudgeError::Malformed(_) | JudgeError::Transport(_) => {
+                "judge_error"
+            }
+        }
+    }
+
+    fn retryable(&self) -> bool {
+        match self {
+            JudgeError::Timeout | JudgeError::Transport(_) => true,
+            JudgeError::Http(code) => *code >= 500 || *code == 429,
+            JudgeError::Malformed(_) => false,
+        }
+    }
+}
+
+/// A judge client shared by all rollout workers.
+#[derive(Clone)]
+pub struct JudgeClient {
+    cfg: JudgeConfig,
+    http: reqwest::Client,
+    limit: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for JudgeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JudgeClient")
+            .field("base_url", &self.cfg.base_url)
+            .field("model", &self.cfg.model)
+            .finish()
+    }
+}
+
+const BINARY_SYSTEM: &str = "You judge whether a web agent completed a task. Screenshots are the ground truth: \
+when they conflict with the action history or the response, trust the screenshots. A task with several parts \
+fails if any part fails. Explain briefly, then end with exactly one verdict: SUCCESS or NOT SUCCESS.";
+
+const WEBJUDGE_SYSTEM: &str = "You judge a web agent's episode from its screenshots (the only ground truth), its \
+action history and the task's key points. Score three axes and answer with JSON only: \
+{\"completion\": C, \"action\": A, \"efficiency\": T} where C is -1 (blocked by login, captcha, security or \
+network) or 1..5 (5 perfect, 4 core goal met with a minor deviation, 3 partial, 2 wrong direction, 1 failure), \
+A is 1..5 (how accurately actions hit their targets) and T is 1..5 (5 optimal, 4 at most 2 extra steps, \
+3 about 1.5x the steps, 2 loops, 1 illogical).";
+
+impl JudgeClient {
+    pub fn new(cfg: JudgeConfig) -> Result<JudgeClient, JudgeError> {
+        let http = reqwest::Client::builder()
+            .timeout(cfg.timeout)
+            .build()
+            .map_err(|e| JudgeError::Transport(e.to_string()))?;
+        let limit = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
+        Ok(JudgeClient { cfg, http, limit })
+    }
+
+    /// The binary judge: 1 for SUCCESS, 0 for NOT SUCCESS (any "NOT SUCCESS" wins).
+    pub async fn binary(&self, input: &JudgeInput) -> Result<f64, JudgeError> {
+        let text = self.ask(BINARY_SYSTEM, input).await?;
+        parse_binary(&text)
+    }
+
+    /// WebJudge: three axes aggregated to a reward in [−1, 1] (see `webjudge_reward`).
+    pub async fn webjudge(
+        &self,
+        input: &JudgeInput,
+        weights: (f64, f64, f64),
+    ) -> Result<f64, JudgeError> {
+        let text = self.ask(WEBJUDGE_SYSTEM, input).await?;
+        let (c, a, t) = parse_axes(&text)?;
+        Ok(webjudge_reward(c, a, t, weights))
+    }
+
+    async fn ask(&self, system: &str, input: &JudgeInput) -> Result<String, JudgeError> {
+        self.send(&self.request_body(system, input)).await
+    }
+
+    /// POSTs `body` under the concurrency limit, retrying timeouts, transport errors, 429 and
+    /// 5xx with a backoff that triples.
+    async fn send(&self, body: &Json) -> Result<String, JudgeError> {
+        let _permit =
+            self.limit.acquire().await.map_err(|e| JudgeError::Transport(e.to_string()))?;
+        let mut attempt = 0;
+        loop {
+            match self.post(body).await {
+                Ok(text) => return Ok(text),
+                Err(e) if e.retryable() && attempt < self.cfg.retries => {
+                    let wait = self.cfg.backoff.saturating_mul(3u32.saturating_pow(attempt));
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn request_body(&self, system: &str, input: &JudgeInput) -> Json {
+        let mut user = format!("Task: {}\n\nAction history:\n", input.task);
+        for (i, a) in input.actions.iter().enumerate() {
+            user.push_str(&format!("{}. {a}\n", i + 1));
+        }
+        user.push_str(&format!(
+            "\nFinal response: {}\n",
+            input.answer.as_deref().unwrap_or("(none)")
+        ));
+        let mut content = vec![json!({"type": "text", "text": user})];
+        let n = input.screenshots.len();
+        for (i, png) in
+            input.screenshots.iter().enumerate().skip(n.saturating_sub(self.cfg.screenshots))
+        {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(png);
+            content
+                .push(json!({"type": "text", "text": format!("Screenshot after step {}:", i + 1)}));
+            content.push(json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{b64}")}}));
+        }
+        json!({
+            "model": self.cfg.model,
+            "temperature": self.cfg.temperature,
+            "seed": self.cfg.seed,
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": content},
+            ],
+        })
+    }
+
+    /// A plain chat completion (a frozen agent module): `system` (may be empty), then `user`,
+    /// at most `max_tokens`, with the client's timeout, retries and concurrency limit.
+    pub async fn chat(
+        &self,
+        system: &str,
+        user: &str,
+        max_tokens: usize,
+    ) -> Result<String, JudgeError> {
+        let mut messages = Vec::new();
+        if !system.is_empty() {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.push(json!({"role": "user", "content": user}));
+        let body = json!({
+            "model": self.cfg.model,
+            "temperature": self.cfg.temperature,
+            "seed": self.cfg.seed,
+            "max_tokens": max_tokens,
+            "messages": messages,
+        });
+        self.send(&body).await
+    }
+
+    async fn post(&self, body: &Json) -> Result<String, JudgeError> {
+        let url = format!("{}/chat/completions", self.cfg.base_url.trim_end_matches('/'));
+        let mut req = self.http.post(url).json(body);
+        if let Ok(key) = std::env::var(&self.cfg.api_key_env)
+            && !key.is_empty()
+        {
+            req = req.bearer_auth(key);
+        }
+        let resp = req.send().await.map_err(|e| {
+            if e.is_timeout() {
+                JudgeError::Timeout
+            } else {
+                JudgeError::Transport(without_url(&e))
+            }
+        })?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(JudgeError::Http(status.as_u16()));
+        }
+        let v: Json = resp.json().await.map_err(|e| {
+            if e.is_timeout() { JudgeError::Timeout } else { JudgeError::Malformed(e.to_string()) }
+        })?;
+        v.pointer("/choices/0/message/content")
+            .and_then(Json::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| JudgeError::Malformed("no choices[0].message.content".into()))
+    }
+}
+
+/// A transport error's text without the URL (which may carry credentials in its query).
+fn without_url(e: &reqwest::Error) -> String {
+    let mut s = e.to_string();
+    if let Some(u) = e.url() {
+        s = s.replace(u.as_str(), "<judge>");
+    }
+    s
+}
+
+/// Reads a binary verdict. Any "NOT SUCCESS" is a failure (OpenWebRL's rule); otherwise
+/// "SUCCESS" is a success; text with neither is malformed.
+pub fn parse_binary(text: &str) -> Result<f64, JudgeError> {
+    let upper = text.to_uppercase();
+    if upper.contains("NOT SUCCESS") {
+        Ok(0.0)
+    } else if upper.contains("SUCCESS") {
+        Ok(1.0)
+    } else {
+        Err(JudgeError::Malformed(format!("no SUCCESS or NOT SUCCESS in {:?}", truncate(text, 80))))
+    }
+}
+
+/// Reads WebJudge's `{"completion", "action", "efficiency"}` from the first JSON object in
+/// the text.
+pub fn parse_axes(text: &str) -> Result<(f64, f64, f64), JudgeError> {
+    let start = text.find('{').ok_or_else(|| JudgeError::Malformed("no JSON object".into()))?;
+    let end = text
+        .rfind('}')
+        .filter(|e| *e > start)
+        .ok_or_else(|| JudgeError::Malformed("unclosed JSON object".into()))?;
+    let v: Json = serde_json::from_str(&text[start..=end])
+        .map_err(|e| JudgeError::Malformed(e.to_string()))?;
+    let get = |k: &str| {
+        v.get(k)
+            .and_then(Json::as_f64)
+            .ok_or_else(|| JudgeError::Malformed(format!("missing `{k}`")))
+    };
+    let (c, a, t) = (get("completion")?, get("action")?, get("efficiency")?);
+    if !(-1.0..=5.0).contains(&c) || !(1.0..=5.0).contains(&a) || !(1.0..=5.0).contains(&t) {
+        return Err(JudgeError::Malformed(format!("scores out of range: {c}, {a}, {t}")));
+    }
+    Ok((c, a, t))
+}
+
+/// WebJudge aggregation: −1 if blocked (C < 0); score = 5 if C = 5 else w·(C, A, T);
+/// reward = max(score − 1, 0) / 4.
+pub fn webjudge_reward(c: f64, a: f64, t: f64, (wc, wa, wt): (f64, f64, f64)) -> f64 {
+    if c < 0.0 {
+        return -1.0;
+    }
+    let score = if c >= 5.0 { 5.0 } else { wc * c + wa * a + wt * t };
+    (score - 1.0).max(0.0) / 4.0
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::Router;
+    use axum::http::StatusCode;
+    use axum::routing::post;
+
+    /// A judge server on loopback whose behaviour depends on the task text.
+    async fn judge_server(calls: Arc<AtomicUsize>) -> String {
+        let app = Router::new().route(
+            "/v1/chat/completions",
+            post(move |body: axum::Json<Json>| {
+                let calls = calls.clone();
+                async move {
+                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                    let text = body
+                        .0
+                        .pointer("/messages/1/content/0/text")
+                        .and_then(Json::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    let reply = |s: &str| {
+                        (
+                            StatusCode::OK,
+                            axum::Json(json!({"choices": [{"message": {"content": s}}]})),
+                        )
+                    };
+                    if text.contains("flaky") && n == 0 {
+                        return (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(json!({})));
+                    }
+                    if text.contains("broken") {
+                        return (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(json!({})));
+                    }
+                    if text.contains("slow") {
+                        tokio::time::sleep(Duration::from_millis(800)).await;
+                    }
+                    if text.contains("nonsense") {
+                        return reply("I cannot tell.");
+                    }
+                    if text.contains("axes") {
+                        return reply(
+                            "Thinking... {\"completion\": 4, \"action\": 5, \"efficiency\": 3}",
+                        );
+                    }
+                    reply("The cart shows the mug. Verdict: SUCCESS")
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        format!("http://{addr}/v1")
+    }
+
+    fn input(task: &str) -> JudgeInput {
+        JudgeInput {
+            task: task.into(),
+            actions: vec!["click 3 → ok".into()],
+            answer: Some("done".into()),
+            screenshots: vec![vec![137, 80, 78, 71]],
+        }
+    }
+
+    #[tokio::test]
+    async fn verdicts_retries_timeouts_and_malformed_answers() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let base_url = judge_server(calls.clone()).await;
+        let cfg = JudgeConfig {
+            base_url,
+            timeout: Duration::from_millis(300),
+            retries: 1,
+            backoff: Duration::from_millis(10),
+            api_key_env: "WRL_TEST_NO_SUCH_KEY".into(),
+            ..JudgeConfig::default()
+        };
+        let judge = JudgeClient::new(cfg).unwrap();
+        assert_eq!(judge.binary(&input("buy a mug")).await, Ok(1.0));
+        assert_eq!(judge.binary(&input("flaky: buy a mug")).await, Ok(1.0), "a 500 is retried");
+        assert_eq!(judge.binary(&input("broken")).await, Err(JudgeError::Http(500)));
+        assert_eq!(judge.binary(&input("slow")).await, Err(JudgeError::Timeout));
+        assert!(matches!(judge.binary(&input("nonsense")).await, Err(JudgeError::Malformed(_))));
+        let r = judge.webjudge(&input("axes"), (0.8, 0.1, 0.1)).await.unwrap();
+        assert!((r - (0.8 * 4.0 + 0.5 + 0.3 - 1.0) / 4.0).abs() < 1e-9, "{r}");
+        assert_eq!(JudgeError::Timeout.class(), "judge_timeout");
+    }
+
+    #[test]
+    fn parsing_rules() {
+        assert_eq!(parse_binary("SUCCESS... actually NOT SUCCESS"), Ok(0.0));
+        assert_eq!(webjudge_reward(5.0, 1.0, 1.0, (0.8, 0.1, 0.1)), 1.0);
+        assert_eq!(webjudge_reward(-1.0, 5.0, 5.0, (0.8, 0.1, 0.1)), -1.0);
+        assert_eq!(webjudge_reward(1.0, 1.0, 1.0, (0.8, 0.1, 0.1)), 0.0);
+        assert!(parse_axes("{\"completion\": 9, \"action\": 1, \"efficiency\": 1}").is_err());
+    }
+}

@@ -1,0 +1,320 @@
+//! Rewards, evaluated exactly as the recipe typed them: the plan's expression (`Expr<Signal>`,
+//! its signals decoded once) over what an episode did. Judges are HTTP calls, so they are asked
+//! first ([`judges`]) and their verdicts passed in: evaluation itself is pure. Process rewards
+//! score each step ([`process`]).
+
+pub mod answers;
+pub mod client;
+pub mod judges;
+pub mod process;
+
+use std::collections::BTreeMap;
+
+use wrl_plan::params::{AnswerMode, Signal};
+use wrl_plan::{BinOp, Expr};
+
+pub use answers::{answer_score, glob, normalize};
+
+/// A reward expression with typed signals.
+pub type RewardExpr = Expr<Signal>;
+
+/// Reward nodes by id, for expressions that name other rewards.
+pub type Rewards = BTreeMap<String, RewardExpr>;
+
+/// What happened in an episode, as far as rewards can see.
+#[derive(Clone, Debug, Default)]
+pub struct EpisodeFacts {
+    /// `completed`, `format_error`, `max_steps`, `truncated`, `env_error`, `aborted`, `timeout`.
+    pub end_reason: String,
+    /// The terminal answer.
+    pub answer: Option<String>,
+    /// The task's reference answer, if it has one.
+    pub reference: Option<String>,
+    /// The sandbox/WebArena checker's verdict, when the task has a checker.
+    pub checker: Option<bool>,
+    /// Whether every turn was well formed.
+    pub format_ok: bool,
+    /// The final URL.
+    pub url: String,
+    /// The verdict of each judge signal asked: a score, or why there is none.
+    pub judges: Vec<(Signal, Result<f64, String>)>,
+    /// The step a process reward is evaluated on (`None` for an outcome reward).
+    pub step: Option<StepFacts>,
+}
+
+/// What one step did, as process conditions see it (`process.rs` reads them off an episode).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepFacts {
+    pub url_changed: bool,
+    pub action_failed: bool,
+    /// A click landed on an interactive element.
+    pub dom_hit: bool,
+    /// 1 − similarity of the screenshots before and after; `None` without screenshots.
+    pub screen_change: Option<f64>,
+}
+
+/// A reward value, or why the sample leaves the loss.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RewardValue {
+    Value(f64),
+    /// Excluded from the loss (a judge timed out, failed, or answered nonsense).
+    Excluded(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum X {
+    Num(f64),
+    Bool(bool),
+}
+
+impl X {
+    fn num(self) -> f64 {
+        match self {
+            X::Num(v) => v,
+            X::Bool(b) => f64::from(u8::from(b)),
+        }
+    }
+    fn truth(self) -> bool {
+        match self {
+            X::Num(v) => v != 0.0,
+            X::Bool(b) => b,
+        }
+    }
+}
+
+/// Evaluates a reward expression; `rewards` resolves the reward nodes it names.
+pub fn evaluate(expr: &RewardExpr, facts: &EpisodeFacts, rewards: &Rewards) -> RewardValue {
+    match eval(expr, facts, rewards, 0) {
+        Ok(x) => RewardValue::Value(x.num()),
+        Err(why) => RewardValue::Excluded(why),
+    }
+}
+
+fn eval(e: &RewardExpr, f: &EpisodeFacts, rewards: &Rewards, depth: usize) -> Result<X, String> {
+    if depth > 64 {
+        return Err("reward declarations refer to each other too deeply".into());
+    }
+    Ok(match e {
+        Expr::Const { value } => X::Num(*value),
+        Expr::Bool { value } => X::Bool(*value),
+        Expr::Reward { node } => match rewards.get(node) {
+            Some(r) => eval(r, f, rewards, depth + 1)?,
+            None => return Err(format!("unknown reward `{node}`")),
+        },
+        Expr::Unary { neg: true, arg } => X::Num(-eval(arg, f, rewards, depth + 1)?.num()),
+        Expr::Unary { neg: false, arg } => X::Bool(!eval(arg, f, rewards, depth + 1)?.truth()),
+        Expr::If { cond, then, otherwise } => {
+            // Only the branch taken is evaluated: a judge in the other branch is not needed.
+            if eval(cond, f, rewards, depth + 1)?.truth() {
+                eval(then, f, rewards, depth + 1)?
+            } else {
+                eval(otherwise, f, rewards, depth + 1)?
+            }
+        }
+        Expr::Binary { bin, lhs, rhs } => {
+            let a = eval(lhs, f, rewards, depth + 1)?;
+            // `and`/`or` short-circuit, so `format_ok and judge(…)` skips an unneeded judge.
+            match bin {
+                BinOp::And if !a.truth() => return Ok(X::Bool(false)),
+                BinOp::Or if a.truth() => return Ok(X::Bool(true)),
+                BinOp::Mul if a.num() == 0.0 => return Ok(X::Num(0.0)),
+                _ => {}
+            }
+            let b = eval(rhs, f, rewards, depth + 1)?;
+            let (x, y) = (a.num(), b.num());
+            match bin {
+                BinOp::Add => X::Num(x + y),
+                BinOp::Sub => X::Num(x - y),
+                BinOp::Mul => X::Num(x * y),
+                BinOp::Div => X::Num(if y == 0.0 { 0.0 } else { x / y }),
+                BinOp::Eq => X::Bool(x == y),
+                BinOp::Ne => X::Bool(x != y),
+                BinOp::Lt => X::Bool(x < y),
+                BinOp::Le => X::Bool(x <= y),
+                BinOp::Gt => X::Bool(x > y),
+                BinOp::Ge => X::Bool(x >= y),
+                BinOp::And | BinOp::Or => X::Bool(b.truth()),
+            }
+        }
+        Expr::Signal { obj } => signal(obj, f)?,
+    })
+}
+
+fn signal(s: &Signal, f: &EpisodeFacts) -> Result<X, String> {
+    Ok(match s {
+        Signal::Ended { reason } => X::Bool(reason.word() == f.end_reason),
+        Signal::FormatOk { .. } => X::Bool(f.format_ok),
+        Signal::TaskCheck => X::Bool(f.checker.unwrap_or(false)),
+        Signal::AnswerMatch { mode: AnswerMode::Judge, .. } => return judged(s, f),
+        Signal::AnswerMatch { mode, .. } => {
+            X::Num(answer_score(*mode, f.answer.as_deref(), f.reference.as_deref()))
+        }
+        Signal::UrlMatch { pattern } => X::Bool(glob(pattern, &f.url)),
+        Signal::Judge(_) | Signal::Webjudge(_) | Signal::BboxHit | Signal::ActionMatch { .. } => {
+            return judged(s, f);
+        }
+        Signal::UrlChanged
+        | Signal::ActionFailed
+        | Signal::DomHit
+        | Signal::ScreenChanged { .. } => return step(s, f),
+    })
+}
+
+/// A process condition, on the step being scored.
+fn step(s: &Signal, f: &EpisodeFacts) -> Result<X, String> {
+    let Some(st) = &f.step else {
+        return Err(format!("the signal `{}` is per step; use it as a process reward", s.name()));
+    };
+    Ok(X::Bool(match s {
+        Signal::UrlChanged => st.url_changed,
+        Signal::ActionFailed => st.action_failed,
+        Signal::DomHit => st.dom_hit,
+        Signal::ScreenChanged { threshold } => match st.screen_change {
+            Some(c) => c > *threshold,
+            None => return Err("no screenshots to compare for `screen_changed`".into()),
+        },
+        other => return Err(format!("the signal `{}` is not per step", other.name())),
+    }))
+}
+
+fn judged(s: &Signal, f: &EpisodeFacts) -> Result<X, String> {
+    match f.judges.iter().find(|(j, _)| j == s) {
+        Some((_, Ok(v))) => Ok(X::Num(*v)),
+        Some((_, Err(why))) => Err(why.clone()),
+        None => Err(format!("no result for `{}`", s.name())),
+    }
+}
+
+/// The signals of an expression (and the rewards it names) that need a judge call, in order
+/// of appearance, each once.
+pub fn judge_signals<'a>(e: &'a RewardExpr, rewards: &'a Rewards, out: &mut Vec<&'a Signal>) {
+    match e {
+        Expr::Signal { obj } => {
+            let external = match obj {
+                Signal::Judge(_) | Signal::Webjudge(_) => true,
+                Signal::AnswerMatch { mode, .. } => *mode == AnswerMode::Judge,
+                _ => false,
+            };
+            if external && !out.contains(&obj) {
+                out.push(obj);
+            }
+        }
+        Expr::Reward { node } => {
+            if let Some(r) = rewards.get(node) {
+                judge_signals(r, rewards, out);
+            }
+        }
+        Expr::Unary { arg, .. } => judge_signals(arg, rewards, out),
+        Expr::Binary { lhs, rhs, .. } => {
+            judge_signals(lhs, rewards, out);
+            judge_signals(rhs, rewards, out);
+        }
+        Expr::If { cond, then, otherwise } => {
+            judge_signals(cond, rewards, out);
+            judge_signals(then, rewards, out);
+            judge_signals(otherwise, rewards, out);
+        }
+        Expr::Const { .. } | Expr::Bool { .. } => {}
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use wrl_plan::params::{EndedReason, FormatMode, Judge, JudgeModel, JudgePrompt, OnTimeout};
+    use wrl_plan::params::{Seconds, Verdict};
+
+    use super::*;
+
+    pub(crate) fn sig(s: Signal) -> RewardExpr {
+        Expr::Signal { obj: s }
+    }
+
+    fn bin(bin: BinOp, lhs: RewardExpr, rhs: RewardExpr) -> RewardExpr {
+        Expr::Binary { bin, lhs: Box::new(lhs), rhs: Box::new(rhs) }
+    }
+
+    pub(crate) fn judge(base_url: &str) -> Judge {
+        Judge {
+            model: JudgeModel::Name("local".into()),
+            screenshots: 3,
+            verdict: Verdict::Binary,
+            prompt: JudgePrompt::ActionHistory,
+            base_url: base_url.into(),
+            api_key_env: "WRL_TEST_NO_SUCH_KEY".into(),
+            timeout: Seconds(30.0),
+            retries: 0,
+            concurrency: 8,
+            seed: 42,
+            on_timeout: OnTimeout::Exclude,
+        }
+    }
+
+    /// OpenWebRL: −1 on format abort, else format gate × binary judge.
+    #[test]
+    fn openwebrl_reward_is_evaluated_as_written() {
+        let j = Signal::Judge(judge("http://127.0.0.1:9/v1"));
+        let e = Expr::If {
+            cond: Box::new(sig(Signal::Ended { reason: EndedReason::FormatError })),
+            then: Box::new(Expr::Const { value: -1.0 }),
+            otherwise: Box::new(bin(
+                BinOp::Mul,
+                sig(Signal::FormatOk { mode: FormatMode::BrowserEnv }),
+                sig(j.clone()),
+            )),
+        };
+        let none = Rewards::new();
+        let mut judges = Vec::new();
+        judge_signals(&e, &none, &mut judges);
+        assert_eq!(judges, vec![&j]);
+        let mut f = EpisodeFacts { end_reason: "format_error".into(), ..Default::default() };
+        assert_eq!(evaluate(&e, &f, &none), RewardValue::Value(-1.0));
+        f.end_reason = "completed".into();
+        f.format_ok = false;
+        assert_eq!(
+            evaluate(&e, &f, &none),
+            RewardValue::Value(0.0),
+            "the judge is not needed when format fails"
+        );
+        f.format_ok = true;
+        f.judges.push((j.clone(), Ok(1.0)));
+        assert_eq!(evaluate(&e, &f, &none), RewardValue::Value(1.0));
+        f.judges = vec![(j, Err("judge timed out".into()))];
+        assert_eq!(evaluate(&e, &f, &none), RewardValue::Excluded("judge timed out".into()));
+    }
+
+    #[test]
+    fn rewards_name_other_rewards_and_sum_weighted_signals() {
+        let mut rewards = Rewards::new();
+        rewards.insert("reward:solved".into(), sig(Signal::TaskCheck));
+        let e = bin(
+            BinOp::Add,
+            bin(
+                BinOp::Mul,
+                Expr::Const { value: 0.1 },
+                sig(Signal::FormatOk { mode: FormatMode::BrowserEnv }),
+            ),
+            bin(
+                BinOp::Mul,
+                Expr::Const { value: 0.9 },
+                sig(Signal::AnswerMatch { mode: AnswerMode::Normalized, judge_model: None }),
+            ),
+        );
+        let f = EpisodeFacts {
+            format_ok: true,
+            answer: Some(" Paris. ".into()),
+            reference: Some("paris".into()),
+            checker: Some(true),
+            ..Default::default()
+        };
+        match evaluate(&e, &f, &rewards) {
+            RewardValue::Value(v) => assert!((v - 1.0).abs() < 1e-12, "{v}"),
+            other => panic!("{other:?}"),
+        }
+        let named = Expr::Reward { node: "reward:solved".into() };
+        assert_eq!(evaluate(&named, &f, &rewards), RewardValue::Value(1.0));
+        let missing = Expr::Reward { node: "reward:gone".into() };
+        assert!(matches!(evaluate(&missing, &f, &rewards), RewardValue::Excluded(_)));
+        let per_step = sig(Signal::UrlChanged);
+        assert!(matches!(evaluate(&per_step, &f, &rewards), RewardValue::Excluded(_)));
+    }
+}

@@ -1,0 +1,331 @@
+//! Rollouts: a batch of sandbox tasks, each attempted by a group of episodes of the current
+//! policy in real Chromium, scored by the recipe's reward, and turned into per-turn RL samples
+//! (the trajectory's reward broadcast to each of its turns; environment failures excluded).
+
+pub mod samples;
+
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use wrl_browser::EpisodeCfg;
+use wrl_sandbox::{Task, TrajOutcome, Trajectory};
+use wrl_trainer::{SampleParams, Trainer};
+
+use crate::agent::graph::{GraphPolicy, GraphRun};
+use crate::agent::policy::{History, TrainerPolicy, Turn};
+use crate::env::{Agent, Env};
+use crate::reward::judges::Judges;
+use crate::reward::{EpisodeFacts, RewardExpr, RewardValue, Rewards, evaluate};
+
+pub use samples::{informative_groups, samples, uniform_groups};
+
+/// The reference answer of a task whose checker matches an answer.
+pub fn reference(task: &Task) -> Option<&str> {
+    match &task.checker {
+        wrl_sandbox::Checker::Answer { expected, .. } => Some(expected),
+        _ => None,
+    }
+}
+
+/// One attempted episode.
+#[derive(Clone, Debug)]
+pub struct Episode {
+    /// Index of the task in the batch (the GRPO group).
+    pub group: usize,
+    pub trajectory: Trajectory,
+    pub turns: Vec<Turn>,
+    pub reward: RewardValue,
+    /// The process reward of each environment step (empty without a process reward); an
+    /// excluded step counts 0.
+    pub process: Vec<f64>,
+    /// PNG screenshots of the page at each step, then of the final page; kept only for the
+    /// report's sample episodes (`RolloutCfg::screens_for`).
+    pub screens: Vec<Vec<u8>>,
+    /// Earlier attempts of this episode dropped for an environment error or timeout.
+    pub retried: usize,
+}
+
+impl Episode {
+    /// An episode of `task` that could not run (no browser, no policy, a crashed task): an
+    /// environment error, excluded from the loss.
+    fn unrunnable(group: usize, task: &Task, why: &str) -> Episode {
+        Episode {
+            group,
+            trajectory: failed(task, why),
+            turns: Vec::new(),
+            reward: RewardValue::Excluded("env_error".into()),
+            process: Vec::new(),
+            screens: Vec::new(),
+            retried: 0,
+        }
+    }
+
+    pub fn success(&self) -> bool {
+        self.trajectory.outcome.success
+    }
+
+    /// The failure class of the episode (`completed` when it completed).
+    pub fn end_reason(&self) -> &str {
+        &self.trajectory.outcome.reason
+    }
+}
+
+/// The reason names rewards use: the browser's `agent_error` is a format error.
+pub fn reward_reason(browser_reason: &str) -> &str {
+    match browser_reason {
+        "agent_error" => "format_error",
+        "infra_timeout" => "timeout",
+        other => other,
+    }
+}
+
+/// Facts a reward can read from a finished episode.
+pub fn facts(traj: &Trajectory, reference: Option<&str>) -> EpisodeFacts {
+    EpisodeFacts {
+        end_reason: reward_reason(&traj.outcome.reason).to_string(),
+        answer: traj.outcome.answer.clone(),
+        reference: reference.map(str::to_string),
+        checker: Some(traj.outcome.success),
+        format_ok: traj.outcome.reason != "agent_error",
+        url: traj.steps.last().map(|s| s.url.clone()).unwrap_or_default(),
+        judges: Vec::new(),
+        step: None,
+    }
+}
+
+/// How a batch is rolled out.
+#[derive(Clone, Debug)]
+pub struct RolloutCfg {
+    pub group: usize,
+    pub concurrency: usize,
+    pub sample: SampleParams,
+    pub history: History,
+    /// Failure classes (`env_error`, `infra_timeout`, …) whose samples leave the loss.
+    pub exclude: Vec<String>,
+    /// The per-step process reward, added to each turn's outcome reward.
+    pub process: Option<RewardExpr>,
+    /// Malformed turns in a row that end an episode (the agent's `max_parse_failures`) are
+    /// in `episode`.
+    /// A module-graph agent and its modules' brains; `None` for a ReAct agent.
+    pub graph: Option<GraphRun>,
+    /// The first this many episodes keep a screenshot of every step, for the report.
+    pub screens_for: usize,
+    /// The env's episode settings (the step budget comes from each task).
+    pub episode: EpisodeCfg,
+    /// Times an episode that ended in an environment error or timeout is run again (`retries`).
+    pub retries: usize,
+    /// The batch's sampling seed: episode `i`'s attempt `a` samples from its own stream of it,
+    /// so a batch decodes the same whatever order its episodes run in. `None`: forks of the
+    /// trainer's RNG, in the order episodes ask.
+    pub seed: Option<u64>,
+}
+
+/// How episodes are scored: the reward, the rewards it names, and the judges it asks.
+#[derive(Clone, Copy, Debug)]
+pub struct Scoring<'a> {
+    pub reward: &'a RewardExpr,
+    pub rewards: &'a Rewards,
+    pub judges: &'a Judges,
+}
+
+/// Scores one episode: the reward is evaluated first without judges; only when the branch it
+/// takes needs a judge are the judges asked (a judge is an HTTP call), then it is evaluated
+/// again with their verdicts.
+pub async fn score(
+    scoring: Scoring<'_>,
+    trajectory: &Trajectory,
+    reference: Option<&str>,
+    screenshots: &[Vec<u8>],
+) -> RewardValue {
+    let mut f = facts(trajectory, reference);
+    match evaluate(scoring.reward, &f, scoring.rewards) {
+        RewardValue::Excluded(_) if !scoring.judges.is_empty() => {
+            f.judges = scoring.judges.judge(trajectory, screenshots).await;
+            evaluate(scoring.reward, &f, scoring.rewards)
+        }
+        r => r,
+    }
+}
+
+/// Runs every task `group` times with the policy and scores each episode. Each episode is its
+/// own tokio task, so one episode's browser work (page loads, CDP round trips) overlaps with
+/// another's sampling instead of waiting behind it, and a long sampling turn cannot starve the
+/// other episodes' step timers.
+pub async fn rollout(
+    env: &Arc<dyn Env>,
+    tasks: &[Task],
+    trainer: Option<&Arc<Mutex<Trainer>>>,
+    cfg: &RolloutCfg,
+    scoring: Scoring<'_>,
+) -> Vec<Episode> {
+    let owned = Arc::new((scoring.reward.clone(), scoring.rewards.clone(), scoring.judges.clone()));
+    let jobs: Vec<(usize, Task)> = tasks
+        .iter()
+        .enumerate()
+        .flat_map(|(g, t)| std::iter::repeat_n((g, t.clone()), cfg.group.max(1)))
+        .collect();
+    futures::stream::iter(jobs.into_iter().enumerate().map(|(i, (group, task))| {
+        let (trainer, env, cfg, owned) =
+            (trainer.cloned(), env.clone(), cfg.clone(), owned.clone());
+        let job = tokio::spawn(async move {
+            let scoring = Scoring { reward: &owned.0, rewards: &owned.1, judges: &owned.2 };
+            let screens = i < cfg.screens_for;
+            let at = Where { group, index: i };
+            episode(env.as_ref(), &task, at, trainer, &cfg, scoring, screens).await
+        });
+        async move {
+            match job.await {
+                Ok(e) => e,
+                Err(e) => {
+                    Episode::unrunnable(group, &tasks[group], &format!("episode task failed: {e}"))
+                }
+            }
+        }
+    }))
+    .buffered(cfg.concurrency.max(1))
+    .collect()
+    .await
+}
+
+/// One episode of `task` by the policy, run again up to `cfg.retries` times while it ends in an
+/// environment error or an infrastructure timeout (a crashed page, a host that did not answer).
+async fn episode(
+    env: &dyn Env,
+    task: &Task,
+    at: Where,
+    trainer: Option<Arc<Mutex<Trainer>>>,
+    cfg: &RolloutCfg,
+    scoring: Scoring<'_>,
+    screens: bool,
+) -> Episode {
+    let mut retried = 0;
+    loop {
+        let stream = cfg.seed.map(|s| {
+            let episode = wrl_trainer::rng::mix(s, at.index as u64);
+            wrl_trainer::rng::mix(episode, retried as u64)
+        });
+        let ep = attempt(env, task, at.group, trainer.clone(), cfg, scoring, screens, stream).await;
+        let infra = matches!(ep.end_reason(), "env_error" | "infra_timeout");
+        if !infra || retried >= cfg.retries {
+            return Episode { retried, ..ep };
+        }
+        retried += 1;
+    }
+}
+
+/// Where an episode sits in its batch: its task's group and its index among all episodes.
+#[derive(Clone, Copy, Debug)]
+struct Where {
+    group: usize,
+    index: usize,
+}
+
+/// One attempt of `task` by the policy, scored; with `screens`, a screenshot of every step
+/// kept; sampling from `stream` when given.
+#[allow(clippy::too_many_arguments)]
+async fn attempt(
+    env: &dyn Env,
+    task: &Task,
+    group: usize,
+    trainer: Option<Arc<Mutex<Trainer>>>,
+    cfg: &RolloutCfg,
+    scoring: Scoring<'_>,
+    screens: bool,
+    stream: Option<u64>,
+) -> Episode {
+    // Screenshots: the judges' last few, or one per step when the process reward compares them
+    // or the report shows the episode.
+    let every_step = task.max_steps as usize + 1;
+    let keep = match &cfg.process {
+        Some(p) if crate::reward::process::reads_screens(p, scoring.rewards) => {
+            scoring.judges.screenshots().max(every_step)
+        }
+        _ if screens => scoring.judges.screenshots().max(every_step),
+        _ => scoring.judges.screenshots(),
+    };
+    // The one agent of the episode: the module graph, or the trained policy in a ReAct loop.
+    let mut agent: Box<dyn AgentWithTurns> = match &cfg.graph {
+        Some((spec, brains)) => Box::new(
+            GraphPolicy::new(spec.clone(), brains.clone(), cfg.sample.clone(), "policy")
+                .with_stream(stream),
+        ),
+        None => match trainer {
+            Some(t) => Box::new(
+                TrainerPolicy::new(t, cfg.sample.clone(), cfg.history, "policy")
+                    .with_stream(stream),
+            ),
+            None => return Episode::unrunnable(group, task, "no policy to run this agent"),
+        },
+    };
+    let result = env.run(task, agent.as_agent(), keep, &cfg.episode).await;
+    let turns = agent.take_turns();
+    let (trajectory, shots) = match result {
+        Ok(run) => (run.trajectory, run.screenshots),
+        Err(e) => (failed(task, &e), Vec::new()),
+    };
+    let reward = match score(scoring, &trajectory, reference(task), &shots).await {
+        RewardValue::Value(_) if cfg.exclude.iter().any(|x| x == &trajectory.outcome.reason) => {
+            RewardValue::Excluded(trajectory.outcome.reason.clone())
+        }
+        r => r,
+    };
+    let process = match &cfg.process {
+        Some(expr) => {
+            let steps = crate::reward::process::step_facts(&trajectory, &task.start_path, &shots);
+            let facts = facts(&trajectory, reference(task));
+            crate::reward::process::process_rewards(expr, scoring.rewards, &facts, &steps)
+                .into_iter()
+                .map(|v| match v {
+                    RewardValue::Value(x) => x,
+                    RewardValue::Excluded(_) => 0.0,
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let screens = if screens { shots } else { Vec::new() };
+    Episode { group, trajectory, turns, reward, process, screens, retried: 0 }
+}
+
+/// An agent whose sampled turns the update trains on.
+trait AgentWithTurns: Send {
+    fn as_agent(&mut self) -> &mut dyn Agent;
+    fn take_turns(&mut self) -> Vec<Turn>;
+}
+
+impl AgentWithTurns for TrainerPolicy {
+    fn as_agent(&mut self) -> &mut dyn Agent {
+        self
+    }
+    fn take_turns(&mut self) -> Vec<Turn> {
+        std::mem::take(&mut self.turns)
+    }
+}
+
+impl AgentWithTurns for GraphPolicy {
+    fn as_agent(&mut self) -> &mut dyn Agent {
+        self
+    }
+    fn take_turns(&mut self) -> Vec<Turn> {
+        std::mem::take(&mut self.turns)
+    }
+}
+
+/// A trajectory for an episode that could not start (the browser failed).
+fn failed(task: &Task, message: &str) -> Trajectory {
+    Trajectory {
+        task_id: task.id.clone(),
+        template: task.template.clone(),
+        goal: task.goal.clone(),
+        agent: "policy".into(),
+        steps: Vec::new(),
+        outcome: TrajOutcome {
+            reason: "env_error".into(),
+            message: message.to_string(),
+            answer: None,
+            success: false,
+            detail: String::new(),
+        },
+        elapsed_ms: 0,
+    }
+}

@@ -1,0 +1,402 @@
+//! The run directory: the resolved plan, append-only `trajectories.jsonl` and `metrics.jsonl`,
+//! `checkpoints/`, `summary.json`, `report.html`. Logs are appended and fsynced per batch; a
+//! commit records their lengths next to the checkpoint it belongs to, atomically (write a
+//! temporary file, fsync, rename). Resuming truncates the logs to the last commit, so a run
+//! killed at any point loses and duplicates no logged line. Every record is one of the types
+//! of [`records`], written with sorted keys.
+
+pub mod records;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Fault, RunError};
+use records::{Cursor, MetricLine, TrajectoryLine};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("cannot {what} `{path}`: {source}")]
+    Io { what: &'static str, path: String, source: std::io::Error },
+    #[error(
+        "`{path}` is not a wrl run directory (no `state.json`); start a new run with `wrlc run FILE --out DIR`"
+    )]
+    NotARun { path: String },
+    #[error("`{path}` is damaged: {reason}")]
+    Damaged { path: String, reason: String },
+    #[error("`{path}` line {line} is damaged: {reason}")]
+    DamagedLine { path: String, line: usize, reason: String },
+    #[error(
+        "`{path}` already holds a run; resume it with `wrlc run --resume {path}`, or choose another `--out`"
+    )]
+    Exists { path: String },
+}
+
+impl From<RunDirError> for RunError {
+    fn from(e: RunDirError) -> RunError {
+        match e {
+            RunDirError::Damaged { .. } | RunDirError::DamagedLine { .. } => {
+                RunError::new(Fault::Damaged, e.to_string()).help(
+                    "the run cannot go on from a damaged file; start it again with `wrlc run FILE \
+                     --out DIR` into a new directory (the old one is left as it is)",
+                )
+            }
+            RunDirError::Io { .. } | RunDirError::NotARun { .. } | RunDirError::Exists { .. } => {
+                RunError::new(Fault::RunDir, e.to_string())
+            }
+        }
+    }
+}
+
+/// serde_json's message without its ` at line L column C`, which callers place themselves.
+pub(crate) fn without_place(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let place = format!(" at line {} column {}", e.line(), e.column());
+    text.strip_suffix(&place).map_or(text.clone(), str::to_string)
+}
+
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + use<> {
+    let path = path.display().to_string();
+    move |source| RunDirError::Io { what, path, source }
+}
+
+/// What the last commit guarantees: log lengths, the checkpoint, and where the run stands.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Committed {
+    /// Bytes of `trajectories.jsonl` that belong to committed work.
+    pub trajectories_len: u64,
+    /// Lines of `trajectories.jsonl` that belong to committed work.
+    pub trajectories: u64,
+    /// Bytes of `metrics.jsonl` that belong to committed work.
+    pub metrics_len: u64,
+    /// The checkpoint directory (relative to the run directory) to resume from.
+    pub checkpoint: Option<String>,
+    /// Where the run stands, in the executor's terms (stage, phase, iteration, …).
+    pub cursor: Cursor,
+    /// Whether the whole plan finished.
+    pub finished: bool,
+}
+
+/// An open run directory.
+#[derive(Debug)]
+pub struct RunDir {
+    root: PathBuf,
+    committed: Committed,
+    trajectories: File,
+    metrics: File,
+}
+
+pub(crate) const STATE: &str = "state.json";
+const TRAJ: &str = "trajectories.jsonl";
+const METRICS: &str = "metrics.jsonl";
+
+impl RunDir {
+    /// Creates a new run directory (it must not already hold a run) and writes the plan.
+    pub fn create(root: &Path, plan_json: &str) -> Result<RunDir, RunDirError> {
+        if root.join(STATE).exists() {
+            return Err(RunDirError::Exists { path: root.display().to_string() });
+        }
+        fs::create_dir_all(root.join("checkpoints")).map_err(io("create", root))?;
+        write_atomic(&root.join("plan.json"), plan_json.as_bytes())?;
+        for f in [TRAJ, METRICS] {
+            File::create(root.join(f)).map_err(io("create", &root.join(f)))?;
+        }
+        let committed = Committed::default();
+        write_atomic(&root.join(STATE), &to_json(&committed)?)?;
+        RunDir::open_files(root, committed)
+    }
+
+    /// What an existing run committed, read without changing anything: its state, checked
+    /// against the logs it names (a log shorter than committed is damaged).
+    pub fn inspect(root: &Path) -> Result<Committed, RunDirError> {
+        let state_path = root.join(STATE);
+        let text = match fs::read_to_string(&state_path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(RunDirError::NotARun { path: root.display().to_string() });
+            }
+            Err(e) => return Err(io("read", &state_path)(e)),
+        };
+        let committed: Committed =
+            serde_json::from_str(&text).map_err(|e| RunDirError::DamagedLine {
+                path: state_path.display().to_string(),
+                line: e.line(),
+                reason: format!("column {}: {}", e.column(), without_place(&e)),
+            })?;
+        for (f, len) in [(TRAJ, committed.trajectories_len), (METRICS, committed.metrics_len)] {
+            let p = root.join(f);
+            let actual = fs::metadata(&p).map_err(io("read", &p))?.len();
+            if actual < len {
+                return Err(RunDirError::Damaged {
+                    path: p.display().to_string(),
+                    reason: format!("it has {actual} bytes but {len} were committed"),
+                });
+            }
+        }
+        Ok(committed)
+    }
+
+    /// The plan of the run in `root`.
+    pub fn read_plan(root: &Path) -> Result<String, RunDirError> {
+        let p = root.join("plan.json");
+        fs::read_to_string(&p).map_err(io("read", &p))
+    }
+
+    /// Opens an existing run and rolls its logs back to the last commit.
+    pub fn resume(root: &Path) -> Result<RunDir, RunDirError> {
+        let committed = RunDir::inspect(root)?;
+        for (f, len) in [(TRAJ, committed.trajectories_len), (METRICS, committed.metrics_len)] {
+            let p = root.join(f);
+            let file = OpenOptions::new().write(true).open(&p).map_err(io("open", &p))?;
+            file.set_len(len).map_err(io("truncate", &p))?;
+            file.sync_all().map_err(io("sync", &p))?;
+        }
+        RunDir::open_files(root, committed)
+    }
+
+    fn open_files(root: &Path, committed: Committed) -> Result<RunDir, RunDirError> {
+        let open = |f: &str| {
+            let p = root.join(f);
+            OpenOptions::new().append(true).open(&p).map_err(io("open", &p))
+        };
+        Ok(RunDir {
+            root: root.to_path_buf(),
+            trajectories: open(TRAJ)?,
+            metrics: open(METRICS)?,
+            committed,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn committed(&self) -> &Committed {
+        &self.committed
+    }
+
+    /// The plan this run executes.
+    pub fn plan_json(&self) -> Result<String, RunDirError> {
+        RunDir::read_plan(&self.root)
+    }
+
+    /// Appends records to `trajectories.jsonl` and fsyncs; they count once committed.
+    pub fn append_trajectories<T: Serialize>(&mut self, records: &[T]) -> Result<(), RunDirError> {
+        let p = self.root.join(TRAJ);
+        append(&mut self.trajectories, &p, records)
+    }
+
+    /// Appends records to `metrics.jsonl` and fsyncs; they count once committed.
+    pub fn append_metrics<T: Serialize>(&mut self, records: &[T]) -> Result<(), RunDirError> {
+        let p = self.root.join(METRICS);
+        append(&mut self.metrics, &p, records)
+    }
+
+    /// Where checkpoints go: `checkpoints/<name>`.
+    pub fn checkpoint_dir(&self, name: &str) -> PathBuf {
+        self.root.join("checkpoints").join(name)
+    }
+
+    /// Makes everything appended so far durable, with the checkpoint and cursor to resume from.
+    pub fn commit(
+        &mut self,
+        checkpoint: Option<&str>,
+        cursor: &Cursor,
+        finished: bool,
+    ) -> Result<(), RunDirError> {
+        let tp = self.root.join(TRAJ);
+        let mp = self.root.join(METRICS);
+        let trajectories_len = self.trajectories.metadata().map_err(io("read", &tp))?.len();
+        let metrics_len = self.metrics.metadata().map_err(io("read", &mp))?.len();
+        let new_lines = count_lines(&tp, self.committed.trajectories_len, trajectories_len)?;
+        let next = Committed {
+            trajectories_len,
+            trajectories: self.committed.trajectories + new_lines,
+            metrics_len,
+            checkpoint: checkpoint
+                .map(str::to_string)
+                .or_else(|| self.committed.checkpoint.clone()),
+            cursor: cursor.clone(),
+            finished,
+        };
+        write_atomic(&self.root.join(STATE), &to_json(&next)?)?;
+        self.committed = next;
+        Ok(())
+    }
+
+    /// Writes a file in the run directory atomically (`summary.json`, `report.html`,
+    /// `screens/….png`), making its folder first.
+    pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), RunDirError> {
+        let path = self.root.join(name);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(io("create", dir))?;
+        }
+        write_atomic(&path, bytes)
+    }
+
+    /// The committed lines of `metrics.jsonl`.
+    pub fn read_metrics(&self) -> Result<Vec<MetricLine>, RunDirError> {
+        self.read_log(METRICS, self.committed.metrics_len)
+    }
+
+    /// The committed lines of `trajectories.jsonl`.
+    pub fn read_trajectories(&self) -> Result<Vec<TrajectoryLine>, RunDirError> {
+        self.read_log(TRAJ, self.committed.trajectories_len)
+    }
+
+    /// The committed lines of a log, each a `T`; a line that is not is named by its number.
+    fn read_log<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+        committed: u64,
+    ) -> Result<Vec<T>, RunDirError> {
+        let p = self.root.join(name);
+        let text = fs::read_to_string(&p).map_err(io("read", &p))?;
+        let limit = (committed as usize).min(text.len());
+        read_lines(&p, text.get(..limit).unwrap_or(""))
+    }
+}
+
+/// Every non-empty line of `text` (the content of `path`) as a `T`.
+pub(crate) fn read_lines<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+) -> Result<Vec<T>, RunDirError> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| RunDirError::DamagedLine {
+                path: path.display().to_string(),
+                line: i + 1,
+                reason: format!("column {}: {}", e.column(), without_place(&e)),
+            })
+        })
+        .collect()
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<Vec<u8>, RunDirError> {
+    serde_json::to_vec_pretty(v)
+        .map_err(|e| RunDirError::Damaged { path: STATE.into(), reason: e.to_string() })
+}
+
+fn append<T: Serialize>(file: &mut File, path: &Path, records: &[T]) -> Result<(), RunDirError> {
+    let mut buf = Vec::new();
+    for r in records {
+        // Through a `Value`, whose maps are sorted: every line has its keys in order.
+        let line = serde_json::to_value(r).and_then(|v| serde_json::to_writer(&mut buf, &v));
+        line.map_err(|e| RunDirError::Damaged {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        buf.push(b'\n');
+    }
+    file.write_all(&buf).map_err(io("write", path))?;
+    file.sync_data().map_err(io("sync", path))
+}
+
+fn count_lines(path: &Path, from: u64, to: u64) -> Result<u64, RunDirError> {
+    let bytes = fs::read(path).map_err(io("read", path))?;
+    let slice = bytes.get(from as usize..(to as usize).min(bytes.len())).unwrap_or(&[]);
+    Ok(slice.iter().filter(|b| **b == b'\n').count() as u64)
+}
+
+/// Writes `bytes` to `path` so that readers see the old or the new file, never a mix.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = File::create(&tmp).map_err(io("create", &tmp))?;
+        f.write_all(bytes).map_err(io("write", &tmp))?;
+        f.sync_all().map_err(io("sync", &tmp))?;
+    }
+    fs::rename(&tmp, path).map_err(io("rename", path))?;
+    if let Some(dir) = path.parent()
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use records::SftStep;
+
+    fn step(i: u64) -> MetricLine {
+        MetricLine::Sft(SftStep {
+            stage: "warmup".into(),
+            node: "stage:warmup".into(),
+            step: i,
+            loss: 1.0,
+            lr: 1e-3,
+            grad_norm: 0.5,
+            epoch: Some(0),
+        })
+    }
+
+    fn steps(run: &RunDir) -> Vec<u64> {
+        let lines = run.read_metrics().unwrap();
+        lines
+            .iter()
+            .map(|m| match m {
+                MetricLine::Sft(s) => s.step,
+                MetricLine::Rl(_) | MetricLine::Eval(_) => u64::MAX,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn uncommitted_lines_are_rolled_back_on_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("run");
+        let mut run = RunDir::create(&root, "{\"version\":1}").unwrap();
+        run.append_metrics(&[step(0), step(1)]).unwrap();
+        let cursor = Cursor { done: vec!["stage:warmup".into()], ..Cursor::default() };
+        run.commit(Some("iter-1"), &cursor, false).unwrap();
+        run.append_metrics(&[step(2)]).unwrap(); // killed before the commit
+        drop(run);
+        let mut run = RunDir::resume(&root).unwrap();
+        assert_eq!(run.committed().cursor, cursor);
+        assert_eq!(run.committed().checkpoint.as_deref(), Some("iter-1"));
+        assert_eq!(steps(&run), vec![0, 1]);
+        run.append_metrics(&[step(2)]).unwrap();
+        run.commit(None, &Cursor::default(), true).unwrap();
+        assert_eq!(steps(&run), vec![0, 1, 2]);
+        let first = fs::read_to_string(root.join(METRICS)).unwrap();
+        assert!(first.starts_with("{\"epoch\":0,\"grad_norm\":0.5,\"kind\":\"sft\","), "{first}");
+        assert!(
+            RunDir::create(&root, "{}").is_err(),
+            "a second run in the same directory is refused"
+        );
+    }
+
+    #[test]
+    fn resume_of_a_non_run_says_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = RunDir::resume(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("not a wrl run directory"), "{err}");
+    }
+
+    /// A damaged cursor is refused with its file and line, never read as a fresh start.
+    #[test]
+    fn a_damaged_state_or_log_line_is_named_by_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("run");
+        let mut run = RunDir::create(&root, "{}").unwrap();
+        run.commit(None, &Cursor::default(), false).unwrap();
+        drop(run);
+        let state = root.join(STATE);
+        let text = fs::read_to_string(&state).unwrap().replace("\"done\": []", "\"done\": 7");
+        fs::write(&state, text).unwrap();
+        let e = RunDir::resume(&root).unwrap_err();
+        let RunDirError::DamagedLine { line, reason, .. } = &e else { panic!("{e}") };
+        assert!(*line > 1 && reason.contains("expected a sequence"), "{e}");
+        assert_eq!(RunError::from(e).code(), "E0508");
+        let e = read_lines::<MetricLine>(Path::new("m.jsonl"), "\n{\"kind\":\"nope\"}\n");
+        assert!(e.unwrap_err().to_string().starts_with("`m.jsonl` line 2 is damaged"));
+    }
+}

@@ -1,0 +1,178 @@
+//! What a run directory holds, as types: the lines of `metrics.jsonl` and `trajectories.jsonl`,
+//! the executor's cursor in `state.json`, and `summary.json`. The executor writes them and the
+//! report and the tests read them back through these same types.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use wrl_sandbox::Trajectory;
+
+/// One line of `metrics.jsonl`, tagged by `kind`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum MetricLine {
+    /// One SFT optimiser step.
+    Sft(SftStep),
+    /// One RL iteration.
+    Rl(RlIter),
+    /// One held-out evaluation.
+    Eval(EvalLine),
+}
+
+/// One SFT optimiser step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SftStep {
+    /// The stage's declaration and its node.
+    pub stage: String,
+    pub node: String,
+    pub step: u64,
+    pub loss: f64,
+    pub lr: f64,
+    pub grad_norm: f64,
+    /// The epoch the step belongs to (0-based).
+    pub epoch: Option<u64>,
+}
+
+/// One RL iteration: its rollouts and its update.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RlIter {
+    pub stage: String,
+    pub node: String,
+    /// The iteration within its phase (1-based).
+    pub iter: u64,
+    /// Mean reward of the episodes not excluded.
+    pub reward: f64,
+    /// Fraction of episodes that succeeded.
+    pub success: f64,
+    /// Groups whose rewards were all equal.
+    pub uniform_groups: usize,
+    pub loss: f64,
+    pub lr: f64,
+    pub grad_norm: f64,
+    pub clip_frac: Option<f64>,
+    /// RL samples the update trained on.
+    pub samples: usize,
+    pub rollout_s: f64,
+    pub update_s: f64,
+    /// Episode attempts run again after an environment error or timeout.
+    pub retried: usize,
+    /// Per graph role, when roles train separate weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<BTreeMap<String, RoleUpdate>>,
+}
+
+/// One role's part of an RL iteration's update.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleUpdate {
+    pub samples: usize,
+    pub loss: f64,
+    pub grad_norm: f64,
+}
+
+/// One held-out evaluation, as `metrics.jsonl` logs it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalLine {
+    /// The eval declaration and its node.
+    pub stage: String,
+    pub node: String,
+    /// The stage it ran after (the eval's own name when it follows none).
+    pub after: String,
+    pub success: f64,
+    pub episodes: usize,
+}
+
+/// One held-out evaluation result, as the cursor and the summary keep it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalResult {
+    /// The eval declaration.
+    pub eval: String,
+    /// The stage it ran after (the eval's own name when it follows none).
+    pub after: String,
+    pub success: f64,
+    pub episodes: usize,
+}
+
+/// How an episode was scored: a reward, or why it left the loss.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Scored {
+    Value(f64),
+    Excluded { excluded: String },
+}
+
+/// One line of `trajectories.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrajectoryLine {
+    /// Consecutive over the whole run, from 0.
+    pub id: u64,
+    pub node: String,
+    /// The RL iteration (0 for evaluations).
+    pub iter: u64,
+    /// The task's index in its batch (its GRPO group).
+    pub group: usize,
+    pub reward: Scored,
+    pub trajectory: Trajectory,
+    /// Screenshots of each step and the final page, relative to the run directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshots: Option<Vec<String>>,
+}
+
+/// Where the executor stands: written with every commit (`state.json`'s `cursor`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cursor {
+    /// Nodes finished, in order.
+    pub done: Vec<String>,
+    /// The RL phase in progress and its last finished iteration.
+    pub phase: Option<(String, u64)>,
+    pub evals: Vec<EvalResult>,
+    /// Episodes of RL iterations by how they ended.
+    pub failures: BTreeMap<String, u64>,
+    /// Which node's trainer the committed checkpoint holds.
+    pub checkpoint_of: Option<String>,
+    pub wall_s: f64,
+}
+
+/// What `summary.json` holds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    pub status: String,
+    pub wall_s: f64,
+    pub evals: Vec<EvalResult>,
+    pub trajectories: u64,
+    pub failures: BTreeMap<String, u64>,
+}
+
+impl Summary {
+    /// The figures of the run in one line: held-out success after each stage.
+    pub fn describe(&self) -> String {
+        let evals: Vec<String> = self
+            .evals
+            .iter()
+            .map(|e| {
+                let rate = e.success * 100.0;
+                // An eval that follows no stage is named by itself; two evals after the same
+                // stage are told apart by name.
+                if e.after == e.eval {
+                    return format!("{}: {rate:.1}%", e.eval);
+                }
+                let shared = self.evals.iter().filter(|o| o.after == e.after).count() > 1;
+                let name = if shared { format!("{} ", e.eval) } else { String::new() };
+                format!("{name}after {}: {rate:.1}%", e.after)
+            })
+            .collect();
+        let figures = if evals.is_empty() {
+            "no evaluations".to_string()
+        } else {
+            format!("held-out success {}", evals.join(", "))
+        };
+        format!("finished in {:.0} s; {figures}", self.wall_s)
+    }
+}
