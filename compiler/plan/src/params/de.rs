@@ -267,27 +267,14 @@ impl<'de, 'a> de::Deserializer<'de> for View<'a> {
         _fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DecodeError> {
-        let items = match self.norm() {
-            View::Obj(o) => obj_view(o),
-            View::Val(PVal::Record { fields }) => Entries::fields(fields),
-            View::Val(PVal::Range { lo, hi }) => vec![("lo", View::Val(lo)), ("hi", View::Val(hi))],
-            View::Val(PVal::Dims { width, height }) => {
-                vec![("width", View::Num(*width)), ("height", View::Num(*height))]
-            }
-            View::Tool(t) => vec![
-                ("name", View::Str(&t.name)),
-                ("terminal", View::Bool(t.terminal)),
-                ("params", View::ToolParams(&t.params)),
-            ],
-            View::ToolParam(p) => vec![
-                ("name", View::Str(&p.name)),
-                ("ty", View::Str(&p.ty)),
-                ("default", View::Opt(p.default.as_ref())),
-            ],
-            View::Val(PVal::Unknown) => return Err(DecodeError::new(Problem::Unknown)),
-            other => return Err(other.mismatch("a record or an object")),
-        };
-        map(items, visitor)
+        match self.norm() {
+            View::Obj(o) => map(obj_view(o), visitor),
+            v @ (View::Val(PVal::Record { .. } | PVal::Range { .. } | PVal::Dims { .. })
+            | View::Tool(_)
+            | View::ToolParam(_)) => v.deserialize_any(visitor),
+            View::Val(PVal::Unknown) => Err(DecodeError::new(Problem::Unknown)),
+            other => Err(other.mismatch("a record or an object")),
+        }
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {

@@ -38,22 +38,26 @@ pub struct Judges {
 /// The `api(…)` models of a plan by node id: a judge may name one as its model.
 pub type ApiModels = BTreeMap<String, params::Api>;
 
-/// Where a judge's model is served: its own endpoint, or the `api` model it names.
+/// A client's configuration for a judge's model: its own endpoint (`base_url`, the key in
+/// `api_key_env`), or the `api` model it names.
 fn endpoint(
     model: &JudgeModel,
     base_url: &str,
     api_key_env: &str,
     apis: &ApiModels,
-) -> Result<(String, String, String), String> {
-    match model {
-        JudgeModel::Name(m) => Ok((m.clone(), base_url.to_string(), api_key_env.to_string())),
+) -> Result<JudgeConfig, String> {
+    let (model, base_url, api_key_env) = match model {
+        JudgeModel::Name(m) => (m.clone(), base_url.to_string(), api_key_env.to_string()),
         JudgeModel::Model(node) => match apis.get(node.id()) {
-            Some(a) => Ok((a.model.clone(), a.base_url.clone(), a.api_key_env.clone())),
-            None => Err(format!(
-                "the judge's model `{node}` is not an `api(…)` model, and nothing serves it"
-            )),
+            Some(a) => (a.model.clone(), a.base_url.clone(), a.api_key_env.clone()),
+            None => {
+                return Err(format!(
+                    "the judge's model `{node}` is not an `api(…)` model, and nothing serves it"
+                ));
+            }
         },
-    }
+    };
+    Ok(JudgeConfig { base_url, model, api_key_env, ..JudgeConfig::default() })
 }
 
 impl Judges {
@@ -85,18 +89,13 @@ impl Judges {
                         seed,
                         on_timeout,
                     } = j;
-                    let (model, base_url, api_key_env) =
-                        endpoint(model, base_url, api_key_env, apis)?;
                     let cfg = JudgeConfig {
-                        base_url,
-                        model,
-                        api_key_env,
                         timeout: timeout.duration(),
                         retries: *retries,
                         concurrency: (*concurrency).max(1) as usize,
                         seed: *seed,
                         screenshots: *screenshots as usize,
-                        ..d.clone()
+                        ..endpoint(model, base_url, api_key_env, apis)?
                     };
                     let verdict = match prompt {
                         JudgePrompt::Webjudge => Verdict::Axes((0.8, 0.1, 0.1)),
@@ -119,17 +118,12 @@ impl Judges {
                         retries,
                         concurrency,
                     } = w;
-                    let (model, base_url, api_key_env) =
-                        endpoint(model, base_url, api_key_env, apis)?;
                     let cfg = JudgeConfig {
-                        base_url,
-                        model,
-                        api_key_env,
                         timeout: timeout.duration(),
                         retries: *retries,
                         concurrency: (*concurrency).max(1) as usize,
                         screenshots: *screenshots as usize,
-                        ..d.clone()
+                        ..endpoint(model, base_url, api_key_env, apis)?
                     };
                     let axes = (weights.completion, weights.action, weights.efficiency);
                     (cfg, Verdict::Axes(axes), false)
@@ -138,13 +132,7 @@ impl Judges {
                     let model = judge_model
                         .clone()
                         .ok_or("`answer_match(mode: judge)` needs a `judge_model`")?;
-                    let (model, base_url, api_key_env) =
-                        endpoint(&model, &d.base_url, &d.api_key_env, apis)?;
-                    (
-                        JudgeConfig { base_url, model, api_key_env, ..d.clone() },
-                        Verdict::Binary,
-                        false,
-                    )
+                    (endpoint(&model, &d.base_url, &d.api_key_env, apis)?, Verdict::Binary, false)
                 }
                 other => return Err(format!("`{}` is not a judge", other.name())),
             };
