@@ -16,6 +16,9 @@ use crate::stdlib::{self, doc_text, one_line};
 use crate::target::{Target, of_node};
 use crate::walk::{Node, Root, Step, find, node_span};
 
+/// Where prose in a hover is wrapped (terminal editors show the line breaks).
+const WIDTH: usize = 88;
+
 pub fn hover(view: &View<'_>, pos: Position) -> Option<Hover> {
     let an = view.analysis()?;
     let offset = view.offset(pos);
@@ -108,7 +111,7 @@ fn target_text(
                 .unwrap_or_default();
             let mut s = format!("```wrl\n{head}\n```");
             if let Some(doc) = &d.doc {
-                let _ = write!(s, "\n\n{}", doc_text(doc));
+                let _ = write!(s, "\n\n{}", show::wrap(&doc_text(doc), WIDTH));
             }
             let file = an.file_name(d.name_span.file).unwrap_or("");
             if d.std {
@@ -126,7 +129,7 @@ fn target_text(
             let (_, doc) = stdlib::index().builtin(&b.module, &b.name)?;
             let mut s = format!("```wrl\n{}\n```", doc.signature);
             if let Some(d) = &doc.doc {
-                let _ = write!(s, "\n\n{d}");
+                let _ = write!(s, "\n\n{}", show::wrap(d, WIDTH));
             }
             let fields: Vec<String> =
                 b.slots.iter().filter(|s| !s.positional).map(|s| format!("`{}`", s.name)).collect();
@@ -169,7 +172,7 @@ fn field(an: &Analysis, p: &Place, root: &Root<'_>, steps: &[Step], node: &Node<
         && let Some((_, doc)) = stdlib::index().builtin(&o.module, &o.name)
         && let Some((_, Some(d))) = doc.slots.get(slot)
     {
-        let _ = write!(s, "\n\n{d}");
+        let _ = write!(s, "\n\n{}", show::wrap(d, WIDTH));
     }
     let Some(recipe) = an.recipe.as_ref() else { return s };
     match &p.path {

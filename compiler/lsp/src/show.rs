@@ -106,6 +106,31 @@ pub fn group(digits: &str) -> String {
     }
 }
 
+/// Prose re-wrapped at `width` columns on word boundaries (Markdown reads single newlines as
+/// spaces; terminal editors show them, and would otherwise cut words in two).
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for (i, para) in text.split("\n\n").enumerate() {
+        if i > 0 {
+            out.push_str("\n\n");
+        }
+        let mut col = 0;
+        for word in para.split_whitespace() {
+            let n = word.chars().count();
+            if col > 0 && col + 1 + n > width {
+                out.push('\n');
+                col = 0;
+            } else if col > 0 {
+                out.push(' ');
+                col += 1;
+            }
+            out.push_str(word);
+            col += n;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +145,6 @@ mod tests {
         assert_eq!(qty(0.1, Dimension::Ratio), "10%");
         assert_eq!(qty(600.0, Dimension::Time), "600 s");
         assert_eq!(qty(32768.0, Dimension::Tokens), "32768 tokens");
+        assert_eq!(wrap("aa bb cc\n\ndd", 5), "aa bb\ncc\n\ndd");
     }
 }

@@ -182,3 +182,39 @@ fn bursts_are_checked_once_and_importers_follow_their_imports() {
     assert!(s.notes.iter().all(|n| n.params["uri"] != c), "one publish per burst: {:?}", s.notes);
     assert_eq!(s.finish(), 0);
 }
+
+#[test]
+fn the_stdlib_as_read_only_files_for_editors_that_open_only_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut s = Session::new();
+    let root = workspace_root();
+    let init = json!({
+        "processId": null, "rootUri": format!("file://{}", root.display()), "capabilities": {},
+        "initializationOptions": { "stdlib": "files", "stdlibDir": dir.path() },
+    });
+    assert!(s.request("initialize", init).is_ok());
+    s.notify("initialized", json!({}));
+    let uri = s.open("recipes/quickstart.wrl");
+    let text = std::fs::read_to_string(root.join("recipes/quickstart.wrl")).expect("recipe");
+    let def = s
+        .request("textDocument/definition", doc_pos(&uri, pos(&text, "grpo(", 0, 1)))
+        .expect("def");
+    let file = dir.path().join("std/prelude.wrl");
+    assert_eq!(def["uri"], format!("file://{}", file.display()));
+    assert_eq!(
+        std::fs::read_to_string(&file).ok().as_deref(),
+        Some(include_str!("../../../stdlib/prelude.wrl"))
+    );
+    assert!(std::fs::metadata(&file).expect("meta").permissions().readonly());
+    // Opened by the editor, it is a stdlib document: never checked on its own.
+    let std_uri =
+        s.open_text(def["uri"].as_str().unwrap_or(""), include_str!("../../../stdlib/prelude.wrl"));
+    let d = s.diagnostics(&std_uri);
+    assert_eq!(d["diagnostics"], json!([]));
+    let bad = Session::new().request(
+        "initialize",
+        json!({ "capabilities": {}, "initializationOptions": { "stdlib": "disk" } }),
+    );
+    assert_eq!(bad.map_err(|e| e.0), Err(-32602));
+    assert_eq!(s.finish(), 0);
+}
