@@ -1,8 +1,9 @@
 //! Measures `wrlc lsp` as an editor sees it: a client process writes an incremental
 //! `didChange` (one keystroke) into a ~200-line recipe and times how long until the
 //! `publishDiagnostics` of that version arrives, over real pipes; then the time to answer
-//! hover, completion, inlay hints and semantic tokens. Prints a Markdown table with the load
-//! average beside it. Run it through `bench/lsp.sh` (release build).
+//! hover, completion, inlay hints and semantic tokens. Prints a Markdown table with the
+//! server's CPU time per operation (which the load on a shared machine does not inflate) and
+//! the load average beside it. Run it through `bench/lsp.sh` (release build).
 //!
 //! The server is this binary run as `wrl-bench-lsp serve`, which calls the same
 //! `wrl_lsp::run_stdio` as `wrlc lsp` (so the benchmark builds only the compiler crates), or any
@@ -92,6 +93,19 @@ impl Client {
     }
 }
 
+/// CPU time the server's threads have run so far (`/proc/PID/task/*/schedstat`, ns): the
+/// figure the load on a shared machine does not inflate.
+fn cpu(pid: u32) -> Duration {
+    let mut ns = 0u64;
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            let stat = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            ns += stat.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        }
+    }
+    Duration::from_nanos(ns)
+}
+
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -108,15 +122,18 @@ fn pos_of(text: &str, needle: &str, after: bool) -> Value {
 
 struct Stats {
     n: usize,
+    /// The server's CPU time per operation, on average.
+    cpu: Duration,
     median: Duration,
     p95: Duration,
     max: Duration,
 }
 
-fn stats(mut v: Vec<Duration>) -> Stats {
+fn stats(mut v: Vec<Duration>, cpu: Duration) -> Stats {
     v.sort();
     let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
-    Stats { n: v.len(), median: at(0.5), p95: at(0.95), max: v[v.len() - 1] }
+    let n = v.len();
+    Stats { n, cpu: cpu / n.max(1) as u32, median: at(0.5), p95: at(0.95), max: v[n - 1] }
 }
 
 fn ms(d: Duration) -> String {
@@ -151,7 +168,12 @@ fn bench(
         pos_of(&text, "  group", true),
     ];
     let mut keys = Vec::new();
+    let pid = c.child.id();
+    let mut cpu0 = cpu(pid);
     for i in 0..edits + 20 {
+        if i == 20 {
+            cpu0 = cpu(pid);
+        }
         let site = &sites[(i / 2) % sites.len()];
         let (line, ch) = (site["line"].clone(), site["character"].as_u64().unwrap_or(0));
         let change = if i % 2 == 0 {
@@ -174,7 +196,7 @@ fn bench(
             );
         }
     }
-    let mut rows = vec![("keystroke → diagnostics".to_string(), stats(keys))];
+    let mut rows = vec![("keystroke → diagnostics".to_string(), stats(keys, cpu(pid) - cpu0))];
     let doc = json!({ "uri": uri });
     let reqs: [(&str, &str, Value); 4] = [
         (
@@ -199,9 +221,10 @@ fn bench(
         ),
     ];
     for (label, method, params) in reqs {
+        let before = cpu(pid);
         let times: Vec<Duration> =
             (0..requests).map(|_| c.request(method, params.clone()).0).collect();
-        rows.push((label.to_string(), stats(times)));
+        rows.push((label.to_string(), stats(times, cpu(pid) - before)));
     }
     c.request("shutdown", Value::Null);
     c.notify("exit", Value::Null);
@@ -241,19 +264,22 @@ fn main() {
     println!(
         "`{file}` ({lines} lines), {edits} keystrokes and {requests} requests of each kind per server\n"
     );
-    println!("| server | what | n | median | p95 | max | load average before → after |");
-    println!("|---|---|--:|--:|--:|--:|---|");
+    println!(
+        "| server | what | n | median | p95 | max | server CPU / op | load average before → after |"
+    );
+    println!("|---|---|--:|--:|--:|--:|--:|---|");
     for (label, cmd, init) in runs {
         let before = loadavg();
         let rows = bench(&cmd, init, &file, edits, requests);
         let after = loadavg();
         for (what, s) in rows {
             println!(
-                "| {label} | {what} | {} | {} | {} | {} | {before} → {after} |",
+                "| {label} | {what} | {} | {} | {} | {} | {} | {before} → {after} |",
                 s.n,
                 ms(s.median),
                 ms(s.p95),
-                ms(s.max)
+                ms(s.max),
+                ms(s.cpu)
             );
         }
     }
