@@ -180,9 +180,11 @@ fn field(an: &Analysis, p: &Place, root: &Root<'_>, steps: &[Step], node: &Node<
             if let Some(v) = value(recipe, key, path) {
                 let _ = write!(s, "\n\n**value** `{}`{}", show::val(v), origin(an, v));
             }
+            let mut unchanged = Vec::new();
             for prof in &recipe.profiles {
                 let touching = overrides_at(prof, key, path);
                 if touching.is_empty() {
+                    unchanged.push(format!("`{}`", prof.name));
                     continue;
                 }
                 let shown = recipe
@@ -202,6 +204,9 @@ fn field(an: &Analysis, p: &Place, root: &Root<'_>, steps: &[Step], node: &Node<
                     .collect();
                 let _ =
                     write!(s, "\n- profile `{}`: `{shown}`, set by {}", prof.name, by.join(", "));
+            }
+            if !unchanged.is_empty() {
+                let _ = write!(s, "\n- unchanged in profile {}", unchanged.join(", "));
             }
         }
         None => {
