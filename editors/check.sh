@@ -3,6 +3,7 @@
 #   1. the word lists of every editor grammar agree with compiler/syntax/src/tokens.rs (cargo);
 #   2. the TextMate grammar tokenises every recipe, stdlib file and sample with the real
 #      VS Code engine (vscode-textmate + vscode-oniguruma, from npm) with the expected scopes;
+#   2a. the extension's code starts `wrlc lsp` as configured (extension.test.mjs, no VS Code);
 #   2b. the Vim syntax assigns the expected groups (headless vim, when installed);
 #   3. the tree-sitter grammar generates, its corpus tests pass, and every .wrl file in
 #      recipes/, stdlib/ and the samples parses without an ERROR or MISSING node.
@@ -18,6 +19,8 @@ echo "== 1. editor word lists vs tokens.rs"
 
 echo "== 2. TextMate tokenising test"
 (cd "$here/vscode/test" && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && node tokenize.test.mjs)
+echo "== 2a. VS Code extension code (stand-ins for the vscode API)"
+node "$here/vscode/test/extension.test.mjs"
 
 echo "== 2b. Vim syntax (headless)"
 if command -v vim >/dev/null; then

@@ -103,6 +103,8 @@ pub(crate) struct Slot {
 pub(crate) struct BuiltinEntry {
     pub qual: crate::name::Name,
     pub module: ModId,
+    /// Where the builtin's name is declared (for editors: `wrl_check::query`).
+    pub name_span: Span,
     /// Shared, so that applying the builtin can walk them while it evaluates arguments.
     pub slots: std::sync::Arc<[Slot]>,
     /// Each slot's default value, evaluated once (on first use).
@@ -376,6 +378,7 @@ impl<'a> Checker<'a> {
         self.builtins.push(BuiltinEntry {
             qual: qual.into(),
             module,
+            name_span: b.name.span,
             slots: slots.into(),
             defaults,
             shared_defaults: None,

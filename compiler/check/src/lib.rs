@@ -10,6 +10,7 @@ mod fields;
 mod loader;
 mod model;
 mod name;
+pub mod query;
 mod rules;
 mod slice;
 mod stdlib;

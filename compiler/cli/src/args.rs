@@ -129,6 +129,26 @@ pub enum Command {
                       runtime error."
     )]
     Serve(crate::commands::serve::ServeCmd),
+    /// Run the language server over stdio: diagnostics, hover, navigation, completion, hints
+    #[command(after_help = "Editors start it themselves (see editors/README.md); it speaks LSP \
+                      on stdin/stdout and logs to stderr.\n\nExamples:\n  wrlc lsp\n  wrlc lsp \
+                      --error-pages https://example.org/wrl/docs/errors/\n\nExit status: 0 after \
+                      a `shutdown` request, 1 when the client exits without one, 2 internal error.")]
+    Lsp(LspCmd),
+}
+
+#[derive(Debug, Args)]
+pub struct LspCmd {
+    /// Speak LSP over stdin/stdout (the only transport; accepted because clients pass it)
+    #[arg(long)]
+    pub stdio: bool,
+    /// Where diagnostics link for each code: a URL or directory holding `<CODE>.md`
+    /// (default: $WRL_ERROR_PAGES, else the workspace's docs/errors, else this build's)
+    #[arg(long, value_name = "URL|DIR")]
+    pub error_pages: Option<String>,
+    /// Milliseconds a document must be quiet after a change before its diagnostics are sent
+    #[arg(long, value_name = "MS", default_value_t = wrl_lsp::DEFAULT_DEBOUNCE_MS)]
+    pub debounce_ms: u64,
 }
 
 #[derive(Debug, Args)]

@@ -43,6 +43,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
         }
     };
+    // The language server owns stdin and stdout (its own threads lock them).
+    if let Command::Lsp(cmd) = cli.command {
+        return ExitCode::from(commands::lsp::run(cmd));
+    }
     let color = cli.global.color.enabled();
     // Deep recursion in the parser and checker is bounded, but give them room anyway.
     let handle = std::thread::Builder::new().stack_size(64 << 20).spawn(move || {
@@ -83,6 +87,10 @@ pub fn run(cli: Cli, io: &mut Io) -> u8 {
         Command::Plan(cmd) => commands::plan::run(cmd, &global, io),
         Command::Estimate(cmd) => commands::estimate::run(cmd, &global, io),
         Command::Serve(cmd) => commands::serve::run(cmd, io),
+        Command::Lsp(cmd) => {
+            let _ = io.out.flush();
+            commands::lsp::run(cmd)
+        }
     }
 }
 

@@ -225,3 +225,54 @@ fn report(
     };
     out.push(d.help(format!("turn {}: {}; {fix}", show(t), turn.breakdown(t))));
 }
+
+/// One model's prompt at the last turn of one phase, as the rule above computes it (for
+/// editors: `wrl_check::query::turn_budgets`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnBudget {
+    /// The stage's declaration name.
+    pub stage: String,
+    /// 1-based phase number; 0 for a stage without phases (the agent's `max_turns`).
+    pub phase: usize,
+    /// The longest turn of the phase (its `horizon`).
+    pub horizon: f64,
+    /// The model prompted (a declaration name, or the constructor of an inline model).
+    pub model: String,
+    /// Tokens the last turn needs, rounded up.
+    pub need: f64,
+    /// The model's context in tokens.
+    pub context: f64,
+    /// How `need` is made up (`15 × 64 observation + 14 × 1024 history + …`).
+    pub breakdown: String,
+}
+
+/// The budget of every model's turn at the horizon of every phase of every RL stage.
+pub(crate) fn budgets(ctx: &Ctx<'_>) -> Vec<TurnBudget> {
+    let mut out = Vec::new();
+    for (decl, o) in ctx.stages() {
+        if !RL_CTORS.contains(&o.ctor.as_str()) {
+            continue;
+        }
+        let Some(agent) = o.fields.get("agent").and_then(|a| ctx.obj(a)) else { continue };
+        let horizons = phase_horizons(o).unwrap_or_else(|| agent_horizon(agent));
+        for turn in turns(ctx, agent) {
+            let Some(context) = num(turn.context) else { continue };
+            let model = Ctx::ref_name(turn.model_val).unwrap_or(&turn.model.ctor).to_string();
+            for &(phase, horizon, _) in &horizons {
+                if !(1.0..=1e9).contains(&horizon) {
+                    continue;
+                }
+                out.push(TurnBudget {
+                    stage: decl.name.clone(),
+                    phase,
+                    horizon,
+                    model: model.clone(),
+                    need: turn.need(horizon).ceil(),
+                    context,
+                    breakdown: turn.breakdown(horizon),
+                });
+            }
+        }
+    }
+    out
+}

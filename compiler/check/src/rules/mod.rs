@@ -3,7 +3,7 @@
 //! environment never produces, agent graphs that cannot finish. They run on the checked recipe
 //! and on every profile-applied variant of it; one file per family of rules.
 
-mod budget;
+pub(crate) mod budget;
 mod data;
 mod graph;
 mod rl;
@@ -157,6 +157,13 @@ pub(crate) fn word(v: &Val) -> Option<&str> {
 /// Formats a count for messages: `32768`, `0.5`.
 pub(crate) fn show(v: f64) -> String {
     crate::types::show_num(v)
+}
+
+/// The context budgets of a recipe's RL stages ([`budget::TurnBudget`]), for editors: the
+/// numbers E0404 judges, at every phase's horizon, whether they fit or not.
+pub(crate) fn turn_budgets(recipe: &Recipe) -> Vec<budget::TurnBudget> {
+    let (sources, std_files) = (SourceMap::new(), BTreeSet::new());
+    budget::budgets(&Ctx::new(recipe, &sources, &std_files))
 }
 
 /// Every rule, on one recipe.

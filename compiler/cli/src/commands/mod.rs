@@ -3,6 +3,7 @@
 pub mod check;
 pub mod estimate;
 pub mod fmt;
+pub mod lsp;
 pub mod plan;
 pub mod run;
 pub mod run_errors;
