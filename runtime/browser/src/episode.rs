@@ -20,11 +20,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chromiumoxide::Page;
-use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::network::CookieParam;
-use chromiumoxide::cdp::browser_protocol::page::NavigateParams;
-use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OwnedSemaphorePermit;
 use wrl_sandbox::{CheckInput, Checker, Sandbox, Task, Verdict};
@@ -34,10 +30,10 @@ use crate::allow::origin;
 use crate::cdp;
 use crate::exec::Exec;
 use crate::failure::{AgentError, EndReason, StepResult};
-use crate::js;
-use crate::navwatch::{Nav, NavWatch};
-use crate::pool::{BrowserPool, Live, PoolError};
+use crate::pool::{BrowserPool, PoolError};
 use crate::snapshot::{Snapshot, dom_diff};
+pub use crate::tabs::TabInfo;
+use crate::tabs::Tabs;
 
 /// Per-episode limits.
 #[derive(Debug, Clone)]
@@ -138,19 +134,6 @@ impl EpisodeSpec {
             }),
         }
     }
-}
-
-/// A tab of the episode.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TabInfo {
-    /// Index for `switch_tab`.
-    pub index: usize,
-    /// URL.
-    pub url: String,
-    /// Title, ≤ 50 chars.
-    pub title: String,
-    /// Whether it is the active tab.
-    pub active: bool,
 }
 
 /// What the agent sees.
@@ -263,13 +246,9 @@ pub(crate) enum Stop {
 
 /// A running episode. Holds one slot of the pool's semaphore until finished or dropped.
 pub struct Episode {
-    pub(crate) live: Arc<Live>,
-    pub(crate) ctx: BrowserContextId,
-    pub(crate) tabs: Vec<Page>,
-    pub(crate) active: usize,
+    pub(crate) tabs: Tabs,
     pub(crate) id: String,
     pub(crate) cfg: EpisodeCfg,
-    pub(crate) pool: BrowserPool,
     spec: EpisodeSpec,
     steps: u32,
     agent_errors: u32,
@@ -277,8 +256,6 @@ pub struct Episode {
     started: Instant,
     pub(crate) last: Option<Snapshot>,
     pub(crate) mark_seq: u64,
-    /// Navigation events of the active tab (see [`Episode::watch`]).
-    pub(crate) nav: Option<NavWatch>,
     feedback: String,
     _permit: OwnedSemaphorePermit,
 }
@@ -331,16 +308,12 @@ impl BrowserPool {
         loop {
             attempt += 1;
             let live = self.inner.live(slot).await?;
-            match open_context(&live).await {
-                Ok((ctx, page)) => {
+            match Tabs::open(&live, self, cfg.step_timeout).await {
+                Ok(tabs) => {
                     let mut ep = Episode {
-                        live,
-                        ctx,
-                        tabs: vec![page],
-                        active: 0,
+                        tabs,
                         id,
                         cfg,
-                        pool: self.clone(),
                         spec,
                         steps: 0,
                         agent_errors: 0,
@@ -348,7 +321,6 @@ impl BrowserPool {
                         started: Instant::now(),
                         last: None,
                         mark_seq: 0,
-                        nav: None,
                         feedback: String::new(),
                         _permit: permit,
                     };
@@ -367,18 +339,6 @@ impl BrowserPool {
     }
 }
 
-async fn open_context(live: &Live) -> Result<(BrowserContextId, Page), String> {
-    let ctx =
-        live.browser.create_browser_context(Default::default()).await.map_err(|e| e.to_string())?;
-    let params = CreateTargetParams::builder()
-        .url("about:blank")
-        .browser_context_id(ctx.clone())
-        .build()
-        .map_err(|e| e.to_string())?;
-    let page = live.browser.new_page(params).await.map_err(|e| e.to_string())?;
-    Ok((ctx, page))
-}
-
 impl Episode {
     /// The episode id (also the sandbox state key).
     pub fn id(&self) -> &str {
@@ -395,43 +355,34 @@ impl Episode {
         self.end.as_ref()
     }
 
-    pub(crate) fn page(&self) -> &Page {
-        // `tabs` is never empty: close_tab refuses to close the last tab.
-        &self.tabs[self.active.min(self.tabs.len() - 1)]
-    }
-
-    pub(crate) fn frames(&self) -> Vec<String> {
-        self.tabs.iter().map(|p| p.target_id().as_ref().to_string()).collect()
-    }
-
     async fn start(&mut self) {
         let url = self.spec.start_url.clone();
         if let Some(b) = &self.spec.sandbox {
             b.sandbox.reset(&self.id);
             let mut cookie = CookieParam::new(wrl_sandbox::EPISODE_COOKIE, self.id.clone());
             cookie.url = Some(b.sandbox.base_url());
-            if let Err(e) = self.page().set_cookie(cookie).await {
+            if let Err(e) = self.tabs.page().set_cookie(cookie).await {
                 self.end_env(format!("cannot set the episode cookie: {e}"));
                 return;
             }
         }
         if let Some(o) = origin(&url)
-            && self.pool.inner.blacklist.contains(&o.host)
+            && self.tabs.blacklist().contains(&o.host)
         {
             self.end =
                 Some(EndReason::EnvError { message: format!("host {} is blacklisted", o.host) });
             return;
         }
-        if let Err(why) = self.pool.inner.check_url(&url) {
+        if let Err(why) = self.tabs.check_url(&url) {
             self.end =
                 Some(EndReason::EnvError { message: format!("start URL {url} is blocked: {why}") });
             return;
         }
         let res = tokio::time::timeout(self.cfg.step_timeout, async {
-            self.watch().await;
-            let r = self.navigate(&url).await;
+            self.tabs.watch().await;
+            let r = self.tabs.navigate(&url).await;
             if r.is_ok() {
-                self.settle(true, "about:blank", 2).await;
+                self.tabs.settle(true, "about:blank", 2).await;
             }
             r
         })
@@ -446,136 +397,12 @@ impl Episode {
         }
     }
 
-    /// Navigates the active tab; `Err` carries Chromium's error text. Blacklists hosts that fail
-    /// with DNS/connection errors.
-    pub(crate) async fn navigate(&self, url: &str) -> Result<(), String> {
-        let res = self.page().execute(NavigateParams::new(url)).await.map_err(|e| e.to_string())?;
-        if let Some(err) = &res.result.error_text {
-            if let Some(o) = origin(url) {
-                self.pool.inner.blacklist.note_failure(&o.host, err);
-            }
-            return Err(err.clone());
-        }
-        Ok(())
-    }
-
     pub(crate) fn end_env(&mut self, message: String) {
-        if !self.live.is_alive() {
+        if !self.tabs.is_alive() {
             self.end = Some(EndReason::EnvError { message: format!("browser crashed: {message}") });
         } else {
             self.end = Some(EndReason::EnvError { message });
         }
-    }
-
-    /// Subscribes to the active tab's navigation events unless they are already watched
-    /// (before an action, so none is missed), dropping events of earlier actions.
-    pub(crate) async fn watch(&mut self) {
-        let target = self.page().target_id().as_ref().to_string();
-        match &mut self.nav {
-            Some(w) if w.target == target => w.clear(),
-            _ => self.nav = NavWatch::subscribe(self.page()).await,
-        }
-    }
-
-    /// Waits until the active tab has settled after an action: if a navigation was requested
-    /// or started (or `navigated`: one is known to have happened), until the new document has
-    /// loaded or loading stopped; otherwise for `grace` × 10 ms in case one is requested late
-    /// (longer for clicks on links and buttons, which often navigate). Looks at the page only
-    /// when the tab's navigation events (see [`Episode::watch`]) say it is worth it, at the end
-    /// of the grace period, or every 500 ms in case an event is missed: a script sent while a
-    /// navigation is in flight waits for the new document anyway, and every one costs a busy
-    /// renderer. Returns the settled URL ("" if unknown).
-    pub(crate) async fn settle(&mut self, navigated: bool, url_before: &str, grace: u32) -> String {
-        let frame = self.page().target_id().as_ref().to_string();
-        let mut watch = self.nav.take().filter(|w| w.target == frame);
-        let start = Instant::now();
-        let deadline = start + self.cfg.step_timeout;
-        let grace_end = start + Duration::from_millis(10 * u64::from(grace));
-        let mut st = Settling { in_flight: false, finished: false, look: false, next: grace_end };
-        let mut href = String::new();
-        loop {
-            while let Some(ev) = watch.as_mut().and_then(NavWatch::ready) {
-                st.on(ev);
-            }
-            let now = Instant::now();
-            if st.look || now >= st.next {
-                st.look = false;
-                if let Ok(s) = cdp::eval_string(self.page(), js::CHECK_DOCUMENT).await {
-                    let mut parts = s.splitn(3, '|');
-                    let (mark, ready) = (parts.next(), parts.next());
-                    href = parts.next().unwrap_or("").to_string();
-                    let complete = ready == Some("complete");
-                    let moved = navigated || st.in_flight;
-                    // A new document, or one restored from the back-forward cache (still
-                    // marked, but at another URL), that has loaded.
-                    let replaced = mark == Some("0") || (moved && href != url_before);
-                    // The same document: nothing requested within the grace period, a
-                    // navigation that ended without replacing it (204, download, same-document),
-                    // or a known navigation that has not shown up for 500 ms.
-                    let kept = mark == Some("1")
-                        && now >= grace_end
-                        && if st.in_flight {
-                            st.finished
-                        } else {
-                            !navigated || st.finished || now > start + SAFETY
-                        };
-                    if complete && (replaced || kept) {
-                        break;
-                    }
-                }
-                let wait = if st.in_flight && !st.finished { SAFETY } else { SAFETY / 2 };
-                st.next = Instant::now() + wait;
-            }
-            if Instant::now() > deadline || !self.live.is_alive() {
-                href.clear();
-                break;
-            }
-            let sleep = tokio::time::sleep_until(st.next.into());
-            match watch.as_mut() {
-                Some(w) => tokio::select! {
-                    _ = sleep => {}
-                    ev = w.next() => match ev {
-                        Some(ev) => st.on(ev),
-                        None => watch = None,
-                    },
-                },
-                None => sleep.await,
-            }
-        }
-        self.nav = watch;
-        href
-    }
-
-    /// Takes a fresh snapshot of the active tab (also tags new elements with ids). If the
-    /// document is being replaced (a late navigation), waits for it and retries.
-    pub(crate) async fn snapshot(&self) -> Result<Snapshot, String> {
-        let mut last_err = String::new();
-        for attempt in 0..4 {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
-                let _ = self.wait_loaded().await;
-            }
-            match cdp::eval_string(self.page(), js::SNAPSHOT).await {
-                Ok(s) => return serde_json::from_str(&s).map_err(|e| format!("bad snapshot: {e}")),
-                Err(e) if self.live.is_alive() => last_err = e,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last_err)
-    }
-
-    /// Waits (up to the step timeout) until the active document's readyState is complete.
-    async fn wait_loaded(&self) -> bool {
-        let deadline = Instant::now() + self.cfg.step_timeout;
-        while Instant::now() < deadline && self.live.is_alive() {
-            if let Ok(s) = cdp::eval_string(self.page(), "document.readyState").await
-                && s == "complete"
-            {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        false
     }
 
     /// Evaluates a JavaScript expression in the active tab and returns its JSON value (for
@@ -583,19 +410,12 @@ impl Episode {
     /// The next observation takes a fresh snapshot (the script may have changed the page).
     pub async fn eval_js(&mut self, expr: &str) -> Result<serde_json::Value, String> {
         self.last = None;
-        cdp::eval(self.page(), expr).await
+        cdp::eval(self.tabs.page(), expr).await
     }
 
     /// Tabs with their titles.
     pub async fn tabs(&self) -> Vec<TabInfo> {
-        let mut out = Vec::new();
-        for (i, p) in self.tabs.iter().enumerate() {
-            let url = p.url().await.ok().flatten().unwrap_or_default();
-            let title: String =
-                p.get_title().await.ok().flatten().unwrap_or_default().chars().take(50).collect();
-            out.push(TabInfo { index: i, url, title, active: i == self.active });
-        }
-        out
+        self.tabs.infos().await
     }
 
     /// Observes the active tab: snapshot (ids), tabs, feedback of the last step, and a PNG
@@ -607,7 +427,7 @@ impl Episode {
         }
         let snap = match &self.last {
             Some(s) => s.clone(),
-            None => match self.snapshot().await {
+            None => match self.tabs.snapshot().await {
                 Ok(s) => s,
                 Err(e) => {
                     self.end_env(format!("observation failed: {e}"));
@@ -617,7 +437,7 @@ impl Episode {
         };
         self.last = Some(snap.clone());
         let shot = if screenshot {
-            match cdp::screenshot_png(self.page()).await {
+            match cdp::screenshot_png(self.tabs.page()).await {
                 Ok(png) => Some(png),
                 Err(e) => {
                     self.end_env(format!("screenshot failed: {e}"));
@@ -641,8 +461,8 @@ impl Episode {
             goal: self.spec.goal.clone(),
             url: snap.url.clone(),
             tabs,
-            viewport: self.pool.inner.cfg.viewport,
-            scale: self.pool.inner.cfg.scale,
+            viewport: self.tabs.viewport(),
+            scale: self.tabs.scale(),
             snapshot: snap,
             feedback: self.feedback.clone(),
             screenshot: shot,
@@ -682,9 +502,9 @@ impl Episode {
         let before = match &self.last {
             _ if !self.cfg.view.dom_diff => Vec::new(),
             Some(s) => s.clickables(),
-            None => self.snapshot().await.map(|s| s.clickables()).unwrap_or_default(),
+            None => self.tabs.snapshot().await.map(|s| s.clickables()).unwrap_or_default(),
         };
-        let seq0 = self.live.seen.seq();
+        let seq0 = self.tabs.seq();
         let timeout = self.cfg.step_timeout;
         let mut lines = Vec::new();
         let mut errors = Vec::new();
@@ -713,7 +533,7 @@ impl Episode {
             Err(_) => self.end_env(format!("step timed out after {timeout:?}")),
         }
         if self.end.as_ref().is_none_or(|e| matches!(e, EndReason::Completed { .. })) {
-            match self.snapshot().await {
+            match self.tabs.snapshot().await {
                 Ok(after) => {
                     if self.cfg.view.dom_diff
                         && let Some(d) = dom_diff(&before, &after.clickables())
@@ -729,7 +549,7 @@ impl Episode {
                 }
             }
         }
-        for b in self.live.seen.blocked_since(seq0, &self.frames()) {
+        for b in self.tabs.blocked_since(seq0) {
             lines.push(format!("blocked request to {} ({})", b.url, b.reason));
         }
         if dropped > 0 {
@@ -809,7 +629,7 @@ impl Episode {
         };
         let final_url = match &self.last {
             Some(s) => s.url.clone(),
-            None => self.page().url().await.ok().flatten().unwrap_or_default(),
+            None => self.tabs.page().url().await.ok().flatten().unwrap_or_default(),
         };
         let verdict = self.spec.sandbox.as_ref().map(|b| {
             let state = b.sandbox.state(&self.id);
@@ -830,16 +650,7 @@ impl Episode {
         if let Some(b) = &self.spec.sandbox {
             b.sandbox.forget(&self.id);
         }
-        self.live.seen.forget(&self.frames());
-        if self.live.is_alive() {
-            let ctx = self.ctx.clone();
-            // Disposing the context closes its tabs too.
-            let _ = tokio::time::timeout(
-                Duration::from_secs(5),
-                self.live.browser.dispose_browser_context(ctx),
-            )
-            .await;
-        }
+        self.tabs.close().await;
         Outcome {
             reason,
             answer,
@@ -847,34 +658,6 @@ impl Episode {
             final_url,
             verdict,
             elapsed_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        }
-    }
-}
-
-/// How long [`Episode::settle`] waits for an event before it looks at the page anyway.
-const SAFETY: Duration = Duration::from_millis(500);
-
-/// Where [`Episode::settle`] stands.
-struct Settling {
-    /// A navigation was requested or started.
-    in_flight: bool,
-    /// It has since loaded, stopped loading or moved within the document.
-    finished: bool,
-    /// Look at the page now.
-    look: bool,
-    /// When to look at the page if no event comes first.
-    next: Instant,
-}
-
-impl Settling {
-    fn on(&mut self, ev: Nav) {
-        match ev {
-            Nav::Started => {
-                (self.in_flight, self.finished) = (true, false);
-                // Nothing to see until it finishes: the events say when.
-                self.next = self.next.max(Instant::now() + SAFETY);
-            }
-            Nav::Finished => (self.finished, self.look) = (true, true),
         }
     }
 }

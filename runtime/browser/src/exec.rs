@@ -5,7 +5,6 @@ use std::time::Duration;
 use chromiumoxide::cdp::browser_protocol::page::{
     GetNavigationHistoryParams, NavigateToHistoryEntryParams,
 };
-use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
 
 use crate::action::{Action, Direction, Elem, MouseButton, OpAgent, OpenWebRl};
 use crate::cdp;
@@ -71,7 +70,7 @@ impl Exec for Episode {
 
 impl Episode {
     fn viewport(&self) -> (f64, f64) {
-        let (w, h) = self.pool.inner.cfg.viewport;
+        let (w, h) = self.tabs.viewport();
         (f64::from(w), f64::from(h))
     }
 
@@ -116,7 +115,8 @@ impl Episode {
     }
 
     async fn center(&self, id: u32, mark: bool) -> Result<Center, Stop> {
-        let s = cdp::eval_string(self.page(), &js::element_center(id, mark)).await.map_err(env)?;
+        let s =
+            cdp::eval_string(self.tabs.page(), &js::element_center(id, mark)).await.map_err(env)?;
         if s == "null" {
             return Err(agent(AgentError::InvalidElement(format!(
                 "no element [{id}] on this page"
@@ -127,15 +127,15 @@ impl Episode {
 
     /// Clicks element `id`, finding it and marking the document in one script.
     async fn click_elem(&mut self, id: u32) -> Result<String, Stop> {
-        self.mark_seq = self.live.seen.seq();
-        self.watch().await;
+        self.mark_seq = self.tabs.seq();
+        self.tabs.watch().await;
         let c = self.center(id, true).await?;
         let before = c.href.unwrap_or_default();
         self.click_marked((c.x, c.y), c.desc, before, MouseButton::Left, 1).await
     }
 
     async fn describe(&self, p: Pt) -> String {
-        cdp::eval_string(self.page(), &js::describe_at(p.0, p.1))
+        cdp::eval_string(self.tabs.page(), &js::describe_at(p.0, p.1))
             .await
             .unwrap_or_else(|_| "unknown".into())
     }
@@ -143,9 +143,9 @@ impl Episode {
     /// Marks the document before an action that may navigate, and watches the tab's
     /// navigation events (before the action, so none is missed) for `settle`.
     async fn mark(&mut self) -> Result<String, Stop> {
-        self.mark_seq = self.live.seen.seq();
-        self.watch().await;
-        cdp::eval_string(self.page(), js::MARK_DOCUMENT).await.map_err(env)
+        self.mark_seq = self.tabs.seq();
+        self.tabs.watch().await;
+        cdp::eval_string(self.tabs.page(), js::MARK_DOCUMENT).await.map_err(env)
     }
 
     /// After an action that may navigate: waits, picks up new tabs, says what changed.
@@ -156,44 +156,27 @@ impl Episode {
         grace: u32,
     ) -> Result<String, Stop> {
         let seq = self.mark_seq;
-        let mut url = self.settle(known_nav, url_before, grace).await;
-        if !self.live.is_alive() {
+        let mut url = self.tabs.settle(known_nav, url_before, grace).await;
+        if !self.tabs.is_alive() {
             return Err(env("browser connection lost".into()));
         }
         let mut notes = Vec::new();
-        for target in self.live.seen.opened_since(seq, &self.frames()) {
-            if let Some(page) = self.wait_page(&target).await {
-                self.tabs.push(page);
-                self.active = self.tabs.len() - 1;
+        for target in self.tabs.opened_since(seq) {
+            if let Some(tab) = self.tabs.adopt(&target).await {
                 self.mark_seq = seq;
-                self.watch().await;
-                url = self.settle(true, "about:blank", 2).await;
-                notes.push(format!("new tab opened (tab {})", self.active));
+                self.tabs.watch().await;
+                url = self.tabs.settle(true, "about:blank", 2).await;
+                notes.push(format!("new tab opened (tab {tab})"));
             }
         }
         if url.is_empty() {
-            url = cdp::eval_string(self.page(), "location.href").await.map_err(env)?;
+            url = cdp::eval_string(self.tabs.page(), "location.href").await.map_err(env)?;
         }
         if url != url_before && notes.is_empty() {
             notes.push(format!("navigated to {}", short(&url)));
         }
         self.last = None;
         Ok(if notes.is_empty() { String::new() } else { format!("; {}", notes.join("; ")) })
-    }
-
-    async fn wait_page(&self, target: &str) -> Option<chromiumoxide::Page> {
-        if self.frames().iter().any(|f| f == target) {
-            return None;
-        }
-        for _ in 0..100 {
-            if let Ok(pages) = self.live.browser.pages().await
-                && let Some(p) = pages.into_iter().find(|p| p.target_id().as_ref() == target)
-            {
-                return Some(p);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        None
     }
 
     async fn click_at(
@@ -216,7 +199,7 @@ impl Episode {
         button: MouseButton,
         clicks: u32,
     ) -> Result<String, Stop> {
-        cdp::click(self.page(), p.0, p.1, button, clicks).await.map_err(env)?;
+        cdp::click(self.tabs.page(), p.0, p.1, button, clicks).await.map_err(env)?;
         let what = match (clicks, button) {
             (2, _) => "double-clicked",
             (_, MouseButton::Right) => "right-clicked",
@@ -229,12 +212,12 @@ impl Episode {
     }
 
     async fn write(&mut self, text: &str) -> Result<String, Stop> {
-        let focused = cdp::eval(self.page(), js::SELECT_FOCUSED).await.map_err(env)?;
+        let focused = cdp::eval(self.tabs.page(), js::SELECT_FOCUSED).await.map_err(env)?;
         if focused != serde_json::Value::Bool(true) {
             return Ok("failed: no text field is focused; click one first".into());
         }
-        cdp::insert_text(self.page(), text).await.map_err(env)?;
-        let got = cdp::eval(self.page(), js::FOCUSED_VALUE).await.map_err(env)?;
+        cdp::insert_text(self.tabs.page(), text).await.map_err(env)?;
+        let got = cdp::eval(self.tabs.page(), js::FOCUSED_VALUE).await.map_err(env)?;
         self.last = None;
         match got.as_str() {
             Some(v) if v == text => Ok(format!("typed {:?}", clip(text))),
@@ -249,7 +232,7 @@ impl Episode {
         let keys = keys::parse_combo(combo).map_err(|e| agent(AgentError::BadArguments(e)))?;
         let before = self.mark().await?;
         for _ in 0..presses.clamp(1, 50) {
-            cdp::press(self.page(), &keys, keys.len() > 1).await.map_err(env)?;
+            cdp::press(self.tabs.page(), &keys, keys.len() > 1).await.map_err(env)?;
         }
         let grace = if combo.to_ascii_lowercase().contains("enter") { 6 } else { 2 };
         let nav = self.after(&before, false, grace).await?;
@@ -276,7 +259,7 @@ impl Episode {
         }
         let before = self.mark().await?;
         for _ in 0..presses.clamp(1, 50) {
-            cdp::press(self.page(), &defs, hotkey).await.map_err(env)?;
+            cdp::press(self.tabs.page(), &defs, hotkey).await.map_err(env)?;
         }
         let grace = if keys.iter().any(|k| k.eq_ignore_ascii_case("enter")) { 6 } else { 2 };
         let nav = self.after(&before, false, grace).await?;
@@ -285,7 +268,8 @@ impl Episode {
 
     async fn scroll(&mut self, d: Direction, dist: f64, at: Option<Pt>) -> Result<String, Stop> {
         let (dx, dy) = dir_delta(d, dist);
-        let r = cdp::eval_string(self.page(), &js::scroll_by(dx, dy, at)).await.map_err(env)?;
+        let r =
+            cdp::eval_string(self.tabs.page(), &js::scroll_by(dx, dy, at)).await.map_err(env)?;
         self.last = None;
         Ok(if r == "moved" {
             format!("scrolled {}", dir_name(d))
@@ -296,22 +280,22 @@ impl Episode {
 
     async fn goto(&mut self, url: &str) -> Result<String, Stop> {
         if let Some(o) = crate::allow::origin(url)
-            && self.pool.inner.blacklist.contains(&o.host)
+            && self.tabs.blacklist().contains(&o.host)
         {
             return Ok(format!("failed: host {} is blacklisted", o.host));
         }
         // Checked here as well as in the browser: Chromium may preconnect to a navigation's
         // origin before the request reaches interception.
-        if let Err(why) = self.pool.inner.check_url(url) {
+        if let Err(why) = self.tabs.check_url(url) {
             return Ok(format!("failed to open {}: blocked ({why})", short(url)));
         }
         let before = self.mark().await?;
-        match self.navigate(url).await {
+        match self.tabs.navigate(url).await {
             Ok(()) => {
                 let nav = self.after(&before, true, 2).await?;
                 Ok(format!("opened {}{nav}", short(url)))
             }
-            Err(e) if !self.live.is_alive() => Err(env(e)),
+            Err(e) if !self.tabs.is_alive() => Err(env(e)),
             Err(e) => {
                 self.last = None;
                 Ok(format!("failed to open {}: {e}", short(url)))
@@ -321,6 +305,7 @@ impl Episode {
 
     async fn history(&mut self, delta: i64) -> Result<String, Stop> {
         let h = self
+            .tabs
             .page()
             .execute(GetNavigationHistoryParams::default())
             .await
@@ -333,7 +318,8 @@ impl Episode {
             ));
         };
         let before = self.mark().await?;
-        self.page()
+        self.tabs
+            .page()
             .execute(NavigateToHistoryEntryParams::new(entry.id))
             .await
             .map_err(|e| env(e.to_string()))?;
@@ -342,44 +328,28 @@ impl Episode {
     }
 
     async fn new_tab(&mut self) -> Result<String, Stop> {
-        let params = CreateTargetParams::builder()
-            .url("about:blank")
-            .browser_context_id(self.ctx.clone())
-            .build()
-            .map_err(env)?;
-        let page = self.live.browser.new_page(params).await.map_err(|e| env(e.to_string()))?;
-        self.tabs.push(page);
-        self.active = self.tabs.len() - 1;
+        let tab = self.tabs.open_tab().await.map_err(env)?;
         self.last = None;
-        Ok(format!("new tab opened (tab {})", self.active))
+        Ok(format!("new tab opened (tab {tab})"))
     }
 
     async fn switch_tab(&mut self, i: usize) -> Result<String, Stop> {
-        if i >= self.tabs.len() {
+        if !self.tabs.switch(i).await {
             return Err(agent(AgentError::InvalidTab(format!(
                 "no tab {i}; there are {}",
                 self.tabs.len()
             ))));
         }
-        self.active = i;
-        let _ = self.page().bring_to_front().await;
         self.last = None;
         Ok(format!("switched to tab {i}"))
     }
 
     async fn close_tab(&mut self) -> Result<String, Stop> {
-        if self.tabs.len() <= 1 {
+        if !self.tabs.close_active().await {
             return Err(agent(AgentError::InvalidTab("cannot close the last tab".into())));
         }
-        let page = self.tabs.remove(self.active);
-        let _ = page.close().await;
-        self.active = self.active.min(self.tabs.len() - 1);
-        // As after a switch: the tab we now act on is brought to the front. Headless Chromium
-        // draws every tab, but a headed remote one draws only its front tab, and a screenshot
-        // of a page that is not drawn waits for a frame that never comes.
-        let _ = self.page().bring_to_front().await;
         self.last = None;
-        Ok(format!("closed tab; active tab is {}", self.active))
+        Ok(format!("closed tab; active tab is {}", self.tabs.active()))
     }
 
     async fn select(
@@ -389,7 +359,7 @@ impl Episode {
         desc: String,
     ) -> Result<String, Stop> {
         let before = self.mark().await?;
-        let r = cdp::eval_string(self.page(), &js::select_option(target_js, option))
+        let r = cdp::eval_string(self.tabs.page(), &js::select_option(target_js, option))
             .await
             .map_err(env)?;
         if r != "ok" {
@@ -431,13 +401,13 @@ impl Episode {
             OpenWebRl::GoBack => self.history(-1).await,
             OpenWebRl::Hover { point_2d } => {
                 let p = self.px(*point_2d)?;
-                cdp::mouse_move(self.page(), p.0, p.1).await.map_err(env)?;
+                cdp::mouse_move(self.tabs.page(), p.0, p.1).await.map_err(env)?;
                 self.last = None;
                 Ok(format!("hovering {}", self.describe(p).await))
             }
             OpenWebRl::Drag { start_point_2d, end_point_2d, steps } => {
                 let (a, b) = (self.px(*start_point_2d)?, self.px(*end_point_2d)?);
-                cdp::drag(self.page(), a, b, *steps).await.map_err(env)?;
+                cdp::drag(self.tabs.page(), a, b, *steps).await.map_err(env)?;
                 self.last = None;
                 Ok(format!("dragged from ({:.0}, {:.0}) to ({:.0}, {:.0})", a.0, a.1, b.0, b.1))
             }
@@ -474,7 +444,7 @@ impl Episode {
             }
             OpAgent::Hover { coords } => {
                 let p = self.norm(*coords)?;
-                cdp::mouse_move(self.page(), p.0, p.1).await.map_err(env)?;
+                cdp::mouse_move(self.tabs.page(), p.0, p.1).await.map_err(env)?;
                 self.last = None;
                 Ok(format!("hovering {}", self.describe(p).await))
             }
@@ -505,7 +475,8 @@ impl Episode {
             }
             OpAgent::Wait { seconds } => self.wait(*seconds).await,
             OpAgent::Find { search_term } => {
-                let n = cdp::eval(self.page(), &js::find_text(search_term)).await.map_err(env)?;
+                let n =
+                    cdp::eval(self.tabs.page(), &js::find_text(search_term)).await.map_err(env)?;
                 self.last = None;
                 Ok(format!(
                     "found {} match(es) for {:?}",
@@ -522,7 +493,7 @@ impl Episode {
             Elem::Click { id } => self.click_elem(*id).await,
             Elem::Type { id, text, submit } => {
                 let (p, desc) = self.elem(*id).await?;
-                cdp::click(self.page(), p.0, p.1, MouseButton::Left, 1).await.map_err(env)?;
+                cdp::click(self.tabs.page(), p.0, p.1, MouseButton::Left, 1).await.map_err(env)?;
                 let typed = self.write(text).await?;
                 let typed = typed.replacen("typed", &format!("typed into {desc}:"), 1);
                 if *submit {
@@ -542,7 +513,7 @@ impl Episode {
             }
             Elem::Hover { id } => {
                 let (p, desc) = self.elem(*id).await?;
-                cdp::mouse_move(self.page(), p.0, p.1).await.map_err(env)?;
+                cdp::mouse_move(self.tabs.page(), p.0, p.1).await.map_err(env)?;
                 self.last = None;
                 Ok(format!("hovering {desc}"))
             }

@@ -28,6 +28,7 @@ pub mod pool;
 pub mod process;
 pub mod runner;
 pub mod snapshot;
+mod tabs;
 pub mod terse;
 
 pub use action::{Action, Direction, Elem, MouseButton, OpAgent, OpenWebRl, ToolSet};
