@@ -28,7 +28,7 @@ use wrl_sandbox::{CheckInput, Checker, Sandbox, Task, Verdict};
 use crate::action::Action;
 use crate::allow::origin;
 use crate::cdp;
-use crate::exec::Exec;
+use crate::drive::{Driver, Stop};
 use crate::failure::{AgentError, EndReason, StepResult};
 use crate::pool::{BrowserPool, PoolError};
 use crate::snapshot::{Snapshot, dom_diff};
@@ -237,25 +237,17 @@ impl Outcome {
     }
 }
 
-/// Why one action stopped the turn.
-pub(crate) enum Stop {
-    Agent(AgentError),
-    Env(String),
-    Terminal(Option<String>),
-}
-
 /// A running episode. Holds one slot of the pool's semaphore until finished or dropped.
 pub struct Episode {
-    pub(crate) tabs: Tabs,
-    pub(crate) id: String,
-    pub(crate) cfg: EpisodeCfg,
+    tabs: Tabs,
+    id: String,
+    cfg: EpisodeCfg,
     spec: EpisodeSpec,
     steps: u32,
     agent_errors: u32,
     end: Option<EndReason>,
     started: Instant,
-    pub(crate) last: Option<Snapshot>,
-    pub(crate) mark_seq: u64,
+    last: Option<Snapshot>,
     feedback: String,
     _permit: OwnedSemaphorePermit,
 }
@@ -320,7 +312,6 @@ impl BrowserPool {
                         end: None,
                         started: Instant::now(),
                         last: None,
-                        mark_seq: 0,
                         feedback: String::new(),
                         _permit: permit,
                     };
@@ -397,7 +388,7 @@ impl Episode {
         }
     }
 
-    pub(crate) fn end_env(&mut self, message: String) {
+    fn end_env(&mut self, message: String) {
         if !self.tabs.is_alive() {
             self.end = Some(EndReason::EnvError { message: format!("browser crashed: {message}") });
         } else {
@@ -508,9 +499,12 @@ impl Episode {
         let timeout = self.cfg.step_timeout;
         let mut lines = Vec::new();
         let mut errors = Vec::new();
+        // The answer of a terminal action, once one has run.
+        let mut answer = None;
+        let mut driver = Driver::new(&mut self.tabs, timeout);
         let ran = tokio::time::timeout(timeout, async {
             for a in actions {
-                match self.exec(a).await {
+                match driver.run(a).await {
                     Ok(line) => lines.push(line),
                     Err(Stop::Agent(e)) => {
                         lines.push(format!("error: {e}"));
@@ -519,7 +513,7 @@ impl Episode {
                     }
                     Err(Stop::Env(m)) => return Err(m),
                     Err(Stop::Terminal(ans)) => {
-                        self.end = Some(EndReason::Completed { answer: ans });
+                        answer = Some(ans);
                         break;
                     }
                 }
@@ -527,6 +521,12 @@ impl Episode {
             Ok(())
         })
         .await;
+        if driver.changed() {
+            self.last = None;
+        }
+        if let Some(answer) = answer {
+            self.end = Some(EndReason::Completed { answer });
+        }
         match ran {
             Ok(Ok(())) => {}
             Ok(Err(m)) => self.end_env(m),
