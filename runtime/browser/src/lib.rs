@@ -15,8 +15,8 @@ pub mod allow;
 pub mod blacklist;
 mod cdp;
 pub mod cli;
+mod drive;
 pub mod episode;
-mod exec;
 pub mod expert;
 pub mod failure;
 pub mod intercept;
@@ -28,6 +28,7 @@ pub mod pool;
 pub mod process;
 pub mod runner;
 pub mod snapshot;
+mod tabs;
 pub mod terse;
 
 pub use action::{Action, Direction, Elem, MouseButton, OpAgent, OpenWebRl, ToolSet};
