@@ -4,6 +4,9 @@
 
 use serde::Deserialize;
 
+pub use super::tools::{
+    CallsPerTurn, Coordinates, Literal, Tool, ToolKind, ToolParam, ToolTy, Toolset,
+};
 use super::units::{Dims, Seconds, Tokens};
 
 /// `browser { … }`.
@@ -148,95 +151,4 @@ pub enum Observation {
 pub enum FeedbackDetail {
     Plain,
     DomDiff,
-}
-
-/// A tool set: how actions address the page, and its typed tools.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Toolset {
-    pub coordinates: Coordinates,
-    pub calls_per_turn: CallsPerTurn,
-    pub answer_tag: String,
-    pub tools: Vec<Tool>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Coordinates {
-    Pixels,
-    Norm1000,
-    ElementIds,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallsPerTurn {
-    One,
-    Many,
-}
-
-/// One tool of a tool set.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Tool {
-    pub name: String,
-    pub params: Vec<ToolParam>,
-    /// Calling it ends the episode.
-    pub terminal: bool,
-}
-
-/// One parameter of a tool.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolParam {
-    pub name: String,
-    /// The type as the stdlib writes it (`list(float)`, `enum(up, down)`).
-    pub ty: String,
-    pub default: Option<Literal>,
-}
-
-/// A literal value (a tool parameter's default).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Literal {
-    Num(f64),
-    Bool(bool),
-    Str(String),
-    /// An enum word.
-    Word(String),
-    List(Vec<Literal>),
-}
-
-impl<'de> Deserialize<'de> for Literal {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{EnumAccess, SeqAccess, VariantAccess};
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Literal;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a number, boolean, string, word or list")
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Literal, E> {
-                Ok(Literal::Num(v))
-            }
-            fn visit_bool<E>(self, v: bool) -> Result<Literal, E> {
-                Ok(Literal::Bool(v))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Literal, E> {
-                Ok(Literal::Str(v.to_string()))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Literal, A::Error> {
-                let mut out = Vec::new();
-                while let Some(x) = a.next_element()? {
-                    out.push(x);
-                }
-                Ok(Literal::List(out))
-            }
-            fn visit_enum<A: EnumAccess<'de>>(self, a: A) -> Result<Literal, A::Error> {
-                let (word, rest): (String, _) = a.variant()?;
-                rest.unit_variant()?;
-                Ok(Literal::Word(word))
-            }
-        }
-        d.deserialize_any(V)
-    }
 }

@@ -17,6 +17,7 @@ mod models;
 mod rewards;
 pub mod shape;
 mod stages;
+mod tools;
 mod units;
 
 pub use agents::*;

@@ -5,6 +5,7 @@
 pub mod brains;
 pub mod graph;
 pub mod policy;
+pub mod toolcall;
 
 use std::sync::Arc;
 
