@@ -1,9 +1,7 @@
-//! The parse driver: tries the fast path (`fast.rs`) on the whole file; else runs pest item by
-//! item, converts pairs to the AST, and recovers after a broken item so that one run reports an
-//! error in every broken top-level item.
+//! The parse driver: runs pest item by item, converts pairs to the AST, and recovers after a
+//! broken item so that one run reports an error in every broken top-level item.
 
 mod expr;
-mod fast;
 mod items;
 mod literal;
 
@@ -136,48 +134,9 @@ pub fn parse(file: FileId, text: &str) -> Parsed {
     stacker::maybe_grow(STACK_RED_ZONE, STACK_SIZE, || parse_file(file, text))
 }
 
+/// Parses with pest, item by item, recovering after broken items.
 fn parse_file(file: FileId, text: &str) -> Parsed {
     let lex = scan(file, text);
-    if lex.violations.is_empty()
-        && let Some(mut items) = fast::parse_items(file, text, skip_trivia(text, 0))
-    {
-        attach_docs(&mut items, &lex.comments, text);
-        return Parsed {
-            file: File { id: file, items },
-            diagnostics: Vec::new(),
-            comments: lex.comments,
-        };
-    }
-    parse_with_pest(file, text, lex)
-}
-
-/// The fast path alone: the items of a file without syntax errors, or `None` (for tests that
-/// compare the two paths).
-#[doc(hidden)]
-pub fn parse_fast(file: FileId, text: &str) -> Option<File> {
-    stacker::maybe_grow(STACK_RED_ZONE, STACK_SIZE, || {
-        let lex = scan(file, text);
-        if !lex.violations.is_empty() {
-            return None;
-        }
-        let mut items = fast::parse_items(file, text, skip_trivia(text, 0))?;
-        attach_docs(&mut items, &lex.comments, text);
-        Some(File { id: file, items })
-    })
-}
-
-/// The pest path alone, as `parse` runs it when the fast path gives up (for tests that compare
-/// the two paths).
-#[doc(hidden)]
-pub fn parse_pest(file: FileId, text: &str) -> Parsed {
-    stacker::maybe_grow(STACK_RED_ZONE, STACK_SIZE, || {
-        parse_with_pest(file, text, scan(file, text))
-    })
-}
-
-/// Parses with pest, item by item, recovering after broken items; the only path that reports
-/// syntax diagnostics.
-fn parse_with_pest(file: FileId, text: &str, lex: crate::lex::Scan) -> Parsed {
     let mut items: Vec<Item> = Vec::new();
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
     let mut violations = lex.violations.into_iter().peekable();
