@@ -33,8 +33,6 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::kw_if => "`if`",
         Rule::kw_then => "`then`",
         Rule::kw_else => "`else`",
-        Rule::kw_and | Rule::op_and => "`and`",
-        Rule::kw_or | Rule::op_or => "`or`",
         Rule::kw_not => "`not`",
         Rule::kw_when | Rule::guard => "`when`",
         Rule::kw_use | Rule::use_item => "`use`",
@@ -47,17 +45,6 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::kw_as => "`as`",
         Rule::keyword => "a keyword",
         Rule::decl_kind | Rule::decl => "a declaration (`model`, `dataset`, `env`, `stage`, …)",
-        Rule::op_range => "`..`",
-        Rule::op_eq => "`==`",
-        Rule::op_ne => "`!=`",
-        Rule::op_le => "`<=`",
-        Rule::op_ge => "`>=`",
-        Rule::op_lt => "`<`",
-        Rule::op_gt => "`>`",
-        Rule::op_add => "`+`",
-        Rule::op_sub => "`-`",
-        Rule::op_mul => "`*`",
-        Rule::op_div => "`/`",
         Rule::arrow => "`->`",
         Rule::call_args | Rule::params => "`(`",
         Rule::arg => "an argument",
@@ -110,17 +97,11 @@ fn rank(desc: &str) -> u8 {
     }
 }
 
-const OPERATORS: &[&str] = &[
-    "`..`", "`or`", "`and`", "`==`", "`!=`", "`<=`", "`>=`", "`<`", "`>`", "`+`", "`-`", "`*`",
-    "`/`",
-];
-
-/// Sorts and dedups descriptions; where a value could have continued, the operators and
-/// postfix forms collapse into "an operator" so that the list shows what really matters.
+/// Sorts and dedups descriptions; where a value could have continued ("an operator"), the
+/// postfix forms and `:` are left out so that the list shows what really matters.
 fn summarise(mut d: Vec<&'static str>) -> Vec<&'static str> {
-    if d.iter().filter(|x| OPERATORS.contains(x)).count() >= 3 {
-        d.retain(|x| !OPERATORS.contains(x) && !["`(`", "`.`", "`[`", "`{`", "`:`"].contains(x));
-        d.push("an operator");
+    if d.contains(&"an operator") {
+        d.retain(|x| !["`(`", "`.`", "`[`", "`{`", "`:`"].contains(x));
     }
     d.sort_by_key(|s| (rank(s), *s));
     d.dedup();
