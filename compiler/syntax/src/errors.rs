@@ -71,7 +71,6 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::block_item => "a field (`name = value`)",
         Rule::item => "a declaration (`model`, `dataset`, `env`, `stage`, …)",
         Rule::WHITESPACE
-        | Rule::COMMENT
         | Rule::ident_start
         | Rule::ident_char
         | Rule::inline_ws

@@ -5,6 +5,7 @@ mod expr;
 mod items;
 mod literal;
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 
 use pest::Parser;
@@ -137,6 +138,8 @@ pub fn parse(file: FileId, text: &str) -> Parsed {
 /// Parses with pest, item by item, recovering after broken items.
 fn parse_file(file: FileId, text: &str) -> Parsed {
     let lex = scan(file, text);
+    let masked = mask_comments(text, &lex.comments);
+    let seen: &str = &masked;
     let mut items: Vec<Item> = Vec::new();
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
     let mut violations = lex.violations.into_iter().peekable();
@@ -160,7 +163,7 @@ fn parse_file(file: FileId, text: &str) -> Parsed {
         let limit = violation_item.unwrap_or(text.len());
         let stop = if limit > pos {
             let ctx = Ctx::new(file, pos);
-            let parsed = parse_items(&text[pos..limit], &ctx);
+            let parsed = parse_items(&seen[pos..limit], &text[pos..limit], &ctx);
             diagnostics.extend(ctx.into_diags());
             let stop = parsed.last().map_or(pos, |it| it.span.end as usize);
             items.extend(parsed);
@@ -182,7 +185,7 @@ fn parse_file(file: FileId, text: &str) -> Parsed {
             continue;
         }
         // The item at `stop` does not parse: report why, then resume at the next item start.
-        let mut report = WrlParser::parse(Rule::one_item, &text[stop..limit])
+        let mut report = WrlParser::parse(Rule::one_item, &seen[stop..limit])
             .err()
             .map(|e| from_pest(&e, file, &text[stop..limit], stop, false));
         let err_at =
@@ -194,7 +197,7 @@ fn parse_file(file: FileId, text: &str) -> Parsed {
         let next_item = next_start_after(stop).filter(|n| *n < limit && err_at >= *n);
         if let Some(next) = next_item {
             let cut = trim_trivia_end(text, stop, next, &lex.comments);
-            if let Err(e) = WrlParser::parse(Rule::one_item, &text[stop..cut]) {
+            if let Err(e) = WrlParser::parse(Rule::one_item, &seen[stop..cut]) {
                 report = Some(from_pest(&e, file, &text[stop..cut], stop, true));
             }
         }
@@ -230,9 +233,31 @@ fn trim_trivia_end(text: &str, start: usize, mut end: usize, comments: &[Comment
     }
 }
 
-/// Parses as many items as parse from the start of `text`.
-fn parse_items(text: &str, ctx: &Ctx) -> Vec<Item> {
-    match WrlParser::parse(Rule::items, text) {
+/// The text pest parses: `text` with each comment the lexical pre-pass found replaced by a `\r`
+/// and spaces, as many bytes as the comment has, so that every offset stays the same and the
+/// grammar needs no comment rule (trying one at every gap between tokens cost a fifth of the
+/// parse). The `\r` keeps a unit from reaching past the comment (`inline_ws` is spaces and
+/// tabs only), as the `/` did.
+fn mask_comments<'t>(text: &'t str, comments: &[Comment]) -> Cow<'t, str> {
+    if comments.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for c in comments {
+        let (start, end) = (c.span.start as usize, c.span.end as usize);
+        out.push_str(&text[at..start]);
+        out.push('\r');
+        out.extend(std::iter::repeat_n(' ', end - start - 1));
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
+/// Parses as many items as parse from the start of `seen` (the masked `text`).
+fn parse_items(seen: &str, text: &str, ctx: &Ctx) -> Vec<Item> {
+    match WrlParser::parse(Rule::items, seen) {
         Ok(mut pairs) => {
             let root = pairs.next().expect("grammar: items produces one pair");
             root.into_inner()
@@ -280,10 +305,12 @@ pub fn parse_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diagnostic>> {
 }
 
 fn parse_lone_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diagnostic>> {
-    if let Some((_, d)) = scan(file, text).violations.into_iter().next() {
+    let lex = scan(file, text);
+    if let Some((_, d)) = lex.violations.into_iter().next() {
         return Err(vec![d]);
     }
-    match WrlParser::parse(Rule::expr_only, text) {
+    let seen = mask_comments(text, &lex.comments);
+    match WrlParser::parse(Rule::expr_only, &seen) {
         Ok(mut pairs) => {
             let root = pairs.next().expect("grammar: expr_only produces one pair");
             let e = root.into_inner().next().expect("grammar: expr_only holds an expression");
