@@ -52,7 +52,15 @@ impl Ctx {
 /// inside the pair, else the pair's own end (a closing quote or bracket is not trivia).
 fn tight_end(pair: &Pair<Rule>) -> usize {
     let end = pair.as_span().end();
-    let Some(last) = pair.clone().into_inner().last() else { return end };
+    // To pest, trivia is whitespace (comments are masked as blanks) or a byte-order mark, so a
+    // pair whose last byte is none of those ends with its last token: the common case, decided
+    // without walking down its children. (0xBF ends a byte-order mark, and other characters:
+    // the walk decides those.)
+    let last_byte = end.checked_sub(1).and_then(|i| pair.get_input().as_bytes().get(i));
+    if !matches!(last_byte, Some(b' ' | b'\t' | b'\n' | b'\r' | 0xBF)) {
+        return end;
+    }
+    let Some(last) = pair.clone().into_inner().next_back() else { return end };
     let inner_end = tight_end(&last);
     let input = pair.get_input();
     match input.get(inner_end..end) {
