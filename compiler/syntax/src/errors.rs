@@ -13,8 +13,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::EOI => "end of file",
         Rule::raw_ident | Rule::ident | Rule::path | Rule::flag => "a name",
         Rule::number
-        | Rule::quantity
-        | Rule::dims
+        | Rule::numeric
         | Rule::string
         | Rule::text_block
         | Rule::kw_true

@@ -230,46 +230,7 @@ fn postfix(base: Expr, depth: u32, op: Pair<Rule>, ctx: &Ctx) -> Sized {
 fn primary(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
     let span = ctx.span(&pair);
     match pair.as_rule() {
-        Rule::number => match number(pair.as_str(), span) {
-            Ok(n) => (Expr::new(ExprKind::Number(n), span), 1),
-            Err(d) => {
-                ctx.push(d);
-                error(span)
-            }
-        },
-        Rule::quantity => {
-            let mut parts = inner(pair);
-            let (num, unit) = match (parts.next(), parts.next()) {
-                (Some(n), Some(u)) => (n, u),
-                _ => unreachable!("grammar: quantity is a number and a unit"),
-            };
-            let unit_span = ctx.span(&unit);
-            let value = number(num.as_str(), ctx.span(&num));
-            let unit = unit_word(unit.as_str(), unit_span);
-            match (value, unit) {
-                (Ok(value), Ok(unit)) => {
-                    (Expr::new(ExprKind::Quantity { value, unit, unit_span }, span), 1)
-                }
-                (Err(d), _) | (_, Err(d)) => {
-                    ctx.push(d);
-                    error(span)
-                }
-            }
-        }
-        Rule::dims => {
-            let mut parts = inner(pair);
-            let (w, h) = match (parts.next(), parts.next()) {
-                (Some(w), Some(h)) => (w, h),
-                _ => unreachable!("grammar: dims has two numbers"),
-            };
-            match (number(w.as_str(), ctx.span(&w)), number(h.as_str(), ctx.span(&h))) {
-                (Ok(w), Ok(h)) => (Expr::new(ExprKind::Dims(w, h), span), 1),
-                (Err(d), _) | (_, Err(d)) => {
-                    ctx.push(d);
-                    error(span)
-                }
-            }
-        }
+        Rule::numeric => numeric(pair, span, ctx),
         Rule::string => {
             let body = inner(pair).next().expect("grammar: string has an inside");
             match unescape(body.as_str(), ctx.file, ctx.offset + body.as_span().start()) {
@@ -334,6 +295,34 @@ fn primary(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
             grow(ctx, kind, span, dc.max(dt).max(de))
         }
         other => unreachable!("grammar: unexpected primary {other:?}"),
+    }
+}
+
+/// A `numeric` pair: a number, a quantity (a number and a unit) or a size (two numbers).
+fn numeric(pair: Pair<Rule>, span: Span, ctx: &Ctx) -> Sized {
+    let mut parts = inner(pair);
+    let first = parts.next().expect("grammar: numeric starts with a number");
+    let value = number(first.as_str(), ctx.span(&first));
+    let kind = match parts.next() {
+        None => value.map(ExprKind::Number),
+        Some(unit) if unit.as_rule() == Rule::unit => {
+            let unit_span = ctx.span(&unit);
+            match (value, unit_word(unit.as_str(), unit_span)) {
+                (Ok(value), Ok(unit)) => Ok(ExprKind::Quantity { value, unit, unit_span }),
+                (Err(d), _) | (_, Err(d)) => Err(d),
+            }
+        }
+        Some(h) => match (value, number(h.as_str(), ctx.span(&h))) {
+            (Ok(w), Ok(h)) => Ok(ExprKind::Dims(w, h)),
+            (Err(d), _) | (_, Err(d)) => Err(d),
+        },
+    };
+    match kind {
+        Ok(kind) => (Expr::new(kind, span), 1),
+        Err(d) => {
+            ctx.push(d);
+            error(span)
+        }
     }
 }
 
