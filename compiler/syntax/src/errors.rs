@@ -24,7 +24,6 @@ fn describe(rule: Rule) -> Option<&'static str> {
         | Rule::record
         | Rule::if_expr
         | Rule::op_neg
-        | Rule::op_not
         | Rule::expr
         | Rule::expr_only => "a value",
         Rule::unit => "a unit",
@@ -32,7 +31,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::kw_if => "`if`",
         Rule::kw_then => "`then`",
         Rule::kw_else => "`else`",
-        Rule::kw_not => "`not`",
+        Rule::op_not => "`not`",
         Rule::kw_when | Rule::guard => "`when`",
         Rule::kw_use | Rule::use_item => "`use`",
         Rule::kw_extends | Rule::extends_item => "`extends`",
