@@ -5,7 +5,6 @@ mod expr;
 mod items;
 mod literal;
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 
 use pest::Parser;
@@ -19,23 +18,26 @@ use crate::lex::{Comment, scan};
 
 pub use expr::MAX_DEPTH;
 
-/// Conversion state: where the text being converted sits in its file, and the diagnostics found.
-pub(crate) struct Ctx {
+/// Conversion state: where the text being converted sits in its file, the text as written
+/// (pest parsed the lexer's rewrite of it, `Scan::seen`), and the diagnostics found.
+pub(crate) struct Ctx<'t> {
     pub file: FileId,
     pub offset: usize,
+    src: &'t str,
     diags: RefCell<Vec<Diagnostic>>,
 }
 
-impl Ctx {
-    fn new(file: FileId, offset: usize) -> Ctx {
-        Ctx { file, offset, diags: RefCell::new(Vec::new()) }
+impl<'t> Ctx<'t> {
+    /// `src` is the text as written from `offset` on, as far as pest was given it.
+    fn new(file: FileId, offset: usize, src: &'t str) -> Ctx<'t> {
+        Ctx { file, offset, src, diags: RefCell::new(Vec::new()) }
     }
 
     /// The pair's place, without the whitespace and comments pest leaves at its end when an
     /// optional or repeated part at the end of a rule does not match.
     pub fn span(&self, pair: &Pair<Rule>) -> Span {
         let s = pair.as_span();
-        let end = tight_end(pair);
+        let end = tight_end(pair, self.src);
         Span::new(self.file, self.offset + s.start(), self.offset + end)
     }
 
@@ -49,21 +51,20 @@ impl Ctx {
 }
 
 /// The end of a pair's last token: its last child's end when only trivia follows that child
-/// inside the pair, else the pair's own end (a closing quote or bracket is not trivia).
-fn tight_end(pair: &Pair<Rule>) -> usize {
+/// inside the pair (in `src`, the text as written), else the pair's own end (a closing quote or
+/// bracket is not trivia, nor is a byte-order mark).
+fn tight_end(pair: &Pair<Rule>, src: &str) -> usize {
     let end = pair.as_span().end();
-    // To pest, trivia is whitespace (comments are masked as blanks) or a byte-order mark, so a
-    // pair whose last byte is none of those ends with its last token: the common case, decided
-    // without walking down its children. (0xBF ends a byte-order mark, and other characters:
-    // the walk decides those.)
+    // What pest skips is spaces and line breaks in the text it parsed, so a pair whose last
+    // byte there is neither ends with its last token: the common case, decided without walking
+    // down its children.
     let last_byte = end.checked_sub(1).and_then(|i| pair.get_input().as_bytes().get(i));
-    if !matches!(last_byte, Some(b' ' | b'\t' | b'\n' | b'\r' | 0xBF)) {
+    if !matches!(last_byte, Some(b' ' | b'\n')) {
         return end;
     }
     let Some(last) = pair.clone().into_inner().next_back() else { return end };
-    let inner_end = tight_end(&last);
-    let input = pair.get_input();
-    match input.get(inner_end..end) {
+    let inner_end = tight_end(&last, src);
+    match src.get(inner_end..end) {
         Some(rest) if inner_end < end && is_trivia(rest) => inner_end,
         _ => end,
     }
@@ -146,8 +147,7 @@ pub fn parse(file: FileId, text: &str) -> Parsed {
 /// Parses with pest, item by item, recovering after broken items.
 fn parse_file(file: FileId, text: &str) -> Parsed {
     let lex = scan(file, text);
-    let masked = mask_comments(text, &lex.comments);
-    let seen: &str = &masked;
+    let seen: &str = &lex.seen;
     let mut items: Vec<Item> = Vec::new();
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
     let mut violations = lex.violations.into_iter().peekable();
@@ -170,8 +170,8 @@ fn parse_file(file: FileId, text: &str) -> Parsed {
         });
         let limit = violation_item.unwrap_or(text.len());
         let stop = if limit > pos {
-            let ctx = Ctx::new(file, pos);
-            let parsed = parse_items(&seen[pos..limit], &text[pos..limit], &ctx);
+            let ctx = Ctx::new(file, pos, &text[pos..limit]);
+            let parsed = parse_items(&seen[pos..limit], &ctx);
             diagnostics.extend(ctx.into_diags());
             let stop = parsed.last().map_or(pos, |it| it.span.end as usize);
             items.extend(parsed);
@@ -241,30 +241,8 @@ fn trim_trivia_end(text: &str, start: usize, mut end: usize, comments: &[Comment
     }
 }
 
-/// The text pest parses: `text` with each comment the lexical pre-pass found replaced by a `\r`
-/// and spaces, as many bytes as the comment has, so that every offset stays the same and the
-/// grammar needs no comment rule (trying one at every gap between tokens cost a fifth of the
-/// parse). The `\r` keeps a unit from reaching past the comment (`inline_ws` is spaces and
-/// tabs only), as the `/` did.
-fn mask_comments<'t>(text: &'t str, comments: &[Comment]) -> Cow<'t, str> {
-    if comments.is_empty() {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    for c in comments {
-        let (start, end) = (c.span.start as usize, c.span.end as usize);
-        out.push_str(&text[at..start]);
-        out.push('\r');
-        out.extend(std::iter::repeat_n(' ', end - start - 1));
-        at = end;
-    }
-    out.push_str(&text[at..]);
-    Cow::Owned(out)
-}
-
-/// Parses as many items as parse from the start of `seen` (the masked `text`).
-fn parse_items(seen: &str, text: &str, ctx: &Ctx) -> Vec<Item> {
+/// Parses as many items as parse from the start of `seen` (the lexer's rewrite of `ctx.src`).
+fn parse_items(seen: &str, ctx: &Ctx) -> Vec<Item> {
     match WrlParser::parse(Rule::items, seen) {
         Ok(mut pairs) => {
             let root = pairs.next().expect("grammar: items produces one pair");
@@ -275,7 +253,7 @@ fn parse_items(seen: &str, text: &str, ctx: &Ctx) -> Vec<Item> {
         }
         // `items` accepts the empty sequence, so it only fails on pest's own limits.
         Err(e) => {
-            ctx.push(from_pest(&e, ctx.file, text, ctx.offset, false));
+            ctx.push(from_pest(&e, ctx.file, ctx.src, ctx.offset, false));
             Vec::new()
         }
     }
@@ -317,12 +295,11 @@ fn parse_lone_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diagnostic>> {
     if let Some((_, d)) = lex.violations.into_iter().next() {
         return Err(vec![d]);
     }
-    let seen = mask_comments(text, &lex.comments);
-    match WrlParser::parse(Rule::expr_only, &seen) {
+    match WrlParser::parse(Rule::expr_only, &lex.seen) {
         Ok(mut pairs) => {
             let root = pairs.next().expect("grammar: expr_only produces one pair");
             let e = root.into_inner().next().expect("grammar: expr_only holds an expression");
-            let ctx = Ctx::new(file, 0);
+            let ctx = Ctx::new(file, 0, text);
             let expr = expr::expr(e, &ctx);
             let diags = ctx.into_diags();
             if diags.is_empty() { Ok(expr) } else { Err(diags) }
