@@ -84,14 +84,17 @@ fn looks_like_item_start(line: &str) -> bool {
     let word_end =
         line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(line.len());
     let (word, rest) = line.split_at(word_end);
-    let rest_trim = rest.trim_start();
-    let next_is_name = rest.starts_with([' ', '\t'])
-        && rest_trim.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    // Only after an item word: trimming here on every line walked every blank line that
+    // follows, once per line (quadratic in a run of blank lines).
+    let next_is_name = || {
+        rest.starts_with([' ', '\t'])
+            && rest.trim_start().starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+    };
     match word {
         "use" => rest.starts_with([' ', '\t']),
-        "extends" => rest_trim.starts_with('"'),
-        "profile" | "builtin" => next_is_name,
-        w if DECL_KINDS.contains(&w) => next_is_name,
+        "extends" => rest.trim_start().starts_with('"'),
+        "profile" | "builtin" => next_is_name(),
+        w if DECL_KINDS.contains(&w) => next_is_name(),
         _ => line.starts_with("///"),
     }
 }
