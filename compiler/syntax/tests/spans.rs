@@ -185,3 +185,17 @@ fn item_and_operator_spans_stop_at_their_last_token() {
     assert_eq!(exact(src, *op_span), "-");
     assert_eq!(exact(src, lhs.span), "x");
 }
+
+/// A byte-order mark is whitespace to the grammar anywhere in a file; a span that pest let run
+/// over one (and the comment after it) ends at the last token all the same.
+#[test]
+fn spans_stop_before_a_byte_order_mark_in_a_line() {
+    let src = "param a = b\u{feff}  // c\nparam q = f(x\u{feff}) { n = 1\u{feff} }\n";
+    let f = parse_ok(src);
+    assert_eq!(exact(src, decl_value(&f, 0).span), "b");
+    assert_eq!(exact(src, f.items[0].span), "param a = b");
+    assert_eq!(exact(src, f.items[1].span), "param q = f(x\u{feff}) { n = 1\u{feff} }");
+    let check = SpanCheck::run(src, &f);
+    check.assert_ok();
+    assert!(check.padding.is_empty(), "{:?}", check.padding);
+}

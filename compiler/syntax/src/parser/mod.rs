@@ -52,7 +52,7 @@ impl<'t> Ctx<'t> {
 
 /// The end of a pair's last token: its last child's end when only trivia follows that child
 /// inside the pair (in `src`, the text as written), else the pair's own end (a closing quote or
-/// bracket is not trivia, nor is a byte-order mark).
+/// bracket is not trivia).
 fn tight_end(pair: &Pair<Rule>, src: &str) -> usize {
     let end = pair.as_span().end();
     // What pest skips is spaces and line breaks in the text it parsed, so a pair whose last
@@ -70,10 +70,11 @@ fn tight_end(pair: &Pair<Rule>, src: &str) -> usize {
     }
 }
 
-/// Whether a text is only whitespace and `//` comments.
+/// Whether a text is only whitespace (a byte-order mark included, as in the grammar) and `//`
+/// comments.
 fn is_trivia(mut s: &str) -> bool {
     loop {
-        s = s.trim_start();
+        s = s.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
         if s.is_empty() {
             return true;
         }
