@@ -161,8 +161,8 @@ fn diagnostic_spans_point_at_the_offending_text() {
 }
 
 /// Regression: a pair's span in pest includes the whitespace and comments that the implicit
-/// `WHITESPACE`/`COMMENT` skipping consumed before an optional or repeated element that then
-/// matched nothing (`"param a = 1\n\n"`, `"turns "`, `"- "`). `Ctx::span` trims them, and the
+/// `WHITESPACE` skipping (comments reach pest as blanks) consumed before an optional or repeated
+/// element that then matched nothing (`"param a = 1\n\n"`, `"turns "`, `"- "`). `Ctx::span` trims them, and the
 /// operators are atomic rules.
 #[test]
 fn spans_have_no_surrounding_whitespace() {
