@@ -172,20 +172,16 @@ pub fn header(path: &Path) -> Result<BTreeMap<String, (String, Vec<usize>)>, HfE
     Ok(out)
 }
 
-/// Every tensor the config implies, with its shape, by Hugging Face name.
-pub fn expected_tensors(c: &QwenConfig) -> BTreeMap<String, Vec<usize>> {
+/// Every tensor the config implies, with its shape, by Hugging Face name, in the order a layer
+/// defines them (embeddings, then each layer's attention, MLP and norms, then the head).
+pub fn expected_tensors(c: &QwenConfig) -> Vec<(String, Vec<usize>)> {
     let (h, v, i) = (c.hidden_size, c.vocab_size, c.intermediate_size);
     let (q, kv, hd) =
         (c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim, c.head_dim);
-    let mut out = BTreeMap::new();
-    out.insert("model.embed_tokens.weight".to_string(), vec![v, h]);
-    out.insert("model.norm.weight".to_string(), vec![h]);
-    if !c.tie_word_embeddings {
-        out.insert("lm_head.weight".to_string(), vec![v, h]);
-    }
+    let mut out = vec![("model.embed_tokens.weight".to_string(), vec![v, h])];
     for l in 0..c.num_hidden_layers {
         let mut add = |s: &str, shape: Vec<usize>| {
-            out.insert(format!("model.layers.{l}.{s}"), shape);
+            out.push((format!("model.layers.{l}.{s}"), shape));
         };
         add("self_attn.q_proj.weight", vec![q, h]);
         add("self_attn.k_proj.weight", vec![kv, h]);
@@ -209,6 +205,10 @@ pub fn expected_tensors(c: &QwenConfig) -> BTreeMap<String, Vec<usize>> {
         add("input_layernorm.weight", vec![h]);
         add("post_attention_layernorm.weight", vec![h]);
     }
+    out.push(("model.norm.weight".to_string(), vec![h]));
+    if !c.tie_word_embeddings {
+        out.push(("lm_head.weight".to_string(), vec![v, h]));
+    }
     out
 }
 
@@ -220,7 +220,8 @@ pub fn ignored_tensor(c: &QwenConfig, name: &str) -> bool {
 
 /// The shards' headers hold exactly the tensors the config implies, in a float dtype.
 fn check_tensors(c: &QwenConfig, shards: &[PathBuf]) -> Result<(), HfError> {
-    let want = expected_tensors(c);
+    let order = expected_tensors(c);
+    let want: BTreeMap<String, Vec<usize>> = order.iter().cloned().collect();
     let mut seen = BTreeMap::new();
     for s in shards {
         for (name, (dtype, shape)) in header(s)? {
@@ -250,9 +251,9 @@ fn check_tensors(c: &QwenConfig, shards: &[PathBuf]) -> Result<(), HfError> {
             seen.insert(name, ());
         }
     }
-    if let Some(missing) = want.keys().find(|k| !seen.contains_key(*k)) {
+    if let Some((missing, _)) = order.iter().find(|(k, _)| !seen.contains_key(k)) {
         return Err(HfError::Files(format!(
-            "the weights lack `{missing}`, which `config.json` implies"
+            "missing tensor `{missing}`: `config.json` implies it and the weights lack it"
         )));
     }
     Ok(())
