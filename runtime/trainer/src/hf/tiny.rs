@@ -49,7 +49,8 @@ pub struct TinySpec {
 }
 
 impl Default for TinySpec {
-    /// 2 layers, width 64, 4 query and 2 key/value heads of 16, context 4096, tied embeddings.
+    /// 2 layers, width 64, 4 query and 2 key/value heads of 16, context 32 Ki (the recipe
+    /// default: only the RoPE positions it may reach), tied embeddings.
     fn default() -> Self {
         TinySpec {
             arch: Arch::Qwen3,
@@ -59,7 +60,7 @@ impl Default for TinySpec {
             heads: 4,
             kv_heads: 2,
             head_dim: 16,
-            context: 4096,
+            context: 32768,
             tie: true,
             seed: 0,
         }
