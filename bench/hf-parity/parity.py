@@ -86,7 +86,7 @@ def randomize(model):
 def make(work, tokdir):
     vocab = len(json.load(open(os.path.join(tokdir, "tokenizer.json")))["model"]["vocab"]) + 26
     common = dict(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                  num_attention_heads=4, max_position_embeddings=1024, eos_token_id=151645)
+                  num_attention_heads=4, max_position_embeddings=4096, eos_token_id=151645)
     models = [
         ("qwen3 tied, GQA 4:2", "qwen3", Qwen3ForCausalLM(Qwen3Config(
             **common, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True,
