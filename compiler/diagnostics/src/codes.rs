@@ -92,6 +92,12 @@ pub const CODES: &[CodeInfo] = &[
     live("E0506", Phase::Runtime, "plan does not follow this runtime's format"),
     live("E0507", Phase::Runtime, "a service the run needs is not available"),
     live("E0508", Phase::Runtime, "a file the run committed is damaged"),
+    live("E0510", Phase::Runtime, "Hugging Face model not found on this machine"),
+    live("E0511", Phase::Runtime, "model architecture or family this runtime does not run"),
+    live("E0512", Phase::Runtime, "model `config.json` field this runtime does not implement"),
+    live("E0513", Phase::Runtime, "model files do not match its `config.json`"),
+    live("E0514", Phase::Runtime, "model chat template missing or cannot render"),
+    live("E0515", Phase::Runtime, "`hf` setting does not fit the model"),
     // W02xx — warnings
     live("W0201", Phase::Warning, "unused declaration"),
     live("W0202", Phase::Warning, "unused import"),

@@ -7,6 +7,7 @@ mod common;
 mod config;
 mod fused;
 mod grads;
+mod hf;
 mod qwen;
 mod resume;
 mod rl_loss;
