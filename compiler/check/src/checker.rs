@@ -177,28 +177,11 @@ impl<'a> Checker<'a> {
         self.sources.get(span.file).map(|f| f.slice(span)).unwrap_or("")
     }
 
-    /// The span without trailing whitespace and comments (the parser's spans of names and
-    /// calls can run on to the next token), so that labels end where the value ends.
+    /// The span a label of a value gets: the parser's own. It used to trim trailing whitespace
+    /// and comments by lexing the text again; the parser's spans end at their last token
+    /// (`wrl-syntax`, `tests/spans.rs`), so there is nothing left to trim.
     pub fn tight(&self, span: Span) -> Span {
-        let text = self.text(span);
-        let mut end = text.len();
-        loop {
-            let t = text[..end].trim_end();
-            let line_start = t.rfind('\n').map_or(0, |i| i + 1);
-            let line = &t[line_start..];
-            let cut = comment_start(line).map(|c| line_start + c);
-            match cut {
-                Some(c) if c > 0 || line_start > 0 => end = c,
-                _ => {
-                    end = t.len();
-                    break;
-                }
-            }
-        }
-        if end == 0 {
-            return span;
-        }
-        Span { file: span.file, start: span.start, end: span.start + end as u32 }
+        span
     }
 
     /// Registers a parsed file as a module and links its imports.
@@ -646,26 +629,6 @@ impl<'a> Checker<'a> {
         v.dedup();
         v
     }
-}
-
-/// Where a `//` comment starts in one line, outside string literals.
-fn comment_start(line: &str) -> Option<usize> {
-    let bytes = line.as_bytes();
-    let mut in_str = false;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' if in_str => i += 1,
-            b'"' => in_str = !in_str,
-            // A quote after the slashes means they sit in a text block, not a comment.
-            b'/' if !in_str && bytes.get(i + 1) == Some(&b'/') => {
-                return (!line[i..].contains('"')).then_some(i);
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
 }
 
 /// The parsed stdlib module `i` as file `id`: parsed once per process and file id (parsing

@@ -13,7 +13,7 @@ use wrl_diagnostics::{Diagnostic, Span};
 use wrl_syntax::ast::{ItemKind, Use};
 
 use crate::analysis::{Analysis, DOC};
-use crate::requests::View;
+use crate::view::View;
 
 /// A fix: its title and the edits (byte ranges of the document and their replacements).
 #[derive(Debug, PartialEq)]

@@ -15,8 +15,8 @@ use wrl_syntax::tokens::{DECL_KINDS, UNITS};
 use crate::analysis::{Analysis, DOC};
 use crate::context::{Frame, Want, at};
 use crate::place::{Place, describe, value};
-use crate::requests::View;
 use crate::stdlib;
+use crate::view::View;
 use crate::walk::{Root, Step};
 
 pub fn complete(view: &View<'_>, pos: Position) -> Option<CompletionResponse> {

@@ -11,8 +11,8 @@ use wrl_diagnostics::Span;
 use wrl_plan::StageEstimate;
 use wrl_syntax::ast::{self, BlockItem, ExprKind, ItemKind, PathSegment};
 
-use crate::requests::View;
 use crate::show::{self, count};
+use crate::view::View;
 
 pub fn hints(view: &View<'_>, range: Range) -> Option<Vec<InlayHint>> {
     let an = view.analysis()?;

@@ -10,10 +10,10 @@ use wrl_check::{Ty, Val};
 
 use crate::analysis::{Analysis, DOC};
 use crate::place::{Place, describe, value};
-use crate::requests::View;
 use crate::show;
 use crate::stdlib::{self, doc_text, one_line};
 use crate::target::{Target, of_node};
+use crate::view::View;
 use crate::walk::{Node, Root, Step, find, node_span};
 
 /// Where prose in a hover is wrapped (terminal editors show the line breaks).

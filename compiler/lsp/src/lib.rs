@@ -13,6 +13,7 @@
 
 mod actions;
 mod analysis;
+mod codes;
 mod complete;
 mod context;
 mod convert;
@@ -33,6 +34,7 @@ mod target;
 mod tokens;
 mod transport;
 mod uri;
+mod view;
 mod walk;
 mod workspace;
 

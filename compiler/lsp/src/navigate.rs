@@ -7,9 +7,9 @@ use wrl_diagnostics::Span;
 
 use crate::analysis::{Analysis, DOC};
 use crate::lines::LineIndex;
-use crate::requests::View;
 use crate::stdlib;
 use crate::target::{Target, of_node, same};
+use crate::view::View;
 use crate::walk::{Node, find, node_span, walk};
 
 pub fn definition(view: &View<'_>, pos: Position) -> Option<GotoDefinitionResponse> {

@@ -3,45 +3,15 @@
 //! unknown method is `MethodNotFound`; a document that is not open is `RequestFailed`.
 
 use lsp_server::ErrorCode;
-use lsp_types::{Position, Range, Uri};
+use lsp_types::Uri;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use wrl_diagnostics::Span;
 
-use crate::analysis::Analysis;
-use crate::convert::Conv;
-use crate::docs::Doc;
+use crate::codes::REQUEST_FAILED;
 use crate::lines::Encoding;
-use crate::server::{REQUEST_FAILED, Server};
-
-/// One document as a feature sees it.
-pub struct View<'a> {
-    pub doc: &'a Doc,
-    /// `None` for stdlib documents, which are not analysed on their own.
-    pub an: Option<&'a Analysis>,
-    pub conv: Conv<'a>,
-}
-
-impl View<'_> {
-    pub fn offset(&self, pos: Position) -> usize {
-        self.doc.lines.offset(&self.doc.text, pos, self.conv.enc)
-    }
-
-    pub fn range(&self, span: Span) -> Range {
-        self.doc.lines.range(&self.doc.text, span.start as usize, span.end as usize, self.conv.enc)
-    }
-
-    pub fn position(&self, offset: usize) -> Position {
-        self.doc.lines.position(&self.doc.text, offset, self.conv.enc)
-    }
-
-    /// The analysis, when it is of the text the client has (it always is: requests analyse
-    /// a stale document first).
-    pub fn analysis(&self) -> Option<&Analysis> {
-        self.an
-    }
-}
+use crate::server::Server;
+use crate::view::View;
 
 /// What the server can do.
 pub fn capabilities(enc: Encoding) -> Value {

@@ -13,13 +13,11 @@ use lsp_types::Uri;
 use serde_json::Value;
 
 use crate::analysis::Analysis;
+use crate::codes::REQUEST_FAILED;
 use crate::docs::Doc;
 use crate::lines::Encoding;
 use crate::transport::{Incoming, Outgoing};
 use crate::workspace::{DocName, Overlay, StdlibDocs, Workspace};
-
-/// `RequestFailed` (LSP 3.17): the request was valid but could not be answered.
-pub const REQUEST_FAILED: i32 = -32803;
 
 /// Settings from the command line, overridden by the client's `initializationOptions`.
 #[derive(Clone, Debug)]

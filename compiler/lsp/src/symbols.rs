@@ -6,8 +6,8 @@ use lsp_types::{DocumentSymbol, DocumentSymbolResponse, SymbolKind, TextEdit};
 use wrl_diagnostics::Span;
 use wrl_syntax::ast::{self, BlockItem, DeclKind, ExprKind, ItemKind, Use};
 
-use crate::requests::View;
-use crate::server::REQUEST_FAILED;
+use crate::codes::REQUEST_FAILED;
+use crate::view::View;
 
 pub fn symbols(view: &View<'_>) -> Option<DocumentSymbolResponse> {
     let owned;

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use wrl_diagnostics::Span;
 use wrl_syntax::tokens::{CONTEXTUAL_KEYWORDS, DECL_KINDS, KEYWORDS};
 
-use crate::requests::View;
 use crate::target::{Target, of_node};
+use crate::view::View;
 use crate::walk::{Node, node_span, walk};
 
 const TYPES: &[&str] = &[

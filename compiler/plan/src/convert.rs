@@ -9,9 +9,11 @@ use wrl_diagnostics::Span;
 use wrl_syntax::ast::DeclKind;
 use wrl_syntax::tokens::Dimension;
 
-use crate::lower::Decls;
 use crate::model::DataKind;
 use crate::value::{BinOp, PExpr, PGraphEdge, PModule, PObj, PTool, PToolParam, PVal};
+
+/// Declarations by name, as the lowering keeps them.
+pub(crate) type Decls<'r> = BTreeMap<&'r str, &'r wrl_check::CheckedDecl>;
 
 /// An input found while converting: the node it comes from and where it enters.
 #[derive(Clone, Debug)]

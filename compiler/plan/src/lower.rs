@@ -9,13 +9,11 @@ use wrl_check::{CheckedDecl, Recipe, V, Val};
 use wrl_diagnostics::{Diagnostic, Span};
 use wrl_syntax::ast::DeclKind;
 
-use crate::convert::{Converter, Input};
+use crate::convert::{Converter, Decls, Input};
 use crate::model::{Edge, Node, NodeKind, PLAN_VERSION, Plan};
 use crate::value::{PExpr, PVal};
 
-/// A recipe's declarations by name.
-pub(crate) type Decls<'r> = BTreeMap<&'r str, &'r CheckedDecl>;
-
+/// A recipe being lowered: its declarations, the nodes and edges made so far, diagnostics.
 pub(crate) struct Lowering<'r> {
     pub recipe: &'r Recipe,
     /// Declarations by name (borrowed: lowering reads values, it never changes them; the

@@ -8,7 +8,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use crate::html::{esc, page};
-use crate::server::{Site, episode_of, not_found};
+use crate::site::{Site, episode_of, not_found};
 
 /// Posts per front page.
 pub const PER_PAGE: usize = 6;

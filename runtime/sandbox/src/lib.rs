@@ -21,6 +21,7 @@ mod lab;
 pub mod search_api;
 pub mod server;
 mod shop;
+pub mod site;
 pub mod state;
 pub mod tasks;
 pub mod traj;

@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use crate::checker::{AnswerMode, Checker};
 use crate::content::{Content, Town};
-use crate::server::Site;
+use crate::site::Site;
 use crate::tasks::{Split, Task, pick};
 
 /// Templates of the QA pairs, in generation order.

@@ -4,35 +4,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+
+use axum::response::Html;
 use axum::routing::{get, post};
 use tokio::sync::oneshot;
 
 use crate::content::Content;
 use crate::html::page;
-use crate::state::{EpisodeState, StateStore, episode_from_cookie};
+use crate::site::{Site, not_found};
+use crate::state::{EpisodeState, StateStore};
 use crate::{forum, lab, search_api, shop, wiki};
-
-/// Content plus per-episode state: what every handler sees.
-#[derive(Debug)]
-pub struct Site {
-    /// Deterministic content.
-    pub content: Content,
-    /// Per-episode state.
-    pub store: StateStore,
-}
-
-/// The episode id of a request (from its cookie).
-pub fn episode_of(headers: &HeaderMap) -> String {
-    episode_from_cookie(headers.get(header::COOKIE).and_then(|v| v.to_str().ok()))
-}
-
-/// A 404 page.
-pub fn not_found(what: &str) -> Response {
-    (StatusCode::NOT_FOUND, Html(page("Not found", &format!("<h1>Not found</h1><p>{what}</p>"))))
-        .into_response()
-}
 
 async fn index() -> Html<String> {
     Html(page(

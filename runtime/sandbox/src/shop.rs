@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::content::CATEGORIES;
 use crate::html::{esc, money, page, qenc};
-use crate::server::{Site, episode_of, not_found};
+use crate::site::{Site, episode_of, not_found};
 
 /// Maximum results shown on one search page.
 pub const MAX_RESULTS: usize = 8;

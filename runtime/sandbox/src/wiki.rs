@@ -7,7 +7,7 @@ use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 
 use crate::html::{esc, page};
-use crate::server::{Site, not_found};
+use crate::site::{Site, not_found};
 
 fn search_form(q: &str) -> String {
     format!(

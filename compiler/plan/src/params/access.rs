@@ -4,8 +4,8 @@
 
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
-use super::de::View;
 use super::error::{DecodeError, Problem};
+use super::view::View;
 use crate::value::PVal;
 
 /// A map presented to serde: fields by name, each a view.

@@ -20,6 +20,7 @@ pub mod shape;
 mod stages;
 mod tools;
 mod units;
+mod view;
 
 pub use agents::*;
 pub use data::*;

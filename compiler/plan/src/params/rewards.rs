@@ -41,7 +41,7 @@ impl<'de> Deserialize<'de> for RewardRef {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<RewardRef, A::Error> {
                 match a.next_entry::<String, String>()? {
-                    Some((k, node)) if k == super::de::REF => Ok(RewardRef::Node(NodeRef(node))),
+                    Some((k, node)) if k == super::view::REF => Ok(RewardRef::Node(NodeRef(node))),
                     _ => Err(serde::de::Error::custom("expected a reward node")),
                 }
             }
@@ -111,7 +111,9 @@ impl<'de> Deserialize<'de> for JudgeModel {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<JudgeModel, A::Error> {
                 match a.next_entry::<String, String>()? {
-                    Some((k, node)) if k == super::de::REF => Ok(JudgeModel::Model(NodeRef(node))),
+                    Some((k, node)) if k == super::view::REF => {
+                        Ok(JudgeModel::Model(NodeRef(node)))
+                    }
                     _ => Err(serde::de::Error::custom("expected a model")),
                 }
             }

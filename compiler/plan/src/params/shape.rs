@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
-use super::de::{EXPR, QTY, REF, UNIT_PREFIX, WORD};
+use super::view::{EXPR, QTY, REF, UNIT_PREFIX, WORD};
 
 /// The shape of a parameter type.
 #[derive(Clone, Debug, PartialEq)]

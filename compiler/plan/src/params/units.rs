@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, Visitor};
 
-use super::de::REF;
+use super::view::REF;
 
 macro_rules! unit {
     ($(#[$doc:meta])* $name:ident($inner:ty) = $unit:literal) => {
@@ -141,7 +141,7 @@ impl<'de> Deserialize<'de> for Word {
                 Ok(Word(word))
             }
         }
-        d.deserialize_enum(super::de::WORD, &[], V)
+        d.deserialize_enum(super::view::WORD, &[], V)
     }
 }
 
@@ -180,7 +180,7 @@ impl<'de> Deserialize<'de> for Quantity {
                 Ok(Quantity { value: f.value, unit: f.unit })
             }
         }
-        d.deserialize_newtype_struct(super::de::QTY, V)
+        d.deserialize_newtype_struct(super::view::QTY, V)
     }
 }
 
