@@ -109,7 +109,6 @@ pub const CODES: &[CodeInfo] = &[
     live("E0614", Phase::Service, "too many episodes at once"),
     live("E0615", Phase::Service, "malformed or unexpected request"),
     live("E0616", Phase::Service, "env service cannot start"),
-    live("E0617", Phase::Service, "episode could not start"),
     // W02xx — warnings
     live("W0201", Phase::Warning, "unused declaration"),
     live("W0202", Phase::Warning, "unused import"),

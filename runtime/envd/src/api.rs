@@ -175,12 +175,16 @@ pub(crate) async fn create(State(s): State<Arc<AppState>>, bytes: Bytes) -> ApiR
     })?;
     let n = s.counter.fetch_add(1, Ordering::Relaxed) + 1;
     let id = format!("ep-{n:06}");
-    let session = Session::start(id.clone(), served, task).await.map_err(|e| {
-        ApiError::new(
+    let session = Session::start(id.clone(), served, task).await.map_err(|e| match e.busy {
+        true => ApiError {
+            retry_after: Some(1),
+            ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "E0614", e.message)
+        },
+        false => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "E0617",
-            format!("the episode could not start: {e}"),
-        )
+            "E0616",
+            format!("the episode could not start: {}", e.message),
+        ),
     })?;
     let out = json!({
         "episode": id, "node": node, "done": session.done(),

@@ -6,6 +6,7 @@
 //! otherwise; a bearer token guards every route but the health check.
 
 mod api;
+pub mod script;
 pub mod session;
 pub mod setup;
 

@@ -91,6 +91,13 @@ enum Driver {
     },
 }
 
+/// Why an episode did not start.
+#[derive(Clone, Debug)]
+pub struct Unstarted {
+    pub busy: bool,
+    pub message: String,
+}
+
 /// A live episode.
 pub struct Session {
     pub id: String,
@@ -112,9 +119,9 @@ fn b64(png: &[u8]) -> String {
 }
 
 impl Session {
-    /// Starts an episode of `task` at `served`'s env. An error: the episode could not start
-    /// (no browser came free, the pool is closed).
-    pub async fn start(id: String, served: &Served, mut task: Task) -> Result<Session, String> {
+    /// Starts an episode of `task` at `served`'s env. An error: the episode could not start —
+    /// busy (no browser came free within `timeout.acquire`: retry), or the pool failed.
+    pub async fn start(id: String, served: &Served, mut task: Task) -> Result<Session, Unstarted> {
         task.max_steps = task.max_steps.min(served.max_steps).max(1);
         let cfg = EpisodeCfg { max_steps: task.max_steps, ..served.episode.clone() };
         let driver = match &served.place {
@@ -122,7 +129,10 @@ impl Session {
                 let ep = pool
                     .episode(EpisodeSpec::sandbox_task(sandbox, &task), cfg.clone())
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| Unstarted {
+                        busy: matches!(e, wrl_browser::EpisodeError::NoSlot(_)),
+                        message: e.to_string(),
+                    })?;
                 let keep = served.judges.screenshots().max(usize::from(*screenshot));
                 Driver::Browser {
                     ep: Box::new(ep),

@@ -105,6 +105,7 @@ fn eval_file(c: &mut Ctx<'_>, n: &Node, e: &Evaluate, base: &Json) -> Option<Str
         return Some(file);
     }
     let max_turns = match c.d.get(e.agent.id()) {
+        _ if c.d.is_unknown(e.agent.id(), "max_turns") => e.max_steps.0,
         Some(Params::Agent(params::Agent::React(r))) => r.max_turns.0,
         Some(Params::Agent(params::Agent::Graph(g))) => g.max_turns.0,
         _ => e.max_steps.0,
@@ -176,6 +177,7 @@ fn account(c: &mut Ctx<'_>, n: &Node, e: &Evaluate, at_end: bool, last_step: u64
     let tk = if *top_k == 0 { -1 } else { i64::from(*top_k) };
     c.map(&mut cfg, n, "top_k", &[(&format!("{vk}.top_k"), json!(tk))]);
     let turns = match c.d.get(e.agent.id()) {
+        _ if c.d.is_unknown(e.agent.id(), "max_turns") => max_steps.0,
         Some(Params::Agent(params::Agent::React(r))) => max_steps.0.min(r.max_turns.0),
         Some(Params::Agent(params::Agent::Graph(g))) => max_steps.0.min(g.max_turns.0),
         _ => max_steps.0,

@@ -221,7 +221,9 @@ fn lower_phase<'p>(c: &mut Ctx<'p>, s: &Stage<'p>, i: usize) {
         "eval": false,
     });
     let agent_node = c.d.node(agent.id());
+    // An `unknown` turn budget caps nothing: the phase's horizon is the episode's budget.
     let max_turns = match c.d.get(agent.id()) {
+        _ if c.d.is_unknown(agent.id(), "max_turns") => None,
         Some(Params::Agent(Agent::React(r))) => Some(r.max_turns.0),
         Some(Params::Agent(Agent::Graph(g))) => Some(g.max_turns.0),
         _ => None,

@@ -111,3 +111,20 @@ fn jobs_have_their_files_and_are_deterministic() {
         }
     }
 }
+
+#[test]
+fn an_unknown_turn_budget_caps_nothing() {
+    let root = root();
+    let text = std::fs::read_to_string(root.join("tests/ui/lower/E0602_unknown_group.wrl"))
+        .unwrap()
+        .replace("group = unknown", "group = 4")
+        .replace("max_turns = 3 turns", "max_turns = unknown");
+    let mut sources = SourceMap::new();
+    let id = sources.add("unknown_turns.wrl".to_string(), text.clone());
+    let parsed = wrl_syntax::parse(id, &text);
+    let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+    let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
+    let job = wrl_verl::lower(&plan);
+    let loops = String::from_utf8(job.files["agent_loops.yaml"].clone()).unwrap();
+    assert!(loops.contains("max_steps: 3"), "the horizon (3 steps) is the budget: {loops}");
+}

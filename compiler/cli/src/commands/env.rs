@@ -51,6 +51,10 @@ pub struct ServeEnvCmd {
     /// Where the browser blacklist file is written
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub state_dir: PathBuf,
+    /// Send the requests of FILE (a JSON list of `{method, path, body?, token?}`; `{episode}`
+    /// in a path is the last episode created) to the service, print each answer, and stop
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
 }
 
 pub fn run(cmd: EnvCommand, global: &GlobalOpts, io: &mut Io) -> u8 {
@@ -108,6 +112,19 @@ fn serve(cmd: ServeEnvCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         service_error(&e, global, io);
         return EXIT_USAGE;
     }
+    let script = match &cmd.script {
+        Some(f) => match std::fs::read_to_string(f)
+            .map_err(|e| e.to_string())
+            .and_then(|t| wrl_envd::script::parse(&t))
+        {
+            Ok(s) => Some(s),
+            Err(e) => {
+                let _ = writeln!(io.err, "error: `--script {}`: {e}", f.display());
+                return EXIT_USAGE;
+            }
+        },
+        None => None,
+    };
     let plan = match read_plan(&cmd.file, &cmd, global, io) {
         Ok(p) => p,
         Err(code) => return code,
@@ -171,6 +188,15 @@ fn serve(cmd: ServeEnvCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
             return EXIT_USAGE;
         }
     };
+    if let Some(requests) = script {
+        return match rt.block_on(wrl_envd::script::run(server, Some(token), &requests)) {
+            Ok(answers) => report_script(&answers, global, io),
+            Err(e) => {
+                service_error(&e, global, io);
+                EXIT_USAGE
+            }
+        };
+    }
     let _ = writeln!(io.out, "serving env at http://{}", server.local_addr());
     if generated {
         let _ = writeln!(io.out, "token {token}");
@@ -195,4 +221,23 @@ fn serve(cmd: ServeEnvCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
             EXIT_USAGE
         }
     }
+}
+
+/// Each answer of a script on stdout; its coded errors as diagnostics (exit 1 when any).
+fn report_script(answers: &[wrl_envd::script::Answer], global: &GlobalOpts, io: &mut Io) -> u8 {
+    let mut diags = Vec::new();
+    for a in answers {
+        match &a.error {
+            Some((code, message)) => {
+                let _ = writeln!(io.out, "{} {} -> {} {code}", a.method, a.path, a.status);
+                let code = wrl_diagnostics::lookup(code).map_or("E0615", |c| c.code);
+                diags.push(Diagnostic::new(code, format!("{} {}: {message}", a.method, a.path)));
+            }
+            None => {
+                let _ = writeln!(io.out, "{} {} -> {}", a.method, a.path, a.status);
+            }
+        }
+    }
+    emit(&diags, &SourceMap::new(), global.error_format, io);
+    if diags.is_empty() { EXIT_OK } else { EXIT_USER }
 }
