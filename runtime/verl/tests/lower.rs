@@ -128,3 +128,31 @@ fn an_unknown_turn_budget_caps_nothing() {
     let loops = String::from_utf8(job.files["agent_loops.yaml"].clone()).unwrap();
     assert!(loops.contains("max_steps: 3"), "the horizon (3 steps) is the budget: {loops}");
 }
+
+/// The portability tables of the seed recipes in docs/scale.md, as the lowering writes them.
+#[test]
+fn the_portability_tables_in_docs_scale_md_are_current() {
+    let root = root();
+    let doc_path = root.join("docs/scale.md");
+    let doc = std::fs::read_to_string(&doc_path).unwrap();
+    let (open, close) = ("<!-- generated: portability tables -->\n", "<!-- end generated -->");
+    let start = doc.find(open).expect("docs/scale.md has the generated section") + open.len();
+    let end = doc.find(close).expect("docs/scale.md ends the generated section");
+    let mut tables = String::new();
+    let plans = plans();
+    for seed in ["quickstart", "openwebrl", "opagent", "webdancer"] {
+        let name = format!("recipes/{seed}.wrl");
+        let (_, plan) = plans.iter().find(|(n, _)| *n == name).unwrap();
+        tables.push_str(&format!("\n### `{name}`\n\n{}", wrl_verl::lower(plan).table()));
+    }
+    tables.push('\n');
+    if std::env::var_os("WRL_BLESS").is_some() {
+        let text = format!("{}{tables}{}", &doc[..start], &doc[end..]);
+        std::fs::write(&doc_path, text).unwrap();
+        return;
+    }
+    assert!(
+        doc[start..end] == tables,
+        "docs/scale.md's portability tables are stale: WRL_BLESS=1 cargo test -p wrl-verl --test lower"
+    );
+}
