@@ -65,6 +65,9 @@ pub struct Environment {
     pub concurrency: usize,
     /// The browser pool, when an env is a browser (its browsers close when it drops).
     pub pool: Option<BrowserPool>,
+    /// The sandbox web, when an env targets it (it stops when the last holder drops: a search
+    /// env's client holds only its URL).
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 /// Options the plan does not hold.
@@ -244,6 +247,7 @@ pub async fn environment(
         rewards,
         concurrency,
         pool,
+        sandbox,
     })
 }
 
