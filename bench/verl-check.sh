@@ -21,11 +21,12 @@ fi
 wrlc="${WRLC:-${CARGO_TARGET_DIR:-$root/target}/debug/wrlc}"
 [ -x "$wrlc" ] || cargo build -q -p wrl-cli
 work="${1:-$(mktemp -d /tmp/wrl-verl-check.XXXXXX)}"
+mkdir -p "$work"
 echo "verl-check: $(date -u '+%Y-%m-%d %H:%M') UTC, load $(cut -d' ' -f1-3 /proc/loadavg), work dir $work"
 # verl prints each tool's schema and dataset progress while loading; keep the check's own lines.
 PYTHONPATH="$root/integrations/verl${PYTHONPATH:+:$PYTHONPATH}" \
   "$py" integrations/verl/tests/check_verl.py "$wrlc" "$work" >"$work/check.log" 2>&1 && rc=0 || rc=$?
-grep -E '^(verl |configs:|  |VERL CHECK)' "$work/check.log" | grep -vE '^ +["{}\[\]]' || true
+grep -E '^(verl |configs:|  [a-z]|VERL CHECK)' "$work/check.log" || true
 if [ "$rc" -ne 0 ]; then
   echo "verl-check: FAILED (rc $rc); the end of $work/check.log:" >&2
   tail -25 "$work/check.log" >&2

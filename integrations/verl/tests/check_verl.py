@@ -64,7 +64,12 @@ def check_configs(jobs, model):
             n += 1
             print(f"  verl accepted {label}/{run}: adv={got['adv']} tools={got['tools']} rows={got['rows']} "
                   f"({time.time() - t0:.1f}s)")
-    return n
+    # The overrides bench/verl-gpu.sh passes for its two GRPO steps on one GPU.
+    quick = dict(jobs)["quickstart"]
+    extra = [l for l in open(os.path.join(HERE, "gpu_overrides.txt")).read().split("\n") if l and not l.startswith("#")]
+    got = validate(quick, "online-1", model, ["trainer.n_gpus_per_node=1"] + extra)
+    print(f"  verl accepted quickstart/online-1 with bench/verl-gpu.sh's overrides ({got['rows']} rows)")
+    return n + 1
 
 
 class Served:

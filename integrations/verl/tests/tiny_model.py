@@ -1,6 +1,7 @@
 """Build a tiny, randomly initialised Qwen2 model + byte-level BPE tokenizer in HF layout, offline.
 
-Usage: python make_tiny_model.py OUT_DIR
+Usage: python tiny_model.py OUT_DIR [HIDDEN] [LAYERS]
+(the CPU check uses the defaults; bench/verl-gpu.sh asks for head size 64, which vLLM's kernels take)
 """
 import sys
 
@@ -22,7 +23,7 @@ CHAT_TEMPLATE = (
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"]
 
 
-def main(out: str) -> None:
+def main(out: str, hidden: int = 64, layers: int = 2) -> None:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -34,7 +35,7 @@ def main(out: str) -> None:
                                      additional_special_tokens=SPECIAL[1:])
     hf_tok.chat_template = CHAT_TEMPLATE
     hf_tok.save_pretrained(out)
-    cfg = Qwen2Config(vocab_size=len(hf_tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+    cfg = Qwen2Config(vocab_size=len(hf_tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
                       eos_token_id=hf_tok.eos_token_id, pad_token_id=hf_tok.pad_token_id, bos_token_id=None,
                       tie_word_embeddings=True)
@@ -43,4 +44,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], *(int(a) for a in sys.argv[2:4]))
