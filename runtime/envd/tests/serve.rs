@@ -217,10 +217,15 @@ async fn episodes_run_in_chromium_and_are_scored_by_the_recipe() {
     assert_eq!(s, 200, "a slot came free: {v}");
     live.push(v["episode"].as_str().unwrap().to_string());
     for ep in &live[2..] {
-        assert_eq!(
-            c.post(&format!("/v1/episodes/{ep}/end"), json!({"reason": "aborted"})).await.0,
-            200
-        );
+        let (s, score) =
+            c.post(&format!("/v1/episodes/{ep}/end"), json!({"reason": "aborted"})).await;
+        assert_eq!(s, 200);
+        assert_eq!(score["failure_class"], "env_error", "{score}");
+        if score["node"] == PHASE {
+            // The phase's `exclude` (the default: env_error, infra_timeout) leaves it out.
+            let got = (score["reward"].clone(), score["excluded"].clone());
+            assert_eq!(got, (Json::Null, json!("env_error")), "{score}");
+        }
     }
     let (_, v) = c.call("GET", "/v1/env", None, Some(TOKEN)).await;
     assert_eq!(v["live"], 0);
