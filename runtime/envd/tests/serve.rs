@@ -246,3 +246,42 @@ fn a_public_address_needs_the_flag_and_a_token() {
     assert!(e.to_string().contains("WRL_ENV_TOKEN"), "{e}");
     assert!(wrl_envd::check_addr("0.0.0.0:0", true, true).is_ok());
 }
+
+/// An env that observes screenshots sends each observation's page as a PNG (for a
+/// vision-language policy), in real Chromium.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn screenshots_come_as_png_when_the_env_observes_them() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let text = std::fs::read_to_string(root.join("recipes/quickstart.wrl"))
+        .unwrap()
+        .replace("feedback(dom_diff)]", "feedback(dom_diff), screenshot(last: 1)]");
+    assert!(text.contains("screenshot(last: 1)"));
+    let mut sources = SourceMap::new();
+    let id = sources.add("quickstart-vision.wrl".to_string(), text.clone());
+    let parsed = wrl_syntax::parse(id, &text);
+    let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+    let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
+    let typed = TypedPlan::decode(&plan).unwrap();
+    let setup = SetupOptions { chromium: None, state_dir: std::env::temp_dir() };
+    let env = wrl_envd::environment(&typed, &setup).await.unwrap();
+    let server = EnvServer::bind(env, &ServiceOptions::default()).await.unwrap();
+    let c =
+        Client { http: reqwest::Client::new(), base: format!("http://{}", server.local_addr()) };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.run(async {
+        let _ = stopped.await;
+    }));
+    let (s, v) = c.create(PHASE).await;
+    assert_eq!(s, 200, "{v}");
+    use base64::Engine;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(v["observation"]["screenshot"].as_str().expect("a screenshot"))
+        .unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
+    let ep = v["episode"].as_str().unwrap().to_string();
+    let (_, v) = c.post(&format!("/v1/episodes/{ep}/step"), json!({"text": "click 5"})).await;
+    assert!(v["observation"]["screenshot"].is_string(), "every observation has one: {v}");
+    assert_eq!(c.post(&format!("/v1/episodes/{ep}/end"), json!({})).await.0, 200);
+    stop.send(()).unwrap();
+    serving.await.unwrap().unwrap();
+}
