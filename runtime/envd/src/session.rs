@@ -294,11 +294,10 @@ impl Session {
                 let running = ep.ended().is_none();
                 let out = ep.finish().await;
                 let verdict = out.verdict.clone();
-                let end = match (running, &abort) {
+                let (reason, message) = match (running, &abort) {
                     (true, Some(why)) => ended_early(why),
-                    _ => out.reason.clone(),
+                    _ => (out.reason.name().to_string(), out.reason.message()),
                 };
-                let (reason, message) = (end.name().to_string(), end.message());
                 (
                     reason,
                     message,
@@ -309,14 +308,13 @@ impl Session {
                 )
             }
             Driver::Search { end, .. } => {
-                let end = match (end, &abort) {
-                    (Some(e), _) => e,
-                    (None, Some(why)) => ended_early(why),
-                    (None, None) => EndReason::MaxSteps,
-                };
-                let answer = match &end {
-                    EndReason::Completed { answer } => answer.clone(),
-                    _ => None,
+                let (answer, (reason, message)) = match (end, &abort) {
+                    (Some(EndReason::Completed { answer }), _) => {
+                        (answer, ("completed".to_string(), String::new()))
+                    }
+                    (Some(e), _) => (None, (e.name().to_string(), e.message())),
+                    (None, Some(why)) => (None, ended_early(why)),
+                    (None, None) => (None, ("max_steps".to_string(), String::new())),
                 };
                 let verdict = answer.as_deref().map(|a| {
                     task.checker.check(CheckInput {
@@ -325,7 +323,6 @@ impl Session {
                         state: &EpisodeState::default(),
                     })
                 });
-                let (reason, message) = (end.name().to_string(), end.message());
                 (
                     reason,
                     message,
@@ -382,13 +379,18 @@ fn url_path(observation: &str) -> String {
         .map_or_else(String::new, str::to_string)
 }
 
-/// How an episode the client ends while it runs is classed: `truncated` (its trajectory ran
-/// past the trainer's token budget) is the step budget running out, as `wrlc run` ends an
-/// episode at its budget; any other reason is the infrastructure failing the episode.
-fn ended_early(why: &str) -> EndReason {
+/// The failure class (and message) of an episode the client ends while it runs, as the
+/// recipe's `exclude` and `ended(…)` name them: `truncated` (its trajectory ran past the
+/// trainer's token budget), `aborted` (the trainer gave up on it), `max_steps`; any other
+/// reason (an idle episode the service reaped) is the infrastructure failing it, `env_error`.
+fn ended_early(why: &str) -> (String, String) {
     match why {
-        "truncated" | "max_steps" => EndReason::MaxSteps,
-        other => EndReason::EnvError { message: format!("ended before it finished ({other})") },
+        "truncated" => {
+            ("truncated".into(), "the trainer's token budget for the trajectory ran out".into())
+        }
+        "aborted" => ("aborted".into(), "the trainer gave up on the episode".into()),
+        "max_steps" => ("max_steps".into(), String::new()),
+        other => ("env_error".into(), format!("ended before it finished ({other})")),
     }
 }
 

@@ -200,7 +200,7 @@ async fn episodes_run_in_chromium_and_are_scored_by_the_recipe() {
     let v: Json = resp.json().await.unwrap();
     assert_eq!(code(&v), "E0614");
     // An eval scores by the checker: a wrong answer is 0; an episode the client truncates
-    // ends as the step budget running out.
+    // (the trainer's token budget ran out) is `truncated`, the class a recipe can exclude.
     let (_, v) =
         c.post(&format!("/v1/episodes/{}/step", live[0]), json!({"text": "answer 12"})).await;
     assert_eq!(v["done"], true, "{v}");
@@ -212,13 +212,13 @@ async fn episodes_run_in_chromium_and_are_scored_by_the_recipe() {
     );
     let (_, score) =
         c.post(&format!("/v1/episodes/{}/end", live[1]), json!({"reason": "truncated"})).await;
-    assert_eq!(score["failure_class"], "max_steps", "{score}");
+    assert_eq!(score["failure_class"], "truncated", "{score}");
     let (s, v) = c.create(PHASE).await;
     assert_eq!(s, 200, "a slot came free: {v}");
     live.push(v["episode"].as_str().unwrap().to_string());
     for ep in &live[2..] {
         let (s, score) =
-            c.post(&format!("/v1/episodes/{ep}/end"), json!({"reason": "aborted"})).await;
+            c.post(&format!("/v1/episodes/{ep}/end"), json!({"reason": "crashed"})).await;
         assert_eq!(s, 200);
         assert_eq!(score["failure_class"], "env_error", "{score}");
         if score["node"] == PHASE {
@@ -230,7 +230,10 @@ async fn episodes_run_in_chromium_and_are_scored_by_the_recipe() {
     let (_, v) = c.call("GET", "/v1/env", None, Some(TOKEN)).await;
     assert_eq!(v["live"], 0);
     assert_eq!(v["finished"]["completed"], 2, "{v}");
-    assert_eq!(v["finished"]["env_error"], 3, "client-aborted episodes are env errors: {v}");
+    assert_eq!(
+        v["finished"]["env_error"], 3,
+        "episodes ended for another reason are env errors: {v}"
+    );
     stop.send(()).unwrap();
     serving.await.unwrap().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
