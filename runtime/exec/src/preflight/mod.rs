@@ -18,7 +18,7 @@ use crate::error::{Fault, RunError};
 pub use files::check_out;
 
 /// The help of E0501, here and when the pool cannot start.
-pub(crate) const INSTALL_CHROMIUM: &str = "install it with `apt-get install \
+pub const INSTALL_CHROMIUM: &str = "install it with `apt-get install \
     chromium-headless-shell` (or `chromium`), or point WRL_CHROMIUM or `--chromium` at a \
     Chromium binary";
 
