@@ -8,7 +8,8 @@
    against it: a scripted policy that solves shop tasks and a real token generator (a randomly
    initialised tiny Qwen2's ``generate``) in place of verl's rollout server; the masks, rewards
    and failure classes it returns are checked, and verl's own postprocessing pads them;
-3. the reward entry point loaded as verl loads it, and the env client's coded errors.
+3. the reward entry point loaded as verl loads it, the env client's coded errors, and an
+   episode a recipe excludes (`truncated`) kept with an all-zero mask.
 
 Usage: python check_verl.py WRLC WORK_DIR     (bench/verl-check.sh runs it)
 """
@@ -310,6 +311,44 @@ def check_episodes(wrlc, work, job, model):
         served.stop()
 
 
+def check_excluded(wrlc, work, model):
+    """A recipe that excludes `truncated`: a trajectory that runs past verl's response budget
+    keeps its row with an all-zero mask (no gradient) and no reward."""
+    from omegaconf import OmegaConf
+
+    from validate import compose, launch_overrides
+    from verl.tools.tool_registry import load_all_tools
+    from verl.utils.config import omega_conf_to_dataclass
+
+    job = os.path.join(work, "jobs", "quickstart-exclude-truncated")
+    r = subprocess.run([wrlc, "lower", os.path.join(ROOT, "recipes", "quickstart.wrl"), "--to", "verl",
+                        "--allow-unmapped", "--set", "online.exclude=[env_error, infra_timeout, truncated]",
+                        "--out", job], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    config = compose(job, "online-1", launch_overrides(job, "online-1", model))
+    model_cfg = omega_conf_to_dataclass(config.actor_rollout_ref.model)
+    tools = load_all_tools(tool_config_path=config.actor_rollout_ref.rollout.multi_turn.tool_config_path,
+                           function_tool_path=None)
+    rows = rows_of(job, "online-1", config, model_cfg)
+    row = next(r for r in rows if json.loads(r["extra_info"]["task_json"])["template"] == "shop_price")
+    entry = next(e for e in OmegaConf.load(os.path.join(job, "agent_loops.yaml")) if e.name == row["agent_name"])
+    entry = OmegaConf.merge(entry, {"level": "trajectory", "max_tokens": 256})
+    token = "check-" + os.urandom(8).hex()
+    served = Served(wrlc, os.path.join(job, "plan.json"), work, token)
+    os.environ["WRL_ENV_URL"], os.environ["WRL_ENV_TOKEN"] = served.url, token
+    try:
+        # Room for the first turn, not for the page it leads to.
+        config.actor_rollout_ref.rollout.response_length = 120
+        out = asyncio.run(run_loop(config, entry, ScriptedPolicy(model_cfg.tokenizer), model_cfg, tools, row))
+        info = out.extra_fields["reward_extra_info"]
+        assert info["failure_class"] == "truncated" and info["excluded"] == 1.0, info
+        assert sum(out.response_mask) == 0 and len(out.response_ids) > 0, out.response_mask
+        assert out.reward_score == 0.0
+        print(f"  excluded (truncated): {len(out.response_ids)} response tokens, all masked, reward 0")
+    finally:
+        served.stop()
+
+
 def main():
     wrlc, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     os.makedirs(work, exist_ok=True)
@@ -327,6 +366,7 @@ def main():
     print(f"configs: {n} runs of {len(jobs)} jobs accepted by verl ({time.time() - t0:.0f}s)")
     quick = dict(jobs)["quickstart"]
     check_episodes(wrlc, work, quick, model)
+    check_excluded(wrlc, work, model)
     print(f"VERL CHECK OK ({time.time() - t0:.0f}s)")
 
 
