@@ -132,10 +132,16 @@ impl<'a> Executor<'a> {
             let t0 = Instant::now();
             let mut episodes = rollout(&env, &batch, Some(&trainer), &cfg, scoring).await;
             // Dynamic sampling: replace groups whose rewards were all equal with groups of
-            // further tasks (taken from past the last iteration's), up to `max_batches`.
+            // further tasks (taken from past the last iteration's), up to `max_batches`
+            // (`unlimited`: until the batch is whole, at most once through the task set).
+            let max_refills = if p.refills == usize::MAX {
+                all_tasks.len().div_ceil(prompts.max(1))
+            } else {
+                p.refills
+            };
             let mut refill = 0;
             while p.rl.dynamic_sampling
-                && refill < p.refills
+                && refill < max_refills
                 && informative_groups(&episodes) < prompts
             {
                 refill += 1;
