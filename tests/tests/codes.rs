@@ -36,36 +36,15 @@ fn codes_with_cases() -> BTreeSet<String> {
         .collect()
 }
 
-/// Codes registered before their page and UI case exist (the checker's codes, registered while
-/// the checker is being written). Each entry is debt: delete it when the page and the case land.
-/// `pending_codes_are_still_pending` fails once an entry is no longer needed, so this list only
-/// shrinks.
-const PENDING: &[&str] = &[];
-
 fn has_page(code: &str) -> bool {
     errors_dir().join(format!("{code}.md")).is_file()
-}
-
-#[test]
-fn pending_codes_are_still_pending() {
-    let cases = codes_with_cases();
-    for code in PENDING {
-        assert!(
-            lookup(code).is_some(),
-            "{code} is pending but not registered: delete it from PENDING"
-        );
-        assert!(
-            !has_page(code) || !cases.contains(*code),
-            "{code} now has a page and a UI case: delete it from PENDING in tests/tests/codes.rs"
-        );
-    }
 }
 
 #[test]
 fn every_live_code_has_a_page_and_a_ui_case() {
     let cases = codes_with_cases();
     let mut missing = Vec::new();
-    for c in CODES.iter().filter(|c| !c.retired && !PENDING.contains(&c.code)) {
+    for c in CODES.iter().filter(|c| !c.retired) {
         if !has_page(c.code) {
             missing.push(format!("{}: no page docs/errors/{}.md", c.code, c.code));
         }

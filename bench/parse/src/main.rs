@@ -6,7 +6,6 @@
 //!
 //! Options: `--lines 10000,100000,1000000` (sizes), `--runs N` (parse repetitions per size),
 //! `--write DIR` (also write each corpus to `DIR/corpus_<lines>.wrl`, e.g. for `perf`),
-//! `--pest` (time the pest path alone, which files with syntax errors take),
 //! `--parse-only FILE` (parse one file N times and exit; for profiling), `--check-all` (also
 //! time `wrlc check` above 10k lines: today that takes minutes, see docs/benchmarks.md).
 //! Built with `--no-default-features`, it measures the parse only (no `wrl-cli`, quick to build).
@@ -182,7 +181,6 @@ fn main() {
         .unwrap_or_else(|| vec![10_000, 100_000, 1_000_000]);
     let runs: usize = opt("--runs").and_then(|r| r.parse().ok()).unwrap_or(5);
     let write_dir = opt("--write");
-    let pest_only = args.iter().any(|a| a == "--pest");
 
     if let Some(file) = opt("--parse-only") {
         let text = std::fs::read_to_string(file).expect("readable file");
@@ -224,24 +222,14 @@ fn main() {
             check.diagnostics.first()
         );
         let items = check.file.items.len();
-        // `parse` took the fast path; the pest path (the grammar of record) must agree.
-        let pest = wrl_syntax::parse_pest(FileId(0), &text);
-        assert!(
-            pest.diagnostics.is_empty() && pest.file == check.file,
-            "the fast path and pest disagree on the generated corpus"
-        );
-        drop((check, pest));
+        drop(check);
 
         let r = if lines >= 1_000_000 { runs.min(3) } else { runs };
         let mut cpu = Duration::MAX;
         let parse = best_of(r, || {
             let c = cpu_time();
             let t = Instant::now();
-            let p = if pest_only {
-                wrl_syntax::parse_pest(FileId(0), &text)
-            } else {
-                wrl_syntax::parse(FileId(0), &text)
-            };
+            let p = wrl_syntax::parse(FileId(0), &text);
             let e = t.elapsed();
             cpu = cpu.min(cpu_time().saturating_sub(c));
             std::hint::black_box(&p);

@@ -1,5 +1,5 @@
-//! The checker's tables: modules (stdlib files and user files), declarations, builtins and
-//! imports; name resolution; and the driver that checks everything once and builds recipes.
+//! The checker's tables: modules (stdlib files and user files), declarations, builtins; name
+//! resolution (imports are in imports.rs, the driver in driver.rs).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use wrl_diagnostics::{Diagnostic, FileId, SourceMap, Span};
 
 use crate::suggest::did_you_mean;
-use wrl_syntax::ast::{self, DeclKind, ItemKind, Use};
+use wrl_syntax::ast::{self, DeclKind, ItemKind};
 
 use crate::loader::Loader;
 use crate::stdlib::{MODULES, PRELUDE};
@@ -177,28 +177,11 @@ impl<'a> Checker<'a> {
         self.sources.get(span.file).map(|f| f.slice(span)).unwrap_or("")
     }
 
-    /// The span without trailing whitespace and comments (the parser's spans of names and
-    /// calls can run on to the next token), so that labels end where the value ends.
+    /// The span a label of a value gets: the parser's own. It used to trim trailing whitespace
+    /// and comments by lexing the text again; the parser's spans end at their last token
+    /// (`wrl-syntax`, `tests/spans.rs`), so there is nothing left to trim.
     pub fn tight(&self, span: Span) -> Span {
-        let text = self.text(span);
-        let mut end = text.len();
-        loop {
-            let t = text[..end].trim_end();
-            let line_start = t.rfind('\n').map_or(0, |i| i + 1);
-            let line = &t[line_start..];
-            let cut = comment_start(line).map(|c| line_start + c);
-            match cut {
-                Some(c) if c > 0 || line_start > 0 => end = c,
-                _ => {
-                    end = t.len();
-                    break;
-                }
-            }
-        }
-        if end == 0 {
-            return span;
-        }
-        Span { file: span.file, start: span.start, end: span.start + end as u32 }
+        span
     }
 
     /// Registers a parsed file as a module and links its imports.
@@ -389,192 +372,6 @@ impl<'a> Checker<'a> {
         self.builtins.len() - 1
     }
 
-    fn add_use(&mut self, module: ModId, u: &Use, span: Span) {
-        match u {
-            Use::Path { segments, group } => {
-                let names: Vec<&str> = segments.iter().map(|s| s.name.as_str()).collect();
-                let seg_span = segments
-                    .first()
-                    .map(|f| f.span.to(segments.last().map_or(f.span, |l| l.span)))
-                    .unwrap_or(span);
-                match group {
-                    None => match self.resolve_std_path(&names) {
-                        Some(t) => {
-                            let local = names.last().copied().unwrap_or_default().to_string();
-                            self.modules[module].imports.insert(local, (t, seg_span));
-                        }
-                        None => self.unknown_std_path(&names, seg_span),
-                    },
-                    Some(items) => {
-                        let Some(Target::Module(m)) = self.resolve_std_path(&names) else {
-                            self.unknown_std_path(&names, seg_span);
-                            return;
-                        };
-                        for it in items {
-                            match self.member_of(m, &it.name) {
-                                Some(t) => {
-                                    self.modules[module]
-                                        .imports
-                                        .insert(it.name.clone(), (t, it.span));
-                                }
-                                None => {
-                                    let cands = self.names_in(m);
-                                    self.diags.push(
-                                        Diagnostic::new(
-                                            "E0202",
-                                            format!(
-                                                "`{}` has no `{}`",
-                                                self.modules[m].path, it.name
-                                            ),
-                                        )
-                                        .label(it.span, "not in this module")
-                                        .maybe_help(
-                                            did_you_mean(
-                                                &it.name,
-                                                cands.iter().map(String::as_str),
-                                            ),
-                                        ),
-                                    );
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            Use::File { path, alias } => {
-                let Some(m) = self.load_file(module, &path.value, path.span) else { return };
-                match alias {
-                    Some(a) => {
-                        self.modules[module]
-                            .imports
-                            .insert(a.name.clone(), (Target::Module(m), a.span));
-                        // Its declarations are `a::name` in recipes: a bare key would collide
-                        // with the importer's own `name` (references are by key).
-                        let ids: Vec<DeclId> = self.modules[m].decls.values().copied().collect();
-                        for d in ids {
-                            if !self.decls[d].key.contains("::") {
-                                self.decls[d].key =
-                                    format!("{}::{}", a.name, self.decls[d].name).into();
-                            }
-                        }
-                    }
-                    None => {
-                        let names: Vec<(String, Target)> = self.modules[m]
-                            .decls
-                            .iter()
-                            .map(|(n, d)| (n.clone(), Target::Decl(*d)))
-                            .chain(
-                                self.modules[m]
-                                    .builtins
-                                    .iter()
-                                    .map(|(n, b)| (n.clone(), Target::Builtin(*b))),
-                            )
-                            .collect();
-                        for (n, t) in names {
-                            if let Some(own) = self.modules[module].decls.get(&n) {
-                                let own_span = self.decls[*own].name_span;
-                                self.diags.push(
-                                    Diagnostic::new("E0201", format!("`{n}` is defined here and in `{}`", path.value))
-                                        .label(own_span, "defined here")
-                                        .label(path.span, "also imported from here")
-                                        .help("rename one of them, or import the file with `as` to keep its names apart"),
-                                );
-                                continue;
-                            }
-                            self.modules[module].imports.insert(n.clone(), (t, path.span));
-                            self.modules[module].used_imports.insert(n);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn add_extends(&mut self, module: ModId, e: &ast::Extends, span: Span) {
-        if self.modules[module].extends.is_some() {
-            self.diags.push(
-                Diagnostic::new("E0205", "a recipe can extend only one other recipe")
-                    .label(span, "second `extends`")
-                    .help("import shared declarations from other files with `use \"file.wrl\"`"),
-            );
-            return;
-        }
-        let Some(parent) = self.load_file(module, &e.path.value, e.path.span) else { return };
-        let names: Vec<(String, DeclId)> =
-            self.modules[parent].decls.iter().map(|(n, d)| (n.clone(), *d)).collect();
-        for (n, d) in names {
-            if let Some(own) = self.modules[module].decls.get(&n) {
-                let own_span = self.decls[*own].name_span;
-                self.diags.push(
-                    Diagnostic::new(
-                        "E0201",
-                        format!("`{n}` is already declared by `{}`", e.path.value),
-                    )
-                    .label(own_span, "declared again here")
-                    .help(format!(
-                        "change it in the `extends \"{}\" {{ … }}` block instead",
-                        e.path.value
-                    )),
-                );
-                continue;
-            }
-            self.modules[module].imports.insert(n.clone(), (Target::Decl(d), e.path.span));
-            self.modules[module].used_imports.insert(n);
-        }
-        self.modules[module].extends = Some((parent, e.overrides.clone(), span));
-    }
-
-    /// Loads and registers an imported file (once), reporting missing files and cycles.
-    fn load_file(&mut self, from: ModId, path: &str, span: Span) -> Option<ModId> {
-        let from_name = self.modules[from].path.clone();
-        let name = crate::loader::join_relative(&from_name, path);
-        if name == from_name {
-            self.diags.push(
-                Diagnostic::new("E0203", format!("import cycle: `{name}` imports itself"))
-                    .label(span, "imports the file it is in")
-                    .help("remove this import"),
-            );
-            return None;
-        }
-        if let Some(m) = self.by_file_name.get(&name).copied() {
-            self.modules[from].file_imports.push((m, span));
-            return Some(m);
-        }
-        match self.loader.load(&from_name, path) {
-            Ok((name, text)) => {
-                let id = self.sources.add(name.clone(), text);
-                let text = self.sources.get(id).map(|f| f.text.clone()).unwrap_or_default();
-                let parsed = wrl_syntax::parse(id, &text);
-                self.diags.extend(parsed.diagnostics);
-                let m = self.register_module(&name, id, false, Parsed::Local(&parsed.file));
-                self.modules[from].file_imports.push((m, span));
-                self.link_module(m, &parsed.file);
-                Some(m)
-            }
-            Err(msg) => {
-                self.diags.push(
-                    Diagnostic::new("E0204", format!("cannot import `{path}`"))
-                        .label(span, msg)
-                        .help("paths in `use` and `extends` are relative to the importing file"),
-                );
-                None
-            }
-        }
-    }
-
-    fn unknown_std_path(&mut self, names: &[&str], span: Span) {
-        let wanted = names.join("::");
-        let cands: Vec<&str> = MODULES.iter().map(|(p, _, _)| *p).collect();
-        self.diags.push(
-            Diagnostic::new("E0202", format!("no module or item `{wanted}`"))
-                .label(span, "not in the standard library")
-                .maybe_help(
-                    did_you_mean(&wanted, cands.iter().copied())
-                        .or_else(|| Some(format!("the standard modules are {}", cands.join(", ")))),
-                ),
-        );
-    }
-
     /// `std::a` → module; `std::a::b` → an item of module `std::a`.
     pub fn resolve_std_path(&self, names: &[&str]) -> Option<Target> {
         if names.first() != Some(&"std") {
@@ -646,26 +443,6 @@ impl<'a> Checker<'a> {
         v.dedup();
         v
     }
-}
-
-/// Where a `//` comment starts in one line, outside string literals.
-fn comment_start(line: &str) -> Option<usize> {
-    let bytes = line.as_bytes();
-    let mut in_str = false;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' if in_str => i += 1,
-            b'"' => in_str = !in_str,
-            // A quote after the slashes means they sit in a text block, not a comment.
-            b'/' if !in_str && bytes.get(i + 1) == Some(&b'/') => {
-                return (!line[i..].contains('"')).then_some(i);
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
 }
 
 /// The parsed stdlib module `i` as file `id`: parsed once per process and file id (parsing

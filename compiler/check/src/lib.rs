@@ -2,14 +2,18 @@
 //! (E04xx). It reads the stdlib's typed signatures, evaluates every declaration to a checked
 //! value, and returns one `Recipe` per entry file with every diagnostic found in one pass.
 
+mod builtins;
 mod checker;
 mod conform;
 mod driver;
 mod eval;
 mod fields;
+mod imports;
 mod loader;
 mod model;
 mod name;
+mod ops;
+mod overrides;
 pub mod query;
 mod rules;
 mod slice;

@@ -279,12 +279,26 @@ fn profile_override_of_a_param_reaches_its_uses() {
     assert_eq!(horizon, Some(9.0));
 }
 
+/// prompts × group beyond u64 is no batch the rule can split: no E0403 (a wrapped product
+/// would report one with a wrong number: 99999999999² and (2³² + 15)² are, modulo 2⁶⁴, not
+/// multiples of 7), no other diagnostic, and no overflow panic (tests build with overflow checks).
+/// A batch that does fit is named exactly, and so are its nearest divisors and multiples.
 #[test]
 fn huge_batch_numbers_do_not_overflow() {
-    let text = rl("prompts = 99999999999, group = 99999999999, level = trajectory, mini_batch = 7");
-    let _ = diags(&text);
-    let text = rl("prompts = 4294967311, group = 4294967311, level = trajectory, mini_batch = 3");
-    let _ = diags(&text);
+    for (n, mini_batch) in [(99_999_999_999u64, 7), (4_294_967_311, 3), (4_294_967_311, 7)] {
+        let fields =
+            format!("prompts = {n}, group = {n}, level = trajectory, mini_batch = {mini_batch}");
+        let all = diags(&rl(&fields));
+        assert!(all.is_empty(), "{fields}: {all:#?}");
+    }
+    let d =
+        only(&rl("prompts = 4294967311, group = 3, level = trajectory, mini_batch = 7"), "E0403");
+    assert!(d.message.contains("× 3 samples = 12884901933 trajectories"), "{}", d.message);
+    assert_eq!(
+        help(&d),
+        "set `mini_batch` to 3 or 4294967311 (divisors of 12884901933), or `prompts` to \
+         4294967306 or 4294967313"
+    );
 }
 
 /// A file imported `as c` keeps its names apart: `c::policy` is not the importer's `policy`.

@@ -13,8 +13,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::EOI => "end of file",
         Rule::raw_ident | Rule::ident | Rule::path | Rule::flag => "a name",
         Rule::number
-        | Rule::quantity
-        | Rule::dims
+        | Rule::numeric
         | Rule::string
         | Rule::text_block
         | Rule::kw_true
@@ -25,7 +24,6 @@ fn describe(rule: Rule) -> Option<&'static str> {
         | Rule::record
         | Rule::if_expr
         | Rule::op_neg
-        | Rule::op_not
         | Rule::expr
         | Rule::expr_only => "a value",
         Rule::unit => "a unit",
@@ -33,9 +31,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::kw_if => "`if`",
         Rule::kw_then => "`then`",
         Rule::kw_else => "`else`",
-        Rule::kw_and | Rule::op_and => "`and`",
-        Rule::kw_or | Rule::op_or => "`or`",
-        Rule::kw_not => "`not`",
+        Rule::op_not => "`not`",
         Rule::kw_when | Rule::guard => "`when`",
         Rule::kw_use | Rule::use_item => "`use`",
         Rule::kw_extends | Rule::extends_item => "`extends`",
@@ -47,17 +43,6 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::kw_as => "`as`",
         Rule::keyword => "a keyword",
         Rule::decl_kind | Rule::decl => "a declaration (`model`, `dataset`, `env`, `stage`, …)",
-        Rule::op_range => "`..`",
-        Rule::op_eq => "`==`",
-        Rule::op_ne => "`!=`",
-        Rule::op_le => "`<=`",
-        Rule::op_ge => "`>=`",
-        Rule::op_lt => "`<`",
-        Rule::op_gt => "`>`",
-        Rule::op_add => "`+`",
-        Rule::op_sub => "`-`",
-        Rule::op_mul => "`*`",
-        Rule::op_div => "`/`",
         Rule::arrow => "`->`",
         Rule::call_args | Rule::params => "`(`",
         Rule::arg => "an argument",
@@ -84,7 +69,6 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::block_item => "a field (`name = value`)",
         Rule::item => "a declaration (`model`, `dataset`, `env`, `stage`, …)",
         Rule::WHITESPACE
-        | Rule::COMMENT
         | Rule::ident_start
         | Rule::ident_char
         | Rule::inline_ws
@@ -110,17 +94,11 @@ fn rank(desc: &str) -> u8 {
     }
 }
 
-const OPERATORS: &[&str] = &[
-    "`..`", "`or`", "`and`", "`==`", "`!=`", "`<=`", "`>=`", "`<`", "`>`", "`+`", "`-`", "`*`",
-    "`/`",
-];
-
-/// Sorts and dedups descriptions; where a value could have continued, the operators and
-/// postfix forms collapse into "an operator" so that the list shows what really matters.
+/// Sorts and dedups descriptions; where a value could have continued ("an operator"), the
+/// postfix forms and `:` are left out so that the list shows what really matters.
 fn summarise(mut d: Vec<&'static str>) -> Vec<&'static str> {
-    if d.iter().filter(|x| OPERATORS.contains(x)).count() >= 3 {
-        d.retain(|x| !OPERATORS.contains(x) && !["`(`", "`.`", "`[`", "`{`", "`:`"].contains(x));
-        d.push("an operator");
+    if d.contains(&"an operator") {
+        d.retain(|x| !["`(`", "`.`", "`[`", "`{`", "`:`"].contains(x));
     }
     d.sort_by_key(|s| (rank(s), *s));
     d.dedup();

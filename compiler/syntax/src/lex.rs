@@ -1,6 +1,8 @@
 //! A fast lexical pass over a file before pest sees it. It finds comments (kept for doc
 //! comments and the formatter), the lines where top-level items start (for error recovery), and
-//! nesting that would make the recursive parser overflow its stack (reported as `E0104`).
+//! nesting that would make the recursive parser overflow its stack (reported as `E0104`); and it
+//! writes the text pest parses, in which trivia outside strings and text blocks is only spaces
+//! and line breaks (see [`Scan::seen`]).
 
 use wrl_diagnostics::{Diagnostic, FileId, Span};
 
@@ -32,6 +34,42 @@ pub(crate) struct Scan {
     pub head_starts: Vec<usize>,
     /// Places where nesting is too deep, each with its diagnostic.
     pub violations: Vec<(usize, Diagnostic)>,
+    /// The text pest parses: the file with, outside strings and text blocks, each comment
+    /// replaced by a line break and spaces, each tab by a space, each carriage return by a line
+    /// break and each byte-order mark by a line break and two spaces. Every byte keeps its
+    /// offset, so spans are the same in both; and since a tab is inline whitespace like a space,
+    /// and comments, carriage returns and byte-order marks are whitespace that ends a unit's line
+    /// like a line break, pest reads the same things. The grammar then needs no comment rule and
+    /// only two whitespace strings: one of them is tried in every gap between tokens, and that
+    /// was a third of the parse.
+    pub seen: String,
+}
+
+/// Builds [`Scan::seen`]: the text, with replacements pushed in order.
+struct Seen<'t> {
+    text: &'t str,
+    out: String,
+    /// How much of `text` is in `out`.
+    done: usize,
+}
+
+impl<'t> Seen<'t> {
+    fn new(text: &'t str) -> Seen<'t> {
+        Seen { text, out: String::with_capacity(text.len()), done: 0 }
+    }
+
+    /// Replaces `text[start..end]` (after everything before it) with `with` and `fill` spaces.
+    fn replace(&mut self, start: usize, end: usize, with: char, fill: usize) {
+        self.out.push_str(&self.text[self.done..start]);
+        self.out.push(with);
+        self.out.extend(std::iter::repeat_n(' ', fill));
+        self.done = end;
+    }
+
+    fn finish(mut self) -> String {
+        self.out.push_str(&self.text[self.done..]);
+        self.out
+    }
 }
 
 /// Whether a line begins with an item word as a whole word.
@@ -46,14 +84,17 @@ fn looks_like_item_start(line: &str) -> bool {
     let word_end =
         line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(line.len());
     let (word, rest) = line.split_at(word_end);
-    let rest_trim = rest.trim_start();
-    let next_is_name = rest.starts_with([' ', '\t'])
-        && rest_trim.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    // Only after an item word: trimming here on every line walked every blank line that
+    // follows, once per line (quadratic in a run of blank lines).
+    let next_is_name = || {
+        rest.starts_with([' ', '\t'])
+            && rest.trim_start().starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+    };
     match word {
         "use" => rest.starts_with([' ', '\t']),
-        "extends" => rest_trim.starts_with('"'),
-        "profile" | "builtin" => next_is_name,
-        w if DECL_KINDS.contains(&w) => next_is_name,
+        "extends" => rest.trim_start().starts_with('"'),
+        "profile" | "builtin" => next_is_name(),
+        w if DECL_KINDS.contains(&w) => next_is_name(),
         _ => line.starts_with("///"),
     }
 }
@@ -61,6 +102,7 @@ fn looks_like_item_start(line: &str) -> bool {
 pub(crate) fn scan(file: FileId, text: &str) -> Scan {
     let bytes = text.as_bytes();
     let mut out = Scan::default();
+    let mut seen = Seen::new(text);
     let mut i = 0;
     let mut opens: Vec<usize> = Vec::new();
     let mut ifs_in_item = 0usize;
@@ -94,6 +136,7 @@ pub(crate) fn scan(file: FileId, text: &str) -> Scan {
                 let end = text[i..].find('\n').map_or(text.len(), |e| i + e);
                 let doc = text[i..].starts_with("///") && !text[i..].starts_with("////");
                 let body = text[i + if doc { 3 } else { 2 }..end].trim_end_matches('\r');
+                seen.replace(i, end, '\n', end - i - 1);
                 out.comments.push(Comment {
                     span: Span::new(file, i, end),
                     text: body.to_string(),
@@ -157,9 +200,20 @@ pub(crate) fn scan(file: FileId, text: &str) -> Scan {
                 check_run(file, i, 1, prefix_run, &mut out);
                 i += 1;
             }
-            b' ' | b'\t' | b'\r' => i += 1,
+            b' ' => i += 1,
+            b'\t' => {
+                seen.replace(i, i + 1, ' ', 0);
+                i += 1;
+            }
+            b'\r' => {
+                seen.replace(i, i + 1, '\n', 0);
+                i += 1;
+            }
             // The grammar skips a byte-order mark as whitespace anywhere; so must the counts.
-            0xEF if text[i..].starts_with('\u{feff}') => i += 3,
+            0xEF if text[i..].starts_with('\u{feff}') => {
+                seen.replace(i, i + 3, '\n', 2);
+                i += 3;
+            }
             c if c.is_ascii_alphabetic() || c == b'_' => {
                 let end = text[i..]
                     .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -192,6 +246,7 @@ pub(crate) fn scan(file: FileId, text: &str) -> Scan {
         }
     }
     out.violations.sort_by_key(|(p, _)| *p);
+    out.seen = seen.finish();
     out
 }
 

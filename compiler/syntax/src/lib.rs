@@ -12,7 +12,7 @@ mod parser;
 pub mod tokens;
 
 pub use lex::{Comment, MAX_IFS_PER_ITEM, MAX_NESTING, MAX_PREFIX_RUN};
-pub use parser::{MAX_DEPTH, Parsed, parse, parse_expr, parse_fast, parse_pest};
+pub use parser::{MAX_DEPTH, Parsed, parse, parse_expr};
 
 /// The grammar source, for tools that compare editor grammars against it.
 pub const GRAMMAR: &str = include_str!("wrl.pest");

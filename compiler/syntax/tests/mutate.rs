@@ -241,69 +241,6 @@ fn thousands_of_mutants_never_panic_and_report_registered_codes_with_spans() {
     assert!(rejected * 2 > count, "only {rejected} of {count} mutants were rejected");
 }
 
-/// Where the two paths of `parse` disagree on `src`, if they do. The fast path
-/// (`parser/fast.rs`) must build exactly the AST pest builds, and may give up only where pest
-/// reports a diagnostic or the text holds a byte-order mark (which it leaves to pest).
-fn paths_disagree(src: &str) -> Option<String> {
-    let fast = wrl_syntax::parse_fast(F, src);
-    let pest = wrl_syntax::parse_pest(F, src);
-    match fast {
-        Some(_) if !pest.diagnostics.is_empty() => Some(format!(
-            "the fast path accepts a file that pest rejects: {}",
-            common::show(&pest.diagnostics, src)
-        )),
-        Some(f) if f != pest.file => {
-            Some(format!("the ASTs differ:\nfast: {:?}\npest: {:?}", f.items, pest.file.items))
-        }
-        None if pest.diagnostics.is_empty() && !src.contains('\u{feff}') => {
-            Some("the fast path gives up on a file that pest accepts".to_string())
-        }
-        _ => None,
-    }
-}
-
-#[test]
-fn the_fast_path_and_pest_build_identical_asts() {
-    let count: usize =
-        std::env::var("WRL_MUTATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(4_000);
-    let seed: u64 = std::env::var("WRL_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(2026);
-    let corpus = common::corpus();
-    let mut failures = Vec::new();
-    for (name, text) in &corpus {
-        if let Some(why) = paths_disagree(text) {
-            failures.push(format!("{name}: {why}"));
-        }
-    }
-    let pieces = snippets(&corpus);
-    for piece in &pieces {
-        if let Some(why) = paths_disagree(piece) {
-            failures.push(format!("snippet {}: {why}", excerpt(piece)));
-        }
-    }
-    let donors: Vec<&str> = pieces.iter().map(String::as_str).collect();
-    let mut rng = Rng::new(seed ^ 0xfa57);
-    let mut accepted = 0usize;
-    for k in 0..count {
-        let case_seed = rng.next();
-        let mut case_rng = Rng::new(case_seed);
-        let base = *case_rng.pick(&donors);
-        let mutant = mutate(&mut case_rng, base, &donors);
-        accepted += usize::from(wrl_syntax::parse_fast(F, &mutant).is_some());
-        if let Some(why) = paths_disagree(&mutant) {
-            failures.push(format!(
-                "#{k} (WRL_SEED={seed}, case seed {case_seed}): {why}\n--- mutant ---\n{}",
-                excerpt(&mutant)
-            ));
-        }
-        if failures.len() >= 5 {
-            break;
-        }
-    }
-    assert!(failures.is_empty(), "{} cases failed:\n\n{}", failures.len(), failures.join("\n\n"));
-    // Enough mutants must stay valid for the comparison to prove something.
-    assert!(accepted * 20 > count, "only {accepted} of {count} mutants parse");
-}
-
 fn excerpt(s: &str) -> String {
     if s.len() <= 2_000 {
         return format!("{s:?}");

@@ -161,8 +161,8 @@ fn diagnostic_spans_point_at_the_offending_text() {
 }
 
 /// Regression: a pair's span in pest includes the whitespace and comments that the implicit
-/// `WHITESPACE`/`COMMENT` skipping consumed before an optional or repeated element that then
-/// matched nothing (`"param a = 1\n\n"`, `"turns "`, `"- "`). `Ctx::span` trims them, and the
+/// `WHITESPACE` skipping (comments reach pest as blanks) consumed before an optional or repeated
+/// element that then matched nothing (`"param a = 1\n\n"`, `"turns "`, `"- "`). `Ctx::span` trims them, and the
 /// operators are atomic rules.
 #[test]
 fn spans_have_no_surrounding_whitespace() {
@@ -184,4 +184,18 @@ fn item_and_operator_spans_stop_at_their_last_token() {
     let ExprKind::Binary { op_span, lhs, .. } = &decl_value(&f, 0).kind else { panic!() };
     assert_eq!(exact(src, *op_span), "-");
     assert_eq!(exact(src, lhs.span), "x");
+}
+
+/// A byte-order mark is whitespace to the grammar anywhere in a file; a span that pest let run
+/// over one (and the comment after it) ends at the last token all the same.
+#[test]
+fn spans_stop_before_a_byte_order_mark_in_a_line() {
+    let src = "param a = b\u{feff}  // c\nparam q = f(x\u{feff}) { n = 1\u{feff} }\n";
+    let f = parse_ok(src);
+    assert_eq!(exact(src, decl_value(&f, 0).span), "b");
+    assert_eq!(exact(src, f.items[0].span), "param a = b");
+    assert_eq!(exact(src, f.items[1].span), "param q = f(x\u{feff}) { n = 1\u{feff} }");
+    let check = SpanCheck::run(src, &f);
+    check.assert_ok();
+    assert!(check.padding.is_empty(), "{:?}", check.padding);
 }

@@ -178,11 +178,6 @@ impl Trainer {
         Ok(())
     }
 
-    /// Drop the reference model.
-    pub fn clear_reference(&mut self) {
-        self.reference = None;
-    }
-
     /// One optimiser step of SFT on explicit examples (none when they hold no trained token,
     /// reported as `tokens: 0`): micro-batches of `micro_batch`, gradients
     /// accumulated, loss = Σ w·(−log p) / (number of loss tokens in the whole step), so the

@@ -18,10 +18,9 @@
 //! Expression trees are kept at most [`MAX_DEPTH`] deep so that no later phase can overflow
 //! its stack on a pathological input.
 
-use std::sync::LazyLock;
+use std::iter::Peekable;
 
-use pest::iterators::Pair;
-use pest::pratt_parser::{Assoc, Op, PrattParser};
+use pest::iterators::{Pair, Pairs};
 use wrl_diagnostics::{Diagnostic, Span};
 
 use super::items::{block, ident, record};
@@ -33,26 +32,31 @@ use crate::grammar::Rule;
 /// How deep an expression tree may be.
 pub const MAX_DEPTH: u32 = 200;
 
-static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
-    PrattParser::new()
-        .op(Op::infix(Rule::op_range, Assoc::Left))
-        .op(Op::infix(Rule::op_or, Assoc::Left))
-        .op(Op::infix(Rule::op_and, Assoc::Left))
-        .op(Op::prefix(Rule::op_not))
-        .op(Op::infix(Rule::op_eq, Assoc::Left)
-            | Op::infix(Rule::op_ne, Assoc::Left)
-            | Op::infix(Rule::op_lt, Assoc::Left)
-            | Op::infix(Rule::op_le, Assoc::Left)
-            | Op::infix(Rule::op_gt, Assoc::Left)
-            | Op::infix(Rule::op_ge, Assoc::Left))
-        .op(Op::infix(Rule::op_add, Assoc::Left) | Op::infix(Rule::op_sub, Assoc::Left))
-        .op(Op::infix(Rule::op_mul, Assoc::Left) | Op::infix(Rule::op_div, Assoc::Left))
-        .op(Op::prefix(Rule::op_neg))
-        .op(Op::postfix(Rule::call_args)
-            | Op::postfix(Rule::member)
-            | Op::postfix(Rule::index)
-            | Op::postfix(Rule::block))
-});
+/// Binding powers of the table above, lowest first (level × 10).
+const PREC_NOT: u32 = 40;
+const PREC_NEG: u32 = 80;
+const PREC_POSTFIX: u32 = 90;
+
+/// A binary operator as the grammar's `infix` rule matched it: the range, or a binary
+/// operator, and its binding power.
+fn infix_op(text: &str) -> (Option<BinaryOp>, u32) {
+    match text {
+        ".." => (None, 10),
+        "or" => (Some(BinaryOp::Or), 20),
+        "and" => (Some(BinaryOp::And), 30),
+        "==" => (Some(BinaryOp::Eq), 50),
+        "!=" => (Some(BinaryOp::Ne), 50),
+        "<" => (Some(BinaryOp::Lt), 50),
+        "<=" => (Some(BinaryOp::Le), 50),
+        ">" => (Some(BinaryOp::Gt), 50),
+        ">=" => (Some(BinaryOp::Ge), 50),
+        "+" => (Some(BinaryOp::Add), 60),
+        "-" => (Some(BinaryOp::Sub), 60),
+        "*" => (Some(BinaryOp::Mul), 70),
+        "/" => (Some(BinaryOp::Div), 70),
+        other => unreachable!("grammar: unexpected operator {other:?}"),
+    }
+}
 
 /// An expression with the depth of its tree.
 type Sized = (Expr, u32);
@@ -85,71 +89,88 @@ pub(crate) fn expr(pair: Pair<Rule>, ctx: &Ctx) -> Expr {
 
 pub(crate) fn expr_sized(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
     expect_rule(&pair, Rule::expr);
-    PRATT
-        .map_primary(|p| primary(p, ctx))
-        .map_prefix(|op, (operand, d)| {
-            let op_span = ctx.span(&op);
-            let span = op_span.to(operand.span);
-            if is_error(&operand) {
-                return error(span);
-            }
-            let op = match op.as_rule() {
-                Rule::op_neg => UnaryOp::Neg,
-                _ => UnaryOp::Not,
-            };
-            grow(ctx, ExprKind::Unary { op, op_span, operand: Box::new(operand) }, span, d)
-        })
-        .map_postfix(|(base, d), op| postfix(base, d, op, ctx))
-        .map_infix(|(lhs, dl), op, (rhs, dr)| {
-            let op_span = ctx.span(&op);
-            let span = lhs.span.to(rhs.span);
-            if is_error(&lhs) || is_error(&rhs) {
-                return error(span);
-            }
-            let depth = dl.max(dr);
-            let op = match op.as_rule() {
-                Rule::op_range => {
-                    if let ExprKind::Range { .. } = lhs.kind {
-                        ctx.push(
-                            Diagnostic::new("E0108", "ranges cannot be chained")
-                                .label(op_span, "second `..`")
-                                .label(lhs.span, "this is already a range")
-                                .help("a range has one lower and one upper bound: `lo .. hi`"),
-                        );
-                        return error(span);
-                    }
-                    let kind = ExprKind::Range { lo: Box::new(lhs), hi: Box::new(rhs) };
-                    return grow(ctx, kind, span, depth);
-                }
-                Rule::op_or => BinaryOp::Or,
-                Rule::op_and => BinaryOp::And,
-                Rule::op_eq => BinaryOp::Eq,
-                Rule::op_ne => BinaryOp::Ne,
-                Rule::op_lt => BinaryOp::Lt,
-                Rule::op_le => BinaryOp::Le,
-                Rule::op_gt => BinaryOp::Gt,
-                Rule::op_ge => BinaryOp::Ge,
-                Rule::op_add => BinaryOp::Add,
-                Rule::op_sub => BinaryOp::Sub,
-                Rule::op_mul => BinaryOp::Mul,
-                _ => BinaryOp::Div,
-            };
-            if let ExprKind::Binary { op: prev, .. } = &lhs.kind
-                && op.is_comparison()
-                && prev.is_comparison()
-            {
-                ctx.push(
-                    Diagnostic::new("E0108", "comparison operators cannot be chained")
-                        .label(op_span, format!("second comparison `{}`", op.symbol()))
-                        .label(lhs.span, "this is already a comparison")
-                        .help("combine two comparisons with `and`: `a < b and b < c`"),
-                );
-                return error(span);
-            }
-            let kind = ExprKind::Binary { op, op_span, lhs: Box::new(lhs), rhs: Box::new(rhs) };
-            grow(ctx, kind, span, depth)
-        })
-        .parse(pair.into_inner())
+    pratt(&mut pair.into_inner().peekable(), 0, ctx)
+}
+
+/// The Pratt loop over the flat `prefix* primary postfix* (infix prefix* primary postfix*)*`
+/// sequence: operands and operators binding tighter than `min` (pest's `PrattParser`
+/// algorithm, with the binding powers above).
+fn pratt(pairs: &mut Peekable<Pairs<Rule>>, min: u32, ctx: &Ctx) -> Sized {
+    let first = pairs.next().expect("grammar: an expression is not empty");
+    let mut lhs = match first.as_rule() {
+        Rule::op_neg => prefix(first, UnaryOp::Neg, pratt(pairs, PREC_NEG - 1, ctx), ctx),
+        Rule::op_not => prefix(first, UnaryOp::Not, pratt(pairs, PREC_NOT - 1, ctx), ctx),
+        _ => primary(first, ctx),
+    };
+    loop {
+        let Some(next) = pairs.peek() else { return lhs };
+        let (op, prec) = match next.as_rule() {
+            Rule::infix => infix_op(next.as_str()),
+            _ => (None, PREC_POSTFIX),
+        };
+        if prec <= min {
+            return lhs;
+        }
+        let Some(next) = pairs.next() else { return lhs };
+        lhs = if next.as_rule() == Rule::infix {
+            let rhs = pratt(pairs, prec, ctx);
+            infix(lhs, next, op, rhs, ctx)
+        } else {
+            postfix(lhs.0, lhs.1, next, ctx)
+        };
+    }
+}
+
+fn prefix(op: Pair<Rule>, op_kind: UnaryOp, (operand, d): Sized, ctx: &Ctx) -> Sized {
+    let op_span = ctx.span(&op);
+    let span = op_span.to(operand.span);
+    if is_error(&operand) {
+        return error(span);
+    }
+    grow(ctx, ExprKind::Unary { op: op_kind, op_span, operand: Box::new(operand) }, span, d)
+}
+
+/// `lhs op rhs`; `op` is `None` for the range.
+fn infix(
+    (lhs, dl): Sized,
+    op_pair: Pair<Rule>,
+    op: Option<BinaryOp>,
+    (rhs, dr): Sized,
+    ctx: &Ctx,
+) -> Sized {
+    let op_span = ctx.span(&op_pair);
+    let span = lhs.span.to(rhs.span);
+    if is_error(&lhs) || is_error(&rhs) {
+        return error(span);
+    }
+    let depth = dl.max(dr);
+    let Some(op) = op else {
+        if let ExprKind::Range { .. } = lhs.kind {
+            ctx.push(
+                Diagnostic::new("E0108", "ranges cannot be chained")
+                    .label(op_span, "second `..`")
+                    .label(lhs.span, "this is already a range")
+                    .help("a range has one lower and one upper bound: `lo .. hi`"),
+            );
+            return error(span);
+        }
+        let kind = ExprKind::Range { lo: Box::new(lhs), hi: Box::new(rhs) };
+        return grow(ctx, kind, span, depth);
+    };
+    if let ExprKind::Binary { op: prev, .. } = &lhs.kind
+        && op.is_comparison()
+        && prev.is_comparison()
+    {
+        ctx.push(
+            Diagnostic::new("E0108", "comparison operators cannot be chained")
+                .label(op_span, format!("second comparison `{}`", op.symbol()))
+                .label(lhs.span, "this is already a comparison")
+                .help("combine two comparisons with `and`: `a < b and b < c`"),
+        );
+        return error(span);
+    }
+    let kind = ExprKind::Binary { op, op_span, lhs: Box::new(lhs), rhs: Box::new(rhs) };
+    grow(ctx, kind, span, depth)
 }
 
 fn postfix(base: Expr, depth: u32, op: Pair<Rule>, ctx: &Ctx) -> Sized {
@@ -209,46 +230,7 @@ fn postfix(base: Expr, depth: u32, op: Pair<Rule>, ctx: &Ctx) -> Sized {
 fn primary(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
     let span = ctx.span(&pair);
     match pair.as_rule() {
-        Rule::number => match number(pair.as_str(), span) {
-            Ok(n) => (Expr::new(ExprKind::Number(n), span), 1),
-            Err(d) => {
-                ctx.push(d);
-                error(span)
-            }
-        },
-        Rule::quantity => {
-            let mut parts = inner(pair);
-            let (num, unit) = match (parts.next(), parts.next()) {
-                (Some(n), Some(u)) => (n, u),
-                _ => unreachable!("grammar: quantity is a number and a unit"),
-            };
-            let unit_span = ctx.span(&unit);
-            let value = number(num.as_str(), ctx.span(&num));
-            let unit = unit_word(unit.as_str(), unit_span);
-            match (value, unit) {
-                (Ok(value), Ok(unit)) => {
-                    (Expr::new(ExprKind::Quantity { value, unit, unit_span }, span), 1)
-                }
-                (Err(d), _) | (_, Err(d)) => {
-                    ctx.push(d);
-                    error(span)
-                }
-            }
-        }
-        Rule::dims => {
-            let mut parts = inner(pair);
-            let (w, h) = match (parts.next(), parts.next()) {
-                (Some(w), Some(h)) => (w, h),
-                _ => unreachable!("grammar: dims has two numbers"),
-            };
-            match (number(w.as_str(), ctx.span(&w)), number(h.as_str(), ctx.span(&h))) {
-                (Ok(w), Ok(h)) => (Expr::new(ExprKind::Dims(w, h), span), 1),
-                (Err(d), _) | (_, Err(d)) => {
-                    ctx.push(d);
-                    error(span)
-                }
-            }
-        }
+        Rule::numeric => numeric(pair, span, ctx),
         Rule::string => {
             let body = inner(pair).next().expect("grammar: string has an inside");
             match unescape(body.as_str(), ctx.file, ctx.offset + body.as_span().start()) {
@@ -313,6 +295,34 @@ fn primary(pair: Pair<Rule>, ctx: &Ctx) -> Sized {
             grow(ctx, kind, span, dc.max(dt).max(de))
         }
         other => unreachable!("grammar: unexpected primary {other:?}"),
+    }
+}
+
+/// A `numeric` pair: a number, a quantity (a number and a unit) or a size (two numbers).
+fn numeric(pair: Pair<Rule>, span: Span, ctx: &Ctx) -> Sized {
+    let mut parts = inner(pair);
+    let first = parts.next().expect("grammar: numeric starts with a number");
+    let value = number(first.as_str(), ctx.span(&first));
+    let kind = match parts.next() {
+        None => value.map(ExprKind::Number),
+        Some(unit) if unit.as_rule() == Rule::unit => {
+            let unit_span = ctx.span(&unit);
+            match (value, unit_word(unit.as_str(), unit_span)) {
+                (Ok(value), Ok(unit)) => Ok(ExprKind::Quantity { value, unit, unit_span }),
+                (Err(d), _) | (_, Err(d)) => Err(d),
+            }
+        }
+        Some(h) => match (value, number(h.as_str(), ctx.span(&h))) {
+            (Ok(w), Ok(h)) => Ok(ExprKind::Dims(w, h)),
+            (Err(d), _) | (_, Err(d)) => Err(d),
+        },
+    };
+    match kind {
+        Ok(kind) => (Expr::new(kind, span), 1),
+        Err(d) => {
+            ctx.push(d);
+            error(span)
+        }
     }
 }
 

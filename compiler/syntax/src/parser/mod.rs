@@ -1,9 +1,7 @@
-//! The parse driver: tries the fast path (`fast.rs`) on the whole file; else runs pest item by
-//! item, converts pairs to the AST, and recovers after a broken item so that one run reports an
-//! error in every broken top-level item.
+//! The parse driver: runs pest item by item, converts pairs to the AST, and recovers after a
+//! broken item so that one run reports an error in every broken top-level item.
 
 mod expr;
-mod fast;
 mod items;
 mod literal;
 
@@ -20,23 +18,26 @@ use crate::lex::{Comment, scan};
 
 pub use expr::MAX_DEPTH;
 
-/// Conversion state: where the text being converted sits in its file, and the diagnostics found.
-pub(crate) struct Ctx {
+/// Conversion state: where the text being converted sits in its file, the text as written
+/// (pest parsed the lexer's rewrite of it, `Scan::seen`), and the diagnostics found.
+pub(crate) struct Ctx<'t> {
     pub file: FileId,
     pub offset: usize,
+    src: &'t str,
     diags: RefCell<Vec<Diagnostic>>,
 }
 
-impl Ctx {
-    fn new(file: FileId, offset: usize) -> Ctx {
-        Ctx { file, offset, diags: RefCell::new(Vec::new()) }
+impl<'t> Ctx<'t> {
+    /// `src` is the text as written from `offset` on, as far as pest was given it.
+    fn new(file: FileId, offset: usize, src: &'t str) -> Ctx<'t> {
+        Ctx { file, offset, src, diags: RefCell::new(Vec::new()) }
     }
 
     /// The pair's place, without the whitespace and comments pest leaves at its end when an
     /// optional or repeated part at the end of a rule does not match.
     pub fn span(&self, pair: &Pair<Rule>) -> Span {
         let s = pair.as_span();
-        let end = tight_end(pair);
+        let end = tight_end(pair, self.src);
         Span::new(self.file, self.offset + s.start(), self.offset + end)
     }
 
@@ -50,22 +51,30 @@ impl Ctx {
 }
 
 /// The end of a pair's last token: its last child's end when only trivia follows that child
-/// inside the pair, else the pair's own end (a closing quote or bracket is not trivia).
-fn tight_end(pair: &Pair<Rule>) -> usize {
+/// inside the pair (in `src`, the text as written), else the pair's own end (a closing quote or
+/// bracket is not trivia).
+fn tight_end(pair: &Pair<Rule>, src: &str) -> usize {
     let end = pair.as_span().end();
-    let Some(last) = pair.clone().into_inner().last() else { return end };
-    let inner_end = tight_end(&last);
-    let input = pair.get_input();
-    match input.get(inner_end..end) {
+    // What pest skips is spaces and line breaks in the text it parsed, so a pair whose last
+    // byte there is neither ends with its last token: the common case, decided without walking
+    // down its children.
+    let last_byte = end.checked_sub(1).and_then(|i| pair.get_input().as_bytes().get(i));
+    if !matches!(last_byte, Some(b' ' | b'\n')) {
+        return end;
+    }
+    let Some(last) = pair.clone().into_inner().next_back() else { return end };
+    let inner_end = tight_end(&last, src);
+    match src.get(inner_end..end) {
         Some(rest) if inner_end < end && is_trivia(rest) => inner_end,
         _ => end,
     }
 }
 
-/// Whether a text is only whitespace and `//` comments.
+/// Whether a text is only whitespace (a byte-order mark included, as in the grammar) and `//`
+/// comments.
 fn is_trivia(mut s: &str) -> bool {
     loop {
-        s = s.trim_start();
+        s = s.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
         if s.is_empty() {
             return true;
         }
@@ -136,48 +145,10 @@ pub fn parse(file: FileId, text: &str) -> Parsed {
     stacker::maybe_grow(STACK_RED_ZONE, STACK_SIZE, || parse_file(file, text))
 }
 
+/// Parses with pest, item by item, recovering after broken items.
 fn parse_file(file: FileId, text: &str) -> Parsed {
     let lex = scan(file, text);
-    if lex.violations.is_empty()
-        && let Some(mut items) = fast::parse_items(file, text, skip_trivia(text, 0))
-    {
-        attach_docs(&mut items, &lex.comments, text);
-        return Parsed {
-            file: File { id: file, items },
-            diagnostics: Vec::new(),
-            comments: lex.comments,
-        };
-    }
-    parse_with_pest(file, text, lex)
-}
-
-/// The fast path alone: the items of a file without syntax errors, or `None` (for tests that
-/// compare the two paths).
-#[doc(hidden)]
-pub fn parse_fast(file: FileId, text: &str) -> Option<File> {
-    stacker::maybe_grow(STACK_RED_ZONE, STACK_SIZE, || {
-        let lex = scan(file, text);
-        if !lex.violations.is_empty() {
-            return None;
-        }
-        let mut items = fast::parse_items(file, text, skip_trivia(text, 0))?;
-        attach_docs(&mut items, &lex.comments, text);
-        Some(File { id: file, items })
-    })
-}
-
-/// The pest path alone, as `parse` runs it when the fast path gives up (for tests that compare
-/// the two paths).
-#[doc(hidden)]
-pub fn parse_pest(file: FileId, text: &str) -> Parsed {
-    stacker::maybe_grow(STACK_RED_ZONE, STACK_SIZE, || {
-        parse_with_pest(file, text, scan(file, text))
-    })
-}
-
-/// Parses with pest, item by item, recovering after broken items; the only path that reports
-/// syntax diagnostics.
-fn parse_with_pest(file: FileId, text: &str, lex: crate::lex::Scan) -> Parsed {
+    let seen: &str = &lex.seen;
     let mut items: Vec<Item> = Vec::new();
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
     let mut violations = lex.violations.into_iter().peekable();
@@ -200,8 +171,8 @@ fn parse_with_pest(file: FileId, text: &str, lex: crate::lex::Scan) -> Parsed {
         });
         let limit = violation_item.unwrap_or(text.len());
         let stop = if limit > pos {
-            let ctx = Ctx::new(file, pos);
-            let parsed = parse_items(&text[pos..limit], &ctx);
+            let ctx = Ctx::new(file, pos, &text[pos..limit]);
+            let parsed = parse_items(&seen[pos..limit], &ctx);
             diagnostics.extend(ctx.into_diags());
             let stop = parsed.last().map_or(pos, |it| it.span.end as usize);
             items.extend(parsed);
@@ -223,7 +194,7 @@ fn parse_with_pest(file: FileId, text: &str, lex: crate::lex::Scan) -> Parsed {
             continue;
         }
         // The item at `stop` does not parse: report why, then resume at the next item start.
-        let mut report = WrlParser::parse(Rule::one_item, &text[stop..limit])
+        let mut report = WrlParser::parse(Rule::one_item, &seen[stop..limit])
             .err()
             .map(|e| from_pest(&e, file, &text[stop..limit], stop, false));
         let err_at =
@@ -235,7 +206,7 @@ fn parse_with_pest(file: FileId, text: &str, lex: crate::lex::Scan) -> Parsed {
         let next_item = next_start_after(stop).filter(|n| *n < limit && err_at >= *n);
         if let Some(next) = next_item {
             let cut = trim_trivia_end(text, stop, next, &lex.comments);
-            if let Err(e) = WrlParser::parse(Rule::one_item, &text[stop..cut]) {
+            if let Err(e) = WrlParser::parse(Rule::one_item, &seen[stop..cut]) {
                 report = Some(from_pest(&e, file, &text[stop..cut], stop, true));
             }
         }
@@ -271,9 +242,9 @@ fn trim_trivia_end(text: &str, start: usize, mut end: usize, comments: &[Comment
     }
 }
 
-/// Parses as many items as parse from the start of `text`.
-fn parse_items(text: &str, ctx: &Ctx) -> Vec<Item> {
-    match WrlParser::parse(Rule::items, text) {
+/// Parses as many items as parse from the start of `seen` (the lexer's rewrite of `ctx.src`).
+fn parse_items(seen: &str, ctx: &Ctx) -> Vec<Item> {
+    match WrlParser::parse(Rule::items, seen) {
         Ok(mut pairs) => {
             let root = pairs.next().expect("grammar: items produces one pair");
             root.into_inner()
@@ -283,7 +254,7 @@ fn parse_items(text: &str, ctx: &Ctx) -> Vec<Item> {
         }
         // `items` accepts the empty sequence, so it only fails on pest's own limits.
         Err(e) => {
-            ctx.push(from_pest(&e, ctx.file, text, ctx.offset, false));
+            ctx.push(from_pest(&e, ctx.file, ctx.src, ctx.offset, false));
             Vec::new()
         }
     }
@@ -321,14 +292,15 @@ pub fn parse_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diagnostic>> {
 }
 
 fn parse_lone_expr(file: FileId, text: &str) -> Result<Expr, Vec<Diagnostic>> {
-    if let Some((_, d)) = scan(file, text).violations.into_iter().next() {
+    let lex = scan(file, text);
+    if let Some((_, d)) = lex.violations.into_iter().next() {
         return Err(vec![d]);
     }
-    match WrlParser::parse(Rule::expr_only, text) {
+    match WrlParser::parse(Rule::expr_only, &lex.seen) {
         Ok(mut pairs) => {
             let root = pairs.next().expect("grammar: expr_only produces one pair");
             let e = root.into_inner().next().expect("grammar: expr_only holds an expression");
-            let ctx = Ctx::new(file, 0);
+            let ctx = Ctx::new(file, 0, text);
             let expr = expr::expr(e, &ctx);
             let diags = ctx.into_diags();
             if diags.is_empty() { Ok(expr) } else { Err(diags) }

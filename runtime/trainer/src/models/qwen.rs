@@ -73,6 +73,10 @@ impl QwenConfig {
     pub fn qkv_bias(&self) -> bool {
         !self.is_qwen3() || self.attention_bias
     }
+    /// Whether the output projection carries a bias (Qwen3 with `attention_bias` only).
+    pub fn o_bias(&self) -> bool {
+        self.is_qwen3() && self.attention_bias
+    }
 }
 
 /// A Qwen2/Qwen3 decoder with trainable parameters under their Hugging Face names.
@@ -139,7 +143,8 @@ impl QwenModel {
         Ok((model, tok))
     }
 
-    /// Fail early with the first missing tensor name.
+    /// Fail early with the first missing tensor name. The attention biases config.json
+    /// promises are required too: without them the model would run as another model.
     fn check_params(&self) -> Result<()> {
         let c = &self.config;
         let mut need = vec!["model.embed_tokens.weight".to_string(), "model.norm.weight".into()];
@@ -149,6 +154,10 @@ impl QwenModel {
         for i in 0..c.num_hidden_layers {
             for s in ["q_proj", "k_proj", "v_proj", "o_proj"] {
                 need.push(format!("model.layers.{i}.self_attn.{s}.weight"));
+                let biased = if s == "o_proj" { c.o_bias() } else { c.qkv_bias() };
+                if biased {
+                    need.push(format!("model.layers.{i}.self_attn.{s}.bias"));
+                }
             }
             for s in ["gate_proj", "up_proj", "down_proj"] {
                 need.push(format!("model.layers.{i}.mlp.{s}.weight"));

@@ -332,3 +332,37 @@ fn qwen_tokenizer_chat_format() {
     });
     assert!(Model::build(&wrong, &Device::Cpu, &mut rng).is_err());
 }
+
+/// The attention biases config.json promises must be in the checkpoint: a Qwen2 one without a
+/// k_proj bias, or a Qwen3 one with `attention_bias` and no biases, is refused when loading,
+/// naming the first missing tensor, rather than run as another model.
+#[test]
+fn missing_attention_biases_are_refused() {
+    let build_err = |dir: &Path, s: &Shape| {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        match Model::build(&policy(dir, s, OpsMode::Auto), &Device::Cpu, &mut rng) {
+            Ok(_) => panic!("a checkpoint without its attention biases loaded"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = qwen2_shape();
+    write_checkpoint(dir.path(), &s, 3);
+    let file = dir.path().join("model.safetensors");
+    let mut t = candle_core::safetensors::load(&file, &Device::Cpu).unwrap();
+    t.remove("model.layers.1.self_attn.k_proj.bias").unwrap();
+    candle_core::safetensors::save(&t, &file).unwrap();
+    let e = build_err(dir.path(), &s);
+    assert!(e.contains("missing tensor `model.layers.1.self_attn.k_proj.bias`"), "{e}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let s = qwen3_shape();
+    write_checkpoint(dir.path(), &s, 4);
+    let cfg_path = dir.path().join("config.json");
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cfg_path).unwrap()).unwrap();
+    cfg["attention_bias"] = json!(true);
+    std::fs::write(&cfg_path, cfg.to_string()).unwrap();
+    let e = build_err(dir.path(), &s);
+    assert!(e.contains("missing tensor `model.layers.0.self_attn.q_proj.bias`"), "{e}");
+}
