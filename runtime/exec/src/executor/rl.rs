@@ -12,6 +12,7 @@ use wrl_sandbox::Task;
 use wrl_trainer::{Metrics, SampleParams, Trainer};
 
 use super::settings::{self, phase_settings};
+use super::validate;
 use super::{Data, Executor, stream_of};
 use crate::error::{Fault, RunError};
 use crate::reward::judges::Judges;
@@ -122,6 +123,25 @@ impl<'a> Executor<'a> {
                 })
                 .collect()
         };
+        // In-training validation: iterations count across the stage's phases.
+        let before = self.iters_before(node, &p.phase_of);
+        let validation = |iter: u64| p.validate.filter(|v| validate::due(v, before + iter));
+        if let Some(v) = p.validate
+            && v.before_training
+            && before == 0
+            && start == 0
+        {
+            let pass = validate::Pass {
+                env: &env,
+                trainer: &trainer,
+                cfg: &cfg,
+                reward: &reward,
+                horizon,
+                max_turns: agent.max_turns,
+                iter: 0,
+            };
+            self.validate(node, v, pass).await?;
+        }
         for iter in (start + 1)..=iters {
             for t in std::iter::once(&trainer).chain(roles.values()) {
                 t.lock().map_err(|_| RunError::poisoned())?.set_optim(optim(iter));
@@ -214,6 +234,18 @@ impl<'a> Executor<'a> {
             self.built.trainers.insert(node.id.clone(), trainer.clone());
             if !roles.is_empty() {
                 self.built.roles.insert(node.id.clone(), roles.clone());
+            }
+            if let Some(v) = validation(iter) {
+                let pass = validate::Pass {
+                    env: &env,
+                    trainer: &trainer,
+                    cfg: &cfg,
+                    reward: &reward,
+                    horizon,
+                    max_turns: agent.max_turns,
+                    iter: before + iter,
+                };
+                self.validate(node, v, pass).await?;
             }
             self.cursor.phase = Some((node.id.clone(), iter));
             let name = format!("{}-iter-{iter}", node.id.replace([':', '/'], "-"));

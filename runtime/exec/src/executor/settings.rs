@@ -37,6 +37,8 @@ pub struct PhaseSettings<'p> {
     /// Extra batches DAPO's dynamic sampling may roll out to replace uninformative groups.
     pub refills: usize,
     pub phase_of: PhaseOf,
+    /// In-training validation (`executor::validate`).
+    pub validate: Option<&'p params::Validation>,
     /// The update.
     pub rl: RlConfig,
 }
@@ -121,8 +123,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 trainable,
                 // Refused by the preflight unless synchronous.
                 asynchronous: _,
-                // Refused by the preflight unless `off`.
-                validate: _,
+                validate,
                 // The executor commits a resumable checkpoint after every iteration, more
                 // often than any `checkpoint_every` asks.
                 checkpoint_every: _,
@@ -177,6 +178,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                     OrUnlimited::Value(n) => n as usize,
                 },
                 phase_of: p.phase_of(),
+                validate: validate.value().map(|v| v.get()),
                 rl,
             }
         }
@@ -211,7 +213,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 schedule,
                 optimizer,
                 frozen: _,
-                validate: _,
+                validate,
                 checkpoint_every: _,
                 seed,
             } = p;
@@ -258,6 +260,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 // `metric` is refused by the preflight unless `reward`.
                 refills: dynamic_sampling.max_batches as usize,
                 phase_of: p.phase_of(),
+                validate: validate.value().map(|v| v.get()),
                 rl,
             }
         }
@@ -327,6 +330,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 seed: *seed,
                 refills: 0,
                 phase_of: p.phase_of(),
+                validate: None,
                 rl,
             }
         }

@@ -337,14 +337,28 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
         RlPhase::Dapo(d) => (&d.validate, &d.frozen),
         RlPhase::Ppo(p) => (&params::OrOff::Off, &p.frozen),
     };
-    if validate.value().is_some() {
-        errs.push(cannot(
-            "validation inside a stage (`validate`) is not run by this runtime yet; \
-             `wrlc estimate` counts it"
-                .into(),
-            "set `validate = off` (a profile can) and declare an `evaluate(…) { after = [stage] }`",
-            "validate",
-        ));
+    if let Some(v) = validate.value().map(|v| v.get())
+        && let Some(env) = v.env.value()
+    {
+        let agent_ref = match p {
+            RlPhase::Grpo(g) => &g.agent,
+            RlPhase::Dapo(d) => &d.agent,
+            RlPhase::Ppo(q) => &q.agent,
+        };
+        let same = match plan.get(agent_ref.id()) {
+            Some(Params::Agent(a)) => agent_env(a).id() == env.id(),
+            _ => false,
+        };
+        if !same {
+            errs.push(cannot(
+                format!(
+                    "validating in an environment (`env = {env}`) other than the agent's is not \
+                     implemented"
+                ),
+                "set the validation's `env = agent`",
+                "validate",
+            ));
+        }
     }
     errs.extend(frozen_parts(n, frozen));
     if let RlPhase::Dapo(d) = p
