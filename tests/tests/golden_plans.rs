@@ -160,9 +160,10 @@ fn estimates_of_the_seed_recipes() {
     assert_eq!(figures(&e), [Some(16_000), Some(240_000), Some(16_000), Some(2_000)]);
     assert_eq!(e["sft_examples"].as_u64(), Some(0));
     // OpAgent: 16,000 trainer steps of one prompt group × 5 at 25 steps; WebJudge makes two
-    // calls (key points, verdict) per trajectory; the mini-batch is unknown.
+    // calls (key points, verdict) per trajectory, the RDT's VLM check at most one per step; the
+    // mini-batch is unknown.
     let e = estimate("recipes/opagent.wrl", None);
-    assert_eq!(figures(&e), [Some(80_000), Some(2_000_000), Some(160_000), None]);
+    assert_eq!(figures(&e), [Some(80_000), Some(2_000_000), Some(160_000 + 2_000_000), None]);
     // WebDancer publishes no RL batch or iteration count: every training figure is unknown.
     let e = estimate("recipes/webdancer.wrl", None);
     assert_eq!(figures(&e), [None, None, None, None]);

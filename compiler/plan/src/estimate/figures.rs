@@ -77,7 +77,7 @@ fn judge_use(obj: &PObj) -> ((u64, Option<String>), Option<InOut>) {
 }
 
 /// Judge calls one evaluation of a signal makes: `judge` 1, `webjudge` 2 (key points, then the
-/// verdict), `answer_match(mode: judge)` 1, rules 0.
+/// verdict), `vlm_progress` 1, `answer_match(mode: judge)` 1, rules 0.
 fn judge_calls(obj: &PObj) -> (u64, Option<String>) {
     let short = obj.ctor.rsplit("::").next().unwrap_or(&obj.ctor);
     let model = |field: &str| match obj.fields.get(field) {
@@ -88,6 +88,8 @@ fn judge_calls(obj: &PObj) -> (u64, Option<String>) {
     match short {
         "judge" => (1, Some(model("model"))),
         "webjudge" => (2, Some(model("model"))),
+        // One call per step whose branch reaches it (OpAgent's RDT).
+        "vlm_progress" => (1, Some(model("model"))),
         "answer_match" if obj.fields.get("mode").and_then(PVal::as_str) == Some("judge") => {
             (1, Some(model("judge_model")))
         }
