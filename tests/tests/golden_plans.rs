@@ -146,13 +146,24 @@ fn estimates_of_the_seed_recipes() {
             assert!(s.get(k).is_some(), "stage without `{k}`: {s}");
         }
     }
-    // The released launcher: one flat run of 100 iterations at 30 steps.
+    // The paper's ~43.2k GPT-4.1 judge calls and ~$545.5 [seed002 L83]: 33,600 kept
+    // trajectories, the groups drawn again for dropped ones (kept 81.6 %), and 29 validation
+    // passes over 70 tasks (19 in phase 1 with the one before training, 10 in phase 2).
+    assert_eq!(e["refill"]["judge_calls_max"].as_u64(), Some(7_577));
+    assert_eq!(e["validation"]["trajectories"].as_u64(), Some(29 * 70));
+    assert_eq!(e["validation"]["judge_calls_max"].as_u64(), Some(2_030));
+    assert_eq!(e["validation"]["max_env_steps"].as_u64(), Some(19 * 70 * 15 + 10 * 70 * 30));
+    let calls = 33_600 + 7_577 + 2_030;
+    assert!((calls as f64 / 43_200.0 - 1.0).abs() < 0.02, "{calls}");
+    // The released 8B launcher: 100 iterations of 32 prompts × 5 at 15 steps, no SFT.
     let e = estimate("recipes/openwebrl-8b.wrl", None);
-    assert_eq!(figures(&e), [Some(24_000), Some(720_000), Some(24_000), None]);
-    // OpAgent: 64 prompts × 5 × 250 iterations at 25 steps; WebJudge makes two calls (key
-    // points, verdict) per trajectory; the mini-batch is unknown.
+    assert_eq!(figures(&e), [Some(16_000), Some(240_000), Some(16_000), Some(2_000)]);
+    assert_eq!(e["sft_examples"].as_u64(), Some(0));
+    // OpAgent: 16,000 trainer steps of one prompt group × 5 at 25 steps; WebJudge makes two
+    // calls (key points, verdict) per trajectory, the RDT's VLM check at most one per step; the
+    // mini-batch is unknown.
     let e = estimate("recipes/opagent.wrl", None);
-    assert_eq!(figures(&e), [Some(80_000), Some(2_000_000), Some(160_000), None]);
+    assert_eq!(figures(&e), [Some(80_000), Some(2_000_000), Some(160_000 + 2_000_000), None]);
     // WebDancer publishes no RL batch or iteration count: every training figure is unknown.
     let e = estimate("recipes/webdancer.wrl", None);
     assert_eq!(figures(&e), [None, None, None, None]);
@@ -171,9 +182,11 @@ fn estimates_of_the_smoke_profiles_are_small_and_known() {
     // batches of 8 (36 steps), then 8 RL optimiser steps.
     assert_eq!(figures(&e), [Some(40), Some(160), Some(0), Some(44)]);
     let e = estimate("recipes/webdancer.wrl", Some("smoke"));
-    // DAPO's dynamic sampling may draw up to 2 batches per iteration: 4 × 4 × 2 × 2; SFT on 32
-    // demonstrations and 4 rewritten copies of each, 4 epochs of batches of 8, then 2 RL steps.
-    assert_eq!(figures(&e), [Some(64), Some(256), Some(0), Some(82)]);
+    // 4 × 4 × 2 trained trajectories; DAPO's dynamic sampling may draw a second batch per
+    // iteration (the refill part); SFT on 32 demonstrations and 4 rewritten copies of each, 4
+    // epochs of batches of 8, then 2 RL steps.
+    assert_eq!(figures(&e), [Some(32), Some(128), Some(0), Some(82)]);
+    assert_eq!(e["refill"]["trajectories"].as_u64(), Some(32));
 }
 
 #[test]
@@ -187,9 +200,26 @@ fn prices_add_money() {
         wrlc(["estimate", "recipes/openwebrl.wrl", "--format", "json", "--prices", p.as_str()]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
-    // 33,600 gpt-4.1 calls at 0.02 in training, 1,940 evaluation judge calls at 0.01.
+    // 43,207 gpt-4.1 calls at 0.02 during training (kept, refilled, validation); 2,835
+    // evaluation judge calls at 0.01 (595 × 3 + 300 × 3 + 150 runs).
     let judge = v["cost"]["judge"].as_f64().unwrap();
-    assert!((judge - (33_600.0 * 0.02 + 1_940.0 * 0.01)).abs() < 1e-6, "{judge}");
+    assert!((judge - (43_207.0 * 0.02 + 2_835.0 * 0.01)).abs() < 1e-6, "{judge}");
+    // By tokens at GPT-4.1's list prices, as the recipe's judge declares them: the paper's
+    // $545.5 [seed002 L83] within 2 %.
+    let (code, out, err) = wrlc([
+        "estimate",
+        "recipes/openwebrl.wrl",
+        "--format",
+        "json",
+        "--prices",
+        "recipes/prices-openai.json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let part = |p: &str| v["cost_by_part"][p]["total"].as_f64().unwrap();
+    let during = part("training") + part("refill") + part("validation");
+    assert!((during / 545.5 - 1.0).abs() < 0.02, "{during}");
+    assert!(v["cost_by_part"]["evaluation"]["total"].is_null(), "gpt-4o / o4-mini unpriced");
     std::fs::write(&prices, r#"{"judge_cal": 1}"#).unwrap();
     let (code, _, err) = wrlc(["estimate", "recipes/openwebrl.wrl", "--prices", p.as_str()]);
     assert_eq!(code, 2);
@@ -206,31 +236,30 @@ fn blocks(text: &str) -> BTreeMap<String, String> {
     out
 }
 
-/// `openwebrl-8b.wrl` changes only the model and the RL phases of its parent.
+/// `openwebrl-8b.wrl` is the released 8B launcher: RL from the hub weights, no SFT, no
+/// validation, 32 prompts, 15 steps, 3 screenshots, temperature 1, 80 sandboxes.
 #[test]
-fn the_8b_variant_differs_from_its_parent_only_where_the_launcher_does() {
-    let (_, parent, _) = wrlc(["plan", "recipes/openwebrl.wrl"]);
+fn the_8b_recipe_is_the_released_8b_launcher() {
     let (_, child, _) = wrlc(["plan", "recipes/openwebrl-8b.wrl"]);
-    let (p, c) = (blocks(&parent), blocks(&child));
-    let ids: BTreeSet<&String> = p.keys().chain(c.keys()).collect();
-    let changed: Vec<&str> =
-        ids.into_iter().filter(|id| p.get(*id) != c.get(*id)).map(|s| s.as_str()).collect();
-    assert_eq!(
-        changed,
-        ["checkpoint:online", "model:policy", "stage:online/phase:1", "stage:online/phase:2"]
-    );
-    assert!(c["model:policy"].contains("id = \"Qwen/Qwen3-VL-8B-Thinking\""));
-    assert!(!c.contains_key("stage:online/phase:2"), "the launcher runs one flat phase");
+    let c = blocks(&child);
+    assert!(c["model:policy"].contains("id = \"Qwen/Qwen3-VL-8B-Instruct\""));
+    assert!(!c.keys().any(|k| k.starts_with("stage:warmup")), "no SFT stage");
     let phase = &c["stage:online/phase:1"];
-    for line in ["iters = 100 iters", "horizon = 30 steps", "lr = 5e-7"] {
+    for line in [
+        "iters = 100 iters",
+        "horizon = 15 steps",
+        "lr = 1e-6",
+        "prompts = 32",
+        "temperature = 1",
+        "validate = off",
+        "init = <model:policy>",
+    ] {
         assert!(phase.contains(line), "{line} not in\n{phase}");
     }
-    let lines = |s: &str| s.lines().map(String::from).collect::<BTreeSet<_>>();
-    let model_diff: Vec<String> = lines(&p["model:policy"])
-        .symmetric_difference(&lines(&c["model:policy"]))
-        .cloned()
-        .collect();
-    assert_eq!(model_diff.len(), 2, "only the model id changes: {model_diff:?}");
+    let env = &c["env:web"];
+    for line in ["concurrency = 80", "screenshot(last = 3)"] {
+        assert!(env.contains(line), "{line} not in\n{env}");
+    }
 }
 
 #[test]

@@ -54,6 +54,7 @@ pub const KINDS: &[&str] = &[
     "signal",
     "condition",
     "checkpoint",
+    "validation",
 ];
 
 const UNIT_TYPES: &[(&str, Dimension)] = &[

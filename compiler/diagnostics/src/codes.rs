@@ -119,6 +119,7 @@ pub const CODES: &[CodeInfo] = &[
     live("W0201", Phase::Warning, "unused declaration"),
     live("W0202", Phase::Warning, "unused import"),
     live("W0203", Phase::Warning, "profile override of a param does not reach a computed value"),
+    live("W0204", Phase::Warning, "a knob the chosen policy loss does not read"),
 ];
 
 /// The registry entry for a code.

@@ -119,7 +119,8 @@ fn definitions_and_references() {
         .expect("refs");
     let refs = refs.as_array().cloned().unwrap_or_default();
     assert!(refs.iter().any(|r| r["uri"] == "wrl-stdlib:///std/rewards.wrl"), "{refs:?}");
-    assert_eq!(refs.iter().filter(|r| r["uri"] == uri).count(), 4, "{refs:?}");
+    // `judge` is imported, then used by the training judge and the three evaluation judges.
+    assert_eq!(refs.iter().filter(|r| r["uri"] == uri).count(), 5, "{refs:?}");
     assert_eq!(s.finish(), 0);
 }
 

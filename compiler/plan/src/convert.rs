@@ -372,8 +372,8 @@ impl<'a> Converter<'a> {
     }
 }
 
-/// A value with no references (metadata, tool defaults).
-fn plain(v: &Val) -> PVal {
+/// A value with no references (metadata, tool defaults, published figures).
+pub(crate) fn plain(v: &Val) -> PVal {
     let empty = BTreeMap::new();
     let mut c = Converter::new(&empty);
     c.val(v, "")

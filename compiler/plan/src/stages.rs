@@ -153,32 +153,45 @@ impl<'r> Lowering<'r> {
 
     pub(crate) fn eval(&mut self, d: &'r CheckedDecl) {
         let V::Obj(o) = &d.value.v else { return };
-        let after: Vec<(String, Span)> = match o.fields.get("after").map(|a| &a.v) {
+        // The runs: one after each stage of `after`, and one on the declared models for `start`
+        // (or when `after` is empty).
+        let mut runs: Vec<Option<(String, Span)>> = match o.fields.get("after").map(|a| &a.v) {
             Some(V::List { items }) => items
                 .iter()
                 .filter_map(|i| match &i.v {
-                    V::Ref { decl, kind: DeclKind::Stage, .. } => Some((decl.to_string(), i.span)),
+                    V::Ref { decl, kind: DeclKind::Stage, .. } => {
+                        Some(Some((decl.to_string(), i.span)))
+                    }
+                    V::Enum { value } if value == START => Some(None),
                     _ => None,
                 })
                 .collect(),
             _ => Vec::new(),
         };
+        if runs.is_empty() {
+            runs.push(None);
+        }
         let binds = self.agent_binds(o.fields.get("agent"));
-        let runs: Vec<Option<(String, Span)>> =
-            if after.is_empty() { vec![None] } else { after.into_iter().map(Some).collect() };
         let many = runs.len() > 1;
         for run in runs {
             let id = match (&run, many) {
                 (Some((s, _)), true) => format!("eval:{}/after:{s}", d.name),
+                (None, true) => format!("eval:{}/after:{START}", d.name),
                 _ => format!("eval:{}", d.name),
             };
             let mut c = self.converter();
             let mut params: BTreeMap<String, PVal> = BTreeMap::new();
-            for (k, v) in o.fields.iter().filter(|(k, _)| k.as_str() != "after") {
+            for (k, v) in
+                o.fields.iter().filter(|(k, _)| !matches!(k.as_str(), "after" | "published"))
+            {
                 let p = c.val(v, k);
                 if self.keeps(k) {
                     params.insert(k.to_string(), p);
                 }
+            }
+            if self.keeps("published") {
+                let stage = run.as_ref().map(|(s, _)| s.as_str());
+                params.insert("published".into(), published_for(o.fields.get("published"), stage));
             }
             match &run {
                 Some((stage, span)) => {
@@ -250,4 +263,36 @@ impl<'r> Lowering<'r> {
             .map(|m| format!("modules.{}.model", m.name))
             .collect()
     }
+}
+
+/// The word of an eval's `after` (and of a published figure's) for the run on the declared
+/// models, before any stage.
+pub(crate) const START: &str = "start";
+
+/// The published figures of one run of an eval: those of `published` whose `after` is the run's
+/// stage (`None`: `start`), without their `after`. Plain values: a figure is not an input.
+fn published_for(published: Option<&Val>, stage: Option<&str>) -> PVal {
+    let Some(V::List { items }) = published.map(|p| &p.v) else {
+        return PVal::List { items: Vec::new() };
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let V::Record { fields } = &item.v else { continue };
+        let after = fields.get("after").map(|a| &a.v);
+        let matches = match (after, stage) {
+            (Some(V::Ref { decl, .. }), Some(s)) => decl.as_str() == s,
+            (Some(V::Enum { value }), None) => value == START,
+            _ => false,
+        };
+        if !matches {
+            continue;
+        }
+        let keep = fields
+            .iter()
+            .filter(|(k, _)| k.as_str() != "after")
+            .map(|(k, v)| (k.clone(), crate::convert::plain(v)))
+            .collect();
+        out.push(PVal::Record { fields: keep });
+    }
+    PVal::List { items: out }
 }

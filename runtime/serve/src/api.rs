@@ -229,7 +229,15 @@ fn parse_request(body: &[u8], served: &str, context: usize) -> Result<ChatReques
     let max_tokens = max_tokens.map_or(context, |m| usize::try_from(m).unwrap_or(usize::MAX));
     Ok(ChatRequest {
         history,
-        params: SampleParams { temperature, top_p, top_k: 0, max_tokens, stop, n },
+        params: SampleParams {
+            temperature,
+            top_p,
+            top_k: 0,
+            max_tokens,
+            stop,
+            n,
+            ..SampleParams::default()
+        },
         seed,
     })
 }

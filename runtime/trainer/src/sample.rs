@@ -1,5 +1,5 @@
-//! Sampling completions with a KV cache: temperature, top-k, top-p, stop strings, max tokens,
-//! per-token log-probs, all driven by the trainer's seeded RNG.
+//! Sampling completions with a KV cache: temperature, top-k, top-p, a repetition penalty, stop
+//! strings, max tokens, per-token log-probs, all driven by the trainer's seeded RNG.
 
 use candle_core::{DType, Tensor};
 use rand::Rng;
@@ -21,6 +21,9 @@ fn d_max() -> usize {
 }
 fn d_n() -> usize {
     1
+}
+fn d_penalty() -> f32 {
+    1.0
 }
 
 /// How to sample. Defaults: temperature 1, no top-k/top-p truncation, 128 tokens, 1 sample.
@@ -44,6 +47,11 @@ pub struct SampleParams {
     /// Completions per prompt (a GRPO group). They are decoded together as one batch.
     #[serde(default = "d_n")]
     pub n: usize,
+    /// A token already in the prompt or the completion has its positive logit divided by this
+    /// and its negative one multiplied, before temperature (Hugging Face's and vLLM's rule);
+    /// 1 disables it. Log-probs are then those of the penalised distribution.
+    #[serde(default = "d_penalty")]
+    pub repetition_penalty: f32,
 }
 
 impl Default for SampleParams {
@@ -55,6 +63,7 @@ impl Default for SampleParams {
             max_tokens: d_max(),
             stop: Vec::new(),
             n: d_n(),
+            repetition_penalty: d_penalty(),
         }
     }
 }
@@ -92,6 +101,16 @@ fn log_softmax(row: &[f32]) -> Vec<f32> {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let lse = row.iter().map(|&x| ((x - max) as f64).exp()).sum::<f64>().ln() as f32 + max;
     row.iter().map(|&x| x - lse).collect()
+}
+
+/// The repetition penalty on one logits row: each seen token's positive logit divided by
+/// `penalty`, its negative one multiplied.
+pub fn penalise(row: &mut [f32], seen: &[bool], penalty: f32) {
+    for (x, &s) in row.iter_mut().zip(seen) {
+        if s {
+            *x = if *x > 0.0 { *x / penalty } else { *x * penalty };
+        }
+    }
 }
 
 /// Draw one token id from a logits row; returns (id, logprob).
@@ -193,14 +212,33 @@ pub fn sample(
             })
             .collect();
         let mut done = vec![false; n];
+        let penalised = params.repetition_penalty != 1.0;
+        // Per row, the tokens seen so far (the prompt, then the completion).
+        let mut seen: Vec<Vec<bool>> = Vec::new();
         for step in 0..budget {
-            let rows_logits: Vec<Vec<f32>> = last.to_dtype(DType::F32)?.to_vec2()?;
+            let mut rows_logits: Vec<Vec<f32>> = last.to_dtype(DType::F32)?.to_vec2()?;
+            if penalised && seen.is_empty() {
+                let vocab = rows_logits.first().map_or(0, Vec::len);
+                let mut first = vec![false; vocab];
+                for &t in prompt {
+                    if let Some(s) = first.get_mut(t as usize) {
+                        *s = true;
+                    }
+                }
+                seen = vec![first; n];
+            }
             let mut next = vec![tokenizer.pad_id(); n];
             for r in 0..n {
                 if done[r] {
                     continue;
                 }
+                if penalised {
+                    penalise(&mut rows_logits[r], &seen[r], params.repetition_penalty);
+                }
                 let (tok, lp) = sample_token(&rows_logits[r], params, rng);
+                if let Some(s) = seen.get_mut(r).and_then(|s| s.get_mut(tok as usize)) {
+                    *s = true;
+                }
                 let row = &mut rows[r];
                 row.tokens.push(tok);
                 row.logprobs.push(lp);

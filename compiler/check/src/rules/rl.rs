@@ -1,6 +1,6 @@
-//! RL and SFT arithmetic: a group too small for group-relative advantages (E0402), and batch
+//! RL and SFT arithmetic: a group too small for group-relative advantages (E0402), batch
 //! sizes that do not divide into mini- or micro-batches (E0403), with the nearest values that
-//! would.
+//! would, and knobs the chosen policy loss does not read (W0204).
 
 use wrl_diagnostics::Diagnostic;
 
@@ -13,9 +13,40 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
         if RL_CTORS.contains(&o.ctor.as_str()) {
             group(o, out);
             rl_batch(ctx, decl, o, out);
+            inert_knobs(ctx, o, out);
         } else if o.ctor == "sft" {
             sft_batch(ctx, decl, o, out);
         }
+    }
+}
+
+/// Fields a `grpo` stage sets that its `policy_loss` does not read: `kl_cov` clips nothing
+/// (verl's `compute_policy_loss_kl_cov` reads neither clip ratio), `clip` has no KL-covariance
+/// term.
+fn inert_knobs(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {
+    if o.ctor != "grpo" {
+        return;
+    }
+    let loss = o.fields.get("policy_loss").and_then(word).unwrap_or("clip");
+    let (inert, reads): (&[&str], &str) = match loss {
+        "kl_cov" => (&["clip", "dual_clip"], "`kl_cov_ratio` and `ppo_kl_coef`"),
+        _ => (&["kl_cov_ratio", "ppo_kl_coef"], "`clip` and `dual_clip`"),
+    };
+    for field in inert {
+        let Some(v) = o.fields.get(field) else { continue };
+        if ctx.is_default(v) {
+            continue;
+        }
+        out.push(
+            Diagnostic::new(
+                "W0204",
+                format!("`{field}` has no effect under `policy_loss = {loss}`"),
+            )
+            .label(v.span, format!("`policy_loss = {loss}` never reads this"))
+            .help(format!(
+                "remove `{field}` (`{loss}` reads {reads}), or choose the policy loss that uses it"
+            )),
+        );
     }
 }
 

@@ -1,9 +1,10 @@
-//! The figures of each node kind: SFT stages, RL phases and evals, and the judge calls a
-//! reward expression makes.
+//! The figures of each node kind: SFT stages, RL phases (with the groups `refill` or dynamic
+//! sampling draws again) and evals, and the judge calls (and, where a judge declares
+//! `tokens_per_call`, the judge tokens) a reward expression makes.
 
 use std::collections::BTreeMap;
 
-use super::{Count, StageEstimate, add, ceil_div, count, empty, input, mul};
+use super::{Count, JudgeTokens, StageEstimate, add, ceil_div, count, empty, input, mul};
 use crate::model::{Node, Plan};
 use crate::value::{PExpr, PObj, PVal};
 
@@ -40,8 +41,13 @@ pub(super) fn sft(plan: &Plan, n: &Node) -> StageEstimate {
     e
 }
 
+/// How many examples a dataset node holds (see `dataset_count`).
+pub(super) fn dataset_size(plan: &Plan, d: &Node) -> Count {
+    dataset_count(plan, d, 0)
+}
+
 /// Tokens an agent may generate in one step: a ReAct turn, or one call of every module.
-fn tokens_per_step(agent: Option<&Node>) -> Count {
+pub(super) fn tokens_per_step(agent: Option<&Node>) -> Count {
     let a = agent?;
     if a.ctor == "react" {
         return count(a.params.get("max_response"));
@@ -58,8 +64,20 @@ fn tokens_per_step(agent: Option<&Node>) -> Count {
     }
 }
 
+/// A judge signal's calls and model, and the tokens of one call when it declares them.
+/// Input and output tokens.
+type InOut = (u64, u64);
+
+fn judge_use(obj: &PObj) -> ((u64, Option<String>), Option<InOut>) {
+    let tokens = obj
+        .fields
+        .get("tokens_per_call")
+        .and_then(|t| Some((count(t.field("input"))?, count(t.field("output"))?)));
+    (judge_calls(obj), tokens)
+}
+
 /// Judge calls one evaluation of a signal makes: `judge` 1, `webjudge` 2 (key points, then the
-/// verdict), `answer_match(mode: judge)` 1, rules 0.
+/// verdict), `vlm_progress` 1, `answer_match(mode: judge)` 1, rules 0.
 fn judge_calls(obj: &PObj) -> (u64, Option<String>) {
     let short = obj.ctor.rsplit("::").next().unwrap_or(&obj.ctor);
     let model = |field: &str| match obj.fields.get(field) {
@@ -70,6 +88,8 @@ fn judge_calls(obj: &PObj) -> (u64, Option<String>) {
     match short {
         "judge" => (1, Some(model("model"))),
         "webjudge" => (2, Some(model("model"))),
+        // One call per step whose branch reaches it (OpAgent's RDT).
+        "vlm_progress" => (1, Some(model("model"))),
         "answer_match" if obj.fields.get("mode").and_then(PVal::as_str) == Some("judge") => {
             (1, Some(model("judge_model")))
         }
@@ -77,37 +97,118 @@ fn judge_calls(obj: &PObj) -> (u64, Option<String>) {
     }
 }
 
-/// Judge calls per evaluation of a reward expression, by judge model, following reward nodes.
-fn expr_judges(plan: &Plan, e: &PExpr, out: &mut BTreeMap<String, u64>, depth: usize) {
+/// What one evaluation of a reward expression asks its judges, by judge model: calls, and the
+/// tokens of those calls (`None` once a call of that model does not declare them).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Asks {
+    pub calls: u64,
+    pub tokens: Option<InOut>,
+}
+
+/// Judge calls per evaluation of a reward expression, by judge model, following reward nodes
+/// and the rewards a signal names in its fields (`eval_types`' evaluators). A judge signal is
+/// asked once per episode however often it appears (the runtime keys verdicts by signal).
+fn expr_judges(
+    plan: &Plan,
+    e: &PExpr,
+    out: &mut BTreeMap<String, Asks>,
+    seen: &mut Vec<PObj>,
+    depth: usize,
+) {
     if depth > 16 {
         return;
     }
     for s in e.signals() {
-        if let (n, Some(m)) = judge_calls(s) {
-            *out.entry(m).or_default() += n;
+        if seen.contains(s) {
+            continue;
+        }
+        seen.push(s.clone());
+        if let ((n, Some(m)), tokens) = judge_use(s) {
+            let fresh = !out.contains_key(&m);
+            let a = out.entry(m).or_default();
+            a.calls += n;
+            a.tokens = match (fresh, a.tokens, tokens) {
+                (true, _, Some((i, o))) => Some((i * n, o * n)),
+                (false, Some((ai, ao)), Some((i, o))) => Some((ai + i * n, ao + o * n)),
+                _ => None,
+            };
+        }
+        for v in s.fields.values() {
+            match v {
+                PVal::Ref { node } => node_judges(plan, node, out, seen, depth + 1),
+                PVal::Reward { expr } => expr_judges(plan, expr, out, seen, depth + 1),
+                _ => {}
+            }
         }
     }
     for r in e.reward_refs() {
-        if let Some(PVal::Reward { expr }) = plan.node(r).and_then(|n| n.params.get("expr")) {
-            expr_judges(plan, expr, out, depth + 1);
-        }
+        node_judges(plan, r, out, seen, depth + 1);
     }
 }
 
-fn reward_judges(plan: &Plan, reward: Option<&Node>) -> BTreeMap<String, u64> {
+fn node_judges(
+    plan: &Plan,
+    node: &str,
+    out: &mut BTreeMap<String, Asks>,
+    seen: &mut Vec<PObj>,
+    depth: usize,
+) {
+    if let Some(PVal::Reward { expr }) = plan.node(node).and_then(|n| n.params.get("expr")) {
+        expr_judges(plan, expr, out, seen, depth);
+    }
+}
+
+pub(super) fn reward_judges(plan: &Plan, reward: Option<&Node>) -> BTreeMap<String, Asks> {
     let mut out = BTreeMap::new();
     if let Some(PVal::Reward { expr }) = reward.and_then(|r| r.params.get("expr")) {
-        expr_judges(plan, expr, &mut out, 0);
+        expr_judges(plan, expr, &mut out, &mut Vec::new(), 0);
     }
     out
 }
 
-fn add_judges(e: &mut StageEstimate, by: BTreeMap<String, u64>, times: Count) {
-    for (m, n) in by {
-        let c = mul(Some(n), times);
-        let slot = e.judge_calls_by_model.entry(m).or_insert(Some(0));
+pub(super) fn add_judges(e: &mut StageEstimate, by: BTreeMap<String, Asks>, times: Count) {
+    for (m, a) in by {
+        let c = mul(Some(a.calls), times);
+        let slot = e.judge_calls_by_model.entry(m.clone()).or_insert(Some(0));
         *slot = add(*slot, c);
         e.judge_calls_max = add(e.judge_calls_max, c);
+        let t = JudgeTokens {
+            input: a.tokens.and_then(|(i, _)| mul(Some(i), times)),
+            output: a.tokens.and_then(|(_, o)| mul(Some(o), times)),
+        };
+        let slot = e
+            .judge_tokens_by_model
+            .entry(m)
+            .or_insert(JudgeTokens { input: Some(0), output: Some(0) });
+        slot.input = add(slot.input, t.input);
+        slot.output = add(slot.output, t.output);
+    }
+}
+
+/// The trajectories an RL phase rolls out besides those it trains on: the groups `drop` (or
+/// DAPO's dynamic sampling) removed and `refill` drew again. With `kept` (the expected fraction
+/// of drawn groups that survive) they are trained / kept − trained; without it, for DAPO, up to
+/// `max_batches` − 1 further batches; a GRPO refill with `max_batches = 0` draws none.
+pub(super) fn refilled(n: &Node, trained: Count) -> Count {
+    let (kept, max_batches, extra_batches) = match n.params.get("dynamic_sampling") {
+        Some(d) => (d.field("kept"), d.field("max_batches"), false),
+        None => match n.params.get("refill") {
+            Some(r) if n.params.get("drop").and_then(PVal::as_str) == Some("uniform_groups") => {
+                (r.field("kept"), r.field("max_batches"), true)
+            }
+            _ => return Some(0),
+        },
+    };
+    if let Some(k) = kept.and_then(PVal::num).filter(|k| *k > 0.0 && *k <= 1.0) {
+        let t = trained?;
+        let drawn = (t as f64 / k).round() as u64;
+        return Some(drawn.saturating_sub(t));
+    }
+    match max_batches.and_then(|m| count(Some(m))) {
+        Some(0) if extra_batches => Some(0),
+        // DAPO counts the first batch in `max_batches`; a GRPO refill counts extra batches.
+        Some(m) => mul(trained, Some(if extra_batches { m } else { m.saturating_sub(1) })),
+        None => None,
     }
 }
 
@@ -116,12 +217,8 @@ pub(super) fn rl_phase(plan: &Plan, n: &Node) -> StageEstimate {
     let iters = count(n.params.get("iters"));
     let per_iter = mul(count(n.params.get("prompts")), count(n.params.get("group")));
     let horizon = count(n.params.get("horizon"));
-    // Dynamic sampling (DAPO) may generate up to `max_batches` batches per iteration.
-    let rounds = match n.params.get("dynamic_sampling").and_then(|d| d.field("max_batches")) {
-        Some(v) => count(Some(v)).map(|r| r.max(1)),
-        None => Some(1),
-    };
-    e.trajectories = mul(mul(iters, per_iter), rounds);
+    // The trajectories trained on; those drawn again for dropped groups are `refill` figures.
+    e.trajectories = mul(iters, per_iter);
     e.max_env_steps = mul(e.trajectories, horizon);
     e.max_generated_tokens = mul(e.max_env_steps, tokens_per_step(input(plan, &n.id, "agent")));
     let (traj, steps) = (e.trajectories, e.max_env_steps);
@@ -153,7 +250,12 @@ pub(super) fn eval(plan: &Plan, n: &Node) -> StageEstimate {
         (s, t) => s.or(t),
     };
     e.max_env_steps = mul(e.trajectories, steps);
-    e.max_generated_tokens = mul(e.max_env_steps, tokens_per_step(agent));
+    // The eval's own reply length, for a ReAct agent (a graph's modules keep theirs).
+    let per_step = match (n.params.get("max_response"), agent) {
+        (Some(v @ PVal::Qty { .. }), Some(a)) if a.ctor == "react" => count(Some(v)),
+        _ => tokens_per_step(agent),
+    };
+    e.max_generated_tokens = mul(e.max_env_steps, per_step);
     let traj = e.trajectories;
     add_judges(&mut e, reward_judges(plan, input(plan, &n.id, "judge")), traj);
     e

@@ -1,9 +1,12 @@
 //! What a plan will cost before it runs, computed from the plan alone: trajectories, maximum
 //! env steps, maximum generated tokens, judge calls (an upper bound), SFT examples and tokens,
 //! optimiser steps, and money when prices are given. Unknown inputs give unknown figures
-//! (`null` in JSON), never a guess. The figures of each node kind are in `figures.rs`, money in
-//! `prices.rs`, the renderings in `render.rs`.
+//! (`null` in JSON), never a guess. The figures of each node kind are in `figures.rs`, the
+//! refilled groups and in-training validation of RL phases in `extra.rs`, money in `prices.rs`,
+//! the renderings in `render.rs`. Totals come in parts: training (what is trained on), refill,
+//! validation and evaluation.
 
+mod extra;
 mod figures;
 mod prices;
 mod render;
@@ -15,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{Node, NodeKind, Plan};
 use crate::value::PVal;
 
-pub use prices::{Cost, Prices};
+pub use prices::{Cost, Prices, TokenPrice};
 pub use render::{render_json, render_text};
 
 /// A count that may be unknown.
@@ -32,11 +35,21 @@ pub struct StageEstimate {
     pub judge_calls_max: Count,
     /// Judge calls by judge model (`unknown` when the recipe does not name it).
     pub judge_calls_by_model: BTreeMap<String, Count>,
+    /// Judge tokens by judge model, from the judges' `tokens_per_call` (unknown without it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub judge_tokens_by_model: BTreeMap<String, JudgeTokens>,
     pub sft_examples: Count,
     pub sft_max_tokens: Count,
     pub optimizer_steps: Count,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
+}
+
+/// Tokens judges read and write.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JudgeTokens {
+    pub input: Count,
+    pub output: Count,
 }
 
 /// Sums of figures.
@@ -65,10 +78,27 @@ pub struct Estimate {
     pub sft_examples: Count,
     pub sft_max_tokens: Count,
     pub optimizer_steps: Count,
+    /// Groups drawn again for groups `drop` removed (`refill`, dynamic sampling).
+    pub refill: Totals,
+    /// In-training validation passes (`validate`).
+    pub validation: Totals,
     pub evaluation: Totals,
     pub stages: Vec<StageEstimate>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
+    /// Money by part: `training`, `refill`, `validation`, `evaluation`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cost_by_part: BTreeMap<String, Cost>,
+}
+
+/// The part of the totals a node's figures belong to.
+fn part(kind: &str) -> &'static str {
+    match kind {
+        "refill" => "refill",
+        "validation" => "validation",
+        "eval" => "evaluation",
+        _ => "training",
+    }
 }
 
 pub(crate) fn mul(a: Count, b: Count) -> Count {
@@ -94,10 +124,15 @@ pub(crate) fn ceil_div(a: Count, b: Count) -> Count {
 pub fn estimate(plan: &Plan, prices: Option<&Prices>) -> Estimate {
     let mut stages = Vec::new();
     for n in &plan.nodes {
-        let e = match n.kind {
-            NodeKind::Sft => figures::sft(plan, n),
-            NodeKind::RlPhase => figures::rl_phase(plan, n),
-            NodeKind::Eval => figures::eval(plan, n),
+        let found = match n.kind {
+            NodeKind::Sft => vec![figures::sft(plan, n)],
+            NodeKind::RlPhase => {
+                let trained = figures::rl_phase(plan, n);
+                let refill = extra::refill(plan, n, &trained);
+                let validation = extra::validation(plan, n);
+                std::iter::once(trained).chain(refill).chain(validation).collect()
+            }
+            NodeKind::Eval => vec![figures::eval(plan, n)],
             NodeKind::LoadModel
             | NodeKind::LoadDataset
             | NodeKind::Env
@@ -105,17 +140,19 @@ pub fn estimate(plan: &Plan, prices: Option<&Prices>) -> Estimate {
             | NodeKind::Reward
             | NodeKind::Checkpoint => continue,
         };
-        let e = match prices {
-            Some(p) => StageEstimate { cost: Some(prices::price(&e, p)), ..e },
-            None => e,
-        };
-        stages.push(e);
+        for e in found {
+            let e = match prices {
+                Some(p) => StageEstimate { cost: Some(prices::price(&e, p)), ..e },
+                None => e,
+            };
+            stages.push(e);
+        }
     }
-    let train = totals(stages.iter().filter(|s| s.kind != "eval"));
-    let evaluation = totals(stages.iter().filter(|s| s.kind == "eval"));
-    let cost = prices.map(|_| {
+    let of = |which: &'static str| totals(stages.iter().filter(move |s| part(&s.kind) == which));
+    let train = of("training");
+    let sum_cost = |which: Option<&str>| {
         let mut c = Cost { judge: Some(0.0), tokens: Some(0.0), gpu: Some(0.0), total: Some(0.0) };
-        for s in &stages {
+        for s in stages.iter().filter(|s| which.is_none_or(|w| part(&s.kind) == w)) {
             let sc = s.cost.clone().unwrap_or_default();
             c.judge = prices::fadd(c.judge, sc.judge);
             c.tokens = prices::fadd(c.tokens, sc.tokens);
@@ -123,7 +160,15 @@ pub fn estimate(plan: &Plan, prices: Option<&Prices>) -> Estimate {
             c.total = prices::fadd(c.total, sc.total);
         }
         c
-    });
+    };
+    let cost = prices.map(|_| sum_cost(None));
+    let cost_by_part = match prices {
+        Some(_) => ["training", "refill", "validation", "evaluation"]
+            .into_iter()
+            .map(|w| (w.to_string(), sum_cost(Some(w))))
+            .collect(),
+        None => BTreeMap::new(),
+    };
     Estimate {
         version: crate::model::PLAN_VERSION,
         recipe: plan.recipe.clone(),
@@ -135,9 +180,12 @@ pub fn estimate(plan: &Plan, prices: Option<&Prices>) -> Estimate {
         sft_examples: train.sft_examples,
         sft_max_tokens: train.sft_max_tokens,
         optimizer_steps: train.optimizer_steps,
-        evaluation,
+        refill: of("refill"),
+        validation: of("validation"),
+        evaluation: of("evaluation"),
         stages,
         cost,
+        cost_by_part,
     }
 }
 
@@ -172,6 +220,7 @@ pub(crate) fn empty(n: &Node) -> StageEstimate {
         max_generated_tokens: Some(0),
         judge_calls_max: Some(0),
         judge_calls_by_model: BTreeMap::new(),
+        judge_tokens_by_model: BTreeMap::new(),
         sft_examples: Some(0),
         sft_max_tokens: Some(0),
         optimizer_steps: Some(0),

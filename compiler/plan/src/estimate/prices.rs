@@ -16,6 +16,10 @@ pub struct Prices {
     /// Price of one judge call by judge model (`"gpt-4.1": 0.01`).
     #[serde(default)]
     pub judge_call_by_model: BTreeMap<String, f64>,
+    /// Price of 1M judge tokens by judge model (`"gpt-4.1": {"input": 2.0, "output": 8.0}`),
+    /// for judges that declare `tokens_per_call`; it wins over the per-call price.
+    #[serde(default)]
+    pub judge_tokens_by_model: BTreeMap<String, TokenPrice>,
     /// Price of 1M generated tokens (policy and modules), e.g. on a hosted endpoint.
     #[serde(default)]
     pub per_million_tokens: Option<f64>,
@@ -26,6 +30,14 @@ pub struct Prices {
     /// `gpu_hour` to price generation on your own GPUs.
     #[serde(default)]
     pub gpu_hours_per_million_tokens: Option<f64>,
+}
+
+/// A price per 1M input and per 1M output tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenPrice {
+    pub input: f64,
+    pub output: f64,
 }
 
 /// Money for one stage or the whole recipe.
@@ -44,6 +56,13 @@ pub(super) fn fadd(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 pub(super) fn price(e: &StageEstimate, p: &Prices) -> Cost {
     let mut judge = Some(0.0);
     for (m, n) in &e.judge_calls_by_model {
+        let by_tokens = p.judge_tokens_by_model.get(m).zip(e.judge_tokens_by_model.get(m));
+        if let Some((tp, t)) = by_tokens
+            && let (Some(i), Some(o)) = (t.input, t.output)
+        {
+            judge = fadd(judge, Some(i as f64 / 1e6 * tp.input + o as f64 / 1e6 * tp.output));
+            continue;
+        }
         let unit = p.judge_call_by_model.get(m).copied().or(p.judge_call);
         judge = fadd(
             judge,

@@ -30,8 +30,24 @@ pub fn render_text(e: &Estimate) -> String {
         optimizer_steps: e.optimizer_steps,
     };
     figures(&mut s, &train);
+    let has = |t: &Totals| t.trajectories != Some(0);
+    if has(&e.refill) {
+        let _ = writeln!(s, "\nrefill (groups drawn again for dropped ones)");
+        figures(&mut s, &e.refill);
+    }
+    if has(&e.validation) {
+        let _ = writeln!(s, "\nvalidation (inside training)");
+        figures(&mut s, &e.validation);
+    }
     let _ = writeln!(s, "\nevaluation");
     figures(&mut s, &e.evaluation);
+    let all = [train.judge_calls_max, e.refill.judge_calls_max, e.validation.judge_calls_max];
+    let during = all.iter().try_fold(0u64, |a, c| a.checked_add((*c)?));
+    let _ = writeln!(
+        s,
+        "\njudge calls during training (training + refill + validation) {}",
+        show(during)
+    );
     if let Some(c) = &e.cost {
         let _ = writeln!(
             s,
@@ -41,6 +57,12 @@ pub fn render_text(e: &Estimate) -> String {
             money(c.gpu),
             money(c.total)
         );
+        let part = |p: &str| e.cost_by_part.get(p).and_then(|c| c.total);
+        for p in ["training", "refill", "validation", "evaluation"] {
+            let _ = writeln!(s, "  {p:<11} {}", money(part(p)));
+        }
+        let during = prices_sum(["training", "refill", "validation"].map(part));
+        let _ = writeln!(s, "  during training (training + refill + validation) {}", money(during));
     }
     for st in &e.stages {
         let _ = writeln!(s, "\n{} ({})", st.id, st.kind);
@@ -62,6 +84,10 @@ pub fn render_text(e: &Estimate) -> String {
         }
     }
     s
+}
+
+fn prices_sum(parts: [Option<f64>; 3]) -> Option<f64> {
+    parts.iter().try_fold(0.0, |a, p| Some(a + (*p)?))
 }
 
 /// `684000` → `684,000`.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::envs::Toolset;
+use super::or::OrNone;
 use super::units::{NodeRef, Tokens, Turns, Word};
 
 /// How much of the episode so far a ReAct agent's prompt carries.
@@ -104,7 +105,8 @@ pub struct Llm {
 pub struct PolicyOf {
     pub model: NodeRef,
     pub prompt: String,
-    pub tools: Toolset,
+    /// `none`: the module only writes text for the next module.
+    pub tools: OrNone<Toolset>,
     pub emits: Vec<Word>,
     pub inputs: Vec<ModuleInput>,
     pub trainable: bool,

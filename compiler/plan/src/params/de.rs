@@ -118,6 +118,12 @@ impl<'de, 'a> de::Deserializer<'de> for View<'a> {
         visitor: V,
     ) -> Result<V::Value, DecodeError> {
         let view = self.norm();
+        if let Some(word) = name.strip_prefix(super::or::OR_PREFIX) {
+            return match view {
+                View::Val(PVal::Enum { value }) if value == word => visitor.visit_unit(),
+                other => visitor.visit_newtype_struct(other),
+            };
+        }
         if let Some(unit) = name.strip_prefix(UNIT_PREFIX) {
             return match view {
                 View::Val(PVal::Qty { value, unit: u }) if u == unit => {

@@ -22,6 +22,8 @@ pub struct Browser {
     pub concurrency: u32,
     pub timeout: BrowserTimeout,
     pub retries: u32,
+    pub step_retries: u32,
+    pub step_backoff: Backoff,
     pub slow_mo: Seconds,
     pub settle: Seconds,
     pub blacklist: Blacklist,
@@ -29,6 +31,22 @@ pub struct Browser {
     pub remote: Vec<String>,
     pub conflict_key: String,
     pub step_text: Tokens,
+}
+
+/// How long to wait before a retry: `first`, then `factor` times longer each time.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backoff {
+    pub first: Seconds,
+    pub factor: f64,
+}
+
+impl Backoff {
+    /// The wait before retry `n` (0-based).
+    pub fn before(&self, n: u32) -> std::time::Duration {
+        let f = self.factor.max(1.0).powi(i32::try_from(n).unwrap_or(i32::MAX));
+        Seconds(self.first.0 * f).duration()
+    }
 }
 
 /// `browser`'s `timeout`.

@@ -3,8 +3,9 @@
 
 use serde::Deserialize;
 
+use super::or::OrAgent;
 use super::rewards::RewardRef;
-use super::units::{NodeRef, Steps};
+use super::units::{NodeRef, Ratio, Steps, Tokens};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -33,12 +34,19 @@ pub struct Evaluate {
     pub temperature: f64,
     pub top_p: f64,
     pub top_k: u32,
+    pub max_response: OrAgent<Tokens>,
+    pub repetition_penalty: f64,
     pub max_steps: Steps,
+    /// The environment the episodes run in (`agent`: the agent's own).
+    pub env: OrAgent<NodeRef>,
     #[serde(deserialize_with = "super::opt")]
     pub judge: Option<RewardRef>,
     #[serde(deserialize_with = "super::opt")]
     pub count: Option<u64>,
     pub denominator: Denominator,
+    /// The figures the paper reports for this run (the eval's `published` entries whose
+    /// `after` is this node's stage, or `start`).
+    pub published: Vec<Published>,
     /// The stage the eval runs after; absent when it runs on the declared models.
     #[serde(default)]
     pub after: Option<String>,
@@ -47,4 +55,14 @@ pub struct Evaluate {
     pub checkpoint: Option<NodeRef>,
     /// The agent slots the checkpoint's weights replace (empty without a checkpoint).
     pub binds: Vec<String>,
+}
+
+/// A published figure an evaluation run reproduces: the paper's model, its value in the eval's
+/// metric, and where it is published.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Published {
+    pub model: String,
+    pub value: Ratio,
+    pub source: String,
 }

@@ -12,7 +12,6 @@ use super::units::{Seconds, Tokens};
 pub struct Hf {
     pub id: String,
     pub context: Tokens,
-    pub frozen: Vec<FrozenPart>,
     pub family: Family,
     pub dtype: DType,
     pub image_tokens: Tokens,
@@ -20,7 +19,7 @@ pub struct Hf {
     pub thinking: bool,
 }
 
-/// A part of a model that gets no gradient.
+/// A part of a model that gets no gradient (a stage's `frozen`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FrozenPart {
@@ -28,6 +27,18 @@ pub enum FrozenPart {
     Projector,
     Embeddings,
     LmHead,
+}
+
+impl FrozenPart {
+    /// The part as the recipe names it.
+    pub fn word(self) -> &'static str {
+        match self {
+            FrozenPart::VisionTower => "vision_tower",
+            FrozenPart::Projector => "projector",
+            FrozenPart::Embeddings => "embeddings",
+            FrozenPart::LmHead => "lm_head",
+        }
+    }
 }
 
 /// The architecture family a recipe names (`auto`: as the model's `config.json` says).

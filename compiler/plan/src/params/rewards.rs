@@ -4,7 +4,9 @@
 
 use serde::Deserialize;
 
-use super::units::{NodeRef, Pixels, Seconds};
+use super::envs::Backoff;
+use super::or::OrNone;
+use super::units::{NodeRef, Pixels, Seconds, Tokens};
 use crate::value::{BinOp, Expr};
 
 /// A reward node: its expression and whether it scores steps (`process`) or trajectories.
@@ -156,6 +158,12 @@ pub enum Signal {
     ScreenChanged { threshold: f64 },
     #[serde(rename = "std::rewards::action_failed")]
     ActionFailed,
+    #[serde(rename = "std::rewards::eval_types")]
+    EvalTypes(EvalTypes),
+    #[serde(rename = "std::rewards::screen_unchanged")]
+    ScreenUnchanged,
+    #[serde(rename = "std::rewards::vlm_progress")]
+    VlmProgress(VlmProgress),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -215,6 +223,8 @@ pub enum JudgePrompt {
     Webvoyager,
     ActionHistory,
     Webjudge,
+    Agenttrek,
+    Deepshop,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -236,9 +246,21 @@ pub struct Judge {
     pub api_key_env: String,
     pub timeout: Seconds,
     pub retries: u32,
+    pub backoff: Backoff,
     pub concurrency: u32,
     pub seed: u64,
     pub on_timeout: OnTimeout,
+    /// Tokens one call reads and writes, for the estimate's money (`None`: not declared).
+    #[serde(deserialize_with = "super::opt")]
+    pub tokens_per_call: Option<CallTokens>,
+}
+
+/// The tokens of one judge call, as the estimate prices them.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallTokens {
+    pub input: Tokens,
+    pub output: Tokens,
 }
 
 /// WebJudge's aggregation weights.
@@ -263,7 +285,43 @@ pub struct Webjudge {
     pub api_key_env: String,
     pub timeout: Seconds,
     pub retries: u32,
+    pub backoff: Backoff,
     pub concurrency: u32,
+    pub seed: u64,
+    #[serde(deserialize_with = "super::opt")]
+    pub tokens_per_call: Option<CallTokens>,
+}
+
+/// `std::rewards::eval_types { … }`: WebArena's per-task evaluators. A task names its
+/// evaluators; `string_match`, `url_match` and `program_html` are its own programmatic checks,
+/// the others the rewards given here (`none`: a task naming it scores 0).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalTypes {
+    pub page_image_query: OrNone<Box<RewardRef>>,
+    pub webjudge: OrNone<Box<RewardRef>>,
+    pub bbox_judge: OrNone<Box<RewardRef>>,
+    pub action_judge: OrNone<Box<RewardRef>>,
+    /// The score when the product of the task's evaluators is 0 (OpAgent's training harness).
+    pub fallback: OrNone<Box<RewardRef>>,
+}
+
+/// `std::rewards::vlm_progress(model) { … }`: a VLM asked whether the step made progress on
+/// the task, from the screenshots before and after it ("Final Answer: Yes").
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VlmProgress {
+    pub model: JudgeModel,
+    pub max_side: Pixels,
+    pub base_url: String,
+    pub api_key_env: String,
+    pub timeout: Seconds,
+    pub retries: u32,
+    pub backoff: Backoff,
+    pub concurrency: u32,
+    pub seed: u64,
+    #[serde(deserialize_with = "super::opt")]
+    pub tokens_per_call: Option<CallTokens>,
 }
 
 impl Signal {
@@ -283,6 +341,9 @@ impl Signal {
             Signal::DomHit => "dom_hit",
             Signal::ScreenChanged { .. } => "screen_changed",
             Signal::ActionFailed => "action_failed",
+            Signal::EvalTypes(_) => "eval_types",
+            Signal::ScreenUnchanged => "screen_unchanged",
+            Signal::VlmProgress(_) => "vlm_progress",
         }
     }
 }

@@ -32,6 +32,8 @@ pub enum Shape {
     OneOf,
     /// `unknown` allowed.
     Option(Box<Shape>),
+    /// A value of the inner shape, or this word (`one_of(T, enum(word))`).
+    OrWord(String, Box<Shape>),
     List(Box<Shape>),
     /// A record whose keys are names (a graph's modules).
     Map(Box<Shape>),
@@ -136,7 +138,10 @@ fn explore<T: for<'de> serde::Deserialize<'de>>(path: &mut Vec<Step>, depth: usi
         Found::Newtype(EXPR) => Shape::Expr,
         Found::Newtype(name) => match name.strip_prefix(UNIT_PREFIX) {
             Some(unit) => Shape::Unit(unit.to_string()),
-            None => at(Step::Newtype, path),
+            None => match name.strip_prefix(super::or::OR_PREFIX) {
+                Some(word) => Shape::OrWord(word.to_string(), Box::new(at(Step::Newtype, path))),
+                None => at(Step::Newtype, path),
+            },
         },
     }
 }

@@ -4,6 +4,8 @@
 
 use serde::Deserialize;
 
+use super::models::FrozenPart;
+use super::or::{OrAgent, OrHorizon, OrOff, OrTraining, OrUnlimited};
 use super::rewards::RewardRef;
 use super::units::{Epochs, Iters, NodeRef, Quantity, Range, Ratio, Steps, Tokens};
 
@@ -68,6 +70,8 @@ pub struct Sft {
     pub images: Images,
     pub mask: Vec<MaskPart>,
     pub max_length: Tokens,
+    /// The model's parts this stage does not train.
+    pub frozen: Vec<FrozenPart>,
     pub optimizer: Optimizer,
     pub checkpoint_every: Epochs,
     pub seed: u64,
@@ -148,20 +152,93 @@ impl FailureClass {
     }
 }
 
-/// `grpo`'s `async`.
+/// `grpo`'s `async`: fully asynchronous rollouts (verl's `async_training`).
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Async {
     pub staleness: Ratio,
+    /// Iterations (trainer steps) between weight syncs to the rollout workers.
     pub sync_every: u32,
+    /// An episode interrupted by a sync goes on with the new weights.
+    pub partial_rollout: bool,
 }
 
 /// `dapo`'s `dynamic_sampling`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DynamicSampling {
+    /// `reward` (the stage's) or a reward declaration the stage's reward uses.
     pub metric: String,
     pub max_batches: u32,
+    /// Expected fraction of drawn groups that pass the filter (the estimate's assumption).
+    #[serde(deserialize_with = "super::opt")]
+    pub kept: Option<Ratio>,
+}
+
+/// `grpo`'s `refill`: what replaces the groups `drop` removed.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Refill {
+    /// Extra batches of groups one iteration may draw.
+    pub max_batches: OrUnlimited<u32>,
+    /// Expected fraction of drawn groups that survive `drop` (the estimate's assumption).
+    #[serde(deserialize_with = "super::opt")]
+    pub kept: Option<Ratio>,
+}
+
+/// How a process reward joins the outcome reward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessMix {
+    /// Added to the turns of its own step.
+    PerStep,
+    /// Summed over the episode and added to every turn.
+    Summed,
+}
+
+/// What a validation pass counts as solved by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValidationMetric {
+    Success,
+    PassAtK,
+}
+
+/// `validation(tasks) { … }`: passes over held-out tasks inside an RL stage.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Validation {
+    pub tasks: NodeRef,
+    /// After every `every`-th iteration of the stage, counted across its phases.
+    pub every: Iters,
+    /// And once before the stage's first iteration.
+    pub before_training: bool,
+    pub metric: ValidationMetric,
+    pub k: u32,
+    pub temperature: f64,
+    pub top_p: f64,
+    pub top_k: u32,
+    pub max_response: OrAgent<Tokens>,
+    pub repetition_penalty: f64,
+    pub max_steps: OrHorizon<Steps>,
+    pub judge: OrTraining<RewardRef>,
+    pub env: OrAgent<NodeRef>,
+}
+
+/// A stage's `validate` object.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum ValidationObj {
+    #[serde(rename = "validation")]
+    Validation(Validation),
+}
+
+impl ValidationObj {
+    pub fn get(&self) -> &Validation {
+        match self {
+            ValidationObj::Validation(v) => v,
+        }
+    }
 }
 
 /// `dapo`'s `overlong`.
@@ -227,6 +304,7 @@ phase_struct!(
         reward: RewardRef,
         #[serde(deserialize_with = "super::opt")]
         process_reward: Option<RewardRef>,
+        process_mix: ProcessMix,
         clip: Range<f64>,
         #[serde(deserialize_with = "super::opt")]
         dual_clip: Option<f64>,
@@ -238,18 +316,21 @@ phase_struct!(
         temperature: f64,
         top_p: f64,
         drop: Drop,
+        refill: Refill,
         std_normalize: bool,
         loss_agg: LossAgg,
         policy_loss: PolicyLoss,
         kl_cov_ratio: f64,
+        ppo_kl_coef: f64,
         level: Level,
         exclude: Vec<FailureClass>,
         schedule: Schedule,
         optimizer: Optimizer,
+        frozen: Vec<FrozenPart>,
         trainable: Vec<String>,
         #[serde(rename = "async")]
         asynchronous: Async,
-        eval_every: Iters,
+        validate: OrOff<ValidationObj>,
         checkpoint_every: Iters,
         seed: u64,
     }
@@ -275,7 +356,8 @@ phase_struct!(
         exclude: Vec<FailureClass>,
         schedule: Schedule,
         optimizer: Optimizer,
-        eval_every: Iters,
+        frozen: Vec<FrozenPart>,
+        validate: OrOff<ValidationObj>,
         checkpoint_every: Iters,
         seed: u64,
     }
@@ -296,6 +378,7 @@ phase_struct!(
         exclude: Vec<FailureClass>,
         schedule: Schedule,
         optimizer: Optimizer,
+        frozen: Vec<FrozenPart>,
         checkpoint_every: Iters,
         seed: u64,
     }

@@ -86,7 +86,8 @@ impl GraphSpec {
                     model: p.model.id().to_string(),
                     frozen: false,
                     trainable: p.trainable,
-                    acts: true,
+                    // `tools = none`: it only writes text for the next module.
+                    acts: p.tools.value().is_some(),
                     emits: p.emits.iter().map(|w| w.as_str().to_string()).collect(),
                     inputs: p.inputs.clone(),
                     max_response: (p.max_response.0 as usize).max(1),

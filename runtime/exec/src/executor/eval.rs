@@ -1,6 +1,8 @@
 //! Eval nodes: the held-out tasks attempted by the agent with the stage's checkpoint (or its
-//! declared models), `k` times each for pass@k, scored by the tasks' checkers; the first
-//! episodes keep a screenshot of every step for the report.
+//! declared models), `k` times each for pass@k, with the eval's own decoding (`max_response`,
+//! `repetition_penalty`), scored by its `judge` (solved: a reward above 0) or, without one, by
+//! the tasks' checkers; the first episodes keep a screenshot of every step for the report, and
+//! the result is logged beside the paper's figures (`published`).
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Metric};
@@ -8,11 +10,11 @@ use wrl_sandbox::Task;
 use wrl_trainer::SampleParams;
 
 use super::{Data, Executor, stream_of};
-use crate::error::RunError;
+use crate::error::{Fault, RunError};
 use crate::reward::judges::Judges;
-use crate::reward::{RewardExpr, Rewards};
-use crate::rollout::{RolloutCfg, Scoring, rollout};
-use crate::rundir::records::{EvalLine, EvalResult, MetricLine};
+use crate::reward::{RewardExpr, RewardValue};
+use crate::rollout::{Episode, RolloutCfg, Scoring, rollout};
+use crate::rundir::records::{EvalLine, EvalResult, MetricLine, PublishedFigure};
 
 /// Episodes of each evaluation that keep a screenshot per step, for the report.
 const SAMPLE_EPISODES: usize = 2;
@@ -27,13 +29,16 @@ impl<'a> Executor<'a> {
             temperature,
             top_p,
             top_k,
+            max_response,
+            repetition_penalty,
             max_steps,
-            // Episodes are scored by the tasks' own checkers: a judge gives the success of tasks
-            // without one, which sandbox tasks do not need.
-            judge: _,
+            // The preflight refuses an env other than the agent's.
+            env: _,
+            judge,
             count,
             // The preflight refuses `non_aborted`.
             denominator: _,
+            published,
             after,
             checkpoint,
             binds,
@@ -76,7 +81,8 @@ impl<'a> Executor<'a> {
                 temperature: *temperature as f32,
                 top_p: *top_p as f32,
                 top_k: *top_k as usize,
-                max_tokens: agent.max_response,
+                max_tokens: max_response.value().map_or(agent.max_response, |t| t.0 as usize),
+                repetition_penalty: *repetition_penalty as f32,
                 ..SampleParams::default()
             },
             history: agent.history,
@@ -89,18 +95,42 @@ impl<'a> Executor<'a> {
             retries,
             seed: Some(stream_of(&node.id, 0)),
         };
-        let (none, zero, judges) =
-            (Rewards::new(), RewardExpr::Const { value: 0.0 }, Judges::default());
-        let scoring = Scoring { reward: &zero, rewards: &none, judges: &judges };
+        // With a judge, its reward scores each episode; without one, the tasks' checkers do.
+        let reward = match judge {
+            Some(j) => self.reward_of(j)?,
+            None => RewardExpr::Const { value: 0.0 },
+        };
+        let rewards = self.built.rewards.clone();
+        let judges = Judges::for_reward(&reward, &rewards, &self.built.apis).map_err(|e| {
+            RunError::new(Fault::Service, format!("cannot set up the judges: {e}")).at(
+                node,
+                Some("judge"),
+                "this evaluation's judge",
+            )
+        })?;
+        let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
         let episodes = rollout(&env, &tasks, trainer.as_ref(), &cfg, scoring).await;
         self.log_episodes(node, 0, &episodes)?;
+        let judged = judge.is_some();
         let solved = (0..tasks.len())
-            .filter(|&g| episodes.iter().any(|e| e.group == g && e.success()))
+            .filter(|&g| episodes.iter().any(|e| e.group == g && solved(e, judged)))
             .count();
         let rate = if tasks.is_empty() { 0.0 } else { solved as f64 / tasks.len() as f64 };
         let after = after.clone().unwrap_or_else(|| node.decl.clone());
+        let published: Vec<PublishedFigure> = published
+            .iter()
+            .map(|p| PublishedFigure {
+                model: p.model.clone(),
+                value: p.value.0,
+                source: p.source.clone(),
+            })
+            .collect();
+        let paper: String = published
+            .iter()
+            .map(|p| format!("; paper {}: {:.1}% ({})", p.model, p.value * 100.0, p.source))
+            .collect();
         self.say(&format!(
-            "eval {} after {after}: {solved}/{} solved ({:.1}%)",
+            "eval {} after {after}: {solved}/{} solved ({:.1}%){paper}",
             node.decl,
             tasks.len(),
             rate * 100.0
@@ -118,8 +148,21 @@ impl<'a> Executor<'a> {
             after,
             success: rate,
             episodes: episodes.len(),
+            published,
         });
         self.mark_done(&node.id);
         self.commit(None, false)
+    }
+}
+
+/// Whether an episode solved its task: by the judge's reward (above 0; an excluded episode,
+/// whose judge failed, is not solved) or, without a judge, by the task's checker.
+fn solved(e: &Episode, judged: bool) -> bool {
+    if !judged {
+        return e.success();
+    }
+    match &e.reward {
+        RewardValue::Value(v) => *v > 0.0,
+        RewardValue::Excluded(_) => false,
     }
 }

@@ -14,6 +14,7 @@ mod roles;
 mod services;
 pub mod settings;
 mod sft;
+mod validate;
 
 pub use data::check_cached_inputs;
 

@@ -12,6 +12,7 @@ use wrl_sandbox::Task;
 use wrl_trainer::{Metrics, SampleParams, Trainer};
 
 use super::settings::{self, phase_settings};
+use super::validate;
 use super::{Data, Executor, stream_of};
 use crate::error::{Fault, RunError};
 use crate::reward::judges::Judges;
@@ -122,6 +123,25 @@ impl<'a> Executor<'a> {
                 })
                 .collect()
         };
+        // In-training validation: iterations count across the stage's phases.
+        let before = self.iters_before(node, &p.phase_of);
+        let validation = |iter: u64| p.validate.filter(|v| validate::due(v, before + iter));
+        if let Some(v) = p.validate
+            && v.before_training
+            && before == 0
+            && start == 0
+        {
+            let pass = validate::Pass {
+                env: &env,
+                trainer: &trainer,
+                cfg: &cfg,
+                reward: &reward,
+                horizon,
+                max_turns: agent.max_turns,
+                iter: 0,
+            };
+            self.validate(node, v, pass).await?;
+        }
         for iter in (start + 1)..=iters {
             for t in std::iter::once(&trainer).chain(roles.values()) {
                 t.lock().map_err(|_| RunError::poisoned())?.set_optim(optim(iter));
@@ -132,10 +152,16 @@ impl<'a> Executor<'a> {
             let t0 = Instant::now();
             let mut episodes = rollout(&env, &batch, Some(&trainer), &cfg, scoring).await;
             // Dynamic sampling: replace groups whose rewards were all equal with groups of
-            // further tasks (taken from past the last iteration's), up to `max_batches`.
+            // further tasks (taken from past the last iteration's), up to `max_batches`
+            // (`unlimited`: until the batch is whole, at most once through the task set).
+            let max_refills = if p.refills == usize::MAX {
+                all_tasks.len().div_ceil(prompts.max(1))
+            } else {
+                p.refills
+            };
             let mut refill = 0;
             while p.rl.dynamic_sampling
-                && refill < p.refills
+                && refill < max_refills
                 && informative_groups(&episodes) < prompts
             {
                 refill += 1;
@@ -208,6 +234,18 @@ impl<'a> Executor<'a> {
             self.built.trainers.insert(node.id.clone(), trainer.clone());
             if !roles.is_empty() {
                 self.built.roles.insert(node.id.clone(), roles.clone());
+            }
+            if let Some(v) = validation(iter) {
+                let pass = validate::Pass {
+                    env: &env,
+                    trainer: &trainer,
+                    cfg: &cfg,
+                    reward: &reward,
+                    horizon,
+                    max_turns: agent.max_turns,
+                    iter: before + iter,
+                };
+                self.validate(node, v, pass).await?;
             }
             self.cursor.phase = Some((node.id.clone(), iter));
             let name = format!("{}-iter-{iter}", node.id.replace([':', '/'], "-"));

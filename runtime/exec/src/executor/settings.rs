@@ -5,8 +5,8 @@
 //! algorithm has no knob (DAPO has no KL estimator), its fixed behaviour is written here.
 
 use wrl_plan::params::{
-    self, Drop, FailureClass, KlEstimator, Level, LossAgg, NodeRef, Optimizer, PhaseOf, PolicyLoss,
-    RewardRef, RlPhase, Schedule as PSchedule,
+    self, Drop, FailureClass, KlEstimator, Level, LossAgg, NodeRef, Optimizer, OrUnlimited,
+    PhaseOf, PolicyLoss, RewardRef, RlPhase, Schedule as PSchedule,
 };
 use wrl_trainer::{
     KlConfig, LossAggregation, OptimConfig, OverlongShaping, RlConfig, SampleLevel, Schedule,
@@ -37,6 +37,8 @@ pub struct PhaseSettings<'p> {
     /// Extra batches DAPO's dynamic sampling may roll out to replace uninformative groups.
     pub refills: usize,
     pub phase_of: PhaseOf,
+    /// In-training validation (`executor::validate`).
+    pub validate: Option<&'p params::Validation>,
     /// The update.
     pub rl: RlConfig,
 }
@@ -94,6 +96,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 group,
                 reward,
                 process_reward,
+                // `per_step` is what `rollout::samples` does; the preflight refuses `summed`.
+                process_mix: _,
                 clip,
                 dual_clip,
                 kl: kl_coef,
@@ -104,18 +108,22 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 temperature,
                 top_p,
                 drop,
+                refill,
                 std_normalize,
                 loss_agg,
                 policy_loss,
                 kl_cov_ratio,
+                ppo_kl_coef,
                 level: lvl,
                 exclude,
                 schedule,
                 optimizer,
+                // The preflight refuses parts the model has and this trainer cannot freeze.
+                frozen: _,
                 trainable,
-                // Refused by the preflight unless synchronous and zero.
+                // Refused by the preflight unless synchronous.
                 asynchronous: _,
-                eval_every: _,
+                validate,
                 // The executor commits a resumable checkpoint after every iteration, more
                 // often than any `checkpoint_every` asks.
                 checkpoint_every: _,
@@ -139,7 +147,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 policy_loss: match policy_loss {
                     PolicyLoss::Clip => wrl_trainer::PolicyLoss::Clip,
                     PolicyLoss::KlCov => {
-                        wrl_trainer::PolicyLoss::KlCov { ratio: *kl_cov_ratio, coef: 1.0 }
+                        wrl_trainer::PolicyLoss::KlCov { ratio: *kl_cov_ratio, coef: *ppo_kl_coef }
                     }
                 },
                 level: level(*lvl),
@@ -163,8 +171,14 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 optimizer: *optimizer,
                 trainable,
                 seed: *seed,
-                refills: 0,
+                // `kept` is the estimate's; `unlimited` refills until the batch is whole, at
+                // most once through the task set (`executor::rl`).
+                refills: match refill.max_batches {
+                    OrUnlimited::Unlimited => usize::MAX,
+                    OrUnlimited::Value(n) => n as usize,
+                },
                 phase_of: p.phase_of(),
+                validate: validate.value().map(|v| v.get()),
                 rl,
             }
         }
@@ -198,7 +212,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 exclude,
                 schedule,
                 optimizer,
-                eval_every: _,
+                frozen: _,
+                validate,
                 checkpoint_every: _,
                 seed,
             } = p;
@@ -245,6 +260,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 // `metric` is refused by the preflight unless `reward`.
                 refills: dynamic_sampling.max_batches as usize,
                 phase_of: p.phase_of(),
+                validate: validate.value().map(|v| v.get()),
                 rl,
             }
         }
@@ -273,6 +289,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 exclude,
                 schedule,
                 optimizer,
+                frozen: _,
                 checkpoint_every: _,
                 seed,
             } = p;
@@ -313,6 +330,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 seed: *seed,
                 refills: 0,
                 phase_of: p.phase_of(),
+                validate: None,
                 rl,
             }
         }

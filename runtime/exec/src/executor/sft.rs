@@ -29,6 +29,8 @@ impl<'a> Executor<'a> {
             images: _,
             mask: _,
             max_length,
+            // The preflight refuses parts the model has and this trainer cannot freeze.
+            frozen: _,
             optimizer,
             // The executor commits a checkpoint at the end of the stage.
             checkpoint_every: _,

@@ -19,7 +19,7 @@ pub fn refusals(plan: &TypedPlan<'_>, n: &Node, p: &Params) -> Vec<RunError> {
         Params::RlPhase(r) => phase(plan, n, r),
         Params::Reward(r) => reward(plan, n, &r.expr),
         Params::Sft(s) => sft(n, s),
-        Params::Eval(e) => eval(n, e),
+        Params::Eval(e) => eval(plan, n, e),
         Params::Dataset(_) | Params::Checkpoint(_) => Vec::new(),
     }
 }
@@ -95,12 +95,28 @@ fn env(n: &Node, e: &Env) -> Vec<RunError> {
                 observe,
                 timeout,
                 retries: _,
+                step_retries,
+                // Read only with `step_retries`.
+                step_backoff: _,
                 slow_mo,
                 settle,
                 conflict_key,
                 // The checker's context budget (E0404).
                 step_text: _,
             } = b;
+            if *step_retries > 0 {
+                errs.push(unsupported(
+                    n,
+                    format!(
+                        "env `{}`: retrying a failed step (`step_retries = {step_retries}`) is \
+                         not implemented: a failed action ends the episode as an `env_error`, \
+                         which `retries` may run again whole",
+                        n.decl
+                    ),
+                    "set `step_retries = 0` (a profile can)",
+                    "step_retries",
+                ));
+            }
             for (field, d, what) in [
                 ("slow_mo", slow_mo, "a delay between CDP commands (`slow_mo`)"),
                 ("settle", settle, "a wait after each action (`settle`)"),
@@ -289,29 +305,56 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
     let cannot = |what: String, help: &str, field: &str| {
         unsupported(n, format!("stage `{}`: {what}", n.decl), help, field)
     };
-    let eval_every = match p {
+    let (validate, frozen) = match p {
         RlPhase::Grpo(g) => {
             if g.asynchronous.staleness.0 != 0.0 || g.asynchronous.sync_every != 1 {
                 errs.push(cannot(
                     "asynchronous rollouts (`async`) are not implemented: this runtime updates \
                      after every batch, on-policy"
                         .into(),
-                    "set `async = { staleness = 0%, sync_every = 1 }` (a profile can)",
+                    "set `async = { staleness = 0%, sync_every = 1, partial_rollout = false }` \
+                     (a profile can)",
                     "async",
                 ));
             }
-            g.eval_every
+            if g.process_mix == params::ProcessMix::Summed {
+                errs.push(cannot(
+                    "adding the episode's summed process reward to every turn (`process_mix = \
+                     summed`) is not implemented: each turn gets its own step's"
+                        .into(),
+                    "set `process_mix = per_step`",
+                    "process_mix",
+                ));
+            }
+            (&g.validate, &g.frozen)
         }
-        RlPhase::Dapo(d) => d.eval_every,
-        RlPhase::Ppo(_) => params::Iters(0),
+        RlPhase::Dapo(d) => (&d.validate, &d.frozen),
+        RlPhase::Ppo(p) => (&params::OrOff::Off, &p.frozen),
     };
-    if eval_every.0 != 0 {
-        errs.push(cannot(
-            "evaluation inside a stage (`eval_every`) is not implemented".into(),
-            "set `eval_every = 0 iters` and declare an `evaluate(…) { after = [stage] }`",
-            "eval_every",
-        ));
+    if let Some(v) = validate.value().map(|v| v.get())
+        && let Some(env) = v.env.value()
+    {
+        let agent_ref = match p {
+            RlPhase::Grpo(g) => &g.agent,
+            RlPhase::Dapo(d) => &d.agent,
+            RlPhase::Ppo(q) => &q.agent,
+        };
+        let same = match plan.get(agent_ref.id()) {
+            Some(Params::Agent(a)) => agent_env(a).id() == env.id(),
+            _ => false,
+        };
+        if !same {
+            errs.push(cannot(
+                format!(
+                    "validating in an environment (`env = {env}`) other than the agent's is not \
+                     implemented"
+                ),
+                "set the validation's `env = agent`",
+                "validate",
+            ));
+        }
     }
+    errs.extend(frozen_parts(n, frozen));
     if let RlPhase::Dapo(d) = p
         && d.dynamic_sampling.metric != "reward"
     {
@@ -349,9 +392,33 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
     errs
 }
 
+/// Parts of the model a stage freezes: this runtime's models (`tiny_transformer`, text only)
+/// have no vision tower or projector, so there is nothing to freeze there; the trainer cannot
+/// freeze the embeddings or the LM head.
+fn frozen_parts(n: &Node, frozen: &[params::FrozenPart]) -> Vec<RunError> {
+    frozen
+        .iter()
+        .filter_map(|f| match f {
+            params::FrozenPart::VisionTower | params::FrozenPart::Projector => None,
+            params::FrozenPart::Embeddings | params::FrozenPart::LmHead => Some(unsupported(
+                n,
+                format!(
+                    "stage `{}`: freezing part of the model (`frozen = [{}]`) is not implemented \
+                     by this trainer: every parameter of a `tiny_transformer` is trained",
+                    n.decl,
+                    f.word()
+                ),
+                "freeze only `vision_tower` and `projector` (which a text model lacks), or \
+                 set `frozen = []` (a profile can)",
+                "frozen",
+            )),
+        })
+        .collect()
+}
+
 /// What an SFT stage asks for that the text policy's examples cannot do.
 fn sft(n: &Node, s: &params::Sft) -> Vec<RunError> {
-    let mut errs = Vec::new();
+    let mut errs = frozen_parts(n, &s.frozen);
     if !s.mask.contains(&params::MaskPart::Observations) {
         errs.push(unsupported(
             n,
@@ -380,7 +447,7 @@ fn sft(n: &Node, s: &params::Sft) -> Vec<RunError> {
 }
 
 /// What an evaluation asks for that this runtime does not compute.
-fn eval(n: &Node, e: &params::Evaluate) -> Vec<RunError> {
+fn eval(plan: &TypedPlan<'_>, n: &Node, e: &params::Evaluate) -> Vec<RunError> {
     let mut errs = Vec::new();
     if e.metric == params::Metric::MeanReward {
         errs.push(unsupported(
@@ -388,6 +455,20 @@ fn eval(n: &Node, e: &params::Evaluate) -> Vec<RunError> {
             format!("eval `{}`: the `mean_reward` metric is not implemented", n.decl),
             "use `metric = success` or `metric = pass_at_k`",
             "metric",
+        ));
+    }
+    if let (Some(env), Some(Params::Agent(agent))) = (e.env.value(), plan.get(e.agent.id()))
+        && env.id() != agent_env(agent).id()
+    {
+        errs.push(unsupported(
+            n,
+            format!(
+                "eval `{}`: an evaluation environment (`env = {env}`) other than the agent's is \
+                 not implemented",
+                n.decl
+            ),
+            "set `env = agent` (a profile can)",
+            "env",
         ));
     }
     if e.denominator == params::Denominator::NonAborted {
@@ -443,6 +524,17 @@ fn reward(plan: &TypedPlan<'_>, n: &Node, expr: &wrl_plan::Expr<Signal>) -> Vec<
             Signal::Judge(j) if j.verdict == params::Verdict::Score => {
                 Some("a judge's `verdict = score` is not implemented".to_string())
             }
+            Signal::Judge(j) if j.prompt == params::JudgePrompt::Deepshop => Some(
+                "DeepShop's structured judge (`prompt = deepshop`) is not implemented".to_string(),
+            ),
+            Signal::EvalTypes(_) => Some(
+                "WebArena's per-task evaluators (`eval_types`) need WebArena's task configs, \
+                 which sandbox tasks do not have"
+                    .to_string(),
+            ),
+            Signal::VlmProgress(_) => {
+                Some("the per-step VLM check (`vlm_progress`) is not implemented".to_string())
+            }
             _ => None,
         };
         if let Some(why) = why {
@@ -454,4 +546,12 @@ fn reward(plan: &TypedPlan<'_>, n: &Node, expr: &wrl_plan::Expr<Signal>) -> Vec<
         }
     }
     errs
+}
+
+/// The env an agent acts in.
+fn agent_env(a: &Agent) -> &params::NodeRef {
+    match a {
+        Agent::React(r) => &r.env,
+        Agent::Graph(g) => &g.env,
+    }
 }

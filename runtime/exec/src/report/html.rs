@@ -51,8 +51,8 @@ pub struct ReportData {
     pub status: String,
     pub wall_s: f64,
     pub charts: Vec<Chart>,
-    /// (after stage, success rate) in run order.
-    pub evals: Vec<(String, f64)>,
+    /// (after stage, success rate, the paper's figures as "model: value (source)") in run order.
+    pub evals: Vec<(String, f64, Vec<String>)>,
     /// Failure class → count.
     pub failures: BTreeMap<String, u64>,
     pub judge_agreement: Option<f64>,
@@ -83,9 +83,18 @@ pub fn render(data: &ReportData) -> String {
         w = data.wall_s
     );
     if !data.evals.is_empty() {
-        h.push_str("<h2>Held-out evaluation</h2><table><tr><th>after</th><th>success</th></tr>");
-        for (after, rate) in &data.evals {
-            let _ = write!(h, "<tr><td>{}</td><td>{:.1}%</td></tr>", esc(after), rate * 100.0);
+        h.push_str(
+            "<h2>Held-out evaluation</h2><table><tr><th>after</th><th>success</th>\
+             <th>published</th></tr>",
+        );
+        for (after, rate, paper) in &data.evals {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{:.1}%</td><td>{}</td></tr>",
+                esc(after),
+                rate * 100.0,
+                esc(&paper.join("; "))
+            );
         }
         h.push_str("</table>");
     }
@@ -251,7 +260,10 @@ mod tests {
                     points: vec![(1.0, 0.1), (2.0, 0.4)],
                 }],
             }],
-            evals: vec![("warmup".into(), 0.25), ("online".into(), 0.5)],
+            evals: vec![
+                ("warmup".into(), 0.25, Vec::new()),
+                ("online".into(), 0.5, vec!["paper: 74.1% (Table 2)".into()]),
+            ],
             failures: BTreeMap::from([("max_steps".to_string(), 3)]),
             samples: vec![TrajectoryView { goal: "find <b>".into(), ..Default::default() }],
             ..Default::default()

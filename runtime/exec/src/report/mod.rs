@@ -63,7 +63,18 @@ pub fn build(
             chart("mean reward per iteration", "iteration", "reward", reward),
             chart("training success per iteration", "iteration", "success rate", success),
         ],
-        evals: summary.evals.iter().map(|e| (e.after.clone(), e.success)).collect(),
+        evals: summary
+            .evals
+            .iter()
+            .map(|e| {
+                let paper = e
+                    .published
+                    .iter()
+                    .map(|p| format!("{}: {:.1}% ({})", p.model, p.value * 100.0, p.source))
+                    .collect();
+                (e.after.clone(), e.success, paper)
+            })
+            .collect(),
         failures: summary.failures.clone(),
         judge_agreement: None,
         samples,

@@ -1,6 +1,7 @@
 //! LLM/VLM judges over any OpenAI-compatible `/v1/chat/completions` endpoint: the binary
-//! SUCCESS / NOT SUCCESS judge (OpenWebRL) and WebJudge's three axes (OpAgent). Timeouts,
-//! retries with 3^k backoff, a concurrency limit; failures are typed so the executor can
+//! SUCCESS / NOT SUCCESS judge (OpenWebRL), the `Status: success / failure` judge of
+//! Online-Mind2Web (AgentTrek's protocol) and WebJudge's three axes (OpAgent). Timeouts,
+//! retries with a growing backoff, a concurrency limit; failures are typed so the executor can
 //! exclude and count them. The API key is read from an environment variable and never written.
 
 use std::sync::Arc;
@@ -21,8 +22,9 @@ pub struct JudgeConfig {
     pub retries: u32,
     pub concurrency: usize,
     pub seed: u64,
-    /// The first retry waits this long, the next three times as long, and so on.
+    /// The first retry waits this long, the next `backoff_factor` times as long, and so on.
     pub backoff: Duration,
+    pub backoff_factor: f64,
     /// How many of the most recent screenshots to attach.
     pub screenshots: usize,
     /// Sampling temperature of every call (judges are asked at 0).
@@ -40,6 +42,7 @@ impl Default for JudgeConfig {
             concurrency: 8,
             seed: 42,
             backoff: Duration::from_secs(3),
+            backoff_factor: 3.0,
             screenshots: 3,
             temperature: 0.0,
         }
@@ -111,6 +114,11 @@ const BINARY_SYSTEM: &str = "You judge whether a web agent completed a task. Scr
 when they conflict with the action history or the response, trust the screenshots. A task with several parts \
 fails if any part fails. Explain briefly, then end with exactly one verdict: SUCCESS or NOT SUCCESS.";
 
+const STATUS_SYSTEM: &str = "You are an expert in evaluating the performance of a web navigation agent. \
+The agent is designed to help a human user navigate a website to complete a task. Given the user's task, \
+the agent's action history and the final state of the webpage (a screenshot), decide whether the agent \
+completed the task. Explain briefly, then end with a line `Status: \"success\"` or `Status: \"failure\"`.";
+
 const WEBJUDGE_SYSTEM: &str = "You judge a web agent's episode from its screenshots (the only ground truth), its \
 action history and the task's key points. Score three axes and answer with JSON only: \
 {\"completion\": C, \"action\": A, \"efficiency\": T} where C is -1 (blocked by login, captcha, security or \
@@ -134,6 +142,12 @@ impl JudgeClient {
         parse_binary(&text)
     }
 
+    /// AgentTrek's judge (Online-Mind2Web): 1 when the text after "Status:" says success.
+    pub async fn status(&self, input: &JudgeInput) -> Result<f64, JudgeError> {
+        let text = self.ask(STATUS_SYSTEM, input).await?;
+        parse_status(&text)
+    }
+
     /// WebJudge: three axes aggregated to a reward in [−1, 1] (see `webjudge_reward`).
     pub async fn webjudge(
         &self,
@@ -150,7 +164,7 @@ impl JudgeClient {
     }
 
     /// POSTs `body` under the concurrency limit, retrying timeouts, transport errors, 429 and
-    /// 5xx with a backoff that triples.
+    /// 5xx with a backoff that grows by `backoff_factor`.
     async fn send(&self, body: &Json) -> Result<String, JudgeError> {
         let _permit =
             self.limit.acquire().await.map_err(|e| JudgeError::Transport(e.to_string()))?;
@@ -159,7 +173,8 @@ impl JudgeClient {
             match self.post(body).await {
                 Ok(text) => return Ok(text),
                 Err(e) if e.retryable() && attempt < self.cfg.retries => {
-                    let wait = self.cfg.backoff.saturating_mul(3u32.saturating_pow(attempt));
+                    let factor = self.cfg.backoff_factor.max(1.0).powi(attempt.min(30) as i32);
+                    let wait = self.cfg.backoff.mul_f64(factor.min(1e6));
                     tokio::time::sleep(wait).await;
                     attempt += 1;
                 }
@@ -269,6 +284,16 @@ pub fn parse_binary(text: &str) -> Result<f64, JudgeError> {
         Ok(1.0)
     } else {
         Err(JudgeError::Malformed(format!("no SUCCESS or NOT SUCCESS in {:?}", truncate(text, 80))))
+    }
+}
+
+/// Reads AgentTrek's verdict: the text after the first "Status:" (any case) says "success"
+/// (1) or not (0); text without "Status:" is malformed.
+pub fn parse_status(text: &str) -> Result<f64, JudgeError> {
+    let lower = text.to_lowercase();
+    match lower.split_once("status:") {
+        Some((_, rest)) => Ok(if rest.contains("success") { 1.0 } else { 0.0 }),
+        None => Err(JudgeError::Malformed(format!("no `Status:` in {:?}", truncate(text, 80)))),
     }
 }
 
@@ -399,6 +424,10 @@ mod tests {
     #[test]
     fn parsing_rules() {
         assert_eq!(parse_binary("SUCCESS... actually NOT SUCCESS"), Ok(0.0));
+        assert_eq!(parse_status("Thoughts: done.\nStatus: \"success\""), Ok(1.0));
+        assert_eq!(parse_status("Status: failure (not success)"), Ok(1.0), "AgentTrek's rule");
+        assert_eq!(parse_status("STATUS: \"failure\""), Ok(0.0));
+        assert!(parse_status("success").is_err());
         assert_eq!(webjudge_reward(5.0, 1.0, 1.0, (0.8, 0.1, 0.1)), 1.0);
         assert_eq!(webjudge_reward(-1.0, 5.0, 5.0, (0.8, 0.1, 0.1)), -1.0);
         assert_eq!(webjudge_reward(1.0, 1.0, 1.0, (0.8, 0.1, 0.1)), 0.0);

@@ -16,6 +16,8 @@ use super::{RewardExpr, Rewards, judge_signals};
 enum Verdict {
     /// SUCCESS / NOT SUCCESS → 1 / 0.
     Binary,
+    /// `Status: success` / anything else → 1 / 0 (AgentTrek's Online-Mind2Web judge).
+    Status,
     /// WebJudge's three axes, aggregated with these weights.
     Axes((f64, f64, f64)),
 }
@@ -85,13 +87,18 @@ impl Judges {
                         api_key_env,
                         timeout,
                         retries,
+                        backoff,
                         concurrency,
                         seed,
                         on_timeout,
+                        // Read only by `wrlc estimate`.
+                        tokens_per_call: _,
                     } = j;
                     let cfg = JudgeConfig {
                         timeout: timeout.duration(),
                         retries: *retries,
+                        backoff: backoff.first.duration(),
+                        backoff_factor: backoff.factor,
                         concurrency: (*concurrency).max(1) as usize,
                         seed: *seed,
                         screenshots: *screenshots as usize,
@@ -99,7 +106,11 @@ impl Judges {
                     };
                     let verdict = match prompt {
                         JudgePrompt::Webjudge => Verdict::Axes((0.8, 0.1, 0.1)),
-                        JudgePrompt::Webvoyager | JudgePrompt::ActionHistory => Verdict::Binary,
+                        JudgePrompt::Agenttrek => Verdict::Status,
+                        // The preflight refuses `deepshop`.
+                        JudgePrompt::Webvoyager
+                        | JudgePrompt::ActionHistory
+                        | JudgePrompt::Deepshop => Verdict::Binary,
                     };
                     (cfg, verdict, *on_timeout == OnTimeout::Zero)
                 }
@@ -116,11 +127,18 @@ impl Judges {
                         api_key_env,
                         timeout,
                         retries,
+                        backoff,
                         concurrency,
+                        seed,
+                        // Read only by `wrlc estimate`.
+                        tokens_per_call: _,
                     } = w;
                     let cfg = JudgeConfig {
                         timeout: timeout.duration(),
                         retries: *retries,
+                        backoff: backoff.first.duration(),
+                        backoff_factor: backoff.factor,
+                        seed: *seed,
                         concurrency: (*concurrency).max(1) as usize,
                         screenshots: *screenshots as usize,
                         ..endpoint(model, base_url, api_key_env, apis)?
@@ -174,6 +192,7 @@ impl Judges {
         for j in &self.judges {
             let r = match j.verdict {
                 Verdict::Binary => j.client.binary(&input).await,
+                Verdict::Status => j.client.status(&input).await,
                 Verdict::Axes(w) => j.client.webjudge(&input, w).await,
             };
             let r = match r {

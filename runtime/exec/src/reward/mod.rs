@@ -51,6 +51,9 @@ pub struct StepFacts {
     pub dom_hit: bool,
     /// 1 − similarity of the screenshots before and after; `None` without screenshots.
     pub screen_change: Option<f64>,
+    /// The screenshot after is pixel for pixel the one before (SSIM = 1); `None` without
+    /// screenshots.
+    pub screen_same: Option<bool>,
 }
 
 /// A reward value, or why the sample leaves the loss.
@@ -150,13 +153,19 @@ fn signal(s: &Signal, f: &EpisodeFacts) -> Result<X, String> {
             X::Num(answer_score(*mode, f.answer.as_deref(), f.reference.as_deref()))
         }
         Signal::UrlMatch { pattern } => X::Bool(glob(pattern, &f.url)),
-        Signal::Judge(_) | Signal::Webjudge(_) | Signal::BboxHit | Signal::ActionMatch { .. } => {
+        Signal::Judge(_)
+        | Signal::Webjudge(_)
+        | Signal::BboxHit
+        | Signal::ActionMatch { .. }
+        | Signal::EvalTypes(_) => {
             return judged(s, f);
         }
         Signal::UrlChanged
         | Signal::ActionFailed
         | Signal::DomHit
-        | Signal::ScreenChanged { .. } => return step(s, f),
+        | Signal::ScreenChanged { .. }
+        | Signal::ScreenUnchanged
+        | Signal::VlmProgress(_) => return step(s, f),
     })
 }
 
@@ -172,6 +181,10 @@ fn step(s: &Signal, f: &EpisodeFacts) -> Result<X, String> {
         Signal::ScreenChanged { threshold } => match st.screen_change {
             Some(c) => c > *threshold,
             None => return Err("no screenshots to compare for `screen_changed`".into()),
+        },
+        Signal::ScreenUnchanged => match st.screen_same {
+            Some(same) => same,
+            None => return Err("no screenshots to compare for `screen_unchanged`".into()),
         },
         other => return Err(format!("the signal `{}` is not per step", other.name())),
     }))
@@ -243,9 +256,11 @@ pub(crate) mod tests {
             api_key_env: "WRL_TEST_NO_SUCH_KEY".into(),
             timeout: Seconds(30.0),
             retries: 0,
+            backoff: wrl_plan::params::Backoff { first: Seconds(0.01), factor: 3.0 },
             concurrency: 8,
             seed: 42,
             on_timeout: OnTimeout::Exclude,
+            tokens_per_call: None,
         }
     }
 

@@ -1,6 +1,6 @@
 //! Process rewards (OpAgent's RDT): per-step facts read from a finished episode — did the URL
 //! change, did the action fail, did a click land on an interactive element, how much did the
-//! screen change — and the recipe's `process_reward` expression evaluated on each step.
+//! screen change, is it the same image — and the recipe's `process_reward` expression evaluated on each step.
 
 use wrl_sandbox::Trajectory;
 
@@ -56,6 +56,14 @@ pub fn screen_change(a: &[u8], b: &[u8]) -> Option<f64> {
     Some(if seen == 0 { 0.0 } else { diff as f64 / seen as f64 })
 }
 
+/// Whether two PNGs decode to the same pixels (OpAgent's `ssim == 1.0`); `None` when either
+/// cannot be decoded.
+pub fn screen_same(a: &[u8], b: &[u8]) -> Option<bool> {
+    let a = image::load_from_memory(a).ok()?.to_rgb8();
+    let b = image::load_from_memory(b).ok()?.to_rgb8();
+    Some(a.dimensions() == b.dimensions() && a.as_raw() == b.as_raw())
+}
+
 /// The facts of each step of `traj`; `shots` are the screenshots before each step and after the
 /// last (as the runner keeps them), used for `screen_changed` when there is one per step.
 pub fn step_facts(traj: &Trajectory, start_url: &str, shots: &[Vec<u8>]) -> Vec<StepFacts> {
@@ -70,6 +78,7 @@ pub fn step_facts(traj: &Trajectory, start_url: &str, shots: &[Vec<u8>]) -> Vec<
                 action_failed: failed(&s.feedback),
                 dom_hit: hit(&s.feedback),
                 screen_change: if aligned { screen_change(&shots[i], &shots[i + 1]) } else { None },
+                screen_same: if aligned { screen_same(&shots[i], &shots[i + 1]) } else { None },
             };
             prev_url = s.url.clone();
             facts
@@ -101,7 +110,10 @@ pub fn reads_screens(expr: &RewardExpr, rewards: &Rewards) -> bool {
             return false;
         }
         match e {
-            Expr::Signal { obj } => matches!(obj, Signal::ScreenChanged { .. }),
+            Expr::Signal { obj } => matches!(
+                obj,
+                Signal::ScreenChanged { .. } | Signal::ScreenUnchanged | Signal::VlmProgress(_)
+            ),
             Expr::Reward { node } => rewards.get(node).is_some_and(|r| walk(r, rewards, depth + 1)),
             Expr::Unary { arg, .. } => walk(arg, rewards, depth + 1),
             Expr::Binary { lhs, rhs, .. } => {
@@ -167,6 +179,10 @@ mod tests {
             f.iter().map(|s| s.screen_change).collect::<Vec<_>>(),
             [Some(0.0), Some(1.0), Some(0.0)]
         );
+        assert_eq!(
+            f.iter().map(|s| s.screen_same).collect::<Vec<_>>(),
+            [Some(true), Some(false), Some(true)]
+        );
         // Without one screenshot per step there is no screen fact.
         assert!(step_facts(&traj, "/shop/", &shots[..2]).iter().all(|s| s.screen_change.is_none()));
     }
@@ -195,6 +211,7 @@ mod tests {
             action_failed,
             dom_hit,
             screen_change: Some(change),
+            screen_same: Some(change == 0.0),
         };
         let steps = [
             s(true, true, true, 1.0),
@@ -206,5 +223,47 @@ mod tests {
         assert!(reads_screens(&expr, &Rewards::new()));
         let want = [0.0, 1.0, 0.5, 0.0].map(RewardValue::Value);
         assert_eq!(got, want);
+    }
+
+    /// OpAgent's released RDT (`WebBrowserTool.calculate_reward`, without its VLM branch):
+    /// penalty leaves only, so the outcome reward is never swamped.
+    #[test]
+    fn opagents_penalty_tree_scores_each_step() {
+        use crate::reward::tests::sig;
+        let c = |value| Box::new(Expr::Const { value });
+        let iff = |cond, then, otherwise| Expr::If { cond: Box::new(cond), then, otherwise };
+        let expr = iff(
+            sig(Signal::ActionFailed),
+            c(-0.001),
+            Box::new(iff(
+                sig(Signal::UrlChanged),
+                c(0.0),
+                Box::new(iff(
+                    sig(Signal::DomHit),
+                    c(0.0),
+                    Box::new(iff(sig(Signal::ScreenUnchanged), c(-0.001), c(0.0))),
+                )),
+            )),
+        );
+        let s = |action_failed, url_changed, dom_hit, same| StepFacts {
+            url_changed,
+            action_failed,
+            dom_hit,
+            screen_change: Some(if same { 0.0 } else { 0.5 }),
+            screen_same: Some(same),
+        };
+        let steps = [
+            s(true, true, true, false),
+            s(false, true, false, true),
+            s(false, false, true, true),
+            s(false, false, false, true),
+            s(false, false, false, false),
+        ];
+        let got = process_rewards(&expr, &Rewards::new(), &EpisodeFacts::default(), &steps);
+        assert_eq!(got, [-0.001, 0.0, 0.0, -0.001, 0.0].map(RewardValue::Value));
+        // A step without screenshots cannot say whether the screen stayed the same.
+        let blind = [StepFacts { screen_same: None, ..steps[3].clone() }];
+        let got = process_rewards(&expr, &Rewards::new(), &EpisodeFacts::default(), &blind);
+        assert!(matches!(got[..], [RewardValue::Excluded(_)]), "{got:?}");
     }
 }

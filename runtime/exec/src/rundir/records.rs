@@ -95,6 +95,19 @@ pub struct EvalResult {
     pub after: String,
     pub success: f64,
     pub episodes: usize,
+    /// The figures the paper reports for this evaluation (the recipe's `published`), printed
+    /// beside `success`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub published: Vec<PublishedFigure>,
+}
+
+/// A paper's figure for one evaluation: its model, its value (a fraction) and its source.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublishedFigure {
+    pub model: String,
+    pub value: f64,
+    pub source: String,
 }
 
 /// How an episode was scored: a reward, or why it left the loss.

@@ -1,0 +1,137 @@
+//! In-training validation (`validate = validation(tasks) { every = N iters, … }`): after every
+//! N-th iteration of a stage (counted across its phases), and once before its first with
+//! `before_training`, the policy being trained runs the validation tasks with the validation's
+//! own decoding and step budget; its judge (`training`: the stage's reward) scores them, and
+//! the success rate is logged as an eval line named `validation:PHASE` (`after` = the stage's
+//! iteration). Validation episodes train nothing and are not logged as trajectories.
+
+use std::sync::{Arc, Mutex};
+
+use wrl_plan::Node;
+use wrl_plan::params::{self, OrHorizon, OrTraining, ValidationMetric};
+use wrl_sandbox::Task;
+use wrl_trainer::Trainer;
+
+use super::{Data, Executor, stream_of};
+use crate::env::Env;
+use crate::error::{Fault, RunError};
+use crate::reward::judges::Judges;
+use crate::reward::{RewardExpr, RewardValue};
+use crate::rollout::{RolloutCfg, Scoring, rollout};
+use crate::rundir::records::{EvalLine, MetricLine};
+
+/// What one validation pass runs with, besides the validation's own fields.
+pub(super) struct Pass<'x> {
+    pub env: &'x Arc<dyn Env>,
+    pub trainer: &'x Arc<Mutex<Trainer>>,
+    /// The training rollouts' configuration (graph, env settings), re-decoded here.
+    pub cfg: &'x RolloutCfg,
+    pub reward: &'x RewardExpr,
+    pub horizon: u32,
+    pub max_turns: u32,
+    /// The stage's iteration the pass follows (0: before training).
+    pub iter: u64,
+}
+
+/// Whether a pass follows the stage's iteration `global` (1-based, across phases).
+pub(super) fn due(v: &params::Validation, global: u64) -> bool {
+    v.every.0 > 0 && global.is_multiple_of(v.every.0)
+}
+
+impl<'a> Executor<'a> {
+    /// The iterations of the stage before this phase: its earlier phases'.
+    pub(super) fn iters_before(&self, node: &Node, phase_of: &params::PhaseOf) -> u64 {
+        self.plan
+            .nodes
+            .iter()
+            .filter_map(|(n, p)| match p {
+                params::Params::RlPhase(r) if n.id != node.id => {
+                    let s = super::settings::phase_settings(r, 0);
+                    (s.phase_of.stage == phase_of.stage && s.phase_of.phase < phase_of.phase)
+                        .then_some(s.iters)
+                }
+                _ => None,
+            })
+            .sum()
+    }
+
+    pub(super) async fn validate(
+        &mut self,
+        node: &Node,
+        v: &params::Validation,
+        pass: Pass<'_>,
+    ) -> Result<(), RunError> {
+        let Some(Data::Tasks(tasks)) = self.built.data.get(v.tasks.id()).cloned() else {
+            return Err(super::needs(node, "validate.tasks"));
+        };
+        let steps = match v.max_steps {
+            OrHorizon::Horizon => pass.horizon,
+            OrHorizon::Value(s) => s.0,
+        };
+        let tasks: Vec<Task> = tasks
+            .iter()
+            .map(|t| {
+                let mut t = t.clone();
+                t.max_steps = t.max_steps.min(steps).min(pass.max_turns);
+                t
+            })
+            .collect();
+        let k = match v.metric {
+            ValidationMetric::PassAtK => v.k.max(1) as usize,
+            ValidationMetric::Success => 1,
+        };
+        let mut cfg = pass.cfg.clone();
+        cfg.group = k;
+        cfg.process = None;
+        cfg.exclude = Vec::new();
+        cfg.screens_for = 0;
+        cfg.sample.temperature = v.temperature as f32;
+        cfg.sample.top_p = v.top_p as f32;
+        cfg.sample.top_k = v.top_k as usize;
+        cfg.sample.repetition_penalty = v.repetition_penalty as f32;
+        if let Some(t) = v.max_response.value() {
+            cfg.sample.max_tokens = t.0 as usize;
+        }
+        let id = format!("validation:{}", node.id);
+        cfg.seed = Some(stream_of(&id, pass.iter));
+        let reward = match &v.judge {
+            OrTraining::Training => pass.reward.clone(),
+            OrTraining::Value(r) => self.reward_of(r)?,
+        };
+        let rewards = self.built.rewards.clone();
+        let judges = Judges::for_reward(&reward, &rewards, &self.built.apis).map_err(|e| {
+            RunError::new(Fault::Service, format!("cannot set up the judges: {e}")).at(
+                node,
+                Some("validate"),
+                "this validation's judge",
+            )
+        })?;
+        let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
+        let episodes = rollout(pass.env, &tasks, Some(pass.trainer), &cfg, scoring).await;
+        let solved = (0..tasks.len())
+            .filter(|&g| {
+                episodes
+                    .iter()
+                    .any(|e| e.group == g && matches!(e.reward, RewardValue::Value(r) if r > 0.0))
+            })
+            .count();
+        let rate = if tasks.is_empty() { 0.0 } else { solved as f64 / tasks.len() as f64 };
+        let after = format!("{} iter {}", node.decl, pass.iter);
+        self.say(&format!(
+            "validation of {} after iter {}: {solved}/{} solved ({:.1}%)",
+            node.decl,
+            pass.iter,
+            tasks.len(),
+            rate * 100.0
+        ));
+        let line = EvalLine {
+            stage: node.decl.clone(),
+            node: id,
+            after,
+            success: rate,
+            episodes: episodes.len(),
+        };
+        self.run.append_metrics(&[MetricLine::Eval(line)])?;
+        Ok(())
+    }
+}
