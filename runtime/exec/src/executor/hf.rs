@@ -5,9 +5,8 @@
 //! what a run would.
 
 use wrl_plan::Node;
-use wrl_plan::params::{self, ChatTemplate, DType, Family, FrozenPart};
+use wrl_plan::params::{self, ChatTemplate, DType, Family};
 use wrl_trainer::hf::{self, Arch, HfError, RepoKind};
-use wrl_trainer::models::Frozen;
 use wrl_trainer::{OpsMode, PolicyConfig, PretrainedSource};
 
 use crate::error::{Fault, RunError};
@@ -70,8 +69,7 @@ fn setting(n: &Node, field: &str, what: String, help: String, label: &str) -> Ru
 
 /// The trainer policy of `hf(…)` node `n`, or every reason it cannot be one.
 pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<RunError>> {
-    let params::Hf { id, context, frozen, family, dtype, image_tokens: _, chat_template, thinking } =
-        h;
+    let params::Hf { id, context, family, dtype, image_tokens: _, chat_template, thinking } = h;
     // `image_tokens` sizes images in prompts; a text model's prompts hold none.
     let mut errs = Vec::new();
     let want = match family {
@@ -98,23 +96,6 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
             None
         }
     };
-    let mut parts = Vec::new();
-    for p in frozen {
-        match p {
-            FrozenPart::Embeddings => parts.push(Frozen::Embeddings),
-            FrozenPart::LmHead => parts.push(Frozen::LmHead),
-            FrozenPart::VisionTower | FrozenPart::Projector => errs.push(setting(
-                n,
-                "frozen",
-                format!(
-                    "`frozen` names `{}`, which a text model does not have",
-                    if *p == FrozenPart::VisionTower { "vision_tower" } else { "projector" }
-                ),
-                "freeze `embeddings` and/or `lm_head`, or nothing".into(),
-                "a text model has only `embeddings` and `lm_head` to freeze",
-            )),
-        }
-    }
     match dtype {
         DType::F32 => {}
         DType::Bf16 | DType::F16 => errs.push(
@@ -223,7 +204,9 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
     let src = PretrainedSource {
         path: files.dir.clone(),
         ops: OpsMode::Auto,
-        frozen: parts,
+        // A stage's `frozen` is checked by the preflight (refusals.rs): this runtime trains
+        // every parameter of a text model.
+        frozen: Vec::new(),
         thinking: *thinking,
         context: Some(context.0 as usize),
     };

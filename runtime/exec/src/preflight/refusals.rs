@@ -392,9 +392,9 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
     errs
 }
 
-/// Parts of the model a stage freezes: this runtime's models (`tiny_transformer`, text only)
-/// have no vision tower or projector, so there is nothing to freeze there; the trainer cannot
-/// freeze the embeddings or the LM head.
+/// Parts of the model a stage freezes: this runtime's models (`tiny_transformer` and Hugging
+/// Face Qwen text models) have no vision tower or projector, so there is nothing to freeze
+/// there; freezing the embeddings or the LM head per stage is not wired to the trainer yet.
 fn frozen_parts(n: &Node, frozen: &[params::FrozenPart]) -> Vec<RunError> {
     frozen
         .iter()
@@ -404,7 +404,7 @@ fn frozen_parts(n: &Node, frozen: &[params::FrozenPart]) -> Vec<RunError> {
                 n,
                 format!(
                     "stage `{}`: freezing part of the model (`frozen = [{}]`) is not implemented \
-                     by this trainer: every parameter of a `tiny_transformer` is trained",
+                     by this runtime: every parameter of its text models is trained",
                     n.decl,
                     f.word()
                 ),
