@@ -19,11 +19,14 @@ pub fn ui_dir() -> PathBuf {
 
 /// The directories under `tests/ui` that hold failing cases, one per compiler phase, and the
 /// code phases each may hold. `run/` holds the runtime's codes (E05xx), reported by
-/// `wrlc run --dry-run`. `ok/` holds valid inputs and is handled separately.
-pub const PHASE_DIRS: &[&str] = &["syntax", "check", "plan", "run"];
+/// `wrlc run --dry-run`; `lower/` `wrlc lower`'s (E060x), `serve/` `wrlc env serve`'s (E061x,
+/// through `--script`). `ok/` holds valid inputs and is handled separately.
+pub const PHASE_DIRS: &[&str] = &["syntax", "check", "plan", "run", "lower", "serve"];
 
 /// The `wrlc` arguments of a case: `check [ARGS] <rel>`, or `run [ARGS] <rel>` when the case's
-/// first line is `// wrlc: run --dry-run [ARGS]` (a UI case never runs a recipe for real), with
+/// first line is `// wrlc: run --dry-run [ARGS]` (a UI case never runs a recipe for real),
+/// `lower [ARGS] <rel>` for `// wrlc: lower ARGS`, `env serve [ARGS] <rel>` for `// wrlc: env
+/// serve --script FILE [ARGS]`, with
 /// `--error-format json` when `json`. The first line `// wrlc: ARGS` otherwise passes ARGS to
 /// `wrlc check`.
 pub fn case_args(rel: &str, source: &str, json: bool) -> Vec<String> {
@@ -31,17 +34,32 @@ pub fn case_args(rel: &str, source: &str, json: bool) -> Vec<String> {
     let extra = first.trim().strip_prefix("//").and_then(|c| c.trim().strip_prefix("wrlc:"));
     let mut extra: Vec<String> =
         extra.into_iter().flat_map(str::split_whitespace).map(String::from).collect();
-    let command = if extra.first().is_some_and(|a| a == "run") {
-        extra.remove(0);
-        assert!(
-            extra.iter().any(|a| a == "--dry-run"),
-            "{rel}: a UI case runs `wrlc run --dry-run`, never a real run"
-        );
-        "run"
-    } else {
-        "check"
+    let command: Vec<String> = match extra.first().map(String::as_str) {
+        Some("run") => {
+            extra.remove(0);
+            assert!(
+                extra.iter().any(|a| a == "--dry-run"),
+                "{rel}: a UI case runs `wrlc run --dry-run`, never a real run"
+            );
+            vec!["run".into()]
+        }
+        // `wrlc lower` refuses before it writes (or writes nowhere with --dry-run).
+        Some("lower") => {
+            extra.remove(0);
+            vec!["lower".into()]
+        }
+        // `wrlc env serve --script FILE`: the service answers a script's requests, then stops.
+        Some("env") => {
+            extra.drain(..2.min(extra.len()));
+            assert!(
+                extra.iter().any(|a| a == "--script"),
+                "{rel}: a UI case runs `wrlc env serve --script FILE`, never a service that stays up"
+            );
+            vec!["env".into(), "serve".into()]
+        }
+        _ => vec!["check".into()],
     };
-    let mut args = vec![command.to_string()];
+    let mut args = command;
     if json {
         args.extend(["--error-format".to_string(), "json".to_string()]);
     }

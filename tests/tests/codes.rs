@@ -77,13 +77,19 @@ fn every_page_and_case_names_a_registered_code() {
 }
 
 /// Syntax codes live in `tests/ui/syntax/`, and only there; runtime codes (reported by
-/// `wrlc run --dry-run`) live in `tests/ui/run/`, and only there.
+/// `wrlc run --dry-run`) live in `tests/ui/run/`, `wrlc lower`'s in `tests/ui/lower/` and `wrlc
+/// env serve`'s in `tests/ui/serve/`, and only there.
 #[test]
 fn cases_sit_in_the_directory_of_their_phase() {
     for rel in wrl_files(&ui_dir()) {
         let name = rel.rsplit('/').next().unwrap_or(&rel);
         let Some(info) = code_of_file_name(name).and_then(lookup) else { continue };
-        for (dir, phase) in [("syntax", Phase::Syntax), ("run", Phase::Runtime)] {
+        for (dir, phase) in [
+            ("syntax", Phase::Syntax),
+            ("run", Phase::Runtime),
+            ("lower", Phase::Lower),
+            ("serve", Phase::Service),
+        ] {
             let in_dir = rel.starts_with(&format!("tests/ui/{dir}/"));
             let of_phase = info.phase == phase;
             assert_eq!(in_dir, of_phase, "{rel}: {} belongs to {:?}", info.code, info.phase);

@@ -129,6 +129,16 @@ pub enum Command {
                       runtime error."
     )]
     Serve(crate::commands::serve::ServeCmd),
+    /// Lower a recipe to another engine's job: verl 0.9.1 configs, data, launch scripts and a
+    /// portability report of every plan field
+    #[command(
+        after_help = "Examples:\n  wrlc lower recipes/openwebrl.wrl --to verl --out jobs/openwebrl\n  wrlc lower recipes/openwebrl.wrl --to verl --profile smoke --out jobs/smoke --allow-unmapped\n  wrlc lower recipes/webdancer.wrl --to verl --dry-run --allow-unmapped\n\nEach RL phase becomes one verl run, later phases resumed from the previous one's last checkpoint; episodes run through `wrlc env serve` and the wrl agent loop (integrations/verl). A field verl cannot run as the recipe asks is refused at its place in the recipe (E0601-E0602, E0503) unless --allow-unmapped. See docs/scale.md.\n\nExit status: 0 written (or, with --dry-run, the table printed), 1 errors in the recipe or refused, 2 usage error."
+    )]
+    Lower(crate::commands::lower::LowerCmd),
+    /// Serve a recipe's environment over HTTP: episodes in its browsers or search API, scored by
+    /// its reward
+    #[command(subcommand)]
+    Env(crate::commands::env::EnvCommand),
     /// Run the language server over stdio: diagnostics, hover, navigation, completion, hints
     #[command(after_help = "Editors start it themselves (see editors/README.md); it speaks LSP \
                       on stdin/stdout and logs to stderr.\n\nExamples:\n  wrlc lsp\n  wrlc lsp \

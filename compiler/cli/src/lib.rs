@@ -87,6 +87,8 @@ pub fn run(cli: Cli, io: &mut Io) -> u8 {
         Command::Plan(cmd) => commands::plan::run(cmd, &global, io),
         Command::Estimate(cmd) => commands::estimate::run(cmd, &global, io),
         Command::Serve(cmd) => commands::serve::run(cmd, io),
+        Command::Lower(cmd) => commands::lower::run(cmd, &global, io),
+        Command::Env(cmd) => commands::env::run(cmd, &global, io),
         Command::Lsp(cmd) => {
             let _ = io.out.flush();
             commands::lsp::run(cmd)

@@ -10,6 +10,10 @@ pub enum Phase {
     Types,
     Rules,
     Runtime,
+    /// `wrlc lower`: jobs for other engines (E060x).
+    Lower,
+    /// `wrlc env serve`: the environment as an HTTP service (E061x).
+    Service,
     Warning,
 }
 
@@ -92,6 +96,25 @@ pub const CODES: &[CodeInfo] = &[
     live("E0506", Phase::Runtime, "plan does not follow this runtime's format"),
     live("E0507", Phase::Runtime, "a service the run needs is not available"),
     live("E0508", Phase::Runtime, "a file the run committed is damaged"),
+    live("E0510", Phase::Runtime, "Hugging Face model not found on this machine"),
+    live("E0511", Phase::Runtime, "model architecture or family this runtime does not run"),
+    live("E0512", Phase::Runtime, "model `config.json` field this runtime does not implement"),
+    live("E0513", Phase::Runtime, "model files do not match its `config.json`"),
+    live("E0514", Phase::Runtime, "model chat template missing or cannot render"),
+    live("E0515", Phase::Runtime, "`hf` setting does not fit the model"),
+    // E060x — `wrlc lower` (a plan as another engine's job)
+    live("E0600", Phase::Lower, "unknown lowering backend"),
+    live("E0601", Phase::Lower, "field the backend cannot express"),
+    live("E0602", Phase::Lower, "value the backend needs is `unknown`"),
+    live("E0603", Phase::Lower, "job directory cannot be used"),
+    // E061x — `wrlc env serve` (a recipe's environment over HTTP)
+    live("E0610", Phase::Service, "no environment to serve"),
+    live("E0611", Phase::Service, "request without the service's token"),
+    live("E0612", Phase::Service, "unknown episode"),
+    live("E0613", Phase::Service, "malformed tool call"),
+    live("E0614", Phase::Service, "too many episodes at once"),
+    live("E0615", Phase::Service, "malformed or unexpected request"),
+    live("E0616", Phase::Service, "env service cannot start"),
     // W02xx — warnings
     live("W0201", Phase::Warning, "unused declaration"),
     live("W0202", Phase::Warning, "unused import"),

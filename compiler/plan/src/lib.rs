@@ -4,6 +4,7 @@
 
 mod checks;
 mod convert;
+mod digest;
 mod dot;
 mod errors;
 pub mod estimate;
@@ -18,6 +19,7 @@ use wrl_check::Recipe;
 use wrl_diagnostics::Diagnostic;
 
 pub use convert::unit_word;
+pub use digest::digest;
 pub use dot::render_dot;
 pub use estimate::{Estimate, Prices, StageEstimate, estimate};
 pub use model::{DataKind, Edge, Node, NodeKind, PLAN_VERSION, Plan};

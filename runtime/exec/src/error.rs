@@ -28,6 +28,18 @@ pub enum Fault {
     Service,
     /// A file the run committed (its state, a cached input) is damaged.
     Damaged,
+    /// An `hf(…)` model is not a directory and not in the offline Hugging Face cache.
+    HfNotFound,
+    /// An `hf(…)` model of an architecture or family this runtime does not run.
+    HfArchitecture,
+    /// An `hf(…)` model's `config.json` sets a field this runtime does not implement.
+    HfConfig,
+    /// An `hf(…)` model's files do not match its `config.json`.
+    HfFiles,
+    /// An `hf(…)` model's chat template is missing or cannot render.
+    HfTemplate,
+    /// A setting of `hf(…)` that does not fit the model (`frozen`, `context`).
+    HfSetting,
 }
 
 impl Fault {
@@ -43,6 +55,12 @@ impl Fault {
             Fault::PlanFormat => "E0506",
             Fault::Service => "E0507",
             Fault::Damaged => "E0508",
+            Fault::HfNotFound => "E0510",
+            Fault::HfArchitecture => "E0511",
+            Fault::HfConfig => "E0512",
+            Fault::HfFiles => "E0513",
+            Fault::HfTemplate => "E0514",
+            Fault::HfSetting => "E0515",
         }
     }
 }

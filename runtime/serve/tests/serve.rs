@@ -299,3 +299,55 @@ fn checkpoints_and_run_directories_resolve() {
     std::fs::write(r.dir.join("model.safetensors"), "garbage").unwrap();
     assert_eq!(load_policy(&r.dir).unwrap_err().code(), "E0505");
 }
+
+/// A checkpoint of a Hugging Face policy (a tiny random Qwen3 in HF layout, saved by the
+/// trainer as a model directory) is served with its own chat template: the prompt is the
+/// template's rendering with its generation prompt, and greedy decoding is deterministic.
+#[tokio::test]
+async fn a_hugging_face_checkpoint_is_served_with_its_chat_template() {
+    use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("tiny-qwen3");
+    let corpus = vec!["Open the cart. You are a web agent.".to_string()];
+    wrl_trainer::hf::tiny::write(
+        &model,
+        &TinySpec { hidden: 32, intermediate: 64, heads: 2, kv_heads: 1, ..TinySpec::default() },
+        &TokenizerSource::Generated { corpus, merges: 20 },
+    )
+    .unwrap();
+    let config: TrainerConfig = serde_json::from_value(json!({
+        "policy": {"family": "qwen3", "path": model},
+        "seed": 5,
+        "device": "cpu",
+    }))
+    .unwrap();
+    let ckpt = tmp.path().join("sft-1");
+    Trainer::new(config).unwrap().save(&ckpt).unwrap();
+    std::fs::remove_dir_all(&model).unwrap();
+    let server = serve(&ckpt, "sft-1").await;
+    let base = server.base_url();
+    let messages = json!([
+        {"role": "system", "content": "You are a web agent."},
+        {"role": "user", "content": "Open the cart."},
+    ]);
+    let body = json!({"model": "sft-1", "messages": messages, "temperature": 0.0, "max_tokens": 8});
+    let (status, v) = chat(&base, body.clone()).await;
+    assert_eq!(status, 200, "{v}");
+    let trainer = load_policy(&ckpt).unwrap();
+    let tok = trainer.tokenizer();
+    let text = "<|im_start|>system\nYou are a web agent.<|im_end|>\n<|im_start|>user\nOpen the \
+                cart.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+    let prompt = render_prompt(
+        tok,
+        &[
+            Segment::new(Role::System, "You are a web agent."),
+            Segment::new(Role::User, "Open the cart."),
+        ],
+    )
+    .unwrap();
+    assert_eq!(prompt, tok.encode(text).unwrap(), "the template's rendering, thinking off");
+    assert_eq!(v["usage"]["prompt_tokens"], prompt.len());
+    let (_, again) = chat(&base, body).await;
+    assert_eq!(content(&v), content(&again), "greedy decoding is deterministic");
+    server.stop().await.unwrap();
+}

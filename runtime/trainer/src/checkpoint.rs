@@ -1,6 +1,7 @@
 //! Checkpoints: `model.safetensors`, `optimizer.safetensors`, optional `reference.safetensors`
-//! and `trainer_state.json` (config, step, optimiser count, RNG state, data cursor). Loading one
-//! continues the run bit-identically on the same device.
+//! and `trainer_state.json` (config, step, optimiser count, RNG state, data cursor); a Hugging
+//! Face policy's is also a model directory (`hf::save`). Loading one continues the run
+//! bit-identically on the same device.
 
 use std::path::Path;
 
@@ -38,7 +39,11 @@ impl Trainer {
     /// so a directory without it is an incomplete checkpoint.
     pub fn save(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir)?;
-        self.model.params().save(&dir.join("model.safetensors"))?;
+        match &self.model {
+            crate::models::Model::Tiny(m) => m.params.save(&dir.join("model.safetensors"))?,
+            // A Hugging Face model directory of its own (`hf::save`).
+            crate::models::Model::Qwen(m) => crate::hf::save::write_model_dir(m, dir)?,
+        }
         self.optimizer.save(&dir.join("optimizer.safetensors"))?;
         if let Some(r) = &self.reference {
             r.params().save(&dir.join("reference.safetensors"))?;
@@ -84,8 +89,13 @@ impl Trainer {
                 state.format
             )));
         }
-        let mut t = Trainer::new(state.config.clone())?;
-        t.model.params().load_into(&dir.join("model.safetensors"))?;
+        // A Hugging Face policy's checkpoint is a model directory: it is built from there.
+        let own = !matches!(state.config.policy, crate::PolicyConfig::Tiny(_))
+            && dir.join("config.json").is_file();
+        let mut t = Trainer::new_at(state.config.clone(), own.then_some(dir))?;
+        if !own {
+            t.model.params().load_into(&dir.join("model.safetensors"))?;
+        }
         let device = t.device();
         t.optimizer = AdamW::load(
             state.config.optim.clone(),

@@ -60,10 +60,24 @@ impl Example {
     }
 }
 
-/// Render a trajectory into one example: headers and trailers are masked, content is trained
+/// Render a trajectory into one example (with a chat template, the spans it renders for the
+/// assistant, see `chat::spans`): headers and trailers are masked, content is trained
 /// when the segment is, and an assistant segment's end-of-turn token is trained with it.
 /// Examples longer than `max_len` are cut at the end (their start is kept).
 pub fn render(tok: &Tokenizer, traj: &Trajectory, max_len: usize) -> Result<Example> {
+    if tok.chat().is_some() {
+        // The model's own template: one sequence when it renders every trained turn as written.
+        let conv = crate::chat::conversation_of(&traj.segments);
+        let mut out = crate::chat::examples(tok, &conv, max_len)?;
+        if out.len() != 1 {
+            return Err(TrainerError::Data(format!(
+                "the chat template renders this trajectory's trained turns in {} sequences; \
+                 train it with `chat::examples`",
+                out.len()
+            )));
+        }
+        return Ok(out.remove(0));
+    }
     let mut tokens = tok.sequence_start();
     let mut weights = vec![0.0; tokens.len()];
     let (end, trailer) = tok.turn_end()?;
@@ -88,8 +102,12 @@ pub fn render(tok: &Tokenizer, traj: &Trajectory, max_len: usize) -> Result<Exam
     Ok(Example { tokens, weights })
 }
 
-/// Render a prompt for generation: the history followed by an assistant header.
+/// Render a prompt for generation: the history followed by an assistant header (with a chat
+/// template, its generation prompt).
 pub fn render_prompt(tok: &Tokenizer, history: &[Segment]) -> Result<Vec<u32>> {
+    if tok.chat().is_some() {
+        return crate::chat::prompt(tok, &crate::chat::conversation_of(history));
+    }
     let mut tokens = render(tok, &Trajectory { segments: history.to_vec() }, usize::MAX)?.tokens;
     tokens.extend(tok.turn_header(Role::Assistant)?);
     Ok(tokens)

@@ -24,6 +24,9 @@ pub enum TrainerError {
     /// A checkpoint is missing a tensor or has inconsistent contents.
     #[error("checkpoint error: {0}")]
     Checkpoint(String),
+    /// A Hugging Face model cannot be found, run or rendered; its kind says why.
+    #[error("{0}")]
+    Hf(#[from] crate::hf::HfError),
 }
 
 /// Result alias used across the crate.

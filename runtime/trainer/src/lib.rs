@@ -22,10 +22,12 @@
 //! ```
 
 pub mod batch;
+pub mod chat;
 pub mod checkpoint;
 pub mod data;
 pub mod device;
 pub mod error;
+pub mod hf;
 pub mod metrics;
 pub mod models;
 pub mod ops;

@@ -1,6 +1,6 @@
 //! Named trainable parameters: deterministic seeded initialisation, safetensors save/load, frozen copies.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use candle_core::{DType, Device, Tensor, Var};
@@ -14,6 +14,9 @@ use crate::error::{Result, TrainerError};
 #[derive(Debug, Clone, Default)]
 pub struct ParamStore {
     vars: BTreeMap<String, Var>,
+    /// Parameters read detached: no gradient reaches them, so the optimiser never moves them
+    /// and keeps no state for them.
+    frozen: BTreeSet<String>,
 }
 
 /// How to initialise a new parameter.
@@ -67,12 +70,32 @@ impl ParamStore {
         Ok(t)
     }
 
-    /// The tensor of a parameter (shares storage with the variable, so updates are visible).
+    /// The tensor of a parameter (shares storage with the variable, so updates are visible);
+    /// a frozen one detached from the graph.
     pub fn get(&self, name: &str) -> Result<Tensor> {
-        self.vars
+        let v = self
+            .vars
             .get(name)
-            .map(|v| v.as_tensor().clone())
-            .ok_or_else(|| TrainerError::Checkpoint(format!("missing parameter `{name}`")))
+            .ok_or_else(|| TrainerError::Checkpoint(format!("missing parameter `{name}`")))?;
+        Ok(if self.frozen.contains(name) { v.as_tensor().detach() } else { v.as_tensor().clone() })
+    }
+
+    /// Freezes the named parameters (each must exist).
+    pub fn freeze(&mut self, names: &[String]) -> Result<()> {
+        for n in names {
+            if !self.vars.contains_key(n) {
+                return Err(TrainerError::Checkpoint(format!(
+                    "cannot freeze `{n}`: no such parameter"
+                )));
+            }
+            self.frozen.insert(n.clone());
+        }
+        Ok(())
+    }
+
+    /// Whether a parameter is frozen.
+    pub fn is_frozen(&self, name: &str) -> bool {
+        self.frozen.contains(name)
     }
 
     /// Whether a parameter exists.
@@ -107,6 +130,7 @@ impl ParamStore {
         for (name, var) in &self.vars {
             out.insert(name, &var.as_tensor().copy()?)?;
         }
+        out.frozen = self.frozen.clone();
         Ok(out)
     }
 
@@ -116,6 +140,18 @@ impl ParamStore {
             self.vars.iter().map(|(k, v)| (k.clone(), v.as_tensor().clone())).collect();
         candle_core::safetensors::save(&map, path)?;
         Ok(())
+    }
+
+    /// Save all parameters to one safetensors file with `metadata` in its header (transformers
+    /// reads a file whose `format` is `pt`).
+    pub fn save_with_metadata(&self, path: &Path, metadata: &[(&str, &str)]) -> Result<()> {
+        let meta: HashMap<String, String> =
+            metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let tensors: Vec<(String, Tensor)> =
+            self.vars.iter().map(|(k, v)| (k.clone(), v.as_tensor().clone())).collect();
+        let views: Vec<(String, &Tensor)> = tensors.iter().map(|(k, t)| (k.clone(), t)).collect();
+        safetensors::tensor::serialize_to_file(views, Some(meta), path)
+            .map_err(|e| TrainerError::Checkpoint(format!("cannot write {}: {e}", path.display())))
     }
 
     /// Overwrite every parameter with the values stored in a safetensors file. Every parameter

@@ -63,7 +63,7 @@ impl Default for SampleParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
-    /// The end-of-turn token was sampled (it is the last token of the completion).
+    /// An end token was sampled (it is the last token of the completion).
     Eos,
     /// A stop string appeared; holds the stop string.
     Stop(String),
@@ -165,7 +165,6 @@ pub fn sample(
         return Err(config_err("sample: n must be at least 1"));
     }
     let device = model.device();
-    let eos = tokenizer.eos_id();
     let mut out = Vec::new();
     for (pi, prompt) in prompts.iter().enumerate() {
         if prompt.is_empty() {
@@ -206,7 +205,7 @@ pub fn sample(
                 row.tokens.push(tok);
                 row.logprobs.push(lp);
                 next[r] = tok;
-                if tok == eos {
+                if tokenizer.is_stop(tok) {
                     row.finish = FinishReason::Eos;
                     done[r] = true;
                 } else if !params.stop.is_empty() {

@@ -1,5 +1,5 @@
 //! Tokenizers: the byte-level vocabulary of `std::models::tiny` (256 bytes + specials) and
-//! Hugging Face `tokenizer.json` files for Qwen checkpoints, plus the chat rendering both use.
+//! Hugging Face `tokenizer.json` files with their model's chat template and stop tokens.
 
 use std::path::Path;
 
@@ -63,24 +63,35 @@ pub mod byte_specials {
 pub enum Tokenizer {
     /// Bytes 0–255 are themselves; specials follow (see [`byte_specials`]).
     Bytes,
-    /// A Hugging Face tokenizer with ChatML (`<|im_start|>role\n … <|im_end|>\n`) rendering.
-    Hf {
-        /// The loaded tokenizer.
-        inner: Box<tokenizers::Tokenizer>,
-        /// Id of `<|im_start|>`.
-        im_start: u32,
-        /// Id of `<|im_end|>` (end of turn; the generation stop token).
-        im_end: u32,
-        /// Id used for padding (never trained on).
-        pad: u32,
-    },
+    /// A Hugging Face tokenizer, rendering with the model's chat template (or, for a bare
+    /// `tokenizer.json`, ChatML `<|im_start|>role\n … <|im_end|>\n`).
+    Hf(std::sync::Arc<HfTokenizer>),
+}
+
+/// A Hugging Face `tokenizer.json` and how its model converses and stops.
+#[derive(Debug, Clone)]
+pub struct HfTokenizer {
+    pub inner: tokenizers::Tokenizer,
+    /// Generation stops at any of these (the first is the end of a turn).
+    pub stops: Vec<u32>,
+    /// Used for padding (never trained on).
+    pub pad: u32,
+    /// The model's chat template; `None`: ChatML with `chatml`'s ids.
+    pub chat: Option<crate::chat::Chat>,
+    /// `<|im_start|>` and `<|im_end|>` when rendering ChatML.
+    chatml: Option<(u32, u32)>,
+}
+
+fn load(path: &Path) -> Result<tokenizers::Tokenizer> {
+    tokenizers::Tokenizer::from_file(path)
+        .map_err(|e| TrainerError::Tokenizer(format!("{}: {e}", path.display())))
 }
 
 impl Tokenizer {
-    /// Load a `tokenizer.json`. It must define `<|im_start|>` and `<|im_end|>`.
+    /// Load a bare `tokenizer.json`, rendered as ChatML: it must define `<|im_start|>` and
+    /// `<|im_end|>`.
     pub fn from_file(path: &Path) -> Result<Tokenizer> {
-        let inner = tokenizers::Tokenizer::from_file(path)
-            .map_err(|e| TrainerError::Tokenizer(format!("{}: {e}", path.display())))?;
+        let inner = load(path)?;
         let id = |tok: &str| {
             inner.token_to_id(tok).ok_or_else(|| {
                 TrainerError::Tokenizer(format!("{} has no `{tok}` token", path.display()))
@@ -89,14 +100,91 @@ impl Tokenizer {
         let im_start = id("<|im_start|>")?;
         let im_end = id("<|im_end|>")?;
         let pad = inner.token_to_id("<|endoftext|>").unwrap_or(im_end);
-        Ok(Tokenizer::Hf { inner: Box::new(inner), im_start, im_end, pad })
+        Ok(Tokenizer::Hf(std::sync::Arc::new(HfTokenizer {
+            inner,
+            stops: vec![im_end],
+            pad,
+            chat: None,
+            chatml: Some((im_start, im_end)),
+        })))
+    }
+
+    /// The tokenizer of a Hugging Face model directory with its chat template; it stops at
+    /// `generation_config.json`'s end tokens, else `config.json`'s, else the template's
+    /// `eos_token`.
+    pub fn from_model(files: &crate::hf::ModelFiles, thinking: bool) -> Result<Tokenizer> {
+        use crate::hf::HfError;
+        let inner = load(&files.tokenizer)?;
+        let Some((origin, source)) = &files.template else {
+            return Err(HfError::Template(format!(
+                "`{}` has no chat template (neither `chat_template.jinja` nor a `chat_template` in \
+                 `tokenizer_config.json`)",
+                files.dir.display()
+            ))
+            .into());
+        };
+        let template = crate::chat::ChatTemplate::new(
+            source,
+            &origin.display().to_string(),
+            &files.tokenizer_config,
+        )?;
+        let named = |k: &str| -> Option<u32> {
+            let t = files.tokenizer_config.get(k)?;
+            let text = t.as_str().or_else(|| t.get("content").and_then(|c| c.as_str()))?;
+            inner.token_to_id(text)
+        };
+        let mut stops = files.generation_eos.clone();
+        if stops.is_empty() {
+            stops = files.config.eos_token_ids.clone();
+        }
+        if stops.is_empty() {
+            stops.extend(named("eos_token"));
+        }
+        if stops.is_empty() {
+            return Err(HfError::Files(format!(
+                "`{}` names no end-of-sequence token (`eos_token_id` in `generation_config.json` or \
+                 `config.json`, `eos_token` in `tokenizer_config.json`)",
+                files.dir.display()
+            ))
+            .into());
+        }
+        let vocab = inner.get_vocab_size(true);
+        if let Some(bad) = stops.iter().find(|&&s| s as usize >= files.config.vocab_size) {
+            return Err(
+                HfError::Files(format!("the end token {bad} is outside the vocabulary")).into()
+            );
+        }
+        if vocab > files.config.vocab_size {
+            return Err(HfError::Files(format!(
+                "`tokenizer.json` has {vocab} tokens, more than the model's `vocab_size` {}",
+                files.config.vocab_size
+            ))
+            .into());
+        }
+        let pad =
+            named("pad_token").or_else(|| inner.token_to_id("<|endoftext|>")).unwrap_or(stops[0]);
+        Ok(Tokenizer::Hf(std::sync::Arc::new(HfTokenizer {
+            inner,
+            stops,
+            pad,
+            chat: Some(crate::chat::Chat { template, thinking }),
+            chatml: None,
+        })))
+    }
+
+    /// The chat template, for a Hugging Face model that has one.
+    pub fn chat(&self) -> Option<&crate::chat::Chat> {
+        match self {
+            Tokenizer::Bytes => None,
+            Tokenizer::Hf(h) => h.chat.as_ref(),
+        }
     }
 
     /// Number of ids the tokenizer can produce.
     pub fn vocab_size(&self) -> usize {
         match self {
             Tokenizer::Bytes => byte_specials::VOCAB,
-            Tokenizer::Hf { inner, .. } => inner.get_vocab_size(true),
+            Tokenizer::Hf(h) => h.inner.get_vocab_size(true),
         }
     }
 
@@ -104,7 +192,8 @@ impl Tokenizer {
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         match self {
             Tokenizer::Bytes => Ok(text.bytes().map(u32::from).collect()),
-            Tokenizer::Hf { inner, .. } => Ok(inner
+            Tokenizer::Hf(h) => Ok(h
+                .inner
                 .encode(text, false)
                 .map_err(|e| TrainerError::Tokenizer(e.to_string()))?
                 .get_ids()
@@ -119,9 +208,19 @@ impl Tokenizer {
                 let bytes: Vec<u8> = ids.iter().filter_map(|&i| u8::try_from(i).ok()).collect();
                 Ok(String::from_utf8_lossy(&bytes).into_owned())
             }
-            Tokenizer::Hf { inner, .. } => {
-                inner.decode(ids, true).map_err(|e| TrainerError::Tokenizer(e.to_string()))
+            Tokenizer::Hf(h) => {
+                h.inner.decode(ids, true).map_err(|e| TrainerError::Tokenizer(e.to_string()))
             }
+        }
+    }
+
+    /// The text of one token as the vocabulary spells it (special tokens included).
+    pub fn token_text(&self, id: u32) -> Option<String> {
+        match self {
+            Tokenizer::Bytes => {
+                u8::try_from(id).ok().map(|b| String::from_utf8_lossy(&[b]).into_owned())
+            }
+            Tokenizer::Hf(h) => h.inner.decode(&[id], false).ok(),
         }
     }
 
@@ -129,7 +228,23 @@ impl Tokenizer {
     pub fn eos_id(&self) -> u32 {
         match self {
             Tokenizer::Bytes => byte_specials::EOS,
-            Tokenizer::Hf { im_end, .. } => *im_end,
+            Tokenizer::Hf(h) => h.stops[0],
+        }
+    }
+
+    /// Whether generation stops at `id` (the end of a turn, or another end token).
+    pub fn is_stop(&self, id: u32) -> bool {
+        match self {
+            Tokenizer::Bytes => id == byte_specials::EOS,
+            Tokenizer::Hf(h) => h.stops.contains(&id),
+        }
+    }
+
+    /// The texts of the stop tokens (what ends a trained assistant span).
+    pub fn stop_texts(&self) -> Vec<String> {
+        match self {
+            Tokenizer::Bytes => Vec::new(),
+            Tokenizer::Hf(h) => h.stops.iter().filter_map(|&s| h.inner.id_to_token(s)).collect(),
         }
     }
 
@@ -137,7 +252,7 @@ impl Tokenizer {
     pub fn pad_id(&self) -> u32 {
         match self {
             Tokenizer::Bytes => byte_specials::PAD,
-            Tokenizer::Hf { pad, .. } => *pad,
+            Tokenizer::Hf(h) => h.pad,
         }
     }
 
@@ -145,7 +260,16 @@ impl Tokenizer {
     pub fn sequence_start(&self) -> Vec<u32> {
         match self {
             Tokenizer::Bytes => vec![byte_specials::BOS],
-            Tokenizer::Hf { .. } => Vec::new(),
+            Tokenizer::Hf(_) => Vec::new(),
+        }
+    }
+
+    fn chatml(&self) -> Result<(u32, u32)> {
+        match self {
+            Tokenizer::Hf(h) => h.chatml.ok_or_else(|| {
+                TrainerError::Tokenizer("this tokenizer renders with its chat template".into())
+            }),
+            Tokenizer::Bytes => Err(TrainerError::Tokenizer("bytes have no ChatML".into())),
         }
     }
 
@@ -159,8 +283,9 @@ impl Tokenizer {
                 Role::Tool => byte_specials::TOOL,
                 Role::Observation => byte_specials::OBSERVATION,
             }]),
-            Tokenizer::Hf { im_start, .. } => {
-                let mut v = vec![*im_start];
+            Tokenizer::Hf(_) => {
+                let (im_start, _) = self.chatml()?;
+                let mut v = vec![im_start];
                 v.extend(self.encode(&format!("{}\n", role.chatml_name()))?);
                 Ok(v)
             }
@@ -172,7 +297,10 @@ impl Tokenizer {
     pub fn turn_end(&self) -> Result<(Vec<u32>, Vec<u32>)> {
         match self {
             Tokenizer::Bytes => Ok((vec![byte_specials::EOS], Vec::new())),
-            Tokenizer::Hf { im_end, .. } => Ok((vec![*im_end], self.encode("\n")?)),
+            Tokenizer::Hf(_) => {
+                let (_, im_end) = self.chatml()?;
+                Ok((vec![im_end], self.encode("\n")?))
+            }
         }
     }
 }

@@ -108,9 +108,15 @@ pub(crate) fn accumulate(
 impl Trainer {
     /// Build the policy (random init for `tiny`, local weights for Qwen) and a fresh optimiser.
     pub fn new(config: TrainerConfig) -> Result<Trainer> {
+        Trainer::new_at(config, None)
+    }
+
+    /// [`Trainer::new`], a pretrained policy read from `dir` (a checkpoint that is a model
+    /// directory) instead of its source.
+    pub fn new_at(config: TrainerConfig, dir: Option<&std::path::Path>) -> Result<Trainer> {
         let device = config.device.device()?;
         let mut init_rng = rng_from_seed(config.seed ^ 0x1417_u64);
-        let (model, tokenizer) = Model::build(&config.policy, &device, &mut init_rng)?;
+        let (model, tokenizer) = Model::build_at(&config.policy, dir, &device, &mut init_rng)?;
         Ok(Trainer {
             optimizer: AdamW::new(config.optim.clone()),
             rng: rng_from_seed(config.seed),

@@ -1,8 +1,10 @@
 //! One module per subcommand, each with a `run` function.
 
 pub mod check;
+pub mod env;
 pub mod estimate;
 pub mod fmt;
+pub mod lower;
 pub mod lsp;
 pub mod plan;
 pub mod run;

@@ -22,11 +22,11 @@ use crate::{EXIT_OK, EXIT_USAGE, EXIT_USER, Io};
 const SET_PROFILE: &str = "__set__";
 
 /// A recipe checked and lowered: the plan, and what it came from (to place runtime problems).
-struct Planned {
-    plan: Plan,
-    sources: SourceMap,
-    recipe: wrl_check::Recipe,
-    entry: FileId,
+pub(crate) struct Planned {
+    pub plan: Plan,
+    pub sources: SourceMap,
+    pub recipe: wrl_check::Recipe,
+    pub entry: FileId,
 }
 
 pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
@@ -253,7 +253,7 @@ fn default_out(file: &Path, profile: Option<&str>) -> PathBuf {
 }
 
 /// Checks the recipe (with `--set` overrides as a synthetic profile) and lowers it.
-fn plan_for(
+pub(crate) fn plan_for(
     file: &Path,
     profile: Option<&str>,
     sets: &[String],

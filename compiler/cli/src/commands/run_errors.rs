@@ -24,6 +24,15 @@ pub fn to_diagnostic(e: &RunError, origin: Option<&Origin>) -> Diagnostic {
     d
 }
 
+/// `d` labelled at `subject` when the recipe has it (a problem another command found at a
+/// declaration: `wrlc lower`'s refusals, `wrlc env serve`'s).
+pub fn placed(d: Diagnostic, subject: &Subject, origin: Option<&Origin>) -> Diagnostic {
+    match origin.and_then(|o| locate(subject, o)) {
+        Some(span) => d.label(span, subject.label.clone()),
+        None => d,
+    }
+}
+
 /// The place of a subject: its parameter's value when the recipe (or a profile, or `--set`)
 /// wrote it, else the declaration's name. Nothing for a declaration of the standard library.
 fn locate(subject: &Subject, origin: &Origin) -> Option<Span> {

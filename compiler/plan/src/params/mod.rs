@@ -15,6 +15,7 @@ mod error;
 mod evals;
 mod models;
 mod rewards;
+mod schemas;
 pub mod shape;
 mod stages;
 mod tools;

@@ -1,7 +1,8 @@
 //! Agents: the trainable candle policy acting in a ReAct loop ([`policy`]), module graphs that
 //! walk their modules each turn ([`graph`]), and the frozen models graph modules call
-//! ([`brains`]). [`AgentCfg`] is an agent node's settings as a rollout uses them.
+//! ([`brains`]); a model's tool calls as browser actions ([`actions`]). [`AgentCfg`] is an agent node's settings as a rollout uses them.
 
+pub mod actions;
 pub mod brains;
 pub mod graph;
 pub mod policy;

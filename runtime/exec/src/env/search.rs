@@ -167,6 +167,13 @@ impl SearchEnv {
         Ok(cut(&parts.join("\n"), self.step_text))
     }
 
+    /// What one call returns to the agent (cut to the response budget), or why the service
+    /// failed (an environment error): the step of an episode driven from outside, as `wrlc env
+    /// serve` drives one.
+    pub async fn respond(&self, call: &Call, task_goal: &str) -> Result<String, String> {
+        self.call(call, task_goal).await.map_err(|EnvFailure(m)| m)
+    }
+
     /// Runs one episode of `task`: `agent` writes each turn until it answers, errs
     /// `cfg.max_agent_errors` times in a row, or runs out of steps or time. The answer is checked
     /// by the task's checker.

@@ -11,7 +11,8 @@ use wrl_trainer::MixtureWeights;
 use super::{Data, Executor};
 use crate::env::search::SearchExpert;
 use crate::error::{Fault, RunError};
-use crate::preflight::files::{Records, read_jsonl};
+use crate::preflight::files::Records;
+use crate::preflight::tables::{format_help, hf_dataset_file, read_records};
 use crate::rundir::RunDirError;
 
 /// The first line of a demonstration cache: how many demonstrations follow.
@@ -86,23 +87,14 @@ impl<'a> Executor<'a> {
                 };
                 Data::Mixture(parts, weights)
             }
-            Dataset::Jsonl(f) => match read_jsonl(&f.path, f.kind) {
-                Ok(Records::Tasks(t)) => Data::Tasks(t),
-                Ok(Records::Trajectories(t)) => Data::Demos(t),
-                Err((message, _)) => {
-                    return Err(RunError::new(Fault::Data, message)
-                        .help("docs/sandbox.md describes the task and trajectory JSONL formats"));
-                }
-            },
-            // Refused by the preflight.
-            Dataset::Parquet(_) | Dataset::HfDataset(_) => {
-                return Err(RunError::new(
-                    Fault::Unsupported,
-                    format!(
-                        "dataset `{}` ({}) cannot be read by this runtime yet",
-                        node.decl, node.ctor
-                    ),
-                ));
+            Dataset::Jsonl(f) | Dataset::Parquet(f) => {
+                records(read_records(&f.path, f.kind), format_help(&f.path))?
+            }
+            Dataset::HfDataset(h) => {
+                let path = hf_dataset_file(&h.id, &h.file, h.split).map_err(|why| {
+                    RunError::new(Fault::Data, format!("dataset `{}`: {why}", node.decl))
+                })?;
+                records(read_records(&path, h.kind), format_help(&path))?
             }
         };
         self.built.data.insert(node.id.clone(), data);
@@ -262,6 +254,15 @@ fn augmented(demos: Vec<Trajectory>, tasks: &[Task], copies: usize, seed: u64) -
         }
     }
     out
+}
+
+/// The data of a file's records, or why they cannot be read.
+fn records(r: Result<Records, (String, String)>, help: &str) -> Result<Data, RunError> {
+    match r {
+        Ok(Records::Tasks(t)) => Ok(Data::Tasks(t)),
+        Ok(Records::Trajectories(t)) => Ok(Data::Demos(t)),
+        Err((message, _)) => Err(RunError::new(Fault::Data, message).help(help)),
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 mod data;
 mod eval;
+pub(crate) mod hf;
 mod models;
 mod rl;
 mod roles;

@@ -1,5 +1,5 @@
-//! Model nodes and the trainers built from them: a tiny transformer's configuration (built into
-//! a policy when a stage first trains it), an `api(…)` model recorded for the graph modules and
+//! Model nodes and the trainers built from them: a tiny transformer's or a Hugging Face model's
+//! configuration (built into a policy when a stage first trains it), an `api(…)` model recorded for the graph modules and
 //! judges that call it.
 
 use std::sync::{Arc, Mutex};
@@ -9,7 +9,7 @@ use wrl_plan::params::{self, Model, Positions};
 use wrl_trainer::{OptimConfig, PolicyConfig, TinyConfig, Trainer, TrainerConfig};
 
 use super::Executor;
-use crate::error::{Fault, RunError};
+use crate::error::RunError;
 
 impl<'a> Executor<'a> {
     pub(super) fn load_model(&mut self, node: &Node, m: &Model) -> Result<(), RunError> {
@@ -48,12 +48,17 @@ impl<'a> Executor<'a> {
                 };
                 self.built.models.insert(node.id.clone(), cfg);
             }
-            // Refused by the preflight.
-            Model::Hf(_) => {
-                return Err(RunError::new(
-                    Fault::Unsupported,
-                    format!("model `{}` (hf) cannot run on this runtime yet", node.decl),
-                ));
+            Model::Hf(h) => {
+                // The preflight refused what this would; the first reason, should files change.
+                let policy = super::hf::policy_of(node, h).map_err(|mut e| e.remove(0))?;
+                let cfg = TrainerConfig {
+                    policy,
+                    optim: OptimConfig::default(),
+                    // A pretrained model's weights are its own; the seed is the sampler's.
+                    seed: 0,
+                    device: Default::default(),
+                };
+                self.built.models.insert(node.id.clone(), cfg);
             }
         }
         Ok(())

@@ -61,6 +61,52 @@ pub(crate) fn read_jsonl(path: &str, kind: RecordKind) -> Result<Records, (Strin
     })
 }
 
+impl Records {
+    /// No records yet, of the kind `kind` reads into.
+    pub(crate) fn empty(kind: RecordKind) -> Records {
+        match kind {
+            RecordKind::Tasks | RecordKind::Qa => Records::Tasks(Vec::new()),
+            RecordKind::Trajectories => Records::Trajectories(Vec::new()),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            Records::Tasks(t) => t.is_empty(),
+            Records::Trajectories(t) => t.is_empty(),
+        }
+    }
+}
+
+/// Parses one record of `kind` (the `n`-th, 1-based, which names a QA pair without an id) from
+/// a JSON value (a Parquet row's columns) into `out`; on failure, why, without a place.
+pub(crate) fn parse_record(
+    v: serde_json::Value,
+    kind: RecordKind,
+    n: usize,
+    out: &mut Records,
+) -> Result<(), String> {
+    let what = match kind {
+        RecordKind::Tasks => "task",
+        RecordKind::Qa => "QA",
+        RecordKind::Trajectories => "trajectory",
+    };
+    let bad = |e: serde_json::Error| {
+        format!("not a valid {what} record: {}", crate::rundir::without_place(&e))
+    };
+    match (kind, out) {
+        (RecordKind::Tasks, Records::Tasks(t)) => t.push(serde_json::from_value(v).map_err(bad)?),
+        (RecordKind::Qa, Records::Tasks(t)) => {
+            t.push(serde_json::from_value::<QaPair>(v).map_err(bad)?.task(n))
+        }
+        (RecordKind::Trajectories, Records::Trajectories(t)) => {
+            t.push(serde_json::from_value(v).map_err(bad)?)
+        }
+        _ => return Err(format!("a {what} record in a dataset of another kind")),
+    }
+    Ok(())
+}
+
 /// One line of QA JSONL (`kind = qa`): a question and its reference answer (docs/sandbox.md).
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,6 +6,7 @@
 
 pub mod files;
 mod refusals;
+pub(crate) mod tables;
 
 use std::path::Path;
 
@@ -17,7 +18,7 @@ use crate::error::{Fault, RunError};
 pub use files::check_out;
 
 /// The help of E0501, here and when the pool cannot start.
-pub(crate) const INSTALL_CHROMIUM: &str = "install it with `apt-get install \
+pub const INSTALL_CHROMIUM: &str = "install it with `apt-get install \
     chromium-headless-shell` (or `chromium`), or point WRL_CHROMIUM or `--chromium` at a \
     Chromium binary";
 
@@ -123,29 +124,41 @@ fn dataset(n: &Node, d: &Dataset) -> Vec<RunError> {
         _ => None,
     };
     let mut errs: Vec<RunError> = path.and_then(|p| missing_file(n, p)).into_iter().collect();
-    if matches!(d, Dataset::Parquet(_) | Dataset::HfDataset(_)) {
-        errs.push(
-            RunError::new(
-                Fault::Unsupported,
-                format!("dataset `{}` ({}) cannot be read by this runtime yet", n.decl, n.ctor),
-            )
-            .help(
-                "use `jsonl(…)` or the sandbox generators (`std::sandbox::tasks`, \
-                 `std::sandbox::demos`, `std::sandbox::qa`)",
-            )
-            .at(n, None, "this runtime does not read it"),
-        );
-    }
-    if let Dataset::Jsonl(f) = d
-        && errs.is_empty()
-    {
-        errs.extend(files::read_jsonl(&f.path, f.kind).err().map(|(message, label)| {
+    let read = |path: &str, at: &str, errs: &mut Vec<RunError>| {
+        errs.extend(tables::read_records(path, kind_of(d)).err().map(|(message, label)| {
             RunError::new(Fault::Data, format!("dataset `{}`: {message}", n.decl))
-                .help("docs/sandbox.md describes the task and trajectory JSONL formats")
-                .at(n, Some("path"), label)
+                .help(tables::format_help(path))
+                .at(n, Some(at), label)
         }));
+    };
+    match d {
+        Dataset::Jsonl(f) | Dataset::Parquet(f) if errs.is_empty() => {
+            read(&f.path, "path", &mut errs)
+        }
+        Dataset::HfDataset(h) => match tables::hf_dataset_file(&h.id, &h.file, h.split) {
+            Ok(path) => read(&path, "id", &mut errs),
+            Err(why) => errs.push(
+                RunError::new(Fault::Data, format!("dataset `{}`: {why}", n.decl))
+                    .help(
+                        "put the dataset in the Hugging Face cache first (`huggingface-cli \
+                         download --repo-type dataset ORG/NAME`), or use `parquet(…)` / `jsonl(…)` \
+                         on a local file",
+                    )
+                    .at(n, Some("id"), "this dataset cannot be read on this machine"),
+            ),
+        },
+        _ => {}
     }
     errs
+}
+
+/// The record kind of a file dataset (`tasks` for the rest, which read no file).
+fn kind_of(d: &Dataset) -> params::RecordKind {
+    match d {
+        Dataset::Jsonl(f) | Dataset::Parquet(f) => f.kind,
+        Dataset::HfDataset(h) => h.kind,
+        _ => params::RecordKind::Tasks,
+    }
 }
 
 /// The data file of a `jsonl` or `parquet` dataset, when it does not exist.

@@ -13,7 +13,7 @@ use crate::error::{Fault, RunError};
 /// Every refusal of one decoded node.
 pub fn refusals(plan: &TypedPlan<'_>, n: &Node, p: &Params) -> Vec<RunError> {
     match p {
-        Params::Model(m) => model(n, m).into_iter().collect(),
+        Params::Model(m) => model(n, m),
         Params::Env(e) => env(n, e),
         Params::Agent(a) => agent(plan, n, a),
         Params::RlPhase(r) => phase(plan, n, r),
@@ -33,19 +33,13 @@ fn unsupported(n: &Node, what: String, help: impl Into<String>, field: &str) -> 
 }
 
 /// A model this runtime cannot build.
-fn model(n: &Node, m: &params::Model) -> Option<RunError> {
+fn model(n: &Node, m: &params::Model) -> Vec<RunError> {
     let t = match m {
         // An `api(…)` model runs frozen graph modules over HTTP (`agent::brains`).
-        params::Model::Api(_) => return None,
-        params::Model::Hf(_) => {
-            return Some(
-                RunError::new(
-                    Fault::Unsupported,
-                    format!("model `{}` ({}) cannot run on this runtime yet", n.decl, n.ctor),
-                )
-                .help("run the recipe's `smoke` profile, which uses `std::models::tiny`")
-                .at(n, None, "this runtime trains only `tiny_transformer` models"),
-            );
+        params::Model::Api(_) => return Vec::new(),
+        // Resolved, inspected and checked field by field as the executor will build it.
+        params::Model::Hf(h) => {
+            return crate::executor::hf::policy_of(n, h).err().unwrap_or_default();
         }
         params::Model::Tiny(t) => t,
     };
@@ -56,9 +50,9 @@ fn model(n: &Node, m: &params::Model) -> Option<RunError> {
         context: t.context.0 as usize,
         ..TinyConfig::default()
     };
-    let e = cfg.validate().err()?;
+    let Err(e) = cfg.validate() else { return Vec::new() };
     let cannot = format!("model `{}` cannot be built", n.decl);
-    Some(if cfg.heads > 0 && !cfg.d_model.is_multiple_of(cfg.heads) {
+    vec![if cfg.heads > 0 && !cfg.d_model.is_multiple_of(cfg.heads) {
         RunError::new(
             Fault::Model,
             format!(
@@ -74,7 +68,7 @@ fn model(n: &Node, m: &params::Model) -> Option<RunError> {
             None,
             "this model cannot be built",
         )
-    })
+    }]
 }
 
 /// Env settings this runtime cannot honour yet: pacing (`slow_mo`, `settle`), conflict-free

@@ -147,6 +147,41 @@ pub async fn score(
     }
 }
 
+/// What a finished episode is worth to the update: its reward (the recipe's, with judges asked
+/// only when the branch taken needs them; `Excluded` when a judge failed or the episode ended
+/// in a class `exclude` names), and the process reward of each step (an unscorable step counts
+/// 0). `wrlc run`'s rollouts and `wrlc env serve` score episodes through this one function.
+pub async fn scored(
+    scoring: Scoring<'_>,
+    exclude: &[String],
+    process: Option<&RewardExpr>,
+    task: &Task,
+    trajectory: &Trajectory,
+    shots: &[Vec<u8>],
+) -> (RewardValue, Vec<f64>) {
+    let reward = match score(scoring, trajectory, reference(task), shots).await {
+        RewardValue::Value(_) if exclude.iter().any(|x| x == &trajectory.outcome.reason) => {
+            RewardValue::Excluded(trajectory.outcome.reason.clone())
+        }
+        r => r,
+    };
+    let process = match process {
+        Some(expr) => {
+            let steps = crate::reward::process::step_facts(trajectory, &task.start_path, shots);
+            let facts = facts(trajectory, reference(task));
+            crate::reward::process::process_rewards(expr, scoring.rewards, &facts, &steps)
+                .into_iter()
+                .map(|v| match v {
+                    RewardValue::Value(x) => x,
+                    RewardValue::Excluded(_) => 0.0,
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    (reward, process)
+}
+
 /// Runs every task `group` times with the policy and scores each episode. Each episode is its
 /// own tokio task, so one episode's browser work (page loads, CDP round trips) overlaps with
 /// another's sampling instead of waiting behind it, and a long sampling turn cannot starve the
@@ -263,26 +298,8 @@ async fn attempt(
         Ok(run) => (run.trajectory, run.screenshots),
         Err(e) => (failed(task, &e), Vec::new()),
     };
-    let reward = match score(scoring, &trajectory, reference(task), &shots).await {
-        RewardValue::Value(_) if cfg.exclude.iter().any(|x| x == &trajectory.outcome.reason) => {
-            RewardValue::Excluded(trajectory.outcome.reason.clone())
-        }
-        r => r,
-    };
-    let process = match &cfg.process {
-        Some(expr) => {
-            let steps = crate::reward::process::step_facts(&trajectory, &task.start_path, &shots);
-            let facts = facts(&trajectory, reference(task));
-            crate::reward::process::process_rewards(expr, scoring.rewards, &facts, &steps)
-                .into_iter()
-                .map(|v| match v {
-                    RewardValue::Value(x) => x,
-                    RewardValue::Excluded(_) => 0.0,
-                })
-                .collect()
-        }
-        None => Vec::new(),
-    };
+    let (reward, process) =
+        scored(scoring, &cfg.exclude, cfg.process.as_ref(), task, &trajectory, &shots).await;
     let screens = if screens { shots } else { Vec::new() };
     Episode { group, trajectory, turns, reward, process, screens, retried: 0 }
 }

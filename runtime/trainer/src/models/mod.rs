@@ -14,7 +14,8 @@ use crate::ops::OpsMode;
 use crate::params::ParamStore;
 use crate::tokenizer::Tokenizer;
 
-pub use qwen::{QwenConfig, QwenModel};
+pub use crate::hf::QwenConfig;
+pub use qwen::QwenModel;
 
 mod copy;
 pub use tiny::{Positions, TinyConfig, TinyModel};
@@ -33,14 +34,47 @@ pub enum PolicyConfig {
     Qwen3(PretrainedSource),
 }
 
-/// Where a pretrained checkpoint lives.
+/// Where a pretrained checkpoint lives, and how the recipe uses it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PretrainedSource {
-    /// Directory with `config.json`, `tokenizer.json` and one or more `*.safetensors`.
+    /// A Hugging Face model directory (`config.json`, `*.safetensors`, `tokenizer.json`, the
+    /// chat template).
     pub path: PathBuf,
     /// Operation implementation (default: fused on CPU).
     #[serde(default)]
     pub ops: OpsMode,
+    /// Parts that get no gradient (and so no optimiser state).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frozen: Vec<Frozen>,
+    /// Whether the model thinks before it answers (the template's `enable_thinking`).
+    #[serde(default)]
+    pub thinking: bool,
+    /// The longest sequence, prompt and completion; `None`: `max_position_embeddings`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<usize>,
+}
+
+impl PretrainedSource {
+    /// A model directory used as it is: nothing frozen, no thinking, its own context.
+    pub fn new(path: impl Into<PathBuf>) -> PretrainedSource {
+        PretrainedSource {
+            path: path.into(),
+            ops: OpsMode::Auto,
+            frozen: Vec::new(),
+            thinking: false,
+            context: None,
+        }
+    }
+}
+
+/// A part of a pretrained model that can be frozen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Frozen {
+    /// `model.embed_tokens.weight`.
+    Embeddings,
+    /// `lm_head.weight`.
+    LmHead,
 }
 
 /// Per-layer key/value cache for incremental decoding.
@@ -81,7 +115,7 @@ pub enum Model {
     /// The byte-level tiny transformer.
     Tiny(TinyModel),
     /// A Qwen2/Qwen3 decoder.
-    Qwen(QwenModel),
+    Qwen(Box<QwenModel>),
 }
 
 impl Model {
@@ -91,20 +125,40 @@ impl Model {
         device: &Device,
         rng: &mut ChaCha8Rng,
     ) -> Result<(Model, Tokenizer)> {
+        Model::build_at(config, None, device, rng)
+    }
+
+    /// [`Model::build`], a pretrained model read from `dir` instead of its source (a
+    /// checkpoint holding its own config, weights and tokenizer).
+    pub fn build_at(
+        config: &PolicyConfig,
+        dir: Option<&std::path::Path>,
+        device: &Device,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(Model, Tokenizer)> {
         match config {
             PolicyConfig::Tiny(c) => {
                 Ok((Model::Tiny(TinyModel::new(c, device, rng)?), Tokenizer::Bytes))
             }
             PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) => {
-                let (m, tok) = QwenModel::load(&src.path, src.ops, device)?;
-                let want = if matches!(config, PolicyConfig::Qwen3(_)) { "qwen3" } else { "qwen2" };
-                if m.config.model_type != want {
-                    return Err(crate::error::config_err(format!(
-                        "family `{want}` but config.json says model_type `{}`",
-                        m.config.model_type
-                    )));
+                let files = crate::hf::inspect(dir.unwrap_or(&src.path))?;
+                let want = match config {
+                    PolicyConfig::Qwen3(_) => crate::hf::Arch::Qwen3,
+                    _ => crate::hf::Arch::Qwen2,
+                };
+                if files.config.arch != want {
+                    return Err(crate::hf::HfError::Architecture {
+                        message: format!(
+                            "the policy is a `{}` model but `config.json` says `model_type` `{}`",
+                            want.model_type(),
+                            files.config.arch.model_type()
+                        ),
+                        backend: None,
+                    }
+                    .into());
                 }
-                Ok((Model::Qwen(m), tok))
+                let (m, tok) = QwenModel::load(src, &files, device)?;
+                Ok((Model::Qwen(Box::new(m)), tok))
             }
         }
     }
@@ -113,7 +167,7 @@ impl Model {
     pub fn with_params(&self, params: ParamStore) -> Result<Model> {
         match self {
             Model::Tiny(m) => Ok(Model::Tiny(m.with_params(params)?)),
-            Model::Qwen(m) => Ok(Model::Qwen(m.with_params(params)?)),
+            Model::Qwen(m) => Ok(Model::Qwen(Box::new(m.with_params(params)?))),
         }
     }
 
@@ -216,7 +270,7 @@ impl Model {
     pub fn context(&self) -> usize {
         match self {
             Model::Tiny(m) => m.config.context,
-            Model::Qwen(m) => m.config.max_position_embeddings,
+            Model::Qwen(m) => m.context,
         }
     }
 

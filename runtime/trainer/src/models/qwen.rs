@@ -1,83 +1,19 @@
-//! Trainable Qwen2 / Qwen3 text decoders loaded from local safetensors + config.json +
-//! tokenizer.json. Built from differentiable ops only (RMSNorm slow path, rotate-half RoPE as
-//! tensor ops), unlike candle-transformers' inference code.
+//! Trainable Qwen2 / Qwen2.5 / Qwen3 dense text decoders from a Hugging Face directory, computed
+//! as transformers computes them (RoPE tables in f32 with its `default`, `linear` and `yarn`
+//! scalings, sliding-window layers, grouped-query attention, tied embeddings) and built from
+//! differentiable ops only (RMSNorm slow path, rotate-half RoPE as tensor ops), unlike
+//! candle-transformers' inference code. Frozen parts are read detached: no gradient reaches them.
 
 use std::path::{Path, PathBuf};
 
 use candle_core::{D, DType, Device, Tensor};
-use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, TrainerError, config_err};
-use crate::models::KvCache;
+use crate::error::{Result, config_err};
+use crate::hf::{ModelFiles, QwenConfig, RopeKind};
+use crate::models::{Frozen, KvCache, PretrainedSource};
 use crate::ops::{Ops, OpsMode, reference};
 use crate::params::ParamStore;
 use crate::tokenizer::Tokenizer;
-
-fn d_eps() -> f64 {
-    1e-6
-}
-fn d_theta() -> f64 {
-    1_000_000.0
-}
-fn d_ctx() -> usize {
-    32768
-}
-
-/// The fields of a Hugging Face Qwen2/Qwen3 `config.json` that the model uses.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QwenConfig {
-    /// `qwen2` or `qwen3`.
-    pub model_type: String,
-    /// Vocabulary size.
-    pub vocab_size: usize,
-    /// Residual width.
-    pub hidden_size: usize,
-    /// MLP width.
-    pub intermediate_size: usize,
-    /// Number of decoder layers.
-    pub num_hidden_layers: usize,
-    /// Query heads.
-    pub num_attention_heads: usize,
-    /// Key/value heads (grouped-query attention).
-    pub num_key_value_heads: usize,
-    /// Per-head width; defaults to hidden_size / num_attention_heads.
-    #[serde(default)]
-    pub head_dim: Option<usize>,
-    /// RMSNorm epsilon.
-    #[serde(default = "d_eps")]
-    pub rms_norm_eps: f64,
-    /// RoPE base.
-    #[serde(default = "d_theta")]
-    pub rope_theta: f64,
-    /// Maximum positions.
-    #[serde(default = "d_ctx")]
-    pub max_position_embeddings: usize,
-    /// Whether lm_head shares the embedding matrix.
-    #[serde(default)]
-    pub tie_word_embeddings: bool,
-    /// Qwen3: whether q/k/v/o projections have biases (Qwen2 always has q/k/v biases).
-    #[serde(default)]
-    pub attention_bias: bool,
-}
-
-impl QwenConfig {
-    /// Per-head width.
-    pub fn head_dim(&self) -> usize {
-        self.head_dim.unwrap_or(self.hidden_size / self.num_attention_heads.max(1))
-    }
-    /// Qwen3 has per-head q/k RMSNorm.
-    pub fn is_qwen3(&self) -> bool {
-        self.model_type == "qwen3"
-    }
-    /// Whether q/k/v projections carry a bias.
-    pub fn qkv_bias(&self) -> bool {
-        !self.is_qwen3() || self.attention_bias
-    }
-    /// Whether the output projection carries a bias (Qwen3 with `attention_bias` only).
-    pub fn o_bias(&self) -> bool {
-        self.is_qwen3() && self.attention_bias
-    }
-}
 
 /// A Qwen2/Qwen3 decoder with trainable parameters under their Hugging Face names.
 #[derive(Debug, Clone)]
@@ -86,98 +22,136 @@ pub struct QwenModel {
     pub config: QwenConfig,
     /// Parameters, keyed by Hugging Face tensor names.
     pub params: ParamStore,
-    /// Directory it was loaded from.
+    /// Directory it was loaded from (its config and tokenizer files go into checkpoints).
     pub path: PathBuf,
+    /// The longest sequence it runs (the recipe's `context`).
+    pub context: usize,
     ops_mode: OpsMode,
     ops: Ops,
+    /// `inv_freq` (head_dim / 2) and the factor on cos/sin, as transformers computes them.
+    rope: (Vec<f32>, f32),
 }
 
-/// Every `*.safetensors` file in `dir`, sorted by name.
-fn safetensor_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(TrainerError::Checkpoint(format!("no *.safetensors in {}", dir.display())));
+/// The parameter names a frozen part covers.
+pub fn frozen_names(c: &QwenConfig, parts: &[Frozen]) -> Result<Vec<String>> {
+    let emb = parts.contains(&Frozen::Embeddings);
+    let head = parts.contains(&Frozen::LmHead);
+    if c.tie_word_embeddings && emb != head {
+        return Err(config_err(
+            "the model ties `lm_head` to the embeddings: freeze both `embeddings` and `lm_head`, or neither",
+        ));
     }
-    Ok(files)
+    let mut out = Vec::new();
+    if emb {
+        out.push("model.embed_tokens.weight".to_string());
+    }
+    if head && !c.tie_word_embeddings {
+        out.push("lm_head.weight".to_string());
+    }
+    Ok(out)
+}
+
+/// `inv_freq` and the cos/sin factor of `c`'s RoPE, in f32 as transformers computes them.
+pub fn rope_frequencies(c: &QwenConfig) -> (Vec<f32>, f32) {
+    let dim = c.head_dim;
+    let base = c.rope_theta as f32;
+    let pos_freqs: Vec<f32> =
+        (0..dim / 2).map(|i| base.powf((2 * i) as f32 / dim as f32)).collect();
+    let default: Vec<f32> = pos_freqs.iter().map(|p| 1.0 / p).collect();
+    match &c.rope {
+        RopeKind::Default => (default, 1.0),
+        RopeKind::Linear { factor } => (default.iter().map(|f| f / *factor as f32).collect(), 1.0),
+        RopeKind::Yarn {
+            factor,
+            original_max,
+            attention_factor,
+            beta_fast,
+            beta_slow,
+            mscale,
+            mscale_all_dim,
+            truncate,
+        } => {
+            let get_mscale =
+                |scale: f64, m: f64| if scale <= 1.0 { 1.0 } else { 0.1 * m * scale.ln() + 1.0 };
+            let att = match (attention_factor, mscale, mscale_all_dim) {
+                (Some(a), _, _) => *a,
+                (None, Some(m), Some(all)) if *m != 0.0 && *all != 0.0 => {
+                    get_mscale(*factor, *m) / get_mscale(*factor, *all)
+                }
+                _ => get_mscale(*factor, 1.0),
+            };
+            let (d, b) = (dim as f64, c.rope_theta);
+            let corr = |rot: f64| {
+                (d * (*original_max as f64 / (rot * 2.0 * std::f64::consts::PI)).ln())
+                    / (2.0 * b.ln())
+            };
+            let (mut low, mut high) = (corr(*beta_fast), corr(*beta_slow));
+            if *truncate {
+                low = low.floor();
+                high = high.ceil();
+            }
+            let (low, mut high) = (low.max(0.0), high.min(d - 1.0));
+            if low == high {
+                high += 0.001;
+            }
+            let f = *factor as f32;
+            let inv: Vec<f32> = pos_freqs
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let ramp = ((i as f32 - low as f32) / ((high - low) as f32)).clamp(0.0, 1.0);
+                    let extra = 1.0 - ramp;
+                    let interp = 1.0 / (f * p);
+                    interp * (1.0 - extra) + (1.0 / p) * extra
+                })
+                .collect();
+            (inv, att as f32)
+        }
+    }
 }
 
 impl QwenModel {
-    /// Load config.json, the weights (converted to f32) and tokenizer.json from `dir`.
-    pub fn load(dir: &Path, ops: OpsMode, device: &Device) -> Result<(QwenModel, Tokenizer)> {
-        let config: QwenConfig =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("config.json"))?)?;
-        if config.model_type != "qwen2" && config.model_type != "qwen3" {
-            return Err(config_err(format!(
-                "{}: model_type `{}` is not qwen2 or qwen3",
-                dir.display(),
-                config.model_type
-            )));
-        }
-        if !config.num_attention_heads.is_multiple_of(config.num_key_value_heads.max(1)) {
-            return Err(config_err(
-                "num_attention_heads must be a multiple of num_key_value_heads",
-            ));
-        }
+    /// Loads `files` (checked by `hf::inspect`): weights converted to f32, the tokenizer with
+    /// its chat template, the parts `src` freezes.
+    pub fn load(
+        src: &PretrainedSource,
+        files: &ModelFiles,
+        device: &Device,
+    ) -> Result<(QwenModel, Tokenizer)> {
+        let config = files.config.clone();
+        let frozen = frozen_names(&config, &src.frozen)?;
         let mut params = ParamStore::new();
-        for f in safetensor_files(dir)? {
-            for (name, t) in candle_core::safetensors::load(&f, device)? {
-                if config.tie_word_embeddings && name == "lm_head.weight" {
+        for f in &files.weights {
+            for (name, t) in candle_core::safetensors::load(f, device)? {
+                if crate::hf::files::ignored_tensor(&config, &name) {
                     continue;
                 }
                 params.insert(&name, &t.to_dtype(DType::F32)?)?;
             }
         }
+        params.freeze(&frozen)?;
+        let tok = Tokenizer::from_model(files, src.thinking)?;
+        let context = src.context.unwrap_or(config.max_position_embeddings);
+        let rope = rope_frequencies(&config);
         let model = QwenModel {
             config,
             params,
-            path: dir.to_path_buf(),
-            ops_mode: ops,
-            ops: Ops::new(ops, device),
+            path: files.dir.clone(),
+            context,
+            ops_mode: src.ops,
+            ops: Ops::new(src.ops, device),
+            rope,
         };
-        model.check_params()?;
-        let tok = Tokenizer::from_file(&dir.join("tokenizer.json"))?;
         Ok((model, tok))
     }
 
-    /// Fail early with the first missing tensor name. The attention biases config.json
-    /// promises are required too: without them the model would run as another model.
-    fn check_params(&self) -> Result<()> {
-        let c = &self.config;
-        let mut need = vec!["model.embed_tokens.weight".to_string(), "model.norm.weight".into()];
-        if !c.tie_word_embeddings {
-            need.push("lm_head.weight".into());
-        }
-        for i in 0..c.num_hidden_layers {
-            for s in ["q_proj", "k_proj", "v_proj", "o_proj"] {
-                need.push(format!("model.layers.{i}.self_attn.{s}.weight"));
-                let biased = if s == "o_proj" { c.o_bias() } else { c.qkv_bias() };
-                if biased {
-                    need.push(format!("model.layers.{i}.self_attn.{s}.bias"));
-                }
-            }
-            for s in ["gate_proj", "up_proj", "down_proj"] {
-                need.push(format!("model.layers.{i}.mlp.{s}.weight"));
-            }
-            need.push(format!("model.layers.{i}.input_layernorm.weight"));
-            need.push(format!("model.layers.{i}.post_attention_layernorm.weight"));
-            if c.is_qwen3() {
-                need.push(format!("model.layers.{i}.self_attn.q_norm.weight"));
-                need.push(format!("model.layers.{i}.self_attn.k_norm.weight"));
-            }
-        }
-        for n in need {
-            if !self.params.contains(&n) {
-                return Err(TrainerError::Checkpoint(format!(
-                    "{}: missing tensor `{n}`",
-                    self.path.display()
-                )));
-            }
-        }
-        Ok(())
+    /// Loads the model directory `dir` (see [`QwenModel::load`]).
+    pub fn load_dir(
+        src: &PretrainedSource,
+        dir: &Path,
+        device: &Device,
+    ) -> Result<(QwenModel, Tokenizer)> {
+        QwenModel::load(src, &crate::hf::inspect(dir)?, device)
     }
 
     /// The op implementation in use.
@@ -188,32 +162,25 @@ impl QwenModel {
     /// The same architecture over another parameter store.
     pub fn with_params(&self, params: ParamStore) -> Result<Self> {
         let ops = Ops::new(self.ops_mode, &params.device());
-        Ok(QwenModel {
-            config: self.config.clone(),
-            params,
-            path: self.path.clone(),
-            ops_mode: self.ops_mode,
-            ops,
-        })
+        Ok(QwenModel { params, ops, ..self.clone() })
     }
 
     fn bias(&self, name: &str) -> Result<Option<Tensor>> {
         if self.params.contains(name) { Ok(Some(self.params.get(name)?)) } else { Ok(None) }
     }
 
-    /// cos/sin tables (t, head_dim) for absolute positions offset..offset+t.
+    /// cos/sin tables (t, head_dim) for absolute positions offset..offset+t: the angle
+    /// `inv_freq · p` in f32, its cos and sin times the scaling factor.
     fn rope_tables(&self, offset: usize, t: usize, device: &Device) -> Result<(Tensor, Tensor)> {
+        let (inv, factor) = &self.rope;
         let hd = self.config.head_dim();
-        let half = hd / 2;
         let mut cos = Vec::with_capacity(t * hd);
         let mut sin = Vec::with_capacity(t * hd);
         for p in offset..offset + t {
-            let row: Vec<f64> = (0..half)
-                .map(|i| p as f64 / self.config.rope_theta.powf((2 * i) as f64 / hd as f64))
-                .collect();
+            let row: Vec<f32> = inv.iter().map(|f| f * p as f32).collect();
             for _ in 0..2 {
-                cos.extend(row.iter().map(|a| a.cos() as f32));
-                sin.extend(row.iter().map(|a| a.sin() as f32));
+                cos.extend(row.iter().map(|a| ((*a as f64).cos() as f32) * factor));
+                sin.extend(row.iter().map(|a| ((*a as f64).sin() as f32) * factor));
             }
         }
         Ok((Tensor::from_vec(cos, (t, hd), device)?, Tensor::from_vec(sin, (t, hd), device)?))
@@ -260,6 +227,13 @@ impl QwenModel {
         let (nh, nkv, hd) = (c.num_attention_heads, c.num_key_value_heads, c.head_dim());
         let eps = c.rms_norm_eps as f32;
         let offset = cache.as_ref().map(|k| k.pos).unwrap_or(0);
+        if offset + t > self.context {
+            return Err(config_err(format!(
+                "a sequence of {} tokens exceeds the model's context of {}",
+                offset + t,
+                self.context
+            )));
+        }
         let p = &self.params;
         let emb = p.get("model.embed_tokens.weight")?;
         let mut x = emb.index_select(&ids.flatten_all()?, 0)?.reshape((b, t, c.hidden_size))?;
@@ -284,17 +258,18 @@ impl QwenModel {
             }
             let q = Self::rope(&q, &cos, &sin)?.contiguous()?;
             let k = Self::rope(&k, &cos, &sin)?.contiguous()?;
+            let window = c.windows.get(i).copied().flatten();
             let y = match cache.as_deref_mut() {
                 None => {
                     let k = Self::repeat_kv(k, nh / nkv)?;
                     let v = Self::repeat_kv(v, nh / nkv)?;
-                    self.ops.causal_attention(&q, &k, &v, scale)?
+                    self.ops.causal_attention(&q, &k, &v, scale, window)?
                 }
                 Some(kv) => {
                     let (k, v) = kv.append(i, k, v)?;
                     let k = Self::repeat_kv(k, nh / nkv)?;
                     let v = Self::repeat_kv(v, nh / nkv)?;
-                    reference::attention(&q, &k, &v, scale, offset)?
+                    reference::attention_window(&q, &k, &v, scale, offset, window)?
                 }
             };
             let y = y.transpose(1, 2)?.reshape((b, t, nh * hd))?;

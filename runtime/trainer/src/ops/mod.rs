@@ -78,15 +78,17 @@ impl Ops {
         reference::gelu(x)
     }
 
-    /// Causal self-attention for training: q, k, v are (B, H, T, D), all with the same T.
+    /// Causal self-attention for training: q, k, v are (B, H, T, D), all with the same T;
+    /// with a `window`, each query sees only the last `window` positions (itself included).
     pub fn causal_attention(
         &self,
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
         scale: f64,
+        window: Option<usize>,
     ) -> Result<Tensor> {
-        reference::attention(q, k, v, scale, 0)
+        reference::attention_window(q, k, v, scale, 0, window)
     }
 
     /// Causal self-attention from a packed projection: qkv (B, T, 3·H·D) laid out as

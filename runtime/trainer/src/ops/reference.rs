@@ -109,6 +109,33 @@ pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, offset: usize) 
     Ok(p.matmul(v)?)
 }
 
+/// [`attention`] where query i (at `offset + i`) sees only keys j with
+/// `j > offset + i − window` (transformers' sliding window); `None`: all earlier keys.
+pub fn attention_window(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f64,
+    offset: usize,
+    window: Option<usize>,
+) -> Result<Tensor> {
+    let Some(w) = window else { return attention(q, k, v, scale, offset) };
+    let (tq, tk) = (q.dim(2)?, k.dim(2)?);
+    let mut m = vec![0f32; tq * tk];
+    for i in 0..tq {
+        for j in 0..tk {
+            if j > offset + i || j + w <= offset + i {
+                m[i * tk + j] = f32::NEG_INFINITY;
+            }
+        }
+    }
+    let mask = Tensor::from_vec(m, (tq, tk), q.device())?;
+    let scores = (q.matmul(&k.t()?)? * scale)?;
+    let scores = scores.broadcast_add(&mask.to_dtype(scores.dtype())?)?;
+    let p = candle_nn::ops::softmax(&scores, D::Minus1)?;
+    Ok(p.matmul(v)?)
+}
+
 /// Log-probability of each target under the logits: `log_softmax(logits)[i, targets[i]]`.
 pub fn token_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     let lsm = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;

@@ -106,7 +106,7 @@ fn fused_attention_matches_reference() {
     check(
         "attention",
         &[&q, &k, &v],
-        &|| ops.causal_attention(q.as_tensor(), k.as_tensor(), v.as_tensor(), s).unwrap(),
+        &|| ops.causal_attention(q.as_tensor(), k.as_tensor(), v.as_tensor(), s, None).unwrap(),
         &|| reference::attention(q.as_tensor(), k.as_tensor(), v.as_tensor(), s, 0).unwrap(),
         2e-5,
     );

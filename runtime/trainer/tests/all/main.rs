@@ -8,6 +8,7 @@ mod config;
 mod cpu_independent;
 mod fused;
 mod grads;
+mod hf;
 mod qwen;
 mod resume;
 mod rl_loss;

@@ -1,5 +1,5 @@
 //! Qwen2/Qwen3: a tiny random checkpoint written by the test (config.json, safetensors,
-//! byte-level BPE tokenizer.json) is loaded and its forward pass matched against a naive f64
+//! byte-level BPE tokenizer.json, Qwen3's chat template) is loaded and its forward pass matched against a naive f64
 //! reference implementation written here.
 
 use std::collections::HashMap;
@@ -143,12 +143,15 @@ pub fn write_checkpoint(
     });
     std::fs::write(dir.join("config.json"), cfg.to_string()).unwrap();
     write_tokenizer(&dir.join("tokenizer.json"));
+    let tc = json!({"chat_template": wrl_trainer::hf::tiny::QWEN3_CHAT_TEMPLATE, "eos_token": "<|im_end|>",
+                    "pad_token": "<|endoftext|>"});
+    std::fs::write(dir.join("tokenizer_config.json"), tc.to_string()).unwrap();
     t
 }
 
 /// The policy config for a checkpoint written by [`write_checkpoint`].
 pub fn policy(dir: &Path, s: &Shape, ops: OpsMode) -> PolicyConfig {
-    let src = PretrainedSource { path: dir.to_path_buf(), ops };
+    let src = PretrainedSource { ops, ..PretrainedSource::new(dir) };
     if s.model_type == "qwen3" { PolicyConfig::Qwen3(src) } else { PolicyConfig::Qwen2(src) }
 }
 
@@ -322,14 +325,12 @@ fn qwen_tokenizer_chat_format() {
         &[wrl_trainer::Segment::new(wrl_trainer::Role::User, "hi")],
     )
     .unwrap();
+    // The model's own template (Qwen3's): thinking off leaves an empty think block.
     assert_eq!(p[0], 257);
-    assert_eq!(tok.decode(&p).unwrap(), "user\nhi\nassistant\n");
+    assert_eq!(tok.decode(&p).unwrap(), "user\nhi\nassistant\n<think>\n\n</think>\n\n");
     assert_eq!(tok.eos_id(), 258);
     // Family mismatch is reported.
-    let wrong = PolicyConfig::Qwen2(PretrainedSource {
-        path: dir.path().to_path_buf(),
-        ops: OpsMode::Auto,
-    });
+    let wrong = PolicyConfig::Qwen2(PretrainedSource::new(dir.path()));
     assert!(Model::build(&wrong, &Device::Cpu, &mut rng).is_err());
 }
 

@@ -1,0 +1,141 @@
+//! `wrlc env serve`: a recipe's environment as an HTTP service for trainers that are not wrl
+//! (verl's agent loop, through `integrations/verl`). It serves the episodes of the plan's scoring
+//! nodes (RL phases and evals) in the same browser pool, sandbox web, search API, allow-list,
+//! blacklist, timeouts and failure classes as `wrlc run`, scores them with the recipe's reward,
+//! and never runs more episodes at once than the plan's concurrency. Loopback only unless told
+//! otherwise; a bearer token guards every route but the health check.
+
+mod api;
+pub mod script;
+pub mod session;
+pub mod setup;
+
+use std::future::Future;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+pub use setup::{Environment, Served, SetupOptions, environment};
+
+/// Why the service cannot serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// E0610: the plan has nothing to serve (no RL phase or eval, an env this service cannot
+    /// reach).
+    #[error("{0}")]
+    NoEnvironment(String),
+    /// E0616: something the service needs did not start (the sandbox, Chromium, the socket).
+    #[error("{0}")]
+    Start(String),
+}
+
+impl ServiceError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ServiceError::NoEnvironment(_) => "E0610",
+            ServiceError::Start(_) => "E0616",
+        }
+    }
+}
+
+/// How the service listens.
+#[derive(Clone, Debug)]
+pub struct ServiceOptions {
+    /// `HOST:PORT`; port 0 picks a free one.
+    pub addr: String,
+    /// Allow an address other than loopback (a token is then required).
+    pub public: bool,
+    /// The bearer token every request must carry; `None` only on loopback.
+    pub token: Option<String>,
+    /// An episode no request touched for this long is ended and its slot freed.
+    pub idle: Duration,
+}
+
+impl Default for ServiceOptions {
+    fn default() -> ServiceOptions {
+        ServiceOptions {
+            addr: "127.0.0.1:0".into(),
+            public: false,
+            token: None,
+            idle: Duration::from_secs(600),
+        }
+    }
+}
+
+/// A bound service, not yet serving.
+pub struct EnvServer {
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
+    state: Arc<api::AppState>,
+}
+
+/// Resolves `addr`; a non-loopback one needs `public` and a token.
+pub fn check_addr(addr: &str, public: bool, token: bool) -> Result<SocketAddr, ServiceError> {
+    let resolved = addr
+        .to_socket_addrs()
+        .map_err(|e| ServiceError::Start(format!("cannot use `{addr}` as an address: {e}")))?
+        .next()
+        .ok_or_else(|| ServiceError::Start(format!("`{addr}` resolves to nothing")))?;
+    if !resolved.ip().is_loopback() {
+        if !public {
+            return Err(ServiceError::Start(format!(
+                "refusing to serve on `{addr}`, which is not a loopback address; pass --public \
+                 to serve a cluster (with a token in WRL_ENV_TOKEN)"
+            )));
+        }
+        if !token {
+            return Err(ServiceError::Start(format!(
+                "refusing to serve on `{addr}` without a token; set WRL_ENV_TOKEN"
+            )));
+        }
+    }
+    Ok(resolved)
+}
+
+impl EnvServer {
+    pub async fn bind(env: Environment, opts: &ServiceOptions) -> Result<EnvServer, ServiceError> {
+        let target = check_addr(&opts.addr, opts.public, opts.token.is_some())?;
+        let listener = tokio::net::TcpListener::bind(target)
+            .await
+            .map_err(|e| ServiceError::Start(format!("cannot listen on `{}`: {e}", opts.addr)))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| ServiceError::Start(format!("cannot listen on `{}`: {e}", opts.addr)))?;
+        let state = Arc::new(api::AppState::new(env, opts.token.clone(), opts.idle));
+        Ok(EnvServer { listener, addr, state })
+    }
+
+    /// The bound address (the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until `shutdown` completes.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServiceError> {
+        let s = self.state.clone();
+        let guarded = Router::new()
+            .route("/v1/env", get(api::describe))
+            .route("/v1/episodes", post(api::create))
+            .route("/v1/episodes/{id}", get(api::get))
+            .route("/v1/episodes/{id}/step", post(api::step))
+            .route("/v1/episodes/{id}/end", post(api::end))
+            .layer(axum::middleware::from_fn_with_state(s.clone(), api::auth));
+        let app = Router::new()
+            .route("/v1/health", get(api::health))
+            .merge(guarded)
+            .with_state(s.clone());
+        let reaper = tokio::spawn(api::reap(s));
+        let served = axum::serve(self.listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(|e| ServiceError::Start(format!("the service stopped: {e}")));
+        reaper.abort();
+        served
+    }
+}

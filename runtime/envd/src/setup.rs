@@ -1,0 +1,285 @@
+//! What `wrlc env serve` serves, read from a decoded plan: for each node that scores episodes
+//! (an RL phase or an eval), the environment its agent acts in, the episode settings `wrlc run`
+//! would use (timeouts, error limit, retries, what the text observation shows), the tool set the
+//! model's turns are checked against, and the reward (with its judges, process reward and
+//! excluded classes). The sandbox web and one browser pool (allow-listed to the sandbox, with the
+//! env's viewport, remote fleet and blacklist) start here, as `wrlc run` starts them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wrl_browser::{AllowList, BrowserPool, EpisodeCfg, PoolCfg};
+use wrl_exec::agent::AgentCfg;
+use wrl_exec::agent::policy::History;
+use wrl_exec::env::{SearchEnv, settings};
+use wrl_exec::executor::settings::phase_settings;
+use wrl_exec::reward::judges::{ApiModels, Judges};
+use wrl_exec::reward::{RewardExpr, Rewards};
+use wrl_plan::params::{self, Model, Observation, Params, RewardRef, Site, Toolset, TypedPlan};
+use wrl_sandbox::Sandbox;
+
+use crate::ServiceError;
+
+/// Where one node's episodes run.
+#[derive(Clone, Debug)]
+pub enum Place {
+    /// Real Chromium on the service's pool, on the sandbox web.
+    Browser { pool: BrowserPool, sandbox: Arc<Sandbox>, screenshot: bool },
+    /// A search API over HTTP.
+    Search(SearchEnv),
+}
+
+/// One node that scores episodes, ready to serve.
+#[derive(Clone, Debug)]
+pub struct Served {
+    pub node: String,
+    pub decl: String,
+    /// The env node, and its constructor (`browser`, `search_api`).
+    pub env: String,
+    pub env_kind: &'static str,
+    pub place: Place,
+    pub episode: EpisodeCfg,
+    pub retries: usize,
+    pub tools: Toolset,
+    pub history: History,
+    /// The step budget: a task's own, capped by the phase's horizon and the agent's turns.
+    pub max_steps: u32,
+    /// `None`: an eval, whose score is the task's checker (1 solved, 0 not).
+    pub reward: Option<RewardExpr>,
+    pub process: Option<RewardExpr>,
+    pub exclude: Vec<String>,
+    pub judges: Judges,
+    /// The plan's named rewards (a reward may name another).
+    pub rewards: Arc<Rewards>,
+}
+
+/// Everything the service serves.
+pub struct Environment {
+    pub recipe: String,
+    pub profile: Option<String>,
+    pub digest: String,
+    pub nodes: BTreeMap<String, Served>,
+    pub rewards: Rewards,
+    /// Episodes at once: the largest `concurrency` of the plan's envs.
+    pub concurrency: usize,
+    /// The browser pool, when an env is a browser (its browsers close when it drops).
+    pub pool: Option<BrowserPool>,
+    /// The sandbox web, when an env targets it (it stops when the last holder drops: a search
+    /// env's client holds only its URL).
+    pub sandbox: Option<Arc<Sandbox>>,
+}
+
+/// Options the plan does not hold.
+#[derive(Clone, Debug, Default)]
+pub struct SetupOptions {
+    pub chromium: Option<PathBuf>,
+    /// Where the blacklist file (and nothing else) is written.
+    pub state_dir: PathBuf,
+}
+
+fn no_env(why: String) -> ServiceError {
+    ServiceError::NoEnvironment(why)
+}
+
+/// Reads the plan and starts what it needs: the sandbox when an env targets it, the pool when
+/// an env is a browser.
+pub async fn environment(
+    typed: &TypedPlan<'_>,
+    opts: &SetupOptions,
+) -> Result<Environment, ServiceError> {
+    let mut rewards = Rewards::new();
+    let mut apis = ApiModels::new();
+    let mut agents: BTreeMap<String, AgentCfg> = BTreeMap::new();
+    let mut envs: BTreeMap<String, (String, params::Env)> = BTreeMap::new();
+    for (n, p) in &typed.nodes {
+        match p {
+            Params::Reward(r) => {
+                rewards.insert(n.id.clone(), r.expr.clone());
+            }
+            Params::Model(Model::Api(a)) => {
+                apis.insert(n.id.clone(), a.clone());
+            }
+            Params::Agent(a) => {
+                agents.insert(n.id.clone(), AgentCfg::new(a));
+            }
+            Params::Env(e) => {
+                envs.insert(n.id.clone(), (n.decl.clone(), e.clone()));
+            }
+            Params::Model(_)
+            | Params::Dataset(_)
+            | Params::Sft(_)
+            | Params::RlPhase(_)
+            | Params::Checkpoint(_)
+            | Params::Eval(_) => {}
+        }
+    }
+    let reward_of = |r: &RewardRef| -> Result<RewardExpr, ServiceError> {
+        match r {
+            RewardRef::Inline(e) => Ok(e.clone()),
+            RewardRef::Node(n) => rewards
+                .get(n.id())
+                .cloned()
+                .ok_or_else(|| no_env(format!("no reward `{n}` in the plan"))),
+        }
+    };
+    // (node, decl, agent, horizon, reward, process, exclude)
+    type Scoring = (Option<RewardExpr>, Option<RewardExpr>, Vec<String>);
+    let mut scorers: Vec<(String, String, String, u32, Scoring)> = Vec::new();
+    for (n, p) in &typed.nodes {
+        match p {
+            Params::RlPhase(phase) => {
+                let s = phase_settings(phase, 0);
+                let reward = reward_of(s.reward)?;
+                let process = s.process_reward.map(reward_of).transpose()?;
+                scorers.push((
+                    n.id.clone(),
+                    n.decl.clone(),
+                    s.agent.id().to_string(),
+                    s.horizon,
+                    (Some(reward), process, s.exclude.clone()),
+                ));
+            }
+            Params::Eval(e) => scorers.push((
+                n.id.clone(),
+                n.decl.clone(),
+                e.agent.id().to_string(),
+                e.max_steps.0,
+                (None, None, Vec::new()),
+            )),
+            _ => {}
+        }
+    }
+    if scorers.is_empty() {
+        return Err(no_env(
+            "the plan has no RL phase and no eval, so no episodes to serve".to_string(),
+        ));
+    }
+    let concurrency = settings::concurrency(envs.values().map(|(_, e)| e)).max(1);
+    let needs_sandbox = envs.values().any(|(_, e)| match e {
+        params::Env::Browser(_) => true,
+        params::Env::SearchApi(s) => matches!(s.target, Site::SandboxSearch),
+    });
+    let sandbox = match needs_sandbox {
+        true => Some(Arc::new(
+            Sandbox::start(0, 0)
+                .await
+                .map_err(|e| ServiceError::Start(format!("cannot start the sandbox web: {e}")))?,
+        )),
+        false => None,
+    };
+    let browser = envs.values().find_map(|(_, e)| match e {
+        params::Env::Browser(b) => Some(b.clone()),
+        params::Env::SearchApi(_) => None,
+    });
+    let pool = match (&browser, &sandbox) {
+        (Some(b), Some(sb)) => Some(launch_pool(b, sb, concurrency, opts).await?),
+        _ => None,
+    };
+    let shared = Arc::new(rewards.clone());
+    let mut nodes = BTreeMap::new();
+    for (node, decl, agent, horizon, (reward, process, exclude)) in scorers {
+        let a = agents
+            .get(&agent)
+            .ok_or_else(|| no_env(format!("`{decl}`: no agent `{agent}` in the plan")))?;
+        let (env_decl, env) = envs
+            .get(&a.env)
+            .ok_or_else(|| no_env(format!("`{decl}`: its agent acts in no env")))?;
+        let judges = match &reward {
+            Some(r) => Judges::for_reward(r, &rewards, &apis)
+                .map_err(|e| ServiceError::Start(format!("`{decl}`: cannot set up judges: {e}")))?,
+            None => Judges::default(),
+        };
+        let episode = settings::episode_cfg(Some(env), Some(a.max_parse_failures));
+        let (place, tools, env_kind) = match env {
+            params::Env::Browser(b) => {
+                if !b.target.is_sandbox() {
+                    return Err(no_env(format!(
+                        "env `{env_decl}` targets a site this service cannot reach offline; \
+                         serve a profile whose env targets `std::sandbox::web`"
+                    )));
+                }
+                let (Some(pool), Some(sb)) = (&pool, &sandbox) else {
+                    return Err(no_env(format!("env `{env_decl}`: no browser pool")));
+                };
+                let screenshot =
+                    b.observe.iter().any(|o| matches!(o, Observation::Screenshot { .. }));
+                let place = Place::Browser { pool: pool.clone(), sandbox: sb.clone(), screenshot };
+                (place, b.tools.clone(), "browser")
+            }
+            params::Env::SearchApi(s) => {
+                let base = match (&s.target, &sandbox) {
+                    (Site::SandboxSearch, Some(sb)) => {
+                        format!("{}/api", sb.base_url().trim_end_matches('/'))
+                    }
+                    _ => s.base_url.clone(),
+                };
+                let step_text = (s.step_text.0 as usize).max(1);
+                let env = SearchEnv::new(&base, step_text, s.timeout.step.duration())
+                    .map_err(|e| ServiceError::Start(format!("env `{env_decl}`: {e}")))?;
+                (Place::Search(env), s.tools.clone(), "search_api")
+            }
+        };
+        let served = Served {
+            node: node.clone(),
+            decl,
+            env: env_decl.clone(),
+            env_kind,
+            place,
+            retries: settings::retries(Some(env)),
+            episode,
+            tools,
+            history: a.history,
+            max_steps: horizon.min(a.max_turns),
+            reward,
+            process,
+            exclude,
+            judges,
+            rewards: shared.clone(),
+        };
+        nodes.insert(node, served);
+    }
+    Ok(Environment {
+        recipe: display_recipe(&typed.plan.recipe),
+        profile: typed.plan.profile.clone(),
+        digest: wrl_plan::digest(typed.plan),
+        nodes,
+        rewards,
+        concurrency,
+        pool,
+        sandbox,
+    })
+}
+
+/// The recipe's file name (never an absolute path: it is printed and sent to clients).
+fn display_recipe(recipe: &str) -> String {
+    Path::new(recipe).file_name().map_or(recipe.to_string(), |f| f.to_string_lossy().into_owned())
+}
+
+async fn launch_pool(
+    b: &params::Browser,
+    sb: &Sandbox,
+    concurrency: usize,
+    opts: &SetupOptions,
+) -> Result<BrowserPool, ServiceError> {
+    let cfg = PoolCfg {
+        chromium: opts.chromium.clone(),
+        max_concurrent: concurrency,
+        // The allow-list: the sandbox web only, as in `wrlc run`.
+        allow: AllowList::only([format!("127.0.0.1:{}", sb.addr().port())]),
+        viewport: (b.viewport.width as u32, b.viewport.height as u32),
+        scale: b.device_scale,
+        remote: b.remote.clone(),
+        blacklist_file: match b.blacklist {
+            params::Blacklist::Off => None,
+            params::Blacklist::OnNavigationError => Some(opts.state_dir.join(&b.blacklist_file)),
+        },
+        ..PoolCfg::default()
+    };
+    BrowserPool::launch(cfg).await.map_err(|e| {
+        ServiceError::Start(format!(
+            "cannot start Chromium: {e} ({})",
+            wrl_exec::preflight::INSTALL_CHROMIUM
+        ))
+    })
+}

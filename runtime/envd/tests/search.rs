@@ -1,0 +1,90 @@
+//! A `search_api` env through the service: the WebDancer recipe's smoke profile (the sandbox
+//! wiki's search API), an episode stepped with WebDancer's tags — a search, then the answer — and
+//! scored by the recipe's reward (format and answer match); a malformed call is recorded as
+//! the model's mistake and the episode goes on.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use serde_json::{Value as Json, json};
+use wrl_check::FsLoader;
+use wrl_diagnostics::SourceMap;
+use wrl_envd::{EnvServer, ServiceOptions, SetupOptions};
+use wrl_plan::params::TypedPlan;
+
+fn webdancer_smoke() -> wrl_plan::Plan {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let text = std::fs::read_to_string(root.join("recipes/webdancer.wrl")).unwrap();
+    let mut sources = SourceMap::new();
+    let id = sources.add("recipes/webdancer.wrl".to_string(), text.clone());
+    let parsed = wrl_syntax::parse(id, &text);
+    let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+    let recipe = checked.recipes.into_iter().next().unwrap().with_profile("smoke").unwrap();
+    wrl_plan::lower(&recipe).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_episode_is_stepped_and_scored() {
+    let plan = webdancer_smoke();
+    let typed = TypedPlan::decode(&plan).unwrap();
+    let setup = SetupOptions { chromium: None, state_dir: std::env::temp_dir() };
+    let env = wrl_envd::environment(&typed, &setup).await.unwrap();
+    assert!(env.pool.is_none(), "a search env starts no browsers");
+    let served = &env.nodes["stage:online/phase:1"];
+    assert_eq!(served.env_kind, "search_api");
+    let opts = ServiceOptions { token: Some("t".into()), ..ServiceOptions::default() };
+    let server = EnvServer::bind(env, &opts).await.unwrap();
+    let base = format!("http://{}", server.local_addr());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.run(async {
+        let _ = stopped.await;
+    }));
+    let http = reqwest::Client::new();
+    let post = |path: String, body: Json| {
+        let req = http.post(format!("{base}{path}")).bearer_auth("t").json(&body);
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Json>().await.unwrap())
+        }
+    };
+    let task = json!({"id": "qa-train-0-00000", "split": "train", "template": "qa_founded",
+        "site": "wiki", "start_path": "/wiki/", "goal": "In what year was Barlon founded?",
+        "params": {"town": "Barlon"}, "checker": {"kind": "answer", "expected": "1870", "mode": "number"},
+        "max_steps": 4, "content_seed": 0});
+    let (s, v) =
+        post("/v1/episodes".into(), json!({"node": "stage:online/phase:1", "task": task})).await;
+    assert_eq!(s, 200, "{v}");
+    let ep = v["episode"].as_str().unwrap().to_string();
+    assert_eq!(v["observation"]["text"], "task: In what year was Barlon founded?\n");
+    let (_, v) = post(
+        format!("/v1/episodes/{ep}/step"),
+        json!({"text": "<tool_call>{\"name\": \"fly\", \"arguments\": {}}</tool_call>"}),
+    )
+    .await;
+    assert_eq!(v["error"]["code"], "E0613", "{v}");
+    assert_eq!(v["done"], false);
+    let (_, v) = post(
+        format!("/v1/episodes/{ep}/step"),
+        json!({"text": "<think>look it up</think><tool_call>{\"name\": \"search\", \"arguments\": {\"query\": [\"Barlon founded\"]}}</tool_call>"}),
+    )
+    .await;
+    assert_eq!(v["done"], false, "{v}");
+    let result = v["observation"]["text"].as_str().unwrap();
+    assert!(result.contains("result: ") && result.contains("Barlon"), "{result}");
+    let (_, v) = post(
+        format!("/v1/episodes/{ep}/step"),
+        json!({"text": "<think>found it</think><answer>1870</answer>"}),
+    )
+    .await;
+    assert_eq!(v["done"], true, "{v}");
+    let (_, score) = post(format!("/v1/episodes/{ep}/end"), json!({})).await;
+    assert_eq!(score["failure_class"], "completed", "{score}");
+    assert_eq!(score["success"], true, "{score}");
+    assert_eq!(score["answer"], "1870");
+    assert_eq!(score["steps"], 3);
+    let reward = score["reward"].as_f64().unwrap();
+    assert!((reward - 1.0).abs() < 1e-9, "0.1 format + 0.9 answer: {score}");
+    stop.send(()).unwrap();
+    serving.await.unwrap().unwrap();
+}

@@ -1,0 +1,234 @@
+//! An `hf(…)` model as a trainer policy: its id resolved offline (a directory, or the Hugging
+//! Face cache), its files checked against its `config.json` (`wrl_trainer::hf::inspect`), its
+//! chat template compiled, and every field of the recipe either honoured or refused at that
+//! field. The preflight and the executor call the same function, so `--dry-run` refuses exactly
+//! what a run would.
+
+use wrl_plan::Node;
+use wrl_plan::params::{self, ChatTemplate, DType, Family, FrozenPart};
+use wrl_trainer::hf::{self, Arch, HfError, RepoKind};
+use wrl_trainer::models::Frozen;
+use wrl_trainer::{OpsMode, PolicyConfig, PretrainedSource};
+
+use crate::error::{Fault, RunError};
+
+/// The fault of each kind of Hugging Face problem.
+pub(crate) fn fault_of(e: &HfError) -> Fault {
+    match e {
+        HfError::NotFound(_) => Fault::HfNotFound,
+        HfError::Architecture { .. } => Fault::HfArchitecture,
+        HfError::Field { .. } => Fault::HfConfig,
+        HfError::Files(_) => Fault::HfFiles,
+        HfError::Template(_) => Fault::HfTemplate,
+    }
+}
+
+/// A Hugging Face problem of model `n`, blamed on the `hf(…)` id (or on `family`).
+fn hf_error(n: &Node, e: HfError) -> RunError {
+    let fault = fault_of(&e);
+    let (help, label) = match &e {
+        HfError::NotFound(_) => (
+            "give a model directory, or put the model in the Hugging Face cache first \
+             (`huggingface-cli download ORG/NAME`, or set HF_HUB_CACHE / HF_HOME)"
+                .to_string(),
+            "this model cannot be found on this machine",
+        ),
+        HfError::Architecture { backend: Some(b), .. } => {
+            (format!("the `{b}` backend runs this model"), "this runtime cannot run this model")
+        }
+        HfError::Architecture { backend: None, .. } => (
+            "use a Qwen2, Qwen2.5 or Qwen3 dense text model".to_string(),
+            "this runtime cannot run this model",
+        ),
+        HfError::Field { .. } => (
+            "use a model whose `config.json` this runtime implements (docs/trainer.md lists the \
+             fields), or the `verl` backend"
+                .to_string(),
+            "this model's config changes the maths in a way this runtime does not implement",
+        ),
+        HfError::Files(_) => (
+            "re-download or re-export the model: its files do not match its `config.json`"
+                .to_string(),
+            "this model's files are inconsistent",
+        ),
+        HfError::Template(_) => (
+            "fix the template in `chat_template.jinja` or `tokenizer_config.json`".to_string(),
+            "this model's chat template cannot render prompts",
+        ),
+    };
+    RunError::new(fault, format!("model `{}`: {e}", n.decl)).help(help).at(n, None, label)
+}
+
+/// A recipe setting of `hf(…)` that does not fit the model (E0515).
+fn setting(n: &Node, field: &str, what: String, help: String, label: &str) -> RunError {
+    RunError::new(Fault::HfSetting, format!("model `{}`: {what}", n.decl)).help(help).at(
+        n,
+        Some(field),
+        label,
+    )
+}
+
+/// The trainer policy of `hf(…)` node `n`, or every reason it cannot be one.
+pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<RunError>> {
+    let params::Hf { id, context, frozen, family, dtype, image_tokens: _, chat_template, thinking } =
+        h;
+    // `image_tokens` sizes images in prompts; a text model's prompts hold none.
+    let mut errs = Vec::new();
+    let want = match family {
+        Family::Auto => None,
+        Family::Qwen2 => Some(Arch::Qwen2),
+        Family::Qwen3 => Some(Arch::Qwen3),
+        Family::Qwen3Vl | Family::Qwen25Vl | Family::Llama => {
+            let what = match family {
+                Family::Llama => "Llama models",
+                _ => "vision-language models",
+            };
+            errs.push(
+                RunError::new(
+                    Fault::HfArchitecture,
+                    format!(
+                        "model `{}`: this runtime runs Qwen2, Qwen2.5 and Qwen3 dense text \
+                         models, not {what}",
+                        n.decl
+                    ),
+                )
+                .help("the `verl` backend runs this family")
+                .at(n, Some("family"), "this family does not run on this runtime"),
+            );
+            None
+        }
+    };
+    let mut parts = Vec::new();
+    for p in frozen {
+        match p {
+            FrozenPart::Embeddings => parts.push(Frozen::Embeddings),
+            FrozenPart::LmHead => parts.push(Frozen::LmHead),
+            FrozenPart::VisionTower | FrozenPart::Projector => errs.push(setting(
+                n,
+                "frozen",
+                format!(
+                    "`frozen` names `{}`, which a text model does not have",
+                    if *p == FrozenPart::VisionTower { "vision_tower" } else { "projector" }
+                ),
+                "freeze `embeddings` and/or `lm_head`, or nothing".into(),
+                "a text model has only `embeddings` and `lm_head` to freeze",
+            )),
+        }
+    }
+    match dtype {
+        DType::F32 => {}
+        DType::Bf16 | DType::F16 => errs.push(
+            RunError::new(
+                Fault::Unsupported,
+                format!(
+                    "model `{}`: this runtime trains in f32 on the CPU; `dtype = {}` is not \
+                     implemented",
+                    n.decl,
+                    if *dtype == DType::Bf16 { "bf16" } else { "f16" }
+                ),
+            )
+            .help("set `dtype = f32` (a profile can); bf16 training is the GPU backend's")
+            .at(n, Some("dtype"), "this runtime cannot train in this precision"),
+        ),
+    }
+    match chat_template {
+        ChatTemplate::Native => {}
+        ChatTemplate::Hermes | ChatTemplate::Xml => errs.push(
+            RunError::new(
+                Fault::Unsupported,
+                format!(
+                    "model `{}`: prompts are rendered with the model's own chat template; a \
+                     fixed one (`chat_template = {}`) is not implemented",
+                    n.decl,
+                    if *chat_template == ChatTemplate::Hermes { "hermes" } else { "xml" }
+                ),
+            )
+            .help("set `chat_template = native`")
+            .at(
+                n,
+                Some("chat_template"),
+                "this runtime renders the model's own template",
+            ),
+        ),
+    }
+    let files = match hf::resolve(id, RepoKind::Model).and_then(|dir| hf::inspect(&dir)) {
+        Ok(f) => f,
+        Err(e) => {
+            errs.push(hf_error(n, e));
+            return Err(errs);
+        }
+    };
+    let arch = files.config.arch;
+    if let Some(w) = want.filter(|w| *w != arch) {
+        errs.push(
+            RunError::new(
+                Fault::HfArchitecture,
+                format!(
+                    "model `{}`: the recipe says `family = {}` but `config.json` says \
+                     `model_type` `{}`",
+                    n.decl,
+                    w.model_type(),
+                    arch.model_type()
+                ),
+            )
+            .help(format!("set `family = {}` (or `auto`)", arch.model_type()))
+            .at(n, Some("family"), "the model is of another family"),
+        );
+    }
+    match &files.template {
+        None => errs.push(hf_error(
+            n,
+            HfError::Template(format!(
+                "`{id}` has no chat template (neither `chat_template.jinja` nor a \
+                 `chat_template` in `tokenizer_config.json`)"
+            )),
+        )),
+        Some((origin, source)) => {
+            let origin = origin.file_name().map(|f| f.to_string_lossy().into_owned());
+            if let Err(e) = wrl_trainer::chat::ChatTemplate::new(
+                source,
+                origin.as_deref().unwrap_or("?"),
+                &files.tokenizer_config,
+            ) {
+                errs.push(hf_error(n, e));
+            }
+        }
+    }
+    let max = files.config.max_position_embeddings;
+    if context.0 as usize > max {
+        errs.push(setting(
+            n,
+            "context",
+            format!(
+                "`context` = {} tokens is longer than the model's `max_position_embeddings` \
+                 ({max})",
+                context.0
+            ),
+            format!("set `context` to at most {max} tokens"),
+            "the model was not built for sequences this long",
+        ));
+    }
+    if let Err(e) = wrl_trainer::models::qwen::frozen_names(&files.config, &parts) {
+        errs.push(setting(
+            n,
+            "frozen",
+            e.to_string(),
+            "freeze both or neither".into(),
+            "tied embeddings freeze together",
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    let src = PretrainedSource {
+        path: files.dir.clone(),
+        ops: OpsMode::Auto,
+        frozen: parts,
+        thinking: *thinking,
+        context: Some(context.0 as usize),
+    };
+    Ok(match arch {
+        Arch::Qwen2 => PolicyConfig::Qwen2(src),
+        Arch::Qwen3 => PolicyConfig::Qwen3(src),
+    })
+}

@@ -1,0 +1,556 @@
+//! What an RL phase's fields mean to verl: each of `grpo`, `dapo` and `ppo` is destructured
+//! without `..`, so a field added to a phase type does not compile until it is mapped here (to a
+//! key of the phase's verl run or of its agent-loop entry) or said to be not mapped. Knobs an
+//! algorithm does not have (DAPO's KL estimator, PPO's loss aggregation) are written as the
+//! candle trainer fixes them (`wrl-exec`'s `executor::settings`).
+
+use serde_json::{Value as Json, json};
+use wrl_plan::Node;
+use wrl_plan::params::{
+    self, Async, Drop, DynamicSampling, KlEstimator, Level, LossAgg, Optimizer, Overlong,
+    PolicyLoss, Range, RewardRef, RlPhase, Schedule,
+};
+
+use crate::ctx::{Ctx, E_UNMAPPED, Run};
+
+/// A phase being lowered: its node, its run, its config and its agent-loop entry.
+pub(crate) struct Ph<'a, 'p> {
+    pub c: &'a mut Ctx<'p>,
+    pub n: &'p Node,
+    pub cfg: &'a mut Json,
+    pub al: &'a mut Json,
+    pub run: &'a Run,
+    /// The agent's `max_turns` (the horizon is capped by it).
+    pub max_turns: Option<u32>,
+}
+
+const A: &str = "actor_rollout_ref.actor";
+const R: &str = "actor_rollout_ref.rollout";
+
+fn k(prefix: &str, key: &str) -> String {
+    format!("{prefix}.{key}")
+}
+
+impl Ph<'_, '_> {
+    fn al_label(&self) -> String {
+        format!("agent_loops.yaml: {}.", self.run_name())
+    }
+
+    fn run_name(&self) -> String {
+        format!("wrl_{}", self.run.name.replace('-', "_"))
+    }
+
+    fn map(&mut self, field: &str, keys: &[(&str, Json)]) -> &mut crate::Entry {
+        self.c.map(self.cfg, self.n, field, keys)
+    }
+
+    fn al(&mut self, field: &str, keys: &[(&str, Json)]) -> &mut crate::Entry {
+        let label = self.al_label();
+        self.c.wrl_in(self.al, &label, self.n, field, keys)
+    }
+
+    /// The fields every RL phase has.
+    #[allow(clippy::too_many_arguments)]
+    fn common(
+        &mut self,
+        iters: u64,
+        horizon: u32,
+        lr: f64,
+        prompts: u32,
+        group: u32,
+        reward: &RewardRef,
+        exclude: &[params::FailureClass],
+        seed: u64,
+    ) {
+        let run = self.run.clone();
+        let first = run.resumes.is_none();
+        // `init`, `tasks`, `agent`: where the run starts and what it runs.
+        match &run.resumes {
+            None => {
+                let e =
+                    self.map("init", &[("actor_rollout_ref.model.path", json!(run.model_path))]);
+                match &run.needs_model {
+                    Some(why) => e.note(format!(
+                        "`???`: {why}; give those weights in Hugging Face layout at launch \
+                         (launch.sh: MODEL=DIR)"
+                    )),
+                    None => e.note("the model the stage starts from"),
+                };
+            }
+            Some((from, step)) => {
+                let path = format!("checkpoints/{from}/global_step_{step}");
+                self.map(
+                    "init",
+                    &[
+                        ("actor_rollout_ref.model.path", json!(run.model_path)),
+                        ("trainer.resume_from_path", json!(path)),
+                    ],
+                )
+                .note(format!(
+                    "resumed from run `{from}`'s last checkpoint (step {step}); the model path \
+                     only gives the architecture and tokenizer"
+                ));
+            }
+        }
+        self.map("tasks", &[("data.train_files", json!(run.train_file))])
+            .note("one row per task, `agent_name` set to this run's agent loop");
+        let name = self.run_name();
+        self.map("agent", &[(&k(R, "agent.default_agent_loop"), json!(name))])
+            .note("the wrl agent loop (integrations/verl), entry of agent_loops.yaml");
+        self.map("iters", &[("trainer.total_training_steps", json!(run.last_step))]).note(format!(
+            "absolute: verl counts steps from the resumed one, so this run does {iters} \
+                 steps after step {}",
+            run.last_step.saturating_sub(iters)
+        ));
+        let turns = self.max_turns.map_or(horizon, |t| t.min(horizon));
+        let label = self.al_label();
+        self.c.rewrite(self.al, self.n, "horizon", &[("max_steps", json!(turns))]);
+        self.map("horizon", &[(&k(R, "multi_turn.max_assistant_turns"), json!(turns))])
+            .also(format!("{label}max_steps"), json!(turns))
+            .note("capped by the agent's `max_turns`; the env service ends the episode there too");
+        self.map("lr", &[(&k(A, "optim.lr"), json!(lr))]);
+        for f in ["stage", "phase", "phases"] {
+            self.c.implied(
+                self.n,
+                f,
+                format!("the run's name `{}` and its place in launch.sh's order", run.name),
+            );
+        }
+        let resume = if first {
+            self.map("resume", &[("trainer.resume_mode", json!("auto"))])
+                .note("fresh: nothing to resume on the first launch; a relaunch continues the run's own last checkpoint")
+        } else {
+            self.map(
+                "resume",
+                &[
+                    ("trainer.resume_mode", json!("resume_path")),
+                    (&k(A, "checkpoint.load_contents"), json!(["model", "optimizer"])),
+                ],
+            )
+            .note(
+                "weights and optimiser state of the previous run, its learning-rate scheduler \
+                 not loaded so this phase's `lr` applies; the dataloader continues where the \
+                 previous run stopped (wrl restarts the task order each phase); launch.sh \
+                 switches to `auto` when this run has checkpoints of its own",
+            )
+        };
+        let _ = resume;
+        self.c.implied(self.n, "binds", "the agent's policy is the model verl trains");
+        self.map("prompts", &[("data.train_batch_size", json!(prompts))]);
+        self.map("group", &[(&k(R, "n"), json!(group))]);
+        let which = match reward {
+            RewardRef::Node(r) => r.id().to_string(),
+            RewardRef::Inline(_) => format!("{} (inline)", self.n.id),
+        };
+        self.c
+            .wrl(self.n, "reward", &[("env service: POST /v1/episodes/{id}/end", json!(which))])
+            .note("the env service scores each episode with the recipe's reward (judges included); the agent loop sets reward_score, so verl's reward loop is skipped");
+        let classes: Vec<&str> = exclude.iter().map(|c| c.word()).collect();
+        self.c
+            .wrl(self.n, "exclude", &[("env service: excluded classes", json!(classes))])
+            .note("an excluded episode's rows get response_mask 0 (no gradient); its reward 0 still enters its group's mean and std in verl's GRPO");
+        self.map("seed", &[("data.seed", json!(seed)), (&k(A, "data_loader_seed"), json!(seed))])
+            .note(
+                "verl seeds its data order; rollouts are not seeded per episode as in `wrlc run`",
+            );
+    }
+
+    fn clip(&mut self, clip: &Range<f64>) {
+        self.map(
+            "clip.lo",
+            &[(&k(A, "clip_ratio_low"), json!(clip.lo)), (&k(A, "clip_ratio"), json!(clip.lo))],
+        );
+        self.map("clip.hi", &[(&k(A, "clip_ratio_high"), json!(clip.hi))]);
+    }
+
+    fn kl(&mut self, kl: f64, estimator: Option<KlEstimator>) {
+        self.map(
+            "kl",
+            &[
+                (&k(A, "use_kl_loss"), json!(kl > 0.0)),
+                (&k(A, "kl_loss_coef"), json!(kl)),
+                ("algorithm.use_kl_in_reward", json!(false)),
+            ],
+        )
+        .note("a KL loss term, as the candle trainer applies it; no reference model when 0");
+        let word = |e: KlEstimator| match e {
+            KlEstimator::K1 => "k1",
+            KlEstimator::K2 => "k2",
+            KlEstimator::K3 => "low_var_kl",
+        };
+        match estimator {
+            Some(e) => {
+                self.map("kl_estimator", &[(&k(A, "kl_loss_type"), json!(word(e)))]);
+            }
+            None => crate::ctx::set(self.cfg, &k(A, "kl_loss_type"), json!("low_var_kl")),
+        }
+    }
+
+    fn ppo_epochs_and_batch(&mut self, ppo_epochs: u32, mini_batch: u32, prompts: u32, group: u32) {
+        self.map("ppo_epochs", &[(&k(A, "ppo_epochs"), json!(ppo_epochs))]);
+        let exact = mini_batch as f64 / group.max(1) as f64;
+        let v = (exact.round() as u32).clamp(1, prompts.max(1));
+        let e = self.map("mini_batch", &[(&k(A, "ppo_mini_batch_size"), json!(v))]);
+        if (v as f64 - exact).abs() > 1e-9 {
+            e.note(format!(
+                "verl counts mini-batches in prompts (× n rows each) and at most a batch: \
+                 {mini_batch} samples / group {group} ≈ {exact:.2}, written {v}"
+            ));
+        } else {
+            e.note("verl counts mini-batches in prompts, each with its n rows");
+        }
+    }
+
+    fn sampling(&mut self, temperature: f64, top_p: f64) {
+        self.map("temperature", &[(&k(R, "temperature"), json!(temperature))]);
+        self.map("top_p", &[(&k(R, "top_p"), json!(top_p)), (&k(R, "top_k"), json!(-1))])
+            .note("top_k -1: the whole distribution, as `wrlc run` samples");
+    }
+
+    fn loss_agg(&mut self, a: LossAgg) {
+        let w = match a {
+            LossAgg::TokenMean => "token-mean",
+            LossAgg::SeqMeanTokenMean => "seq-mean-token-mean",
+            LossAgg::SeqMeanTokenSum => "seq-mean-token-sum",
+        };
+        self.map("loss_agg", &[(&k(A, "loss_agg_mode"), json!(w))]);
+    }
+
+    fn level(&mut self, l: Level) {
+        let (w, note) = match l {
+            Level::Turn => (
+                "turn",
+                "one training row per turn (the agent loop returns a list of outputs, each turn's prompt rebuilt as the agent sees it); verl copies the trajectory's reward to every row and computes GRPO advantages per trajectory",
+            ),
+            Level::Trajectory => (
+                "trajectory",
+                "one row per episode: assistant tokens trained, observation tokens masked",
+            ),
+        };
+        self.al("level", &[("level", json!(w))]).note(note);
+    }
+
+    fn schedule(&mut self, s: &Schedule, iters: u64) {
+        let later = self.run.resumes.is_some();
+        let warm = |w: f64| if w > 0.0 { ((w * iters as f64).round() as i64).max(1) } else { -1 };
+        let (kind, warmup, floor) = match s {
+            Schedule::Constant { warmup } => ("constant", warmup.0, None),
+            Schedule::Cosine { warmup, floor } => ("cosine", warmup.0, Some(*floor)),
+        };
+        let mut keys = vec![
+            (k(A, "optim.lr_scheduler_type"), json!(kind)),
+            (k(A, "optim.lr_warmup_steps"), json!(warm(warmup))),
+            (k(A, "optim.lr_warmup_steps_ratio"), json!(0.0)),
+        ];
+        if let Some(f) = floor {
+            keys.push((k(A, "optim.min_lr_ratio"), json!(f)));
+        }
+        let keys: Vec<(&str, Json)> = keys.iter().map(|(a, b)| (a.as_str(), b.clone())).collect();
+        let e = self.map("schedule", &keys);
+        e.note("warm-up in RL steps of this phase, as wrl counts it");
+        if later && floor.is_some() {
+            e.note("verl's cosine decays over the run's absolute total_training_steps, so a resumed phase's decay starts part-way: an approximation of wrl's per-phase cosine");
+        }
+    }
+
+    fn optimizer(&mut self, o: &Optimizer) {
+        let Optimizer { beta1, beta2, weight_decay, grad_clip } = o;
+        let betas = json!([beta1, beta2]);
+        self.map("optimizer.beta1", &[(&k(A, "optim.betas"), betas.clone())]);
+        self.map("optimizer.beta2", &[(&k(A, "optim.betas"), betas)]);
+        self.map("optimizer.weight_decay", &[(&k(A, "optim.weight_decay"), json!(weight_decay))]);
+        let clip = if *grad_clip > 0.0 { *grad_clip } else { 1e9 };
+        let e = self.map("optimizer.grad_clip", &[(&k(A, "optim.clip_grad"), json!(clip))]);
+        if *grad_clip <= 0.0 {
+            e.note("0 means no clipping in wrl; verl always clips, so a bound no gradient reaches");
+        }
+    }
+
+    fn checkpoints(&mut self, every: u64) {
+        let last = self.run.last_step;
+        let freq = if every > 0 { every } else { last };
+        self.map("checkpoint_every", &[("trainer.save_freq", json!(freq)), ("trainer.default_local_dir", json!(format!("checkpoints/{}", self.run.name)))])
+            .note("verl also saves the last step whenever save_freq > 0, which the next phase resumes from (with -1 it saves nothing)");
+    }
+
+    fn eval_every(&mut self, every: u64) {
+        if every > 0 {
+            self.map("eval_every", &[("trainer.test_freq", json!(every))])
+                .note("in absolute steps; verl also validates at the last step");
+        } else {
+            self.c.implied(self.n, "eval_every", "no validation during the phase; evaluations after the stage run at its end (trainer.test_freq)");
+        }
+    }
+}
+
+impl crate::Entry {
+    /// Adds a place the field is written to besides its verl keys.
+    pub fn also(&mut self, key: String, v: Json) -> &mut crate::Entry {
+        self.keys.push((key, v));
+        self
+    }
+}
+
+/// Maps every field of RL phase `p` (node `ph.n`) into its run's config and agent-loop entry.
+pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
+    let fixed = |ph: &mut Ph<'_, '_>, key: &str, v: Json| crate::ctx::set(ph.cfg, key, v);
+    match p {
+        RlPhase::Grpo(g) => {
+            let params::GrpoPhase {
+                init: _,
+                tasks: _,
+                agent: _,
+                iters,
+                horizon,
+                lr,
+                stage: _,
+                phase: _,
+                phases: _,
+                resume: _,
+                binds: _,
+                prompts,
+                group,
+                reward,
+                process_reward,
+                clip,
+                dual_clip,
+                kl,
+                kl_estimator,
+                entropy,
+                ppo_epochs,
+                mini_batch,
+                temperature,
+                top_p,
+                drop,
+                std_normalize,
+                loss_agg,
+                policy_loss,
+                kl_cov_ratio,
+                level,
+                exclude,
+                schedule,
+                optimizer,
+                trainable,
+                asynchronous,
+                eval_every,
+                checkpoint_every,
+                seed,
+            } = g;
+            ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
+            match process_reward {
+                None => {
+                    ph.c.implied(ph.n, "process_reward", "none");
+                }
+                Some(_) => {
+                    ph.c.not_mapped(ph.n, "process_reward", "verl gives every turn of a trajectory the final turn's reward, so a step's process reward cannot reach the turns of its step", "the env service adds the episode's process rewards to its reward").refuse(E_UNMAPPED);
+                }
+            }
+            ph.clip(clip);
+            let c = dual_clip.unwrap_or(1e9);
+            let e = ph.map("dual_clip", &[(&k(A, "clip_ratio_c"), json!(c))]);
+            if dual_clip.is_none() {
+                e.note("no dual clip: verl always applies one, so a bound no ratio reaches");
+            }
+            ph.kl(*kl, Some(*kl_estimator));
+            ph.map("entropy", &[(&k(A, "entropy_coeff"), json!(entropy))]);
+            ph.ppo_epochs_and_batch(*ppo_epochs, *mini_batch, *prompts, *group);
+            ph.sampling(*temperature, *top_p);
+            drop_groups(ph, *drop);
+            ph.map("std_normalize", &[("algorithm.norm_adv_by_std_in_grpo", json!(std_normalize))]);
+            ph.loss_agg(*loss_agg);
+            let (mode, coef) = match policy_loss {
+                PolicyLoss::Clip => ("vanilla", None),
+                PolicyLoss::KlCov => ("kl_cov", Some(1.0)),
+            };
+            let mut keys = vec![(k(A, "policy_loss.loss_mode"), json!(mode))];
+            if let Some(c) = coef {
+                keys.push((k(A, "policy_loss.ppo_kl_coef"), json!(c)));
+            }
+            let keys: Vec<(&str, Json)> =
+                keys.iter().map(|(a, b)| (a.as_str(), b.clone())).collect();
+            ph.map("policy_loss", &keys);
+            ph.map("kl_cov_ratio", &[(&k(A, "policy_loss.kl_cov_ratio"), json!(kl_cov_ratio))]);
+            ph.level(*level);
+            ph.schedule(schedule, iters.0);
+            ph.optimizer(optimizer);
+            if trainable.is_empty() {
+                ph.c.implied(ph.n, "trainable", "every trainable module: the ReAct agent's policy");
+            } else {
+                ph.c.not_mapped(
+                    ph.n,
+                    "trainable",
+                    "verl trains one policy; these are roles of a module graph",
+                    "the job trains the one policy verl loads",
+                )
+                .refuse(E_UNMAPPED);
+            }
+            let Async { staleness, sync_every } = asynchronous;
+            if staleness.0 == 0.0 {
+                ph.map("async.staleness", &[("trainer.v1.trainer_mode", json!("sync"))]);
+            } else {
+                ph.c.not_mapped(ph.n, "async.staleness", "verl 0.9.1's asynchronous trainers bound off-policy data by steps (v1.sampler.max_off_policy_threshold), not by a fraction of the batch", "nothing: set `staleness = 0%` for a synchronous run").refuse(E_UNMAPPED);
+            }
+            if *sync_every == 1 {
+                ph.map("async.sync_every", &[("trainer.v1.trainer_mode", json!("sync"))])
+                    .note("weights reach the rollout after every step");
+            } else {
+                ph.map(
+                    "async.sync_every",
+                    &[
+                        ("trainer.v1.trainer_mode", json!("separate_async")),
+                        ("trainer.v1.separate_async.parameter_sync_step", json!(sync_every)),
+                    ],
+                )
+                .note("verl's separate-async trainer syncs the rollout's weights every N steps");
+            }
+            ph.eval_every(eval_every.0);
+            ph.checkpoints(checkpoint_every.0);
+        }
+        RlPhase::Dapo(d) => {
+            let params::DapoPhase {
+                init: _,
+                tasks: _,
+                agent: _,
+                iters,
+                horizon,
+                lr,
+                stage: _,
+                phase: _,
+                phases: _,
+                resume: _,
+                binds: _,
+                prompts,
+                group,
+                reward,
+                clip,
+                kl,
+                entropy,
+                ppo_epochs,
+                mini_batch,
+                temperature,
+                top_p,
+                dynamic_sampling,
+                overlong,
+                loss_agg,
+                level,
+                exclude,
+                schedule,
+                optimizer,
+                eval_every,
+                checkpoint_every,
+                seed,
+            } = d;
+            ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
+            ph.clip(clip);
+            fixed(ph, &k(A, "clip_ratio_c"), json!(1e9));
+            ph.kl(*kl, None);
+            ph.map("entropy", &[(&k(A, "entropy_coeff"), json!(entropy))]);
+            ph.ppo_epochs_and_batch(*ppo_epochs, *mini_batch, *prompts, *group);
+            ph.sampling(*temperature, *top_p);
+            dynamic(ph, dynamic_sampling);
+            overlong_shaping(ph, overlong);
+            ph.loss_agg(*loss_agg);
+            fixed(ph, "algorithm.norm_adv_by_std_in_grpo", json!(true));
+            fixed(ph, &k(A, "policy_loss.loss_mode"), json!("vanilla"));
+            ph.level(*level);
+            ph.schedule(schedule, iters.0);
+            ph.optimizer(optimizer);
+            fixed(ph, "trainer.v1.trainer_mode", json!("sync"));
+            ph.eval_every(eval_every.0);
+            ph.checkpoints(checkpoint_every.0);
+        }
+        RlPhase::Ppo(p) => {
+            let params::PpoPhase {
+                init: _,
+                tasks: _,
+                agent: _,
+                iters,
+                horizon,
+                lr,
+                stage: _,
+                phase: _,
+                phases: _,
+                resume: _,
+                binds: _,
+                prompts,
+                group,
+                reward,
+                clip,
+                kl,
+                ppo_epochs,
+                mini_batch,
+                temperature,
+                top_p,
+                exclude,
+                schedule,
+                optimizer,
+                checkpoint_every,
+                seed,
+            } = p;
+            ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
+            ph.clip(clip);
+            // wrl's `ppo`: several epochs over old log-probs with GRPO advantages, no critic,
+            // no dual clip, no entropy bonus, token-mean loss, one sample per turn.
+            fixed(ph, &k(A, "clip_ratio_c"), json!(1e9));
+            ph.kl(*kl, None);
+            fixed(ph, &k(A, "entropy_coeff"), json!(0));
+            ph.ppo_epochs_and_batch(*ppo_epochs, *mini_batch, *prompts, *group);
+            ph.sampling(*temperature, *top_p);
+            fixed(ph, "algorithm.filter_groups.enable", json!(false));
+            fixed(ph, "algorithm.norm_adv_by_std_in_grpo", json!(true));
+            fixed(ph, &k(A, "loss_agg_mode"), json!("token-mean"));
+            fixed(ph, &k(A, "policy_loss.loss_mode"), json!("vanilla"));
+            crate::ctx::set(ph.al, "level", json!("turn"));
+            ph.schedule(schedule, iters.0);
+            ph.optimizer(optimizer);
+            fixed(ph, "trainer.v1.trainer_mode", json!("sync"));
+            ph.checkpoints(checkpoint_every.0);
+        }
+    }
+}
+
+fn drop_groups(ph: &mut Ph<'_, '_>, d: Drop) {
+    match d {
+        Drop::None => {
+            ph.map("drop", &[("algorithm.filter_groups.enable", json!(false))]);
+        }
+        Drop::UniformGroups => {
+            ph.map("drop", &[("algorithm.filter_groups.enable", json!(true)), ("algorithm.filter_groups.metric", json!("reward"))])
+                .note("groups whose rewards are all equal leave the batch; verl's V1 sampler refills the batch (2 new prompts per evicted group), where wrl's GRPO trains on the groups left");
+        }
+    }
+}
+
+fn dynamic(ph: &mut Ph<'_, '_>, d: &DynamicSampling) {
+    let DynamicSampling { metric, max_batches } = d;
+    let known = matches!(metric.as_str(), "reward" | "score" | "success");
+    let e = ph.map(
+        "dynamic_sampling.metric",
+        &[
+            ("algorithm.filter_groups.enable", json!(true)),
+            ("algorithm.filter_groups.metric", json!(metric)),
+        ],
+    );
+    if known {
+        e.note("`reward` is the episode's reward; `score` and `success` are read from reward_extra_info");
+    } else {
+        e.note("the agent loop reports only `score`, `success` and `failure_class`")
+            .refuse(E_UNMAPPED);
+    }
+    ph.c.not_mapped(ph.n, "dynamic_sampling.max_batches", "verl 0.9.1's V1 trainer refills until the batch is full and ignores filter_groups.max_num_gen_batches (it logs a warning): it cannot stop after this many extra batches", "the V1 sampler refills without a cap (and never ends if every group stays uniform)").refuse(E_UNMAPPED);
+    crate::ctx::set(ph.cfg, "algorithm.filter_groups.max_inflight_gen_batches", json!(1));
+    let _ = max_batches;
+}
+
+fn overlong_shaping(ph: &mut Ph<'_, '_>, o: &Overlong) {
+    let Overlong { buffer, penalty } = o;
+    if buffer.0 == 0 {
+        ph.c.implied(ph.n, "overlong.buffer", "0: no overlong shaping");
+        ph.c.implied(ph.n, "overlong.penalty", "unused without a buffer");
+        crate::ctx::set(ph.al, "overlong", Json::Null);
+        return;
+    }
+    ph.al("overlong.buffer", &[("overlong.buffer", json!(buffer.0))])
+        .note("DAPO's soft overlong penalty, applied by the agent loop to the episode's longest turn against its max_tokens (verl's dapo reward manager is skipped: the agent loop sets the reward)");
+    ph.al("overlong.penalty", &[("overlong.penalty", json!(penalty))]);
+}

@@ -1,0 +1,530 @@
+//! What a phase's agent, its env and its policy model mean to the run: the policy's context
+//! gives verl's lengths, its dtype and chat template verl's keys; the agent's settings and the
+//! env's go to the wrl agent loop and the env service (which reads the same plan). The first run
+//! that reads a node records its fields; later runs write the same values again.
+
+use serde_json::{Value as Json, json};
+use wrl_plan::Node;
+use wrl_plan::params::{
+    self, Agent, ChatTemplate, DType, Env, Family, Model, Observation, Params, Site,
+};
+
+use crate::ctx::{Ctx, E_DATA, E_UNMAPPED};
+
+const R: &str = "actor_rollout_ref.rollout";
+
+/// Records `field` (mapped) the first time, else writes its keys again.
+fn put(c: &mut Ctx<'_>, cfg: &mut Json, n: &Node, field: &str, keys: &[(&str, Json)], note: &str) {
+    if c.has(n, field) {
+        c.rewrite(cfg, n, field, keys);
+    } else {
+        let e = c.map(cfg, n, field, keys);
+        if !note.is_empty() {
+            e.note(note);
+        }
+    }
+}
+
+/// Records `field` as carried by the agent loop the first time, else writes it again.
+fn put_al(
+    c: &mut Ctx<'_>,
+    al: &mut Json,
+    n: &Node,
+    field: &str,
+    keys: &[(&str, Json)],
+    note: &str,
+) {
+    if c.has(n, field) {
+        c.rewrite(al, n, field, keys);
+    } else {
+        let e = c.wrl_in(al, "agent_loops.yaml: <run>.", n, field, keys);
+        if !note.is_empty() {
+            e.note(note);
+        }
+    }
+}
+
+fn once(c: &mut Ctx<'_>, n: &Node, field: &str, f: impl FnOnce(&mut Ctx<'_>, &Node, &str)) {
+    if !c.has(n, field) {
+        f(c, n, field);
+    }
+}
+
+/// The phase's agent, its env and its policy model.
+pub(crate) fn agent_env_model(
+    c: &mut Ctx<'_>,
+    agent: &Node,
+    cfg: &mut Json,
+    al: &mut Json,
+    level: &str,
+) {
+    let (max_response, env, policy) = match c.d.get(&agent.id).cloned() {
+        Some(Params::Agent(Agent::React(r))) => {
+            let params::React {
+                policy,
+                env,
+                history,
+                max_parse_failures,
+                max_turns: _,
+                max_response,
+                prompt,
+                step_response: _,
+            } = r;
+            let h = match history {
+                params::History::FullText => "full_text",
+                params::History::HideThinking => "hide_thinking",
+                params::History::ActionOnly => "action_only",
+                params::History::None => "none",
+            };
+            put_al(
+                c,
+                al,
+                agent,
+                "history",
+                &[("history", json!(h))],
+                "what a turn's prompt carries at `level = turn` (the env service gives the actions so far); a trajectory-level row keeps the whole conversation",
+            );
+            put_al(
+                c,
+                al,
+                agent,
+                "max_response",
+                &[("max_tokens", json!(max_response.0))],
+                "each turn's sampling cap (sampling_params.max_tokens)",
+            );
+            once(c, agent, "max_parse_failures", |c, n, f| {
+                c.wrl(n, f, &[("env service", json!(max_parse_failures))]).note("malformed turns in a row that end the episode as a format error, as in `wrlc run`");
+            });
+            once(c, agent, "max_turns", |c, n, f| {
+                c.implied(n, f, "caps every phase's horizon (multi_turn.max_assistant_turns)");
+            });
+            once(c, agent, "prompt", |c, n, f| {
+                let what = if prompt.is_empty() {
+                    "wrl's default system message"
+                } else {
+                    "the agent's prompt"
+                };
+                c.wrl(n, f, &[("data: prompt[0] (system)", json!(what))]);
+            });
+            once(c, agent, "step_response", |c, n, f| {
+                c.implied(n, f, "the checker's context budget (E0404); verl's lengths come from the model's context");
+            });
+            once(c, agent, "policy", |c, n, f| {
+                c.implied(n, f, "the model verl trains (actor_rollout_ref.model.path)");
+            });
+            (Some(max_response.0), env.id().to_string(), Some(policy.id().to_string()))
+        }
+        Some(Params::Agent(Agent::Graph(g))) => {
+            let params::Graph {
+                env,
+                weights: _,
+                max_turns: _,
+                max_parse_failures,
+                step_response: _,
+                modules,
+                graph: _,
+            } = g;
+            for f in ["modules", "weights", "graph"] {
+                once(c, agent, f, |c, n, f| {
+                    let e = c.not_mapped(n, f, "verl's agent loops sample one policy per trajectory; a module graph (several modules, roles trained apart) has no verl equivalent", "the job runs the env with one policy, as a ReAct agent");
+                    // One refusal for the agent, at its modules.
+                    if f == "modules" {
+                        e.refuse(E_UNMAPPED);
+                    }
+                });
+            }
+            once(c, agent, "max_turns", |c, n, f| {
+                c.implied(n, f, "caps every phase's horizon (multi_turn.max_assistant_turns)");
+            });
+            once(c, agent, "step_response", |c, n, f| {
+                c.implied(n, f, "the checker's context budget (E0404)");
+            });
+            once(c, agent, "max_parse_failures", |c, n, f| {
+                c.wrl(n, f, &[("env service", json!(max_parse_failures))]);
+            });
+            let most = modules
+                .values()
+                .map(|m| match m {
+                    params::Module::Llm(l) => l.max_response.0,
+                    params::Module::PolicyOf(p) => p.max_response.0,
+                })
+                .max();
+            crate::ctx::set(al, "max_tokens", json!(most.unwrap_or(512)));
+            crate::ctx::set(al, "history", json!("action_only"));
+            (most, env.id().to_string(), None)
+        }
+        _ => (None, String::new(), None),
+    };
+    once(c, agent, "env", |c, n, f| {
+        c.wrl(n, f, &[("env service", json!(env))])
+            .note("the agent loop reaches it at WRL_ENV_URL with the token in WRL_ENV_TOKEN");
+    });
+    let step_text = env_fields(c, &env, al);
+    let ctx_len = policy.as_deref().and_then(|m| model_fields(c, m, cfg, al));
+    lengths(c, agent, policy.as_deref(), cfg, ctx_len, max_response, step_text, level);
+}
+
+/// The env's fields (carried by the env service) and the agent loop's view of them; returns its
+/// `step_text` budget.
+fn env_fields(c: &mut Ctx<'_>, env: &str, al: &mut Json) -> Option<u64> {
+    let n = c.d.node(env)?;
+    let service = |c: &mut Ctx<'_>, f: &str, note: &str| {
+        once(c, n, f, |c, n, f| {
+            let v = crate::report::plan_value(n, f);
+            let e = c.wrl(n, f, &[("env service", v)]);
+            if !note.is_empty() {
+                e.note(note);
+            }
+        });
+    };
+    match c.d.get(env).cloned() {
+        Some(Params::Env(Env::Browser(b))) => {
+            let params::Browser {
+                target,
+                tools,
+                viewport: _,
+                device_scale: _,
+                per_turn: _,
+                observe,
+                concurrency: _,
+                timeout: _,
+                retries,
+                slow_mo,
+                settle,
+                blacklist: _,
+                blacklist_file: _,
+                remote: _,
+                conflict_key,
+                step_text,
+            } = b;
+            let allow = match &target {
+                Site::Live { allow } => format!("the live web, allow-list {allow:?}"),
+                Site::Webarena { .. } => "a self-hosted WebArena (its hosts allowed)".into(),
+                Site::SandboxSites { .. } | Site::SandboxWeb | Site::SandboxSearch => {
+                    "the sandbox web on loopback".into()
+                }
+            };
+            service(c, "target", &format!("{allow}; enforced in the browser by the env service"));
+            tools_file(c, n, &tools);
+            for f in ["viewport.width", "viewport.height", "device_scale"] {
+                service(c, f, "the env service's browser pool");
+            }
+            service(c, "per_turn", "how many of a turn's actions run, as in `wrlc run`");
+            let shots = observe
+                .iter()
+                .find_map(|o| match o {
+                    Observation::Screenshot { last } => Some(*last),
+                    _ => None,
+                })
+                .unwrap_or(0);
+            put_al(
+                c,
+                al,
+                n,
+                "observe",
+                &[("screenshots", json!(shots))],
+                "the env service returns what `observe` shows (text; PNG screenshots when a screenshot is observed); the agent loop keeps the last N images in a turn's prompt (all of them in a trajectory-level row)",
+            );
+            service(
+                c,
+                "concurrency",
+                "episodes the env service runs at once; more are answered 429 with Retry-After, and the agent loop waits and retries",
+            );
+            for f in ["timeout.step", "timeout.task", "timeout.acquire"] {
+                service(c, f, "");
+            }
+            put_al(
+                c,
+                al,
+                n,
+                "retries",
+                &[("retries", json!(retries))],
+                "an episode that ends in env_error or infra_timeout is run again (new episode, new samples), as `wrlc run` does",
+            );
+            for (f, v) in [("slow_mo", slow_mo.0), ("settle", settle.0)] {
+                once(c, n, f, |c, n, f| {
+                    if v > 0.0 {
+                        c.not_mapped(
+                            n,
+                            f,
+                            "not implemented by the env service (nor by `wrlc run`)",
+                            "actions run without the delay",
+                        )
+                        .refuse(E_UNMAPPED);
+                    } else {
+                        c.wrl(n, f, &[("env service", json!(0))]);
+                    }
+                });
+            }
+            for f in ["blacklist", "blacklist_file", "remote"] {
+                service(c, f, "");
+            }
+            once(c, n, "conflict_key", |c, n, f| {
+                if conflict_key.is_empty() {
+                    c.wrl(n, f, &[("env service", json!(""))]);
+                } else {
+                    c.not_mapped(n, f, "keeping conflicting tasks apart is not implemented by the env service (nor by `wrlc run`)", "tasks run whenever a slot is free").refuse(E_UNMAPPED);
+                }
+            });
+            once(c, n, "step_text", |c, n, f| {
+                c.implied(n, f, "an observation's token budget: with `level = trajectory` it sizes the first prompt (data.max_prompt_length)");
+            });
+            crate::ctx::set(al, "images", json!(shots > 0));
+            Some(step_text.0)
+        }
+        Some(Params::Env(Env::SearchApi(s))) => {
+            let params::SearchApi {
+                base_url: _,
+                target: _,
+                tools,
+                concurrency: _,
+                timeout: _,
+                step_text,
+            } = s;
+            for f in ["base_url", "target", "concurrency", "timeout.step", "timeout.task"] {
+                service(c, f, "");
+            }
+            tools_file(c, n, &tools);
+            once(c, n, "step_text", |c, n, f| {
+                c.wrl(n, f, &[("env service", json!(step_text.0))])
+                    .note("tool responses are cut to it, as in `wrlc run`");
+            });
+            crate::ctx::set(al, "screenshots", json!(0));
+            crate::ctx::set(al, "images", json!(false));
+            crate::ctx::set(al, "retries", json!(0));
+            Some(step_text.0)
+        }
+        _ => None,
+    }
+}
+
+/// A tool set into `tools.yaml` (its function schemas), and the env's `tools` entry.
+fn tools_file(c: &mut Ctx<'_>, n: &Node, tools: &params::Toolset) {
+    for s in tools.function_schemas() {
+        if let Some(name) = s.pointer("/function/name").and_then(Json::as_str) {
+            c.tools.insert(name.to_string(), s.clone());
+        }
+    }
+    once(c, n, "tools", |c, n, f| {
+        let names: Vec<&str> = tools.tools.iter().map(|t| t.name.as_str()).collect();
+        c.wrl(n, f, &[("tools.yaml", json!(names)), ("env service", json!("checks each call against the typed schemas"))])
+            .note("the schemas reach the chat template (Hermes `<tools>`); the env service parses and checks each turn's calls (raw `<tool_call>` text or parsed calls)");
+    });
+}
+
+/// The policy model's fields; returns its context.
+fn model_fields(c: &mut Ctx<'_>, m: &str, cfg: &mut Json, al: &mut Json) -> Option<u64> {
+    let n = c.d.node(m)?;
+    match c.d.get(m).cloned() {
+        Some(Params::Model(Model::Hf(h))) => {
+            let params::Hf {
+                id,
+                context,
+                frozen,
+                family,
+                dtype,
+                image_tokens,
+                chat_template,
+                thinking,
+            } = h;
+            once(c, n, "id", |c, n, f| {
+                c.implied(n, f, format!("`{id}`: the weights the stage starts from (the run's `init`: actor_rollout_ref.model.path)"));
+            });
+            once(c, n, "family", |c, n, f| {
+                c.implied(n, f, "verl reads the architecture from the checkpoint's config.json");
+            });
+            once(c, n, "frozen", |c, n, f| {
+                if frozen.is_empty() {
+                    c.implied(n, f, "nothing frozen: verl trains every parameter");
+                } else {
+                    c.not_mapped(n, f, "verl 0.9.1's FSDP engine trains every parameter: `actor.freeze_vision_tower` is declared in its config but never read", "the whole model is trained").refuse(E_UNMAPPED);
+                }
+            });
+            let d = match dtype {
+                DType::Bf16 => "bfloat16",
+                DType::F16 => "float16",
+                DType::F32 => "float32",
+            };
+            put(
+                c,
+                cfg,
+                n,
+                "dtype",
+                &[
+                    ("actor_rollout_ref.actor.fsdp_config.dtype", json!(d)),
+                    ("actor_rollout_ref.ref.fsdp_config.dtype", json!(d)),
+                    (&format!("{R}.dtype"), json!(d)),
+                ],
+                "compute dtype of training and rollout; FSDP keeps fp32 master weights",
+            );
+            let vl = matches!(family, Family::Qwen3Vl | Family::Qwen25Vl);
+            let px = match family {
+                Family::Qwen3Vl => 32 * 32,
+                _ => 28 * 28,
+            };
+            if vl {
+                put_al(
+                    c,
+                    al,
+                    n,
+                    "image_tokens",
+                    &[("image_max_pixels", json!(image_tokens.0 * px))],
+                    "screenshots are resized to at most this many pixels (tokens × the family's pixels per token) before the processor sees them",
+                );
+            } else {
+                once(c, n, "image_tokens", |c, n, f| {
+                    c.implied(n, f, "a text model: no images");
+                });
+            }
+            match chat_template {
+                ChatTemplate::Native => once(c, n, "chat_template", |c, n, f| {
+                    c.implied(n, f, "the model's own chat template");
+                }),
+                ChatTemplate::Hermes => put(
+                    c,
+                    cfg,
+                    n,
+                    "chat_template",
+                    &[(&format!("{R}.multi_turn.format"), json!("hermes"))],
+                    "Hermes `<tool_call>` JSON; the env service parses the calls",
+                ),
+                ChatTemplate::Xml => once(c, n, "chat_template", |c, n, f| {
+                    c.not_mapped(
+                        n,
+                        f,
+                        "verl's tool parsers have no `xml` format",
+                        "the model's own template",
+                    )
+                    .refuse(E_UNMAPPED);
+                }),
+            }
+            put(
+                c,
+                cfg,
+                n,
+                "thinking",
+                &[("data.apply_chat_template_kwargs.enable_thinking", json!(thinking))],
+                "",
+            );
+            Some(context.0)
+        }
+        Some(Params::Model(Model::Tiny(t))) => {
+            let params::TinyTransformer {
+                layers: _,
+                d_model: _,
+                heads: _,
+                context,
+                positions: _,
+                copy: _,
+                seed: _,
+            } = t;
+            for f in ["layers", "d_model", "heads", "context", "positions", "copy", "seed"] {
+                once(c, n, f, |c, n, f| {
+                    let e = c.not_mapped(n, f, "verl trains Hugging Face checkpoints, and the policy is the embedded byte-level tiny transformer", "the run trains whatever model MODEL names (lengths are derived from the tiny model's context)");
+                    // One refusal for the model, at its first field.
+                    if f == "layers" {
+                        e.refuse(E_UNMAPPED);
+                    }
+                });
+            }
+            Some(context.0)
+        }
+        Some(Params::Model(Model::Api(a))) => {
+            for f in [
+                "model",
+                "base_url",
+                "api_key_env",
+                "context",
+                "timeout",
+                "retries",
+                "concurrency",
+                "temperature",
+                "image_tokens",
+            ] {
+                once(c, n, f, |c, n, f| {
+                    let e = c.not_mapped(
+                        n,
+                        f,
+                        "the policy is an `api(…)` model: an endpoint, not weights verl can train",
+                        "the run trains whatever model MODEL names",
+                    );
+                    if f == "model" {
+                        e.refuse(E_UNMAPPED);
+                    }
+                });
+            }
+            Some(a.context.0)
+        }
+        _ => None,
+    }
+}
+
+/// verl's lengths: the whole context, split between the first prompt and the response (one turn
+/// at `level = turn`; the rest of the trajectory at `level = trajectory`).
+#[allow(clippy::too_many_arguments)]
+fn lengths(
+    c: &mut Ctx<'_>,
+    agent: &Node,
+    policy: Option<&str>,
+    cfg: &mut Json,
+    ctx_len: Option<u64>,
+    max_response: Option<u64>,
+    step_text: Option<u64>,
+    level: &str,
+) {
+    let Some(m) = policy.and_then(|p| c.d.node(p)) else { return };
+    let unknown = c.d.is_unknown(&agent.id, "max_response");
+    let ctx_len = ctx_len.unwrap_or(4096).max(64);
+    let (prompt, response) = if level == "trajectory" {
+        let p = (step_text.unwrap_or(1024) + 1024).min(ctx_len / 2);
+        (p, ctx_len - p)
+    } else {
+        let r = max_response.unwrap_or(1024).min(ctx_len / 2).max(1);
+        (ctx_len - r, r)
+    };
+    let gone = |v: u64| if unknown { json!(crate::yaml::MISSING) } else { json!(v) };
+    let keys = [
+        (format!("{R}.max_model_len"), json!(ctx_len)),
+        ("data.max_prompt_length".to_string(), gone(prompt)),
+        ("data.max_response_length".to_string(), gone(response)),
+        ("actor_rollout_ref.actor.ppo_max_token_len_per_gpu".to_string(), json!(ctx_len)),
+    ];
+    let keys: Vec<(&str, Json)> = keys.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let field = if c.d.get(&m.id).is_some_and(|p| matches!(p, Params::Model(Model::Hf(_)))) {
+        "context"
+    } else {
+        ""
+    };
+    if field.is_empty() || c.has(m, field) {
+        for (k, v) in &keys {
+            crate::ctx::set(cfg, k, v.clone());
+        }
+        return;
+    }
+    c.map(cfg, m, field, &keys).note(if level == "trajectory" {
+        "the first prompt gets the system message, the tools and one observation; the response (every later turn and observation) the rest"
+    } else {
+        "each turn's prompt gets the context less one turn's response (the agent's max_response)"
+    });
+}
+
+/// A task dataset the job read, with its row count: every field carried into the rows.
+pub(crate) fn dataset_used(c: &mut Ctx<'_>, id: &str, rows: usize) {
+    let Some(n) = c.d.node(id) else { return };
+    for leaf in crate::report::leaves(n) {
+        if !c.has(n, &leaf) {
+            c.wrl(n, &leaf, &[("data", json!(format!("{rows} rows")))])
+                .note("tasks converted into the rows' extra_info.task_json");
+        }
+    }
+}
+
+/// A task dataset the job could not convert: refused at its path.
+pub(crate) fn dataset_refused(c: &mut Ctx<'_>, id: &str, why: &str) {
+    let Some(n) = c.d.node(id) else { return };
+    let field = if n.params.contains_key("path") { "path" } else { "kind" };
+    if !c.has(n, field) {
+        c.not_mapped(n, field, why.to_string(), "no rows: convert the tasks to task JSONL (docs/sandbox.md) and lower again where the file is").refuse(E_DATA);
+    }
+    dataset_used(c, id, 0);
+}

@@ -1,0 +1,158 @@
+//! The lowering over every shipped recipe and profile: every field of every node is accounted
+//! for (a field the lowering does not know fails here, not in a user's job), the job has its
+//! files, and the same plan lowers to the same bytes.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::sync::Once;
+
+use wrl_check::FsLoader;
+use wrl_diagnostics::SourceMap;
+use wrl_plan::Plan;
+
+fn root() -> &'static Path {
+    static ONCE: Once = Once::new();
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    ONCE.call_once(|| std::env::set_current_dir(root).unwrap());
+    root
+}
+
+fn plans() -> Vec<(String, Plan)> {
+    let root = root();
+    let mut files: Vec<_> = std::fs::read_dir(root.join("recipes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wrl"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let name = format!("recipes/{}", f.file_name().unwrap().to_string_lossy());
+        let text = std::fs::read_to_string(&f).unwrap();
+        let mut sources = SourceMap::new();
+        let id = sources.add(name.clone(), text.clone());
+        let parsed = wrl_syntax::parse(id, &text);
+        let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+        let recipe = checked.recipes.into_iter().next().unwrap();
+        for p in recipe.profiles.iter().map(|p| p.name.clone()).collect::<Vec<_>>() {
+            let r = recipe.with_profile(&p).unwrap();
+            out.push((format!("{name} --profile {p}"), wrl_plan::lower(&r).unwrap()));
+        }
+        out.push((name, wrl_plan::lower(&recipe).unwrap()));
+    }
+    out
+}
+
+#[test]
+fn every_field_of_every_node_is_accounted_for() {
+    for (name, plan) in plans() {
+        let job = wrl_verl::lower(&plan);
+        for n in &plan.nodes {
+            let missing = wrl_verl::report::unaccounted(n, &job.entries);
+            assert!(missing.is_empty(), "{name}: {}: fields without an entry: {missing:?}", n.id);
+        }
+        for e in &job.entries {
+            let n = plan.nodes.iter().find(|n| n.id == e.node).unwrap();
+            let leaves = wrl_verl::report::leaves(n);
+            assert!(
+                leaves.contains(&e.field),
+                "{name}: {} has no field `{}` (its fields: {leaves:?})",
+                e.node,
+                e.field
+            );
+            let twice =
+                job.entries.iter().filter(|x| x.node == e.node && x.field == e.field).count();
+            assert_eq!(twice, 1, "{name}: {} `{}` is accounted for {twice} times", e.node, e.field);
+        }
+        let unknown: Vec<String> = job
+            .entries
+            .iter()
+            .filter(|e| e.why.as_deref().is_some_and(|w| w.contains("does not know this field")))
+            .map(|e| format!("{} {}", e.node, e.field))
+            .collect();
+        assert!(unknown.is_empty(), "{name}: fields the lowering does not know: {unknown:?}");
+        for e in &job.entries {
+            assert!(
+                !(e.status == wrl_verl::Status::NotMapped
+                    && (e.why.is_none() || e.instead.is_none())),
+                "{name}: {} {}: a field not mapped says why and what happens instead",
+                e.node,
+                e.field
+            );
+        }
+    }
+}
+
+#[test]
+fn jobs_have_their_files_and_are_deterministic() {
+    for (name, plan) in plans() {
+        let a = wrl_verl::lower(&plan);
+        let b = wrl_verl::lower(&plan);
+        assert_eq!(a.files, b.files, "{name}: two lowerings differ");
+        for f in [
+            "portability.json",
+            "portability.md",
+            "agent_loops.yaml",
+            "tools.yaml",
+            "launch.sh",
+            "ray-cluster.md",
+            "README.md",
+            "plan.json",
+        ] {
+            assert!(a.files.contains_key(f), "{name}: no {f}");
+        }
+        let configs = a.files.keys().filter(|k| k.starts_with("config/")).count();
+        let phases = plan.nodes.iter().filter(|n| n.kind == wrl_plan::NodeKind::RlPhase).count();
+        assert_eq!(configs, phases, "{name}: one config per RL phase");
+        for (path, bytes) in &a.files {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(!text.contains("/work/"), "{name}: {path} holds an absolute path");
+        }
+    }
+}
+
+#[test]
+fn an_unknown_turn_budget_caps_nothing() {
+    let root = root();
+    let text = std::fs::read_to_string(root.join("tests/ui/lower/E0602_unknown_group.wrl"))
+        .unwrap()
+        .replace("group = unknown", "group = 4")
+        .replace("max_turns = 3 turns", "max_turns = unknown");
+    let mut sources = SourceMap::new();
+    let id = sources.add("unknown_turns.wrl".to_string(), text.clone());
+    let parsed = wrl_syntax::parse(id, &text);
+    let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+    let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
+    let job = wrl_verl::lower(&plan);
+    let loops = String::from_utf8(job.files["agent_loops.yaml"].clone()).unwrap();
+    assert!(loops.contains("max_steps: 3"), "the horizon (3 steps) is the budget: {loops}");
+}
+
+/// The portability tables of the seed recipes in docs/scale.md, as the lowering writes them.
+#[test]
+fn the_portability_tables_in_docs_scale_md_are_current() {
+    let root = root();
+    let doc_path = root.join("docs/scale.md");
+    let doc = std::fs::read_to_string(&doc_path).unwrap();
+    let (open, close) = ("<!-- generated: portability tables -->\n", "<!-- end generated -->");
+    let start = doc.find(open).expect("docs/scale.md has the generated section") + open.len();
+    let end = doc.find(close).expect("docs/scale.md ends the generated section");
+    let mut tables = String::new();
+    let plans = plans();
+    for seed in ["quickstart", "openwebrl", "opagent", "webdancer"] {
+        let name = format!("recipes/{seed}.wrl");
+        let (_, plan) = plans.iter().find(|(n, _)| *n == name).unwrap();
+        tables.push_str(&format!("\n### `{name}`\n\n{}", wrl_verl::lower(plan).table()));
+    }
+    tables.push('\n');
+    if std::env::var_os("WRL_BLESS").is_some() {
+        let text = format!("{}{tables}{}", &doc[..start], &doc[end..]);
+        std::fs::write(&doc_path, text).unwrap();
+        return;
+    }
+    assert!(
+        doc[start..end] == tables,
+        "docs/scale.md's portability tables are stale: WRL_BLESS=1 cargo test -p wrl-verl --test lower"
+    );
+}
