@@ -5,6 +5,7 @@
 
 mod common;
 mod config;
+mod cpu_independent;
 mod fused;
 mod grads;
 mod hf;
