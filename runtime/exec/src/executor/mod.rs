@@ -8,6 +8,7 @@
 mod data;
 mod eval;
 mod models;
+mod progress;
 mod rl;
 mod roles;
 mod services;
