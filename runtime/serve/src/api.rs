@@ -1,66 +1,29 @@
-//! The OpenAI-compatible endpoints: `GET /health`, `GET /v1/models`, `POST
-//! /v1/chat/completions` (messages rendered with the trainer's own prompt format, sampling on a
-//! blocking thread holding the policy's lock), and OpenAI-shaped errors for everything else.
+//! The OpenAI-compatible endpoints: `GET /health`, `GET /v1/models`, `POST /v1/chat/completions`
+//! and `POST /v1/completions`, answered whole or streamed as server-sent events, with
+//! `logprobs` / `top_logprobs` in OpenAI's shapes and OpenAI-shaped errors for everything else.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value as Json, json};
-use wrl_trainer::{Completion, FinishReason, Role, SampleParams, Segment};
+use wrl_trainer::{Completion, Tokenizer};
 
-use crate::{AppState, now};
-
-/// An OpenAI-style error reply: `{"error": {"message", "type", "code"}}`.
-#[derive(Debug)]
-pub(crate) struct ApiError {
-    status: StatusCode,
-    kind: &'static str,
-    code: &'static str,
-    message: String,
-}
-
-impl ApiError {
-    fn invalid(code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError {
-            status: StatusCode::BAD_REQUEST,
-            kind: "invalid_request_error",
-            code,
-            message: message.into(),
-        }
-    }
-    fn server(message: impl Into<String>) -> ApiError {
-        ApiError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            kind: "server_error",
-            code: "internal_error",
-            message: message.into(),
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = json!({"error": {
-            "message": self.message,
-            "type": self.kind,
-            "param": Json::Null,
-            "code": self.code,
-        }});
-        (self.status, axum::Json(body)).into_response()
-    }
-}
+use crate::error::ApiError;
+use crate::generate::{self, Drawn, Event, finish_reason, token_piece, visible_text};
+use crate::request::{self, Endpoint, GenRequest};
+use crate::{AppState, now, stream};
 
 pub(crate) async fn method_not_allowed() -> ApiError {
     ApiError {
         status: StatusCode::METHOD_NOT_ALLOWED,
         kind: "invalid_request_error",
         code: "method_not_allowed",
-        message: "wrong method; chat completions are POST, models and health are GET".into(),
+        message: "wrong method; completions are POST, models and health are GET".into(),
+        param: None,
     }
 }
 
@@ -69,9 +32,10 @@ pub(crate) async fn not_found() -> ApiError {
         status: StatusCode::NOT_FOUND,
         kind: "invalid_request_error",
         code: "not_found",
-        message: "no such endpoint; this server has POST /v1/chat/completions, GET /v1/models and \
-                  GET /health"
+        message: "no such endpoint; this server has POST /v1/chat/completions, POST \
+                  /v1/completions, GET /v1/models and GET /health"
             .into(),
+        param: None,
     }
 }
 
@@ -91,345 +55,248 @@ pub(crate) async fn model_by_id(
     State(s): State<Arc<AppState>>,
     axum::extract::Path(id): axum::extract::Path<String>,
 ) -> Result<axum::Json<Json>, ApiError> {
-    if id == s.model { Ok(axum::Json(model_card(&s))) } else { Err(model_not_found(&id, &s.model)) }
-}
-
-fn model_not_found(asked: &str, served: &str) -> ApiError {
-    ApiError {
-        status: StatusCode::NOT_FOUND,
-        kind: "invalid_request_error",
-        code: "model_not_found",
-        message: format!("the model `{asked}` does not exist; this server serves `{served}`"),
+    if id == s.model {
+        Ok(axum::Json(model_card(&s)))
+    } else {
+        Err(ApiError::model_not_found(&id, &s.model))
     }
 }
 
-/// A validated chat request.
-#[derive(Debug)]
-struct ChatRequest {
-    history: Vec<Segment>,
-    params: SampleParams,
-    seed: Option<u64>,
+pub(crate) async fn chat_completions(State(s): State<Arc<AppState>>, body: Body) -> Response {
+    generate_for(s, body, Endpoint::Chat).await
 }
 
-/// Most completions one request may ask for.
-const MAX_N: u64 = 64;
+pub(crate) async fn completions(State(s): State<Arc<AppState>>, body: Body) -> Response {
+    generate_for(s, body, Endpoint::Completions).await
+}
 
-fn parse_request(body: &[u8], served: &str, context: usize) -> Result<ChatRequest, ApiError> {
-    let v: Json = serde_json::from_slice(body).map_err(|e| {
-        ApiError::invalid("invalid_json", format!("the request body is not valid JSON: {e}"))
-    })?;
-    let obj = v.as_object().ok_or_else(|| {
-        ApiError::invalid("invalid_request", "the request body must be a JSON object")
-    })?;
-    let field = |k: &str| obj.get(k).filter(|x| !x.is_null());
-    if let Some(m) = field("model") {
-        let m = m
-            .as_str()
-            .ok_or_else(|| ApiError::invalid("invalid_type", "`model` must be a string"))?;
-        if m != served {
-            return Err(model_not_found(m, served));
-        }
-    }
-    if let Some(s) = field("stream") {
-        match s.as_bool() {
-            Some(false) => {}
-            Some(true) => {
-                return Err(ApiError::invalid(
-                    "stream_not_supported",
-                    "`stream: true` is not supported by wrlc serve; send the request without it",
-                ));
-            }
-            None => return Err(ApiError::invalid("invalid_type", "`stream` must be a boolean")),
-        }
-    }
-    let messages = field("messages")
-        .ok_or_else(|| ApiError::invalid("missing_required_parameter", "`messages` is required"))?
-        .as_array()
-        .ok_or_else(|| ApiError::invalid("invalid_type", "`messages` must be an array"))?;
-    if messages.is_empty() {
-        return Err(ApiError::invalid("invalid_value", "`messages` must not be empty"));
-    }
-    let history = messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| parse_message(i, m))
-        .collect::<Result<Vec<_>, _>>()?;
+/// What every answer to one request shares.
+#[derive(Debug, Clone)]
+pub(crate) struct Answer {
+    pub(crate) id: String,
+    pub(crate) created: u64,
+    pub(crate) model: String,
+    pub(crate) endpoint: Endpoint,
+}
 
-    let number = |k: &str, lo: f64, hi: f64| -> Result<Option<f64>, ApiError> {
-        match field(k) {
-            None => Ok(None),
-            Some(x) => {
-                let f = x.as_f64().ok_or_else(|| {
-                    ApiError::invalid("invalid_type", format!("`{k}` must be a number"))
-                })?;
-                if !(lo..=hi).contains(&f) {
-                    return Err(ApiError::invalid(
-                        "invalid_value",
-                        format!("`{k}` must be between {lo} and {hi}, not {f}"),
-                    ));
-                }
-                Ok(Some(f))
-            }
-        }
-    };
-    let integer = |k: &str, lo: u64, hi: u64| -> Result<Option<u64>, ApiError> {
-        match field(k) {
-            None => Ok(None),
-            Some(x) => {
-                let n = x.as_u64().filter(|n| (lo..=hi).contains(n)).ok_or_else(|| {
-                    ApiError::invalid(
-                        "invalid_value",
-                        format!("`{k}` must be an integer between {lo} and {hi}"),
+/// Largest request body read (as axum's default).
+const BODY_LIMIT: usize = 2 * 1024 * 1024;
+
+/// Reads a request body whole, within the size limit and the idle timeout (a client that
+/// trickles its body is cut off like one that trickles its headers).
+async fn read_body(s: &AppState, body: Body) -> Result<Bytes, ApiError> {
+    match tokio::time::timeout(s.idle_timeout, axum::body::to_bytes(body, BODY_LIMIT)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) => {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|c| c.is::<http_body_util::LengthLimitError>());
+            Err(if too_large {
+                ApiError {
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    ..ApiError::body(
+                        "request_too_large",
+                        format!("the request body is larger than {BODY_LIMIT} bytes"),
                     )
-                })?;
-                Ok(Some(n))
-            }
-        }
-    };
-    let temperature = number("temperature", 0.0, 2.0)?.unwrap_or(1.0) as f32;
-    let top_p = number("top_p", 0.0, 1.0)?.unwrap_or(1.0) as f32;
-    if top_p <= 0.0 {
-        return Err(ApiError::invalid("invalid_value", "`top_p` must be greater than 0"));
-    }
-    let max_tokens = match integer("max_completion_tokens", 1, u64::MAX)? {
-        Some(n) => Some(n),
-        None => integer("max_tokens", 1, u64::MAX)?,
-    };
-    let n = integer("n", 1, MAX_N)?.unwrap_or(1) as usize;
-    let seed = match field("seed") {
-        None => None,
-        Some(x) => Some(
-            x.as_u64()
-                .or_else(|| x.as_i64().map(|i| i as u64))
-                .ok_or_else(|| ApiError::invalid("invalid_type", "`seed` must be an integer"))?,
-        ),
-    };
-    let stop = match field("stop") {
-        None => Vec::new(),
-        Some(Json::String(s)) => vec![s.clone()],
-        Some(Json::Array(a)) => a
-            .iter()
-            .map(|x| {
-                x.as_str().map(str::to_string).ok_or_else(|| {
-                    ApiError::invalid(
-                        "invalid_type",
-                        "`stop` must be a string or a list of strings",
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "invalid_type",
-                "`stop` must be a string or a list of strings",
-            ));
-        }
-    };
-    let stop: Vec<String> = stop.into_iter().filter(|s| !s.is_empty()).collect();
-    let max_tokens = max_tokens.map_or(context, |m| usize::try_from(m).unwrap_or(usize::MAX));
-    Ok(ChatRequest {
-        history,
-        params: SampleParams {
-            temperature,
-            top_p,
-            top_k: 0,
-            max_tokens,
-            stop,
-            n,
-            ..SampleParams::default()
-        },
-        seed,
-    })
-}
-
-fn parse_message(i: usize, m: &Json) -> Result<Segment, ApiError> {
-    let role = m.get("role").and_then(Json::as_str).ok_or_else(|| {
-        ApiError::invalid("invalid_value", format!("`messages[{i}].role` is required"))
-    })?;
-    let role = match role {
-        "system" | "developer" => Role::System,
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        "tool" => Role::Tool,
-        other => {
-            return Err(ApiError::invalid(
-                "invalid_value",
-                format!(
-                    "`messages[{i}].role` is `{other}`; expected `system`, `user`, `assistant` or `tool`"
-                ),
-            ));
-        }
-    };
-    let text = match m.get("content") {
-        None | Some(Json::Null) => String::new(),
-        Some(Json::String(s)) => s.clone(),
-        Some(Json::Array(parts)) => {
-            let mut text = String::new();
-            for (j, p) in parts.iter().enumerate() {
-                match p.get("type").and_then(Json::as_str) {
-                    Some("text") => {
-                        let t = p.get("text").and_then(Json::as_str).ok_or_else(|| {
-                            ApiError::invalid(
-                                "invalid_value",
-                                format!("`messages[{i}].content[{j}].text` must be a string"),
-                            )
-                        })?;
-                        if !text.is_empty() {
-                            text.push('\n');
-                        }
-                        text.push_str(t);
-                    }
-                    Some(other) => {
-                        return Err(ApiError::invalid(
-                            "unsupported_content",
-                            format!(
-                                "`messages[{i}].content[{j}]` is `{other}`; this policy reads text only"
-                            ),
-                        ));
-                    }
-                    None => {
-                        return Err(ApiError::invalid(
-                            "invalid_value",
-                            format!("`messages[{i}].content[{j}].type` is required"),
-                        ));
-                    }
                 }
-            }
-            text
-        }
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "invalid_type",
-                format!("`messages[{i}].content` must be a string or a list of parts"),
-            ));
-        }
-    };
-    Ok(Segment::new(role, text))
-}
-
-/// The content a client sees: OpenAI leaves a matched stop sequence out.
-fn visible_text(c: &Completion, stops: &[String]) -> String {
-    match c.finish {
-        FinishReason::Stop(_) => {
-            let cut = stops.iter().filter_map(|s| c.text.find(s.as_str())).min();
-            match cut {
-                Some(at) => c.text[..at].to_string(),
-                None => c.text.clone(),
-            }
-        }
-        FinishReason::Eos | FinishReason::Length => c.text.clone(),
-    }
-}
-
-pub(crate) async fn chat_completions(
-    State(s): State<Arc<AppState>>,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body {
-        Ok(b) => b,
-        Err(e) => {
-            let status = e.status();
-            let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
-                "request_too_large"
             } else {
-                "invalid_body"
-            };
-            return ApiError {
-                status,
-                kind: "invalid_request_error",
-                code,
-                message: format!("the request body cannot be read: {}", e.body_text()),
-            }
-            .into_response();
+                ApiError::body("invalid_body", format!("the request body cannot be read: {e}"))
+            })
         }
-    };
-    match complete(s, body).await {
-        Ok(v) => axum::Json(v).into_response(),
-        Err(e) => e.into_response(),
+        Err(_) => Err(ApiError {
+            status: StatusCode::REQUEST_TIMEOUT,
+            ..ApiError::body(
+                "request_timeout",
+                format!("the request body did not arrive within {:?}", s.idle_timeout),
+            )
+        }),
     }
 }
 
-async fn complete(s: Arc<AppState>, body: Bytes) -> Result<Json, ApiError> {
-    let req = parse_request(&body, &s.model, s.context)?;
-    let permit = s.admitted.clone().try_acquire_owned().map_err(|_| ApiError {
-        status: StatusCode::TOO_MANY_REQUESTS,
-        kind: "rate_limit_error",
-        code: "rate_limit_exceeded",
-        message: "the server is busy (max concurrency reached); retry later".into(),
-    })?;
-    let trainer = s.trainer.clone();
-    let context = s.context;
-    let params = req.params.clone();
-    let sampled = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        // Sampling never leaves the trainer half-updated, so a poisoned lock is still usable.
-        let mut t = trainer.lock().unwrap_or_else(|p| p.into_inner());
-        let prompt = wrl_trainer::render_prompt(t.tokenizer(), &req.history)
-            .map_err(|e| ApiError::server(format!("cannot render the messages: {e}")))?;
-        if prompt.len() >= context {
-            return Err(ApiError::invalid(
-                "context_length_exceeded",
-                format!(
-                    "the messages are {} tokens; this model's context is {context} tokens",
-                    prompt.len()
-                ),
-            ));
-        }
-        let prompts = [prompt];
-        let out = match req.seed {
-            Some(seed) => {
-                let mut rng = wrl_trainer::rng::rng_from_seed(seed);
-                wrl_trainer::sample::sample(t.model(), t.tokenizer(), &prompts, &params, &mut rng)
+async fn generate_for(s: Arc<AppState>, body: Body, endpoint: Endpoint) -> Response {
+    let body = match read_body(&s, body).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let req = match request::parse(&body, endpoint, &s.model, s.context) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let prompts = match generate::prepare(&req, &s.tokenizer, s.context) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let Ok(permit) = s.admitted.clone().try_acquire_owned() else {
+        return ApiError::busy().into_response();
+    };
+    let n = s.counter.fetch_add(1, Ordering::Relaxed);
+    let created = s.created.unwrap_or_else(now);
+    let prefix = match endpoint {
+        Endpoint::Chat => "chatcmpl",
+        Endpoint::Completions => "cmpl",
+    };
+    let answer = Answer {
+        id: format!("{prefix}-{created:x}{n:06x}"),
+        created,
+        model: s.model.clone(),
+        endpoint,
+    };
+    let prompt_tokens: usize = prompts.tokens.iter().map(Vec::len).sum();
+    let rx = generate::start(
+        s.trainer.clone(),
+        prompts.tokens,
+        req.params.clone(),
+        req.seed,
+        req.logprobs.unwrap_or(0),
+        permit,
+    );
+    if req.stream {
+        return stream::respond(answer, req, prompts.texts, prompt_tokens, s.tokenizer.clone(), rx);
+    }
+    let mut rx = rx;
+    let mut drawn: Vec<Vec<Drawn>> = Vec::new();
+    let completions = loop {
+        match rx.recv().await {
+            Some(Event::Token(d)) => {
+                if drawn.len() <= d.completion {
+                    drawn.resize_with(d.completion + 1, Vec::new);
+                }
+                drawn[d.completion].push(d);
             }
-            None => t.sample(&prompts, &params),
-        };
-        let [prompt] = prompts;
-        out.map(|c| (prompt.len(), c))
-            .map_err(|e| ApiError::server(format!("sampling failed: {e}")))
-    })
-    .await
-    .map_err(|e| ApiError::server(format!("sampling stopped: {e}")))??;
-    let (prompt_tokens, completions) = sampled;
+            Some(Event::Done(Ok(c))) => break c,
+            Some(Event::Done(Err(e))) => return e.into_response(),
+            None => return ApiError::server("sampling stopped").into_response(),
+        }
+    };
+    let body =
+        whole(&answer, &req, &prompts.texts, prompt_tokens, &s.tokenizer, &completions, &drawn);
+    axum::Json(body).into_response()
+}
+
+/// The token usage of a request.
+pub(crate) fn usage(prompt_tokens: usize, completions: &[Completion]) -> Json {
     let completion_tokens: usize = completions.iter().map(|c| c.tokens.len()).sum();
+    json!({
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    })
+}
+
+/// Where each token starts in the completion's text, and the text's length.
+pub(crate) fn offsets(tok: &Tokenizer, tokens: &[u32]) -> Vec<usize> {
+    (0..tokens.len()).map(|i| tok.decode(&tokens[..i]).map_or(0, |t| t.len())).collect()
+}
+
+/// Chat's `logprobs.content` entries for `drawn` tokens.
+pub(crate) fn chat_logprobs(tok: &Tokenizer, drawn: &[Drawn]) -> Json {
+    let entry = |id: u32, lp: f32| {
+        let (text, bytes) = token_piece(tok, id);
+        json!({"token": text, "logprob": lp, "bytes": bytes})
+    };
+    let content: Vec<Json> = drawn
+        .iter()
+        .map(|d| {
+            let mut e = entry(d.token, d.logprob);
+            e["top_logprobs"] = Json::Array(d.top.iter().map(|&(id, lp)| entry(id, lp)).collect());
+            e
+        })
+        .collect();
+    json!({"content": content, "refusal": Json::Null})
+}
+
+/// The completions endpoint's `logprobs` object for `drawn` tokens starting at `offsets`.
+pub(crate) fn text_logprobs(tok: &Tokenizer, drawn: &[Drawn], offsets: &[usize]) -> Json {
+    let tokens: Vec<String> = drawn.iter().map(|d| token_piece(tok, d.token).0).collect();
+    let lps: Vec<f32> = drawn.iter().map(|d| d.logprob).collect();
+    let top: Vec<Json> = drawn
+        .iter()
+        .map(|d| {
+            let mut m = serde_json::Map::new();
+            for &(id, lp) in &d.top {
+                m.entry(token_piece(tok, id).0).or_insert(json!(lp));
+            }
+            Json::Object(m)
+        })
+        .collect();
+    json!({"tokens": tokens, "token_logprobs": lps, "top_logprobs": top, "text_offset": offsets})
+}
+
+/// The tokens of a completion that are part of its visible text (not the end token, not a
+/// matched stop sequence), with their offsets.
+pub(crate) fn visible_tokens<'d>(
+    tok: &Tokenizer,
+    c: &Completion,
+    drawn: &'d [Drawn],
+    visible: usize,
+) -> (&'d [Drawn], Vec<usize>) {
+    let offs = offsets(tok, &c.tokens);
+    let keep = offs.iter().take_while(|&&o| o < visible).count().min(drawn.len());
+    (&drawn[..keep], offs[..keep].to_vec())
+}
+
+fn whole(
+    a: &Answer,
+    req: &GenRequest,
+    prompt_texts: &[String],
+    prompt_tokens: usize,
+    tok: &Tokenizer,
+    completions: &[Completion],
+    drawn: &[Vec<Drawn>],
+) -> Json {
+    let none: Vec<Drawn> = Vec::new();
     let choices: Vec<Json> = completions
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let finish = match c.finish {
-                FinishReason::Eos | FinishReason::Stop(_) => "stop",
-                FinishReason::Length => "length",
-            };
-            json!({
-                "index": i,
-                "message": {"role": "assistant", "content": visible_text(c, &req.params.stop)},
-                "finish_reason": finish,
-            })
+            let text = visible_text(c, &req.params.stop);
+            let d = drawn.get(i).unwrap_or(&none);
+            let (kept, offs) = visible_tokens(tok, c, d, text.len());
+            match a.endpoint {
+                Endpoint::Chat => json!({
+                    "index": i,
+                    "message": {"role": "assistant", "content": text, "refusal": Json::Null},
+                    "logprobs": req.logprobs.map(|_| chat_logprobs(tok, kept)),
+                    "finish_reason": finish_reason(&c.finish),
+                }),
+                Endpoint::Completions => {
+                    let prompt = if req.echo {
+                        prompt_texts.get(c.prompt_index).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    };
+                    let offs: Vec<usize> = offs.iter().map(|o| o + prompt.len()).collect();
+                    json!({
+                        "index": i,
+                        "text": prompt + &text,
+                        "logprobs": req.logprobs.map(|_| text_logprobs(tok, kept, &offs)),
+                        "finish_reason": finish_reason(&c.finish),
+                    })
+                }
+            }
         })
         .collect();
-    let n = s.counter.fetch_add(1, Ordering::Relaxed);
-    let created = s.created.unwrap_or_else(now);
-    Ok(json!({
-        "id": format!("chatcmpl-{created:x}{n:06x}"),
-        "object": "chat.completion",
-        "created": created,
-        "model": s.model,
+    let object = match a.endpoint {
+        Endpoint::Chat => "chat.completion",
+        Endpoint::Completions => "text_completion",
+    };
+    json!({
+        "id": a.id,
+        "object": object,
+        "created": a.created,
+        "model": a.model,
         "choices": choices,
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }))
+        "usage": usage(prompt_tokens, completions),
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::request::{Endpoint, parse};
     use crate::{ServeError, check_addr};
 
     #[test]
     fn requests_are_validated() {
-        let ok = |b: &str| parse_request(b.as_bytes(), "m", 100);
+        let ok = |b: &str| parse(b.as_bytes(), Endpoint::Chat, "m", 100);
         let r = ok(r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":"x","max_tokens":5}"#)
             .unwrap();
         assert_eq!(r.params.stop, vec!["x".to_string()]);
@@ -438,25 +305,56 @@ mod tests {
             ok(r#"{"messages":[{"role":"user","content":"hi"}]}"#).unwrap().params.max_tokens,
             100
         );
-        for (body, code) in [
-            ("{", "invalid_json"),
-            ("[]", "invalid_request"),
-            (r#"{"messages":[]}"#, "invalid_value"),
-            (r#"{"messages":[{"role":"robot","content":"x"}]}"#, "invalid_value"),
+        let m = r#""messages":[{"role":"user","content":"x"}]"#;
+        for (body, code, param) in [
+            ("{".to_string(), "invalid_json", None),
+            ("[]".to_string(), "invalid_request", None),
+            (r#"{"messages":[]}"#.to_string(), "invalid_value", Some("messages")),
+            (r#"{"messages":[{"role":"robot","content":"x"}]}"#.to_string(), "invalid_value", Some("messages[0].role")),
+            (format!(r#"{{{m},"temperature":3}}"#), "invalid_value", Some("temperature")),
+            (format!(r#"{{{m},"n":0}}"#), "invalid_value", Some("n")),
+            (format!(r#"{{{m},"stop":5}}"#), "invalid_type", Some("stop")),
             (
-                r#"{"messages":[{"role":"user","content":"x"}],"stream":true}"#,
-                "stream_not_supported",
-            ),
-            (r#"{"messages":[{"role":"user","content":"x"}],"temperature":3}"#, "invalid_value"),
-            (r#"{"messages":[{"role":"user","content":"x"}],"n":0}"#, "invalid_value"),
-            (r#"{"messages":[{"role":"user","content":"x"}],"stop":5}"#, "invalid_type"),
-            (
-                r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}"#,
+                r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}"#.to_string(),
                 "unsupported_content",
+                Some("messages[0].content[0].type"),
             ),
-            (r#"{"model":"other","messages":[{"role":"user","content":"x"}]}"#, "model_not_found"),
+            (format!(r#"{{"model":"other",{m}}}"#), "model_not_found", Some("model")),
+            (format!(r#"{{{m},"tools":[{{"type":"function","function":{{"name":"f"}}}}]}}"#), "tools_not_supported", Some("tools")),
+            (format!(r#"{{{m},"tool_choice":"auto"}}"#), "tools_not_supported", Some("tool_choice")),
+            (format!(r#"{{{m},"response_format":{{"type":"json_object"}}}}"#), "response_format_not_supported", Some("response_format.type")),
+            (format!(r#"{{{m},"frequency_penalty":0.5}}"#), "unsupported_parameter", Some("frequency_penalty")),
+            (format!(r#"{{{m},"logit_bias":{{"5":1}}}}"#), "unsupported_parameter", Some("logit_bias")),
+            (format!(r#"{{{m},"top_logprobs":2}}"#), "invalid_value", Some("top_logprobs")),
+            (format!(r#"{{{m},"top_logprobs":21,"logprobs":true}}"#), "invalid_value", Some("top_logprobs")),
+            (format!(r#"{{{m},"stream_options":{{"include_usage":true}}}}"#), "invalid_value", Some("stream_options")),
+            (format!(r#"{{{m},"frobnicate":1}}"#), "unknown_parameter", Some("frobnicate")),
         ] {
-            assert_eq!(ok(body).unwrap_err().code, code, "{body}");
+            let e = ok(&body).unwrap_err();
+            assert_eq!(e.code, code, "{body}");
+            assert_eq!(e.param.as_deref(), param, "{body}");
+        }
+        // Accepted as OpenAI's clients send them: empty tools, text format, zero penalties.
+        let r = ok(&format!(
+            r#"{{{m},"tools":[],"tool_choice":"none","response_format":{{"type":"text"}},"presence_penalty":0,"user":"u","stream":true,"stream_options":{{"include_usage":true}},"logprobs":true,"top_logprobs":3}}"#
+        ))
+        .unwrap();
+        assert!(r.stream && r.include_usage);
+        assert_eq!(r.logprobs, Some(3));
+        let text = |b: &str| parse(b.as_bytes(), Endpoint::Completions, "m", 100);
+        let r = text(r#"{"prompt":"abc","logprobs":2}"#).unwrap();
+        assert_eq!((r.params.max_tokens, r.logprobs), (16, Some(2)));
+        assert!(text(r#"{"prompt":[[1,2],[3]],"n":2,"best_of":2}"#).is_ok());
+        for (body, param) in [
+            (r#"{}"#, "prompt"),
+            (r#"{"prompt":"a","logprobs":6}"#, "logprobs"),
+            (r#"{"prompt":"a","suffix":"b"}"#, "suffix"),
+            (r#"{"prompt":"a","best_of":3}"#, "best_of"),
+            (r#"{"prompt":"a","echo":true,"logprobs":1}"#, "echo"),
+            (r#"{"prompt":[1,"a"]}"#, "prompt"),
+            (r#"{"prompt":"a","messages":[]}"#, "messages"),
+        ] {
+            assert_eq!(text(body).unwrap_err().param.as_deref(), Some(param), "{body}");
         }
     }
 

@@ -1,22 +1,28 @@
 //! `wrlc serve`: an OpenAI-compatible HTTP endpoint over a trained policy, so judges and frozen
 //! agent modules can call a local checkpoint through the same client code as a hosted model.
-//! `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`; chat messages are rendered with
-//! the trainer's own `render_prompt`, sampling runs on a blocking thread holding the trainer lock,
-//! and at most `max_concurrency` requests are admitted at once (the rest get 429).
+//! `POST /v1/chat/completions`, `POST /v1/completions` (whole or streamed), `GET /v1/models`,
+//! `GET /health`; chat messages are rendered with the trainer's own `render_prompt`, sampling
+//! runs on a blocking thread holding the trainer lock, at most `max_concurrency` requests are
+//! admitted at once (the rest get 429), and connections are capped and timed out (`conn`).
 
 mod api;
 mod checkpoint;
+mod conn;
+mod error;
+mod generate;
+mod request;
+mod stream;
 
 use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::routing::{get, post};
 use tokio::sync::{Semaphore, oneshot};
-use wrl_trainer::Trainer;
+use wrl_trainer::{Tokenizer, Trainer};
 
 pub use checkpoint::{ResolvedCheckpoint, load_policy, resolve_checkpoint};
 
@@ -33,6 +39,21 @@ pub struct ServeOptions {
     pub public: bool,
     /// A fixed `created` timestamp for every response (tests); `None` uses the clock.
     pub fixed_created: Option<u64>,
+}
+
+/// Connection limits: how many connections are served at once and how long one may stay idle.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Connections served at once; more are answered 503 and closed.
+    pub max_connections: usize,
+    /// A connection that sends no complete request head (or body) within this is closed.
+    pub idle_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_connections: 256, idle_timeout: Duration::from_secs(10) }
+    }
 }
 
 impl Default for ServeOptions {
@@ -67,6 +88,8 @@ pub enum ServeError {
 /// The served policy and what every handler shares.
 pub(crate) struct AppState {
     trainer: Arc<Mutex<Trainer>>,
+    /// A copy of the policy's tokenizer, to render prompts without the lock.
+    tokenizer: Tokenizer,
     model: String,
     context: usize,
     /// One permit per admitted request, held until its sampling ends (even if the client left).
@@ -74,6 +97,7 @@ pub(crate) struct AppState {
     created: Option<u64>,
     started: u64,
     counter: AtomicU64,
+    idle_timeout: Duration,
 }
 
 /// A bound server, not yet accepting: read [`Server::local_addr`], then [`Server::run`] or
@@ -82,6 +106,7 @@ pub struct Server {
     listener: tokio::net::TcpListener,
     addr: SocketAddr,
     app: Router,
+    limits: conn::Limits,
 }
 
 impl std::fmt::Debug for Server {
@@ -134,6 +159,15 @@ pub fn check_addr(addr: &str, public: bool) -> Result<SocketAddr, ServeError> {
 impl Server {
     /// Binds the address (loopback only unless `opts.public`) for serving `trainer`.
     pub async fn bind(trainer: Trainer, opts: &ServeOptions) -> Result<Server, ServeError> {
+        Server::bind_with(trainer, opts, Limits::default()).await
+    }
+
+    /// As [`Server::bind`], with connection limits.
+    pub async fn bind_with(
+        trainer: Trainer,
+        opts: &ServeOptions,
+        limits: Limits,
+    ) -> Result<Server, ServeError> {
         let target = check_addr(&opts.addr, opts.public)?;
         let listener = tokio::net::TcpListener::bind(target)
             .await
@@ -143,14 +177,20 @@ impl Server {
             .map_err(|source| ServeError::Bind { addr: opts.addr.clone(), source })?;
         let state = Arc::new(AppState {
             context: trainer.model().context(),
+            tokenizer: trainer.tokenizer().clone(),
             trainer: Arc::new(Mutex::new(trainer)),
             model: opts.model_name.clone(),
             admitted: Arc::new(Semaphore::new(opts.max_concurrency.max(1))),
             created: opts.fixed_created,
             started: opts.fixed_created.unwrap_or_else(now),
             counter: AtomicU64::new(0),
+            idle_timeout: limits.idle_timeout,
         });
-        Ok(Server { listener, addr, app: router(state) })
+        let limits = conn::Limits {
+            max_connections: limits.max_connections,
+            idle_timeout: limits.idle_timeout,
+        };
+        Ok(Server { listener, addr, app: router(state), limits })
     }
 
     /// The bound address (the real port when 0 was asked for).
@@ -163,10 +203,7 @@ impl Server {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
-        axum::serve(self.listener, self.app)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(ServeError::Serve)
+        conn::serve(self.listener, self.app, self.limits, shutdown).await
     }
 
     /// Serves on a background task until [`ServeHandle::stop`].
@@ -187,6 +224,7 @@ pub(crate) fn now() -> u64 {
 fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(api::chat_completions))
+        .route("/v1/completions", post(api::completions))
         .route("/v1/models", get(api::models))
         .route("/v1/models/{id}", get(api::model_by_id))
         .route("/health", get(api::health))

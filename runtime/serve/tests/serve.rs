@@ -147,7 +147,10 @@ async fn chat_completions_models_health_and_errors() {
     assert_eq!(e["error"]["code"], "invalid_json");
     assert!(e["error"]["message"].as_str().unwrap().contains("not valid JSON"), "{e}");
     for (body, code) in [
-        (json!({"messages": messages, "stream": true}), "stream_not_supported"),
+        (
+            json!({"messages": messages, "tools": [{"type": "function", "function": {"name": "f"}}]}),
+            "tools_not_supported",
+        ),
         (json!({"messages": "hi"}), "invalid_type"),
         (
             json!({"messages": [{"role": "user", "content": "x".repeat(2000)}]}),
@@ -253,8 +256,17 @@ async fn requests_beyond_max_concurrency_get_429() {
     });
     let mut statuses = Vec::new();
     while !long.is_finished() {
-        let (status, v) = chat(&base, json!({"messages": hi, "max_tokens": 1})).await;
+        let resp = reqwest::Client::new()
+            .post(format!("{base}/chat/completions"))
+            .json(&json!({"messages": hi, "max_tokens": 1}))
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
         if status == 429 {
+            let retry = resp.headers().get("retry-after").map(|h| h.to_str().unwrap().to_string());
+            assert_eq!(retry.as_deref(), Some("1"), "a 429 says when to retry");
+            let v: Json = resp.json().await.unwrap();
             assert_eq!(v["error"]["code"], "rate_limit_exceeded", "{v}");
         }
         statuses.push(status);

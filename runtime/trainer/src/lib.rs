@@ -55,6 +55,6 @@ pub use rl::{
     GroupBuffer, KlConfig, KlEstimator, LossAggregation, OverlongShaping, PolicyLoss, RlConfig,
     Sample, SampleLevel,
 };
-pub use sample::{Completion, FinishReason, SampleParams, Sampler};
+pub use sample::{Completion, FinishReason, SampleParams, Sampler, TokenEvent};
 pub use tokenizer::{Role, Tokenizer};
 pub use trainer::{DataCursor, SftConfig, Trainer, TrainerConfig};

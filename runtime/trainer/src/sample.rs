@@ -180,6 +180,32 @@ pub fn sample(
     params: &SampleParams,
     rng: &mut ChaCha8Rng,
 ) -> Result<Vec<Completion>> {
+    sample_observed(model, tokenizer, prompts, params, rng, &mut |_| {})
+}
+
+/// One token as it is drawn, for callers that stream completions or want the whole distribution
+/// (`wrlc serve`'s `stream` and `top_logprobs`).
+#[derive(Debug, Clone, Copy)]
+pub struct TokenEvent<'a> {
+    /// Index of the completion in the returned list (prompt index × n + row).
+    pub completion: usize,
+    /// The drawn token.
+    pub token: u32,
+    /// Its log-probability, as in [`Completion::logprobs`].
+    pub logprob: f32,
+    /// The logits row it was drawn from (before temperature).
+    pub logits: &'a [f32],
+}
+
+/// As [`sample`], calling `on_token` for every token as soon as it is drawn, in order.
+pub fn sample_observed(
+    model: &Model,
+    tokenizer: &Tokenizer,
+    prompts: &[Vec<u32>],
+    params: &SampleParams,
+    rng: &mut ChaCha8Rng,
+    on_token: &mut dyn FnMut(TokenEvent<'_>),
+) -> Result<Vec<Completion>> {
     if params.n == 0 {
         return Err(config_err("sample: n must be at least 1"));
     }
@@ -242,6 +268,12 @@ pub fn sample(
                 let row = &mut rows[r];
                 row.tokens.push(tok);
                 row.logprobs.push(lp);
+                on_token(TokenEvent {
+                    completion: pi * n + r,
+                    token: tok,
+                    logprob: lp,
+                    logits: &rows_logits[r],
+                });
                 next[r] = tok;
                 if tokenizer.is_stop(tok) {
                     row.finish = FinishReason::Eos;

@@ -163,6 +163,23 @@ impl Trainer {
         crate::sample::sample(&self.model, &self.tokenizer, prompts, params, &mut self.rng)
     }
 
+    /// As [`Trainer::sample`], calling `on_token` for every token as soon as it is drawn.
+    pub fn sample_observed(
+        &mut self,
+        prompts: &[Vec<u32>],
+        params: &SampleParams,
+        on_token: &mut dyn FnMut(crate::sample::TokenEvent<'_>),
+    ) -> Result<Vec<Completion>> {
+        crate::sample::sample_observed(
+            &self.model,
+            &self.tokenizer,
+            prompts,
+            params,
+            &mut self.rng,
+            on_token,
+        )
+    }
+
     /// A [`Sampler`] over the current weights with an RNG seeded by one draw from the
     /// trainer's, so that several episodes can decode at once.
     pub fn sampler(&mut self) -> Sampler {
@@ -253,12 +270,13 @@ impl Trainer {
             examples.push((ex, e.weight));
         }
         let mut m = self.sft_step_on(&examples, cfg.micro_batch)?;
+        // The epoch this step belongs to, before the cursor moves on to the next one.
+        m.epoch = Some(self.cursor.epoch);
         self.cursor.position = end;
         if end >= plan.len() {
             self.cursor.epoch += 1;
             self.cursor.position = 0;
         }
-        m.epoch = Some(self.cursor.epoch);
         Ok(m)
     }
 

@@ -141,8 +141,11 @@ impl<'a> Executor<'a> {
             after: after.clone(),
             success: rate,
             episodes: episodes.len(),
+            global_step: 0,
+            phase: None,
+            time: 0.0,
         };
-        self.run.append_metrics(&[MetricLine::Eval(line)])?;
+        self.run.log_metrics(vec![MetricLine::Eval(line)])?;
         self.cursor.evals.push(EvalResult {
             eval: node.decl.clone(),
             after,

@@ -9,6 +9,7 @@ mod data;
 mod eval;
 pub(crate) mod hf;
 mod models;
+mod progress;
 mod rl;
 mod roles;
 mod services;

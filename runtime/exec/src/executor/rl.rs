@@ -11,6 +11,7 @@ use wrl_plan::params::{RewardRef, RlPhase};
 use wrl_sandbox::Task;
 use wrl_trainer::{Metrics, SampleParams, Trainer};
 
+use super::progress::Progress;
 use super::settings::{self, phase_settings};
 use super::validate;
 use super::{Data, Executor, stream_of};
@@ -142,6 +143,8 @@ impl<'a> Executor<'a> {
             };
             self.validate(node, v, pass).await?;
         }
+        let progress = Progress::new(self.opts.progress, &node_words(&node.id), iters, "iters");
+        progress.advance(start, "");
         for iter in (start + 1)..=iters {
             for t in std::iter::once(&trainer).chain(roles.values()) {
                 t.lock().map_err(|_| RunError::poisoned())?.set_optim(optim(iter));
@@ -196,13 +199,15 @@ impl<'a> Executor<'a> {
             let n_samples: usize = per_role.iter().map(|(_, n, _)| n).sum();
             let update_s = t1.elapsed().as_secs_f64();
             let (mean, success) = reward_stats(&episodes);
-            self.say(&format!(
-                "stage {} iter {iter}/{iters}: reward {mean:.3}, success {:.1}%, {} uniform groups, loss {:.4} (rollouts {rollout_s:.0} s, update {update_s:.0} s)",
-                node.id,
+            let line = format!(
+                "{} iter {iter}/{iters}: reward {mean:.3}, success {:.1}%, {}, loss {:.4} (rollouts {rollout_s:.0} s, update {update_s:.0} s)",
+                node_words(&node.id),
                 success * 100.0,
-                uniform_groups(&episodes),
+                counted(uniform_groups(&episodes), "uniform group", "uniform groups"),
                 metrics.loss
-            ));
+            );
+            progress.println(&line, |l| self.say(l));
+            progress.advance(iter, &format!("reward {mean:.3}, success {:.1}%", success * 100.0));
             self.log_episodes(node, iter, &episodes)?;
             let line = RlIter {
                 stage: node.decl.clone(),
@@ -229,8 +234,11 @@ impl<'a> Executor<'a> {
                         })
                         .collect()
                 }),
+                global_step: 0,
+                phase: None,
+                time: 0.0,
             };
-            self.run.append_metrics(&[MetricLine::Rl(line)])?;
+            self.run.log_metrics(vec![MetricLine::Rl(line)])?;
             self.built.trainers.insert(node.id.clone(), trainer.clone());
             if !roles.is_empty() {
                 self.built.roles.insert(node.id.clone(), roles.clone());
@@ -251,6 +259,7 @@ impl<'a> Executor<'a> {
             let name = format!("{}-iter-{iter}", node.id.replace([':', '/'], "-"));
             self.save_and_commit(&node.id, &name)?;
         }
+        progress.finish();
         self.built.trainers.insert(node.id.clone(), trainer);
         self.cursor.phase = None;
         self.mark_done(&node.id);
@@ -332,4 +341,14 @@ fn reward_stats(episodes: &[Episode]) -> (f64, f64) {
         episodes.iter().filter(|e| e.success()).count() as f64 / episodes.len() as f64
     };
     (mean, success)
+}
+
+/// `stage:online/phase:2` → `stage online, phase 2`: a node id as words for progress lines.
+fn node_words(id: &str) -> String {
+    id.split('/').map(|part| part.replacen(':', " ", 1)).collect::<Vec<_>>().join(", ")
+}
+
+/// `1 uniform group`, `3 uniform groups`.
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -6,6 +6,7 @@ use wrl_plan::Node;
 use wrl_plan::params::{self, Params};
 use wrl_trainer::{Mixture, MixtureWeights, SftConfig};
 
+use super::progress::Progress;
 use super::{Data, Executor, settings};
 use crate::agent::policy::{History, sft_examples};
 use crate::error::{Fault, RunError};
@@ -89,22 +90,28 @@ impl<'a> Executor<'a> {
                 datasets.push(wrl_trainer::Dataset { name: name.clone(), examples: rendered });
             }
             let mixture = Mixture { datasets, weights };
-            // Step by step, with a progress line every tenth of the stage.
-            let every = (steps / 10).max(1);
+            // Step by step: a bar on a terminal, else a progress line every tenth of the stage.
+            let label = format!("stage {}", node.decl);
+            let progress = Progress::new(self.opts.progress, &label, steps as u64, "steps");
             let mut out = Vec::with_capacity(steps);
             while t.cursor().epoch < epochs as u64 {
                 let m = t.sft_step(&mixture, &sft).map_err(|e| RunError::model("SFT failed", e))?;
-                if out.len() % every == every - 1 {
-                    self.say(&format!(
-                        "stage {}: step {}/{steps}, epoch {}, loss {:.4}",
-                        node.decl,
-                        out.len() + 1,
-                        m.epoch.unwrap_or(0) + 1,
-                        m.loss
-                    ));
-                }
+                let pos = out.len() as u64 + 1;
+                let epoch = m.epoch.unwrap_or(0) + 1;
+                progress.step(
+                    pos,
+                    &format!("loss {:.4}, epoch {epoch}/{epochs}", m.loss),
+                    || {
+                        format!(
+                            "{label}: step {pos}/{steps}, epoch {epoch}/{epochs}, loss {:.4}",
+                            m.loss
+                        )
+                    },
+                    |l| self.say(l),
+                );
                 out.push(m);
             }
+            progress.finish();
             out
         };
         let lines: Vec<MetricLine> = metrics
@@ -118,13 +125,16 @@ impl<'a> Executor<'a> {
                     lr: m.lr,
                     grad_norm: m.grad_norm,
                     epoch: m.epoch,
+                    global_step: 0,
+                    phase: None,
+                    time: 0.0,
                 })
             })
             .collect();
         if let Some(last) = metrics.last() {
             self.say(&format!("stage {}: final loss {:.4}", node.decl, last.loss));
         }
-        self.run.append_metrics(&lines)?;
+        self.run.log_metrics(lines)?;
         self.built.trainers.insert(node.id.clone(), trainer);
         self.mark_done(&node.id);
         self.save_and_commit(&node.id, &node.id.replace([':', '/'], "-"))

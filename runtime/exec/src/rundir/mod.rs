@@ -3,9 +3,11 @@
 //! commit records their lengths next to the checkpoint it belongs to, atomically (write a
 //! temporary file, fsync, rename). Resuming truncates the logs to the last commit, so a run
 //! killed at any point loses and duplicates no logged line. Every record is one of the types
-//! of [`records`], written with sorted keys.
+//! of [`records`], written with sorted keys. TensorBoard's event file (`tensorboard`) is
+//! derived from the committed metrics and rebuilt on every open.
 
 pub mod records;
+pub mod tensorboard;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -87,11 +89,23 @@ pub struct RunDir {
     committed: Committed,
     trajectories: File,
     metrics: File,
+    /// TensorBoard's events, one per scalar of every metrics line.
+    events: File,
+    /// Training steps logged so far (committed ones on open).
+    global_step: u64,
 }
 
 pub(crate) const STATE: &str = "state.json";
 const TRAJ: &str = "trajectories.jsonl";
 const METRICS: &str = "metrics.jsonl";
+/// TensorBoard finds event files by `tfevents` in the name; one fixed name, rebuilt on open.
+pub const EVENTS: &str = "events.out.tfevents.wrl";
+
+/// Unix time in seconds, to the millisecond.
+fn unix_now() -> f64 {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    (d.as_millis() as f64) / 1000.0
+}
 
 impl RunDir {
     /// Creates a new run directory (it must not already hold a run) and writes the plan.
@@ -162,12 +176,43 @@ impl RunDir {
             let p = root.join(f);
             OpenOptions::new().append(true).open(&p).map_err(io("open", &p))
         };
+        let mp = root.join(METRICS);
+        let text = fs::read_to_string(&mp).map_err(io("read", &mp))?;
+        let limit = (committed.metrics_len as usize).min(text.len());
+        let lines: Vec<MetricLine> = read_lines(&mp, text.get(..limit).unwrap_or(""))?;
+        let global_step = lines.iter().filter(|l| l.is_training()).count() as u64;
+        let start = lines.first().map_or_else(unix_now, |l| l.stamp().1);
+        let ep = root.join(EVENTS);
+        write_atomic(&ep, &tensorboard::encode(&lines, start))?;
         Ok(RunDir {
             root: root.to_path_buf(),
             trajectories: open(TRAJ)?,
             metrics: open(METRICS)?,
+            events: open(EVENTS)?,
             committed,
+            global_step,
         })
+    }
+
+    /// Stamps metrics lines with the global step, phase and time, appends them to
+    /// `metrics.jsonl` (fsynced) and their scalars to TensorBoard's event file.
+    pub fn log_metrics(&mut self, mut lines: Vec<MetricLine>) -> Result<(), RunDirError> {
+        let now = unix_now();
+        for l in &mut lines {
+            if l.is_training() {
+                self.global_step += 1;
+            }
+            l.set_stamp(self.global_step, now);
+        }
+        self.append_metrics(&lines)?;
+        let ep = self.root.join(EVENTS);
+        tensorboard::append(&mut self.events, &tensorboard::encode_more(&lines))
+            .map_err(io("write", &ep))
+    }
+
+    /// Training steps logged so far.
+    pub fn global_step(&self) -> u64 {
+        self.global_step
     }
 
     pub fn root(&self) -> &Path {
@@ -335,6 +380,9 @@ mod tests {
             lr: 1e-3,
             grad_norm: 0.5,
             epoch: Some(0),
+            global_step: 0,
+            phase: None,
+            time: 0.0,
         })
     }
 

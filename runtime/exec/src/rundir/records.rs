@@ -32,6 +32,16 @@ pub struct SftStep {
     pub grad_norm: f64,
     /// The epoch the step belongs to (0-based).
     pub epoch: Option<u64>,
+    /// Training steps of the whole run so far, this one included (SFT steps and RL
+    /// iterations of every stage); the x axis of every series. Set by `RunDir::log_metrics`.
+    #[serde(default)]
+    pub global_step: u64,
+    /// The RL phase (1-based); `None` outside phased RL.
+    #[serde(default)]
+    pub phase: Option<u64>,
+    /// When the line was written: Unix time in seconds.
+    #[serde(default)]
+    pub time: f64,
 }
 
 /// One RL iteration: its rollouts and its update.
@@ -61,6 +71,15 @@ pub struct RlIter {
     /// Per graph role, when roles train separate weights.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roles: Option<BTreeMap<String, RoleUpdate>>,
+    /// As [`SftStep::global_step`].
+    #[serde(default)]
+    pub global_step: u64,
+    /// The phase of the stage (1-based), from the node `stage:<name>/phase:<n>`.
+    #[serde(default)]
+    pub phase: Option<u64>,
+    /// When the line was written: Unix time in seconds.
+    #[serde(default)]
+    pub time: f64,
 }
 
 /// One role's part of an RL iteration's update.
@@ -83,6 +102,53 @@ pub struct EvalLine {
     pub after: String,
     pub success: f64,
     pub episodes: usize,
+    /// The global step of the weights it evaluated (training steps of the run before it).
+    #[serde(default)]
+    pub global_step: u64,
+    /// Always `None`: an evaluation is not part of a phase.
+    #[serde(default)]
+    pub phase: Option<u64>,
+    /// When the line was written: Unix time in seconds.
+    #[serde(default)]
+    pub time: f64,
+}
+
+impl MetricLine {
+    /// Whether the line is a training step (it advances the global step).
+    pub fn is_training(&self) -> bool {
+        match self {
+            MetricLine::Sft(_) | MetricLine::Rl(_) => true,
+            MetricLine::Eval(_) => false,
+        }
+    }
+
+    /// The global step and time of the line.
+    pub fn stamp(&self) -> (u64, f64) {
+        match self {
+            MetricLine::Sft(s) => (s.global_step, s.time),
+            MetricLine::Rl(r) => (r.global_step, r.time),
+            MetricLine::Eval(e) => (e.global_step, e.time),
+        }
+    }
+
+    /// Sets the global step, the phase (from the node id) and the time of the line.
+    pub fn set_stamp(&mut self, global_step: u64, time: f64) {
+        let phase_of = |node: &str| node.rsplit_once("/phase:").and_then(|(_, n)| n.parse().ok());
+        match self {
+            MetricLine::Sft(s) => {
+                (s.global_step, s.time) = (global_step, time);
+                s.phase = phase_of(&s.node);
+            }
+            MetricLine::Rl(r) => {
+                (r.global_step, r.time) = (global_step, time);
+                r.phase = phase_of(&r.node);
+            }
+            MetricLine::Eval(e) => {
+                (e.global_step, e.time) = (global_step, time);
+                e.phase = None;
+            }
+        }
+    }
 }
 
 /// One held-out evaluation result, as the cursor and the summary keep it.

@@ -196,6 +196,9 @@ fn sft_memorises_a_small_set() {
     let metrics = t.sft_epochs(&data, &cfg).unwrap();
     let after = t.sft_eval(&examples).unwrap();
     assert_eq!(metrics.len(), 150);
+    // Each step reports the epoch it belongs to (0-based), the last one included.
+    let epochs: Vec<u64> = metrics.iter().map(|m| m.epoch.unwrap()).collect();
+    assert_eq!(epochs, (0..150).collect::<Vec<u64>>(), "one step per epoch of 4 examples");
     assert!(before > 4.0, "initial loss {before}");
     assert!(after < 0.05, "loss after training {after}");
     // Greedy decoding reproduces the answer.

@@ -1,0 +1,158 @@
+//! TensorBoard event files beside `metrics.jsonl`, so `tensorboard --logdir runs/` (and W&B's
+//! TensorBoard sync) read a run without a converter. The format is small and written here:
+//! TFRecord framing (length, masked CRC-32C of the length, the `Event` protobuf, its masked
+//! CRC-32C) around `Event { wall_time, step, file_version | summary { value { tag,
+//! simple_value } } }`. The file is rebuilt from the committed metrics on resume, so it never
+//! holds a line the run rolled back.
+
+use std::io::Write;
+
+use super::records::MetricLine;
+
+/// CRC-32C (Castagnoli), bitwise; the files are small.
+fn crc32c(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+/// TFRecord's masked CRC.
+fn masked(data: &[u8]) -> u32 {
+    let c = crc32c(data);
+    (c.rotate_right(15)).wrapping_add(0xa282_ead8)
+}
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn bytes_field(field: u32, data: &[u8], out: &mut Vec<u8>) {
+    varint(u64::from((field << 3) | 2), out);
+    varint(data.len() as u64, out);
+    out.extend_from_slice(data);
+}
+
+/// An `Event` protobuf: wall_time = 1 (double), step = 2 (int64), then `file_version` = 3 or
+/// `summary` = 5.
+fn event(wall_time: f64, step: u64, body: &[u8], body_field: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.push((1 << 3) | 1);
+    out.extend_from_slice(&wall_time.to_le_bytes());
+    out.push(2 << 3);
+    varint(step, &mut out);
+    bytes_field(body_field, body, &mut out);
+    out
+}
+
+/// A `Summary` with one scalar `Value { tag = 1, simple_value = 2 (float) }`.
+fn scalar(tag: &str, value: f64) -> Vec<u8> {
+    let mut v = Vec::new();
+    bytes_field(1, tag.as_bytes(), &mut v);
+    v.push((2 << 3) | 5);
+    v.extend_from_slice(&(value as f32).to_le_bytes());
+    let mut summary = Vec::new();
+    bytes_field(1, &v, &mut summary);
+    summary
+}
+
+fn record(data: &[u8], out: &mut Vec<u8>) {
+    let len = (data.len() as u64).to_le_bytes();
+    out.extend_from_slice(&len);
+    out.extend_from_slice(&masked(&len).to_le_bytes());
+    out.extend_from_slice(data);
+    out.extend_from_slice(&masked(data).to_le_bytes());
+}
+
+/// The scalars of one metrics line: `(tag, value)`, tags `<stage>/<series>`.
+pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    let mut put = |stage: &str, k: &str, v: f64| out.push((format!("{stage}/{k}"), v));
+    match line {
+        MetricLine::Sft(s) => {
+            put(&s.stage, "loss", s.loss);
+            put(&s.stage, "lr", s.lr);
+            put(&s.stage, "grad_norm", s.grad_norm);
+        }
+        MetricLine::Rl(r) => {
+            put(&r.stage, "reward", r.reward);
+            put(&r.stage, "success", r.success);
+            put(&r.stage, "loss", r.loss);
+            put(&r.stage, "lr", r.lr);
+            put(&r.stage, "grad_norm", r.grad_norm);
+            if let Some(c) = r.clip_frac {
+                put(&r.stage, "clip_frac", c);
+            }
+            put(&r.stage, "uniform_groups", r.uniform_groups as f64);
+            put(&r.stage, "samples", r.samples as f64);
+            put(&r.stage, "rollout_s", r.rollout_s);
+            put(&r.stage, "update_s", r.update_s);
+            put(&r.stage, "retried", r.retried as f64);
+        }
+        MetricLine::Eval(e) => {
+            put(&format!("eval/{}", e.stage), "success", e.success);
+            put(&format!("eval/{}", e.stage), "episodes", e.episodes as f64);
+        }
+    }
+    out
+}
+
+/// The whole event file for `lines`: a version record, then one event per scalar.
+pub fn encode(lines: &[MetricLine], start_time: f64) -> Vec<u8> {
+    let mut out = Vec::new();
+    record(&event(start_time, 0, b"brain.Event:2", 3), &mut out);
+    for line in lines {
+        let (step, time) = line.stamp();
+        for (tag, v) in scalars(line) {
+            record(&event(time, step, &scalar(&tag, v), 5), &mut out);
+        }
+    }
+    out
+}
+
+/// The events of `lines` only (no version record), to append to an existing file.
+pub fn encode_more(lines: &[MetricLine]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for line in lines {
+        let (step, time) = line.stamp();
+        for (tag, v) in scalars(line) {
+            record(&event(time, step, &scalar(&tag, v), 5), &mut out);
+        }
+    }
+    out
+}
+
+/// Writes `bytes` at the end of `file`.
+pub fn append(file: &mut std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
+    file.write_all(bytes)?;
+    file.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32c_matches_the_standard_check_value() {
+        // The CRC-32C check value of "123456789" (RFC 3720, iSCSI).
+        assert_eq!(crc32c(b"123456789"), 0xe306_9283);
+        assert_eq!(crc32c(b""), 0);
+    }
+
+    #[test]
+    fn records_frame_their_data() {
+        let mut out = Vec::new();
+        record(b"abc", &mut out);
+        assert_eq!(out.len(), 8 + 4 + 3 + 4);
+        assert_eq!(&out[..8], &3u64.to_le_bytes());
+        assert_eq!(&out[12..15], b"abc");
+    }
+}
