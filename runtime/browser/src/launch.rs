@@ -224,14 +224,15 @@ const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// Launches headless Chromium with a fresh user-data-dir and connects to it. The process is
 /// ours ([`ChromiumProcess`]): it is killed when the result is dropped and, on Linux, when this
 /// process dies, even by SIGKILL.
-/// Its traffic goes through `proxy` (`http://IP:PORT`; loopback included) under
-/// [`EGRESS_FLAGS`]; a reserved switch among `extra_args` is refused.
+/// Its traffic goes through `proxy` (`http://IP:PORT`; loopback included; the pool always
+/// gives one, `None` is for bare launches in tests and benchmarks) under [`EGRESS_FLAGS`]; a
+/// reserved switch among `extra_args` is refused.
 pub async fn launch(
     binary: &Path,
     viewport: (u32, u32),
     scale: f64,
     extra_args: &[String],
-    proxy: &str,
+    proxy: Option<&str>,
     request_timeout: Duration,
 ) -> Result<Launched, LaunchError> {
     let fail =
@@ -243,8 +244,10 @@ pub async fn launch(
     }
     let mut extra: Vec<String> = extra_args.to_vec();
     extra.extend(EGRESS_FLAGS.iter().map(|f| f.to_string()));
-    extra.push(format!("proxy-server={proxy}"));
-    extra.push(format!("proxy-bypass-list={}", crate::proxy::BYPASS));
+    if let Some(proxy) = proxy {
+        extra.push(format!("proxy-server={proxy}"));
+        extra.push(format!("proxy-bypass-list={}", crate::proxy::BYPASS));
+    }
     process::sweep_stale(&std::env::temp_dir(), TEMP_PREFIX);
     let dir =
         tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir().map_err(LaunchError::TempDir)?;

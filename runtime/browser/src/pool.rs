@@ -280,7 +280,7 @@ impl PoolInner {
                     cfg.viewport,
                     cfg.scale,
                     &cfg.extra_args,
-                    &proxy.url(),
+                    Some(&proxy.url()),
                     cfg.request_timeout,
                 )
                 .await?
@@ -362,7 +362,7 @@ async fn check_remote(url: &str, browser: &Browser) -> Result<(), PoolError> {
         .result
         .arguments;
     let want = format!("--{}", launch::REMOTE_REQUIRED);
-    if !args.iter().any(|a| *a == want) {
+    if !args.contains(&want) {
         return Err(unsafe_(format!("was started without `{want}`")));
     }
     Ok(())
