@@ -183,7 +183,7 @@ fn found_at(text: &str, pos: usize) -> (String, usize) {
         return (format!("`{}`", &rest[..len]), len);
     }
     if c.is_control() || c == '\u{feff}' {
-        return (format!("the character U+{:04X}", c as u32), c.len_utf8());
+        return (format!("character U+{:04X}", c as u32), c.len_utf8());
     }
     (format!("`{c}`"), c.len_utf8())
 }

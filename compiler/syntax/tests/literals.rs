@@ -78,6 +78,13 @@ fn numbers() {
     assert_eq!(expr_codes("1e999"), ["E0105"]);
     assert_eq!(expr_codes("1e308G"), ["E0105"]);
     assert_eq!(expr_codes("1e999 tokens"), ["E0105"]);
+    // A whole number past 2^53 is refused instead of becoming another number (it used to
+    // pass as 1.8e19 and overflow the runtime's allocations).
+    assert_eq!(expr_codes("18446744073709551616"), ["E0105"]);
+    assert_eq!(expr_codes("99999999999999999999"), ["E0105"]);
+    assert_eq!(expr_codes("10000000G"), ["E0105"]);
+    assert!(expr_codes("9007199254740992").is_empty());
+    assert!(expr_codes("1e30").is_empty(), "a float may be large");
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! The navigation allow-list: which request URLs an episode may load. Enforced inside the
-//! browser by request interception (see `intercept`).
+//! The navigation allow-list: which endpoints an episode's browser may reach. Enforced by the
+//! pool's proxy (`proxy`), which every connection of the browser goes through, and reported
+//! per frame by request interception (`intercept`).
 
 use serde::{Deserialize, Serialize};
 
@@ -60,12 +61,19 @@ pub struct AllowList {
     pub patterns: Vec<String>,
     /// Loopback ports that are never allowed (CDP port, runtime control servers).
     pub control_ports: Vec<u16>,
+    /// Endpoints that are never allowed on any host (a remote browser's DevTools), `host:port`.
+    #[serde(default)]
+    pub control_endpoints: Vec<(String, u16)>,
 }
 
 impl AllowList {
     /// Allows everything on the web (still blocks `file:` and control ports).
     pub fn any() -> AllowList {
-        AllowList { patterns: vec!["*".into()], control_ports: Vec::new() }
+        AllowList {
+            patterns: vec!["*".into()],
+            control_ports: Vec::new(),
+            control_endpoints: Vec::new(),
+        }
     }
 
     /// Allows exactly these patterns.
@@ -73,6 +81,7 @@ impl AllowList {
         AllowList {
             patterns: patterns.into_iter().map(Into::into).collect(),
             control_ports: Vec::new(),
+            control_endpoints: Vec::new(),
         }
     }
 
@@ -90,6 +99,31 @@ impl AllowList {
         self
     }
 
+    /// Marks `host:port` as a control endpoint (always blocked; a remote browser's DevTools).
+    pub fn block_control_endpoint(&mut self, host: &str, port: u16) -> &mut Self {
+        let e = (host.to_ascii_lowercase(), port);
+        if !self.control_endpoints.contains(&e) {
+            self.control_endpoints.push(e);
+        }
+        self
+    }
+
+    /// `Ok(())` if a connection to the resolved address `addr` may be opened: not a control
+    /// port on loopback (or the unspecified address, which reaches loopback) and not a control
+    /// endpoint, whatever name led there.
+    pub fn check_addr(&self, addr: &std::net::SocketAddr) -> Result<(), String> {
+        let ip = addr.ip();
+        let local = ip.is_loopback() || ip.is_unspecified();
+        if local && self.control_ports.contains(&addr.port()) {
+            return Err(format!("{addr} is a runtime control port"));
+        }
+        let host = ip.to_string();
+        if self.control_endpoints.iter().any(|(h, p)| *h == host && *p == addr.port()) {
+            return Err(format!("{addr} is a browser's DevTools endpoint"));
+        }
+        Ok(())
+    }
+
     /// `Ok(())` if `url` may be requested, else why not.
     pub fn check(&self, url: &str) -> Result<(), String> {
         let lower = url.to_ascii_lowercase();
@@ -104,6 +138,9 @@ impl AllowList {
         }
         if is_loopback(&o.host) && self.control_ports.contains(&o.port) {
             return Err(format!("port {} is a runtime control port", o.port));
+        }
+        if self.control_endpoints.iter().any(|(h, p)| *h == o.host && *p == o.port) {
+            return Err(format!("{}:{} is a browser's DevTools endpoint", o.host, o.port));
         }
         let ok = self.patterns.iter().any(|p| {
             let p = p.trim().to_ascii_lowercase();
@@ -157,5 +194,12 @@ mod tests {
         assert!(any.check("http://example.com/").is_ok());
         assert!(any.check("http://127.0.0.1:9222/json").is_err());
         assert!(any.check("ftp://x/").is_err());
+        // Whatever name led there, a resolved control port is refused.
+        assert!(any.check_addr(&"127.0.0.1:9222".parse().unwrap()).is_err());
+        assert!(any.check_addr(&"0.0.0.0:9222".parse().unwrap()).is_err());
+        assert!(any.check_addr(&"127.0.0.1:9223".parse().unwrap()).is_ok());
+        any.block_control_endpoint("10.0.0.5", 9222);
+        assert!(any.check("ws://10.0.0.5:9222/devtools/browser/x").is_err());
+        assert!(any.check_addr(&"10.0.0.5:9222".parse().unwrap()).is_err());
     }
 }

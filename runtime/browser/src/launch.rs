@@ -155,6 +155,40 @@ const BASE_FLAGS: &[&str] = &[
     "mute-audio",
 ];
 
+/// The flags that keep a browser's traffic inside the allow-list (docs/run.md): WebRTC may
+/// send nothing but through the proxy (no UDP at all: STUN and TURN over UDP cannot be
+/// proxied), and no speculative loads (prefetch, prerender, preconnect) are made for a page.
+/// The proxy is the guarantee; these leave it nothing it cannot see. A remote browser must be
+/// started with [`REMOTE_REQUIRED`]; the pool checks.
+pub const EGRESS_FLAGS: [&str; 3] = [
+    "force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "disable-features=Prerender2,SpeculationRulesPrefetchFuture,NoStatePrefetchHoldback,PreloadingHeuristicsMLModel",
+    "dns-prefetch-disable",
+];
+
+/// The flag a remote browser must have been started with (its WebRTC would otherwise send UDP
+/// that no proxy sees); `--enable-automation` too, so that the pool can read its command line.
+pub const REMOTE_REQUIRED: &str = "force-webrtc-ip-handling-policy=disable_non_proxied_udp";
+
+/// Switches a caller's extra flags may not set: they decide where the browser's traffic goes,
+/// which is the pool's to decide ([`EGRESS_FLAGS`] and the proxy).
+const RESERVED: [&str; 8] = [
+    "proxy-server",
+    "no-proxy-server",
+    "proxy-bypass-list",
+    "proxy-pac-url",
+    "proxy-auto-detect",
+    "force-webrtc-ip-handling-policy",
+    "remote-allow-origins",
+    "host-resolver-rules",
+];
+
+/// Whether `flag` (without dashes) sets one of the [`RESERVED`] switches.
+pub fn is_reserved(flag: &str) -> bool {
+    let name = flag.trim_start_matches('-').split('=').next().unwrap_or_default();
+    RESERVED.contains(&name)
+}
+
 /// The flags a local Chromium gets, without leading dashes: [`BASE_FLAGS`], [`FLAGS`], then
 /// `extra`. Chromium keeps only the last of a repeated switch, so the `enable-features` and
 /// `disable-features` lists are merged into one switch each: a caller's list adds to ours
@@ -190,15 +224,30 @@ const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// Launches headless Chromium with a fresh user-data-dir and connects to it. The process is
 /// ours ([`ChromiumProcess`]): it is killed when the result is dropped and, on Linux, when this
 /// process dies, even by SIGKILL.
+/// Its traffic goes through `proxy` (`http://IP:PORT`; loopback included; the pool always
+/// gives one, `None` is for bare launches in tests and benchmarks) under [`EGRESS_FLAGS`]; a
+/// reserved switch among `extra_args` is refused.
 pub async fn launch(
     binary: &Path,
     viewport: (u32, u32),
     scale: f64,
     extra_args: &[String],
+    proxy: Option<&str>,
     request_timeout: Duration,
 ) -> Result<Launched, LaunchError> {
     let fail =
         |message: String| LaunchError::Launch { path: binary.display().to_string(), message };
+    if let Some(f) = extra_args.iter().find(|f| is_reserved(f)) {
+        return Err(fail(format!(
+            "the flag `{f}` would decide where the browser's traffic goes; the pool's allow-list proxy does"
+        )));
+    }
+    let mut extra: Vec<String> = extra_args.to_vec();
+    extra.extend(EGRESS_FLAGS.iter().map(|f| f.to_string()));
+    if let Some(proxy) = proxy {
+        extra.push(format!("proxy-server={proxy}"));
+        extra.push(format!("proxy-bypass-list={}", crate::proxy::BYPASS));
+    }
     process::sweep_stale(&std::env::temp_dir(), TEMP_PREFIX);
     let dir =
         tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir().map_err(LaunchError::TempDir)?;
@@ -216,7 +265,7 @@ pub async fn launch(
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--window-size={},{}", viewport.0, viewport.1))
         // Last, so that the caller's flags win where Chromium keeps the last of a switch.
-        .args(chromium_flags(extra_args).iter().map(|f| format!("--{f}")))
+        .args(chromium_flags(&extra).iter().map(|f| format!("--{f}")))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log);
@@ -312,5 +361,10 @@ mod tests {
         // Other flags pass through, after ours.
         let more = chromium_flags(&["--mute-audio".to_string()]);
         assert_eq!(more.last().map(String::as_str), Some("mute-audio"));
+        // Where the traffic goes is not the caller's to say.
+        assert!(super::is_reserved("--no-proxy-server"));
+        assert!(super::is_reserved("proxy-server=http://x:1"));
+        assert!(super::is_reserved("--remote-allow-origins=*"));
+        assert!(!super::is_reserved("--mute-audio"));
     }
 }

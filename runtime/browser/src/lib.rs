@@ -2,7 +2,8 @@
 //!
 //! - [`BrowserPool`]: launches the system Chromium (or connects to remote CDP URLs), bounds
 //!   concurrent episodes with a semaphore, restarts crashed browsers, enforces the
-//!   [`AllowList`] by request interception and keeps the host [`Blacklist`].
+//!   [`AllowList`] by sending every browser context through its [`proxy`] (request
+//!   interception reports what was blocked) and keeps the host [`Blacklist`].
 //! - [`Episode`]: an isolated browser context; [`Episode::observe`], [`Episode::act`] with
 //!   [`Action`]s of the OpenWebRL, OpAgent or element-id tool sets, [`Episode::finish`] with
 //!   an [`EndReason`] and, for sandbox tasks, the checker's verdict.
@@ -26,6 +27,7 @@ pub mod launch;
 mod navwatch;
 pub mod pool;
 pub mod process;
+pub mod proxy;
 pub mod runner;
 pub mod snapshot;
 mod tabs;

@@ -32,7 +32,7 @@ pub struct PoolCfg {
     pub viewport: (u32, u32),
     /// Device scale factor (screenshots are viewport × scale pixels).
     pub scale: f64,
-    /// Allow-list enforced by request interception.
+    /// Allow-list enforced by the pool's proxy (every connection of every browser context).
     pub allow: AllowList,
     /// Host blacklist file (read at launch, appended on navigation failures).
     pub blacklist_file: Option<PathBuf>,
@@ -76,6 +76,25 @@ pub enum PoolError {
     /// A CDP command failed while setting up.
     #[error("browser setup failed: {0}")]
     Cdp(String),
+    /// A remote browser that could send traffic the allow-list cannot see.
+    #[error(
+        "the remote browser at {url} {why}; start it with `--{}` and `--enable-automation` (docs/run.md, remote browsers)",
+        launch::REMOTE_REQUIRED
+    )]
+    Unsafe {
+        /// Its CDP URL.
+        url: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The allow-list proxy could not start.
+    #[error("cannot start the allow-list proxy on {ip}: {source}")]
+    Proxy {
+        /// Where it would listen.
+        ip: String,
+        /// Cause.
+        source: std::io::Error,
+    },
 }
 
 /// One running browser: the CDP connection, its handler task and interceptor.
@@ -84,6 +103,8 @@ pub struct Live {
     pub(crate) alive: Arc<AtomicBool>,
     pub(crate) seen: Arc<Seen>,
     pub(crate) pid: Option<u32>,
+    /// The allow-list proxy every context of this browser goes through.
+    pub(crate) proxy: crate::proxy::Proxy,
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// The local Chromium (killed when the browser is dropped).
     _process: Option<crate::process::ChromiumProcess>,
@@ -131,7 +152,7 @@ pub(crate) struct PoolInner {
     pub(crate) sem: Arc<Semaphore>,
     pub(crate) blacklist: Blacklist,
     /// The allow-list with every local browser's CDP port added as a control port.
-    allow: std::sync::Mutex<AllowList>,
+    allow: Arc<std::sync::Mutex<AllowList>>,
     next: AtomicU64,
     restarts: AtomicU64,
 }
@@ -175,7 +196,7 @@ impl BrowserPool {
         };
         let inner = Arc::new(PoolInner {
             sem: Arc::new(Semaphore::new(cfg.max_concurrent.max(1))),
-            allow: std::sync::Mutex::new(cfg.allow.clone()),
+            allow: Arc::new(std::sync::Mutex::new(cfg.allow.clone())),
             cfg,
             slots,
             blacklist,
@@ -241,10 +262,28 @@ impl PoolInner {
         }
         *guard = None;
         let cfg = &self.cfg;
+        // The proxy listens where the browser can reach it: loopback for ours, the address
+        // this machine routes to a remote one from.
+        let ip = match &slot.source {
+            Source::Local(_) => std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            Source::Remote(url) => crate::proxy::local_ip_toward(url).ok_or_else(|| {
+                PoolError::Cdp(format!("cannot find this machine's address toward {url}"))
+            })?,
+        };
+        let proxy = crate::proxy::Proxy::start(ip, self.allow.clone())
+            .await
+            .map_err(|source| PoolError::Proxy { ip: ip.to_string(), source })?;
         let launched = match &slot.source {
             Source::Local(bin) => {
-                launch::launch(bin, cfg.viewport, cfg.scale, &cfg.extra_args, cfg.request_timeout)
-                    .await?
+                launch::launch(
+                    bin,
+                    cfg.viewport,
+                    cfg.scale,
+                    &cfg.extra_args,
+                    Some(&proxy.url()),
+                    cfg.request_timeout,
+                )
+                .await?
             }
             Source::Remote(url) => {
                 launch::connect(url, cfg.viewport, cfg.scale, cfg.request_timeout).await?
@@ -269,22 +308,32 @@ impl PoolInner {
             }
             alive2.store(false, Ordering::SeqCst);
         });
-        let mut allow = cfg.allow.clone();
-        if let Some(o) = origin(browser.websocket_address())
-            && matches!(o.host.as_str(), "127.0.0.1" | "localhost")
+        // Once the handler runs (commands wait on it): a remote browser must not send what the
+        // proxy cannot see.
+        if let Source::Remote(url) = &slot.source
+            && let Err(e) = check_remote(url, &browser).await
         {
-            allow.block_control_port(o.port);
-            self.allow
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .block_control_port(o.port);
+            handler_task.abort();
+            return Err(e);
         }
+        // A page may never reach a browser's DevTools: on loopback by port, elsewhere by
+        // endpoint.
+        if let Some(o) = origin(browser.websocket_address()) {
+            let mut allow = self.allow.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if matches!(o.host.as_str(), "127.0.0.1" | "localhost" | "::1") {
+                allow.block_control_port(o.port);
+            } else {
+                allow.block_control_endpoint(&o.host, o.port);
+            }
+        }
+        let allow = self.allow.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         let seen = Arc::new(Seen::default());
         let live = Arc::new(Live {
             browser,
             alive,
             seen: seen.clone(),
             pid,
+            proxy,
             tasks: std::sync::Mutex::new(vec![handler_task]),
             _process: process,
         });
@@ -299,4 +348,22 @@ impl PoolInner {
         *guard = Some(live.clone());
         Ok(live)
     }
+}
+
+/// Refuses a remote browser whose WebRTC may send UDP (which no proxy carries), reading its
+/// command line (`Browser.getBrowserCommandLine`, which needs `--enable-automation`).
+async fn check_remote(url: &str, browser: &Browser) -> Result<(), PoolError> {
+    use chromiumoxide::cdp::browser_protocol::browser::GetBrowserCommandLineParams;
+    let unsafe_ = |why: String| PoolError::Unsafe { url: url.to_string(), why };
+    let args = browser
+        .execute(GetBrowserCommandLineParams::default())
+        .await
+        .map_err(|e| unsafe_(format!("does not show its command line ({e})")))?
+        .result
+        .arguments;
+    let want = format!("--{}", launch::REMOTE_REQUIRED);
+    if !args.contains(&want) {
+        return Err(unsafe_(format!("was started without `{want}`")));
+    }
+    Ok(())
 }

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::page::NavigateParams;
-use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
+use chromiumoxide::cdp::browser_protocol::target::{
+    CreateBrowserContextParams, CreateTargetParams,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::allow::origin;
@@ -56,11 +58,13 @@ impl Tabs {
         pool: &BrowserPool,
         patience: Duration,
     ) -> Result<Tabs, String> {
-        let ctx = live
-            .browser
-            .create_browser_context(Default::default())
-            .await
-            .map_err(|e| e.to_string())?;
+        // Every connection of the context goes through the pool's allow-list proxy, loopback
+        // included (for a remote browser, this is what enforces the allow-list).
+        let isolated = CreateBrowserContextParams::builder()
+            .proxy_server(live.proxy.url())
+            .proxy_bypass_list(crate::proxy::BYPASS)
+            .build();
+        let ctx = live.browser.create_browser_context(isolated).await.map_err(|e| e.to_string())?;
         let params = CreateTargetParams::builder()
             .url("about:blank")
             .browser_context_id(ctx.clone())

@@ -207,6 +207,7 @@ fn dropping_a_launch_through_a_wrapper_kills_the_browser() {
             (800, 600),
             1.0,
             &[],
+            None,
             Duration::from_secs(20),
         ))
         .unwrap();

@@ -33,6 +33,8 @@ fn start_chromium() -> Running {
     let child = Command::new(bin)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
         .arg("--remote-debugging-port=0")
+        // What docs/run.md asks of a fleet (the allow-list cannot hold without them).
+        .args(["--enable-automation", "--force-webrtc-ip-handling-policy=disable_non_proxied_udp"])
         .arg(format!("--user-data-dir={}", dir.path().display()))
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -5,6 +5,9 @@ use wrl_diagnostics::{Diagnostic, Span, did_you_mean};
 use crate::ast::Number;
 use crate::tokens::{MAGNITUDES, UNITS, UnitDef, unit};
 
+/// The largest whole number an `f64` holds exactly.
+const MAX_EXACT_INT: f64 = 9_007_199_254_740_992.0;
+
 /// Parses a number as the grammar matched it (`1_000`, `1e-5`, `32k`).
 pub(crate) fn number(text: &str, span: Span) -> Result<Number, Diagnostic> {
     let (digits, scale) = MAGNITUDES
@@ -18,6 +21,16 @@ pub(crate) fn number(text: &str, span: Span) -> Result<Number, Diagnostic> {
         digits.parse::<f64>()
     };
     let parsed = parsed.ok().map(|v| v * scale).filter(|v| v.is_finite());
+    // Whole numbers are exact up to 2^53; past that, `18446744073709551616` would silently be
+    // another number (and then overflow whatever the runtime sizes with it).
+    if is_int && parsed.is_some_and(|v| v.abs() > MAX_EXACT_INT) {
+        return Err(Diagnostic::new("E0105", format!("the whole number `{text}` is out of range"))
+            .label(span, "larger than 2^53")
+            .help(format!(
+                "whole numbers go up to {} (2^53); every count and size the runtime honours is far below that",
+                MAX_EXACT_INT as u64
+            )));
+    }
     match parsed {
         Some(value) => Ok(Number { value, is_int, text: text.to_string() }),
         None => Err(Diagnostic::new("E0105", format!("the number `{text}` is out of range"))

@@ -199,6 +199,7 @@ pub async fn run(
         (800, 600),
         1.0,
         &crate::extra_args(),
+        None,
         Duration::from_secs(20),
     )
     .await?;
