@@ -6,8 +6,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-/// Chromium error codes that blacklist a host (as OpenWebRL does).
-pub const BLACKLIST_ERRORS: [&str; 7] = [
+/// Chromium error codes that blacklist a host (as OpenWebRL does). All traffic goes through the
+/// allow-list proxy (proxy.rs), which closes without an answer when an allowed host does not
+/// resolve or refuses the connection: Chromium then reports `ERR_EMPTY_RESPONSE` (plain HTTP)
+/// or `ERR_TUNNEL_CONNECTION_FAILED` (HTTPS), not the underlying DNS or connection error, so
+/// those two blacklist too (a server that itself closes without answering is blacklisted as
+/// OpenWebRL blacklists `ERR_CONNECTION_CLOSED`).
+pub const BLACKLIST_ERRORS: [&str; 9] = [
     "ERR_NAME_NOT_RESOLVED",
     "ERR_HTTP2_PROTOCOL_ERROR",
     "ERR_CONNECTION_RESET",
@@ -15,6 +20,8 @@ pub const BLACKLIST_ERRORS: [&str; 7] = [
     "ERR_CONNECTION_REFUSED",
     "ERR_SSL_PROTOCOL_ERROR",
     "ERR_ADDRESS_UNREACHABLE",
+    "ERR_EMPTY_RESPONSE",
+    "ERR_TUNNEL_CONNECTION_FAILED",
 ];
 
 /// A set of blacklisted hosts, optionally backed by a file.

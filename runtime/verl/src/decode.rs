@@ -247,6 +247,7 @@ fn placeholder(s: &Shape) -> Option<PVal> {
             }
         }
         Shape::Option(_) => PVal::Unknown,
+        Shape::OrWord(word, _) => PVal::Enum { value: word.clone() },
         Shape::Qty | Shape::Ref | Shape::Expr | Shape::Word | Shape::OneOf | Shape::Unit0 => {
             return None;
         }

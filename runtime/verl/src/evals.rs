@@ -150,7 +150,50 @@ fn account(c: &mut Ctx<'_>, n: &Node, e: &Evaluate, at_end: bool, last_step: u64
         after,
         checkpoint: _,
         binds: _,
+        max_response,
+        repetition_penalty,
+        env,
+        published: _,
     } = e;
+    c.implied(
+        n,
+        "published",
+        "the paper's figures, printed beside the result; nothing runs by them",
+    );
+    match env {
+        params::OrAgent::Agent => {
+            c.implied(n, "env", "the agent's own environment (the env service)")
+        }
+        params::OrAgent::Value(_) => c
+            .not_mapped(
+                n,
+                "env",
+                "one env service per job: an evaluation cannot have an environment of its own",
+                "the evaluation runs in the agent's environment",
+            )
+            .refuse(E_UNMAPPED),
+    };
+    match max_response {
+        params::OrAgent::Agent => {
+            c.implied(n, "max_response", "the agent's response budget (data.max_response_length)")
+        }
+        params::OrAgent::Value(_) => c.not_mapped(
+            n,
+            "max_response",
+            "verl 0.9.1 has one response length per run for training and validation",
+            "evaluation replies get the rollout's response length",
+        ),
+    };
+    if *repetition_penalty == 1.0 {
+        c.implied(n, "repetition_penalty", "1: no penalty");
+    } else {
+        c.not_mapped(
+            n,
+            "repetition_penalty",
+            "verl 0.9.1's val_kwargs have no repetition penalty",
+            "no repetition penalty in evaluation",
+        );
+    }
     let mut cfg = json!({});
     let vk = "actor_rollout_ref.rollout.val_kwargs";
     let file = format!("data/eval-{}.parquet", n.decl);

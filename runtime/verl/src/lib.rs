@@ -11,6 +11,7 @@ mod ctx;
 mod decode;
 mod evals;
 mod files;
+mod groups;
 mod nodes;
 mod phase;
 mod policy;

@@ -7,11 +7,12 @@
 use serde_json::{Value as Json, json};
 use wrl_plan::Node;
 use wrl_plan::params::{
-    self, Async, Drop, DynamicSampling, KlEstimator, Level, LossAgg, Optimizer, Overlong,
-    PolicyLoss, Range, RewardRef, RlPhase, Schedule,
+    self, Async, KlEstimator, Level, LossAgg, Optimizer, PolicyLoss, Range, RewardRef, RlPhase,
+    Schedule,
 };
 
 use crate::ctx::{Ctx, E_UNMAPPED, Run};
+use crate::groups::{drop_groups, dynamic, overlong_shaping, refill_groups};
 
 /// A phase being lowered: its node, its run, its config and its agent-loop entry.
 pub(crate) struct Ph<'a, 'p> {
@@ -40,11 +41,11 @@ impl Ph<'_, '_> {
         format!("wrl_{}", self.run.name.replace('-', "_"))
     }
 
-    fn map(&mut self, field: &str, keys: &[(&str, Json)]) -> &mut crate::Entry {
+    pub(crate) fn map(&mut self, field: &str, keys: &[(&str, Json)]) -> &mut crate::Entry {
         self.c.map(self.cfg, self.n, field, keys)
     }
 
-    fn al(&mut self, field: &str, keys: &[(&str, Json)]) -> &mut crate::Entry {
+    pub(crate) fn al(&mut self, field: &str, keys: &[(&str, Json)]) -> &mut crate::Entry {
         let label = self.al_label();
         self.c.wrl_in(self.al, &label, self.n, field, keys)
     }
@@ -273,12 +274,46 @@ impl Ph<'_, '_> {
             .note("verl also saves the last step whenever save_freq > 0, which the next phase resumes from (with -1 it saves nothing)");
     }
 
-    fn eval_every(&mut self, every: u64) {
-        if every > 0 {
-            self.map("eval_every", &[("trainer.test_freq", json!(every))])
-                .note("in absolute steps; verl also validates at the last step");
+    fn validate(&mut self, v: &params::OrOff<params::ValidationObj>) {
+        match v {
+            params::OrOff::Off => {
+                self.c.implied(self.n, "validate", "no validation during the phase; evaluations after the stage run at its end (trainer.test_freq)");
+            }
+            params::OrOff::Value(v) => {
+                let v = v.get();
+                let vk = "actor_rollout_ref.rollout.val_kwargs";
+                let tk = if v.top_k == 0 { -1 } else { i64::from(v.top_k) };
+                let (t, p, k, do_sample, topk, n) = (
+                    format!("{vk}.temperature"),
+                    format!("{vk}.top_p"),
+                    format!("{vk}.top_k"),
+                    format!("{vk}.do_sample"),
+                    tk,
+                    format!("{vk}.n"),
+                );
+                self.map(
+                    "validate",
+                    &[
+                        ("trainer.test_freq", json!(v.every.0)),
+                        ("trainer.val_before_train", json!(v.before_training)),
+                        ("data.val_files", json!(v.tasks.id())),
+                        (&t, json!(v.temperature)),
+                        (&do_sample, json!(v.temperature > 0.0)),
+                        (&p, json!(v.top_p)),
+                        (&k, json!(topk)),
+                        (&n, json!(v.k)),
+                    ],
+                )
+                .note("every N steps (absolute; verl also validates at the last step) on the validation tasks; verl reports its own metrics (val-core/…), and its val_kwargs have no response budget or repetition penalty of their own: validation replies get the rollout's response length and no penalty");
+            }
+        }
+    }
+
+    fn frozen(&mut self, frozen: &[params::FrozenPart]) {
+        if frozen.is_empty() {
+            self.c.implied(self.n, "frozen", "nothing frozen: verl trains every parameter");
         } else {
-            self.c.implied(self.n, "eval_every", "no validation during the phase; evaluations after the stage run at its end (trainer.test_freq)");
+            self.c.not_mapped(self.n, "frozen", "verl 0.9.1's FSDP engine trains every parameter: `actor.freeze_vision_tower` is declared in its config but never read", "the whole model is trained").refuse(E_UNMAPPED);
         }
     }
 }
@@ -332,7 +367,11 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 optimizer,
                 trainable,
                 asynchronous,
-                eval_every,
+                process_mix,
+                refill,
+                ppo_kl_coef,
+                frozen,
+                validate,
                 checkpoint_every,
                 seed,
             } = g;
@@ -360,7 +399,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             ph.loss_agg(*loss_agg);
             let (mode, coef) = match policy_loss {
                 PolicyLoss::Clip => ("vanilla", None),
-                PolicyLoss::KlCov => ("kl_cov", Some(1.0)),
+                PolicyLoss::KlCov => ("kl_cov", Some(*ppo_kl_coef)),
             };
             let mut keys = vec![(k(A, "policy_loss.loss_mode"), json!(mode))];
             if let Some(c) = coef {
@@ -370,6 +409,20 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 keys.iter().map(|(a, b)| (a.as_str(), b.clone())).collect();
             ph.map("policy_loss", &keys);
             ph.map("kl_cov_ratio", &[(&k(A, "policy_loss.kl_cov_ratio"), json!(kl_cov_ratio))]);
+            if *policy_loss == PolicyLoss::KlCov {
+                ph.c.wrl(
+                    ph.n,
+                    "ppo_kl_coef",
+                    &[(&k(A, "policy_loss.ppo_kl_coef"), json!(ppo_kl_coef))],
+                );
+            } else {
+                ph.c.implied(ph.n, "ppo_kl_coef", "used only by `policy_loss = kl_cov`");
+            }
+            match (process_reward, process_mix) {
+                (None, _) => ph.c.implied(ph.n, "process_mix", "no process reward"),
+                (Some(_), _) => ph.c.implied(ph.n, "process_mix", "see `process_reward`"),
+            };
+            refill_groups(ph, refill, *drop);
             ph.level(*level);
             ph.schedule(schedule, iters.0);
             ph.optimizer(optimizer);
@@ -384,7 +437,16 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 )
                 .refuse(E_UNMAPPED);
             }
-            let Async { staleness, sync_every } = asynchronous;
+            let Async { staleness, sync_every, partial_rollout } = asynchronous;
+            if *partial_rollout {
+                ph.c.not_mapped(ph.n, "async.partial_rollout", "verl 0.9.1's synchronous and separate-async trainers finish every rollout with the weights it started with", "episodes interrupted by a sync restart with the new weights").refuse(E_UNMAPPED);
+            } else {
+                ph.c.implied(
+                    ph.n,
+                    "async.partial_rollout",
+                    "off: an episode runs on the weights it started with",
+                );
+            }
             if staleness.0 == 0.0 {
                 ph.map("async.staleness", &[("trainer.v1.trainer_mode", json!("sync"))]);
             } else {
@@ -403,7 +465,8 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 )
                 .note("verl's separate-async trainer syncs the rollout's weights every N steps");
             }
-            ph.eval_every(eval_every.0);
+            ph.validate(validate);
+            ph.frozen(frozen);
             ph.checkpoints(checkpoint_every.0);
         }
         RlPhase::Dapo(d) => {
@@ -436,7 +499,8 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 exclude,
                 schedule,
                 optimizer,
-                eval_every,
+                frozen,
+                validate,
                 checkpoint_every,
                 seed,
             } = d;
@@ -456,7 +520,8 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             ph.schedule(schedule, iters.0);
             ph.optimizer(optimizer);
             fixed(ph, "trainer.v1.trainer_mode", json!("sync"));
-            ph.eval_every(eval_every.0);
+            ph.validate(validate);
+            ph.frozen(frozen);
             ph.checkpoints(checkpoint_every.0);
         }
         RlPhase::Ppo(p) => {
@@ -484,6 +549,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 exclude,
                 schedule,
                 optimizer,
+                frozen,
                 checkpoint_every,
                 seed,
             } = p;
@@ -504,53 +570,8 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             ph.schedule(schedule, iters.0);
             ph.optimizer(optimizer);
             fixed(ph, "trainer.v1.trainer_mode", json!("sync"));
+            ph.frozen(frozen);
             ph.checkpoints(checkpoint_every.0);
         }
     }
-}
-
-fn drop_groups(ph: &mut Ph<'_, '_>, d: Drop) {
-    match d {
-        Drop::None => {
-            ph.map("drop", &[("algorithm.filter_groups.enable", json!(false))]);
-        }
-        Drop::UniformGroups => {
-            ph.map("drop", &[("algorithm.filter_groups.enable", json!(true)), ("algorithm.filter_groups.metric", json!("reward"))])
-                .note("groups whose rewards are all equal leave the batch; verl's V1 sampler refills the batch (2 new prompts per evicted group), where wrl's GRPO trains on the groups left");
-        }
-    }
-}
-
-fn dynamic(ph: &mut Ph<'_, '_>, d: &DynamicSampling) {
-    let DynamicSampling { metric, max_batches } = d;
-    let known = matches!(metric.as_str(), "reward" | "score" | "success");
-    let e = ph.map(
-        "dynamic_sampling.metric",
-        &[
-            ("algorithm.filter_groups.enable", json!(true)),
-            ("algorithm.filter_groups.metric", json!(metric)),
-        ],
-    );
-    if known {
-        e.note("`reward` is the episode's reward; `score` and `success` are read from reward_extra_info");
-    } else {
-        e.note("the agent loop reports only `score`, `success` and `failure_class`")
-            .refuse(E_UNMAPPED);
-    }
-    ph.c.not_mapped(ph.n, "dynamic_sampling.max_batches", "verl 0.9.1's V1 trainer refills until the batch is full and ignores filter_groups.max_num_gen_batches (it logs a warning): it cannot stop after this many extra batches", "the V1 sampler refills without a cap (and never ends if every group stays uniform)").refuse(E_UNMAPPED);
-    crate::ctx::set(ph.cfg, "algorithm.filter_groups.max_inflight_gen_batches", json!(1));
-    let _ = max_batches;
-}
-
-fn overlong_shaping(ph: &mut Ph<'_, '_>, o: &Overlong) {
-    let Overlong { buffer, penalty } = o;
-    if buffer.0 == 0 {
-        ph.c.implied(ph.n, "overlong.buffer", "0: no overlong shaping");
-        ph.c.implied(ph.n, "overlong.penalty", "unused without a buffer");
-        crate::ctx::set(ph.al, "overlong", Json::Null);
-        return;
-    }
-    ph.al("overlong.buffer", &[("overlong.buffer", json!(buffer.0))])
-        .note("DAPO's soft overlong penalty, applied by the agent loop to the episode's longest turn against its max_tokens (verl's dapo reward manager is skipped: the agent loop sets the reward)");
-    ph.al("overlong.penalty", &[("overlong.penalty", json!(penalty))]);
 }

@@ -189,6 +189,8 @@ fn env_fields(c: &mut Ctx<'_>, env: &str, al: &mut Json) -> Option<u64> {
                 concurrency: _,
                 timeout: _,
                 retries,
+                step_retries,
+                step_backoff: _,
                 slow_mo,
                 settle,
                 blacklist: _,
@@ -241,6 +243,17 @@ fn env_fields(c: &mut Ctx<'_>, env: &str, al: &mut Json) -> Option<u64> {
                 &[("retries", json!(retries))],
                 "an episode that ends in env_error or infra_timeout is run again (new episode, new samples), as `wrlc run` does",
             );
+            service(
+                c,
+                "step_retries",
+                if step_retries == 0 {
+                    "no step is retried"
+                } else {
+                    "refused by the env service as by `wrlc run` (E0502)"
+                },
+            );
+            service(c, "step_backoff.first", "the pause before the first step retry");
+            service(c, "step_backoff.factor", "how the pause grows between step retries");
             for (f, v) in [("slow_mo", slow_mo.0), ("settle", settle.0)] {
                 once(c, n, f, |c, n, f| {
                     if v > 0.0 {
@@ -317,28 +330,13 @@ fn model_fields(c: &mut Ctx<'_>, m: &str, cfg: &mut Json, al: &mut Json) -> Opti
     let n = c.d.node(m)?;
     match c.d.get(m).cloned() {
         Some(Params::Model(Model::Hf(h))) => {
-            let params::Hf {
-                id,
-                context,
-                frozen,
-                family,
-                dtype,
-                image_tokens,
-                chat_template,
-                thinking,
-            } = h;
+            let params::Hf { id, context, family, dtype, image_tokens, chat_template, thinking } =
+                h;
             once(c, n, "id", |c, n, f| {
                 c.implied(n, f, format!("`{id}`: the weights the stage starts from (the run's `init`: actor_rollout_ref.model.path)"));
             });
             once(c, n, "family", |c, n, f| {
                 c.implied(n, f, "verl reads the architecture from the checkpoint's config.json");
-            });
-            once(c, n, "frozen", |c, n, f| {
-                if frozen.is_empty() {
-                    c.implied(n, f, "nothing frozen: verl trains every parameter");
-                } else {
-                    c.not_mapped(n, f, "verl 0.9.1's FSDP engine trains every parameter: `actor.freeze_vision_tower` is declared in its config but never read", "the whole model is trained").refuse(E_UNMAPPED);
-                }
             });
             let d = match dtype {
                 DType::Bf16 => "bfloat16",

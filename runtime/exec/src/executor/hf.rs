@@ -189,15 +189,6 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
             "the model was not built for sequences this long",
         ));
     }
-    if let Err(e) = wrl_trainer::models::qwen::frozen_names(&files.config, &parts) {
-        errs.push(setting(
-            n,
-            "frozen",
-            e.to_string(),
-            "freeze both or neither".into(),
-            "tied embeddings freeze together",
-        ));
-    }
     if !errs.is_empty() {
         return Err(errs);
     }

@@ -130,8 +130,11 @@ impl<'a> Executor<'a> {
             after,
             success: rate,
             episodes: episodes.len(),
+            global_step: 0,
+            phase: None,
+            time: 0.0,
         };
-        self.run.append_metrics(&[MetricLine::Eval(line)])?;
+        self.run.log_metrics(vec![MetricLine::Eval(line)])?;
         Ok(())
     }
 }

@@ -415,7 +415,10 @@ mod tests {
         run.commit(None, &Cursor::default(), true).unwrap();
         assert_eq!(steps(&run), vec![0, 1, 2]);
         let first = fs::read_to_string(root.join(METRICS)).unwrap();
-        assert!(first.starts_with("{\"epoch\":0,\"grad_norm\":0.5,\"kind\":\"sft\","), "{first}");
+        assert!(
+            first.starts_with("{\"epoch\":0,\"global_step\":0,\"grad_norm\":0.5,\"kind\":\"sft\","),
+            "{first}"
+        );
         assert!(
             RunDir::create(&root, "{}").is_err(),
             "a second run in the same directory is refused"
