@@ -49,7 +49,9 @@ impl Progress {
                 bar.set_position(pos);
                 bar.set_message(figure.to_string());
             }
-            None if self.enabled && (pos.is_multiple_of(self.every) || pos == self.len) => say(&line()),
+            None if self.enabled && (pos.is_multiple_of(self.every) || pos == self.len) => {
+                say(&line())
+            }
             None => {}
         }
     }
