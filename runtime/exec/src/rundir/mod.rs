@@ -234,8 +234,10 @@ impl RunDir {
         append(&mut self.trajectories, &p, records)
     }
 
-    /// Appends records to `metrics.jsonl` and fsyncs; they count once committed.
-    pub fn append_metrics<T: Serialize>(&mut self, records: &[T]) -> Result<(), RunDirError> {
+    /// Appends records to `metrics.jsonl` and fsyncs; they count once committed. Private: the
+    /// executor writes through `log_metrics`, which stamps the global step and time and keeps
+    /// the TensorBoard events in step (a validation pass once bypassed it and logged step 0).
+    fn append_metrics<T: Serialize>(&mut self, records: &[T]) -> Result<(), RunDirError> {
         let p = self.root.join(METRICS);
         append(&mut self.metrics, &p, records)
     }
