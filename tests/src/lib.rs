@@ -12,6 +12,10 @@ pub fn workspace_root() -> PathBuf {
     manifest.parent().map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
 }
 
+/// Codes of usage errors, reported with exit status 2 rather than 1: `wrlc serve`'s address
+/// (E0530) and a command line that cannot be used, such as a missing path (E0531).
+pub const USAGE_CODES: &[&str] = &["E0530", "E0531"];
+
 /// The UI cases directory, `tests/ui`.
 pub fn ui_dir() -> PathBuf {
     workspace_root().join("tests").join("ui")
@@ -38,6 +42,14 @@ pub fn case_args(rel: &str, source: &str, json: bool) -> Vec<String> {
             "{rel}: a UI case runs `wrlc run --dry-run`, never a real run"
         );
         "run"
+    } else if extra.first().is_some_and(|a| a == "serve") {
+        // `wrlc serve` refuses its address before it reads the checkpoint (the case file).
+        extra.remove(0);
+        assert!(
+            extra.iter().any(|a| a.starts_with("--addr")),
+            "{rel}: a UI case of `wrlc serve` gives an `--addr` it refuses, so it never serves"
+        );
+        "serve"
     } else {
         "check"
     };
@@ -184,6 +196,15 @@ pub fn parse_json_diagnostics(stderr: &str) -> Result<Vec<Reported>, String> {
         .map(|l| {
             let v: serde_json::Value =
                 serde_json::from_str(l).map_err(|e| format!("not a JSON line: {l}: {e}"))?;
+            Ok::<_, String>((v, l))
+        })
+        // The stream's other objects: status lines and the closing summary.
+        .filter(|r| match r {
+            Ok((v, _)) => v["type"] == "diagnostic",
+            Err(_) => true,
+        })
+        .map(|r| {
+            let (v, l) = r?;
             let code = v["code"].as_str().ok_or_else(|| format!("no code in {l}"))?;
             let num = |k: &str| v[k].as_u64().and_then(|n| usize::try_from(n).ok());
             let severity = v["severity"].as_str().unwrap_or("error").to_string();

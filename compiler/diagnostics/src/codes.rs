@@ -92,6 +92,9 @@ pub const CODES: &[CodeInfo] = &[
     live("E0506", Phase::Runtime, "plan does not follow this runtime's format"),
     live("E0507", Phase::Runtime, "a service the run needs is not available"),
     live("E0508", Phase::Runtime, "a file the run committed is damaged"),
+    // E053x — `wrlc serve` (ecosystem, #24)
+    live("E0530", Phase::Runtime, "`wrlc serve` cannot listen on the address"),
+    live("E0531", Phase::Runtime, "the command line cannot be used as given"),
     // W02xx — warnings
     live("W0201", Phase::Warning, "unused declaration"),
     live("W0202", Phase::Warning, "unused import"),

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# `wrlc --error-format sarif` validated against the SARIF 2.1.0 JSON schema (vendored in
+# tests/fixtures) with the `jsonschema` validator from PyPI, in a venv under target/; the
+# JSON stream's lines are checked against docs/diagnostics-json.md's shape at the same time.
+# Usage: tests/scripts/sarif-check.sh   (from the workspace root; builds wrlc first)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+venv=target/py-sarif
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import jsonschema' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q jsonschema
+fi
+cargo build -q -p wrl-cli --bin wrlc
+"$venv/bin/python" tests/scripts/sarif_check.py target/debug/wrlc
