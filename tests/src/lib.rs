@@ -12,6 +12,10 @@ pub fn workspace_root() -> PathBuf {
     manifest.parent().map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
 }
 
+/// Codes of usage errors, reported with exit status 2 rather than 1: `wrlc serve`'s address
+/// (E0530) and a command line that cannot be used, such as a missing path (E0531).
+pub const USAGE_CODES: &[&str] = &["E0530", "E0531"];
+
 /// The UI cases directory, `tests/ui`.
 pub fn ui_dir() -> PathBuf {
     workspace_root().join("tests").join("ui")
@@ -26,7 +30,8 @@ pub const PHASE_DIRS: &[&str] = &["syntax", "check", "plan", "run", "lower", "se
 /// The `wrlc` arguments of a case: `check [ARGS] <rel>`, or `run [ARGS] <rel>` when the case's
 /// first line is `// wrlc: run --dry-run [ARGS]` (a UI case never runs a recipe for real),
 /// `lower [ARGS] <rel>` for `// wrlc: lower ARGS`, `env serve [ARGS] <rel>` for `// wrlc: env
-/// serve --script FILE [ARGS]`, with
+/// serve --script FILE [ARGS]`, `serve [ARGS] <rel>` for `// wrlc: serve --addr ADDR` (an
+/// address `wrlc serve` refuses before it reads the case), with
 /// `--error-format json` when `json`. The first line `// wrlc: ARGS` otherwise passes ARGS to
 /// `wrlc check`.
 pub fn case_args(rel: &str, source: &str, json: bool) -> Vec<String> {
@@ -56,6 +61,15 @@ pub fn case_args(rel: &str, source: &str, json: bool) -> Vec<String> {
                 "{rel}: a UI case runs `wrlc env serve --script FILE`, never a service that stays up"
             );
             vec!["env".into(), "serve".into()]
+        }
+        // `wrlc serve` refuses its address before it reads the checkpoint (the case file).
+        Some("serve") => {
+            extra.remove(0);
+            assert!(
+                extra.iter().any(|a| a.starts_with("--addr")),
+                "{rel}: a UI case of `wrlc serve` gives an `--addr` it refuses, so it never serves"
+            );
+            vec!["serve".into()]
         }
         _ => vec!["check".into()],
     };
@@ -202,6 +216,15 @@ pub fn parse_json_diagnostics(stderr: &str) -> Result<Vec<Reported>, String> {
         .map(|l| {
             let v: serde_json::Value =
                 serde_json::from_str(l).map_err(|e| format!("not a JSON line: {l}: {e}"))?;
+            Ok::<_, String>((v, l))
+        })
+        // The stream's other objects: status lines and the closing summary.
+        .filter(|r| match r {
+            Ok((v, _)) => v["type"] == "diagnostic",
+            Err(_) => true,
+        })
+        .map(|r| {
+            let (v, l) = r?;
             let code = v["code"].as_str().ok_or_else(|| format!("no code in {l}"))?;
             let num = |k: &str| v[k].as_u64().and_then(|n| usize::try_from(n).ok());
             let severity = v["severity"].as_str().unwrap_or("error").to_string();

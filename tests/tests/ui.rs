@@ -66,14 +66,20 @@ fn error_case(rel: &str) {
     // The human rendering, snapshotted under the source.
     let (exit, stdout, stderr) = wrlc(case_args(rel, &source, false));
     assert_eq!(exit, exit_json, "{rel}: exit status depends on --error-format");
-    // Errors exit with 1; a case that expects only warnings exits with 0; a header line
-    // `// exit: N` names another status (a command's usage errors exit with 2).
+    // Errors exit with 1 (2 for a usage error); a case that expects only warnings exits with 0;
+    // a header line `// exit: N` names another status (a command's usage errors exit with 2).
     let declared = source
         .lines()
         .take_while(|l| l.starts_with("//"))
         .find_map(|l| l.strip_prefix("// exit: ").and_then(|n| n.trim().parse::<u8>().ok()));
-    let want =
-        declared.unwrap_or(if expected.iter().any(|e| e.code.starts_with('E')) { 1 } else { 0 });
+    let usage = expected.iter().any(|e| wrl_tests::USAGE_CODES.contains(&e.code.as_str()));
+    let want = declared.unwrap_or(if usage {
+        2
+    } else if expected.iter().any(|e| e.code.starts_with('E')) {
+        1
+    } else {
+        0
+    });
     assert_eq!(exit, want, "{rel}: exit status\nstderr:\n{stderr}");
     let text = snapshot_text(rel, &source, exit, &stdout, &stderr);
     insta::with_settings!({

@@ -22,7 +22,8 @@ pub struct Cli {
 
 #[derive(Debug, Args, Clone)]
 pub struct GlobalOpts {
-    /// How to print diagnostics: `human` (rendered with source) or `json` (one object per line).
+    /// How to print diagnostics: `human` (rendered with source), `json` (one object per line,
+    /// docs/diagnostics-json.md) or `sarif` (one SARIF 2.1.0 log, for code scanning)
     #[arg(long, global = true, value_enum, default_value_t = ErrorFormat::Human)]
     pub error_format: ErrorFormat,
     /// When to colour output: `auto` colours only a terminal and never with NO_COLOR set.
@@ -34,6 +35,7 @@ pub struct GlobalOpts {
 pub enum ErrorFormat {
     Human,
     Json,
+    Sarif,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -29,7 +29,7 @@ pub fn emit(diags: &[Diagnostic], sources: &SourceMap, format: ErrorFormat, io: 
                 let opts = RenderOptions { color: io.color, width: 100 };
                 render_with(d, sources, opts, &mut cache) + "\n"
             }
-            ErrorFormat::Json => render_json(d, sources) + "\n",
+            ErrorFormat::Json | ErrorFormat::Sarif => render_json(d, sources) + "\n",
         };
         let _ = io.err.write_all(text.as_bytes());
     }
@@ -246,16 +246,26 @@ struct JsonLabel<'a> {
     message: &'a str,
 }
 
+/// One diagnostic of the JSON stream (docs/diagnostics-json.md, schema version 1): a
+/// diagnostic without a place in a file has no `file`, `span`, `line` or `column` keys.
 #[derive(Serialize)]
 struct JsonDiagnostic<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    version: u64,
     code: &'a str,
     severity: &'a str,
     message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     span: Option<JsonSpan>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     column: Option<usize>,
     labels: Vec<JsonLabel<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     help: Option<&'a str>,
 }
 
@@ -281,6 +291,8 @@ pub fn render_json(d: &Diagnostic, sources: &SourceMap) -> String {
         .collect();
     let first = labels.first();
     let j = JsonDiagnostic {
+        kind: "diagnostic",
+        version: crate::stream::SCHEMA_VERSION,
         code: d.code,
         severity: severity_word(d.severity),
         message: &d.message,

@@ -155,7 +155,10 @@ fn execute(
     global: &GlobalOpts,
     io: &mut Io,
 ) -> u8 {
-    let opts = RunOptions { chromium: cmd.chromium.clone(), progress: true };
+    // The executor's progress lines go straight to the terminal: under `--error-format json`
+    // or `sarif` they would break the machine-readable stream (metrics.jsonl has them all).
+    let progress = global.error_format == crate::ErrorFormat::Human;
+    let opts = RunOptions { chromium: cmd.chromium.clone(), progress };
     let _ = writeln!(io.err, "running {} into {}", typed.plan.recipe, root.display());
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

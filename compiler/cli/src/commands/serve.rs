@@ -1,13 +1,20 @@
-//! `wrlc serve CHECKPOINT [--addr ADDR] [--model-name NAME] [--max-concurrency N] [--public]`:
-//! serves a trained policy over an OpenAI-compatible HTTP API until Ctrl-C, so judges and frozen
-//! agent modules can run locally. The server itself is the `wrl-serve` crate.
+//! `wrlc serve CHECKPOINT [--addr ADDR] [--model-name NAME] [--max-concurrency N]
+//! [--max-connections N] [--idle-timeout SECS] [--public]`: serves a trained policy over an
+//! OpenAI-compatible HTTP API until Ctrl-C, so judges and frozen agent modules can run locally.
+//! The server itself is the `wrl-serve` crate; refusals are diagnostics (human or JSON).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
+use wrl_diagnostics::{Diagnostic, SourceMap};
 use wrl_exec::RunError;
-use wrl_serve::{ServeError, ServeOptions, Server, check_addr, load_policy, resolve_checkpoint};
+use wrl_serve::{
+    Limits, ServeError, ServeOptions, Server, check_addr, load_policy, resolve_checkpoint,
+};
 
+use crate::args::GlobalOpts;
+use crate::render::emit;
 use crate::{EXIT_OK, EXIT_USAGE, Io};
 
 #[derive(Debug, Args)]
@@ -25,23 +32,39 @@ pub struct ServeCmd {
     /// Requests admitted at once (one samples, the others wait); more are answered 429
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_concurrency: u32,
+    /// Connections served at once; more are answered 503 and closed
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Seconds a connection may stay without sending a complete request (new, kept alive, or
+    /// trickling its head or body) before it is closed
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = positive_secs)]
+    pub idle_timeout: f64,
     /// Allow a non-loopback address (there is no authentication: anyone who reaches the port
     /// can use the policy)
     #[arg(long)]
     pub public: bool,
 }
 
-pub fn run(cmd: ServeCmd, io: &mut Io) -> u8 {
+/// Prints a refusal (human or JSON, as asked) and gives the usage exit status.
+fn fail(d: Diagnostic, global: &GlobalOpts, io: &mut Io) -> u8 {
+    emit(&[d], &SourceMap::new(), global.error_format, io);
+    EXIT_USAGE
+}
+
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 && x <= 86_400.0 => Ok(x),
+        _ => Err(format!("`{s}` is not a number of seconds between 0 and 86400")),
+    }
+}
+
+pub fn run(cmd: ServeCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     if let Err(e) = check_addr(&cmd.addr, cmd.public) {
-        print_serve_error(&e, io);
-        return EXIT_USAGE;
+        return fail(serve_diagnostic(&e), global, io);
     }
     let resolved = match resolve_checkpoint(&cmd.checkpoint) {
         Ok(r) => r,
-        Err(e) => {
-            print_run_error(&e, io);
-            return EXIT_USAGE;
-        }
+        Err(e) => return fail(run_diagnostic(&e), global, io),
     };
     if let Some(run) = &resolved.run {
         let _ = writeln!(
@@ -54,10 +77,7 @@ pub fn run(cmd: ServeCmd, io: &mut Io) -> u8 {
     let _ = writeln!(io.err, "loading `{}`", resolved.dir.display());
     let trainer = match load_policy(&resolved.dir) {
         Ok(t) => t,
-        Err(e) => {
-            print_run_error(&e, io);
-            return EXIT_USAGE;
-        }
+        Err(e) => return fail(run_diagnostic(&e), global, io),
     };
     let step = trainer.step();
     let model_name = cmd.model_name.clone().unwrap_or_else(|| {
@@ -74,6 +94,10 @@ pub fn run(cmd: ServeCmd, io: &mut Io) -> u8 {
         public: cmd.public,
         fixed_created: None,
     };
+    let limits = Limits {
+        max_connections: cmd.max_connections as usize,
+        idle_timeout: Duration::from_secs_f64(cmd.idle_timeout),
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -81,19 +105,16 @@ pub fn run(cmd: ServeCmd, io: &mut Io) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let server = match rt.block_on(Server::bind(trainer, &opts)) {
+    let server = match rt.block_on(Server::bind_with(trainer, &opts, limits)) {
         Ok(s) => s,
-        Err(e) => {
-            print_serve_error(&e, io);
-            return EXIT_USAGE;
-        }
+        Err(e) => return fail(serve_diagnostic(&e), global, io),
     };
     let _ = writeln!(io.out, "serving policy at http://{}/v1", server.local_addr());
     let _ = io.out.flush();
     let _ = writeln!(
         io.err,
-        "model `{model_name}` (step {step}); POST /v1/chat/completions, GET /v1/models, GET \
-         /health; Ctrl-C stops"
+        "model `{model_name}` (step {step}); POST /v1/chat/completions, POST /v1/completions, \
+         GET /v1/models, GET /health; Ctrl-C stops"
     );
     let result = rt.block_on(server.run(async {
         let _ = tokio::signal::ctrl_c().await;
@@ -109,20 +130,17 @@ pub fn run(cmd: ServeCmd, io: &mut Io) -> u8 {
             let _ = writeln!(io.err, "stopped");
             EXIT_OK
         }
-        Err(e) => {
-            print_serve_error(&e, io);
-            EXIT_USAGE
-        }
+        Err(e) => fail(serve_diagnostic(&e), global, io),
     }
 }
 
-fn print_run_error(e: &RunError, io: &mut Io) {
-    // `RunError`'s display: `E05xx: message` and, when known, a `help:` line.
-    let _ = writeln!(io.err, "error: {e}");
+/// A checkpoint refusal (E0503, E0505) as a diagnostic without a place in a recipe.
+fn run_diagnostic(e: &RunError) -> Diagnostic {
+    crate::commands::run_errors::to_diagnostic(e, None)
 }
 
-fn print_serve_error(e: &ServeError, io: &mut Io) {
-    let _ = writeln!(io.err, "error: {e}");
+/// An address refusal as a diagnostic (E0530).
+fn serve_diagnostic(e: &ServeError) -> Diagnostic {
     let help = match e {
         ServeError::NotLoopback { .. } => Some(
             "pass `--public` to listen there; there is no authentication, so anyone who can \
@@ -134,7 +152,5 @@ fn print_serve_error(e: &ServeError, io: &mut Io) {
         }
         ServeError::Serve(_) => None,
     };
-    if let Some(h) = help {
-        let _ = writeln!(io.err, "  help: {h}");
-    }
+    Diagnostic::new("E0530", e.to_string()).maybe_help(help.map(str::to_string))
 }

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `wrlc --error-format sarif` validated against the official SARIF 2.1.0 JSON schema (OASIS,
+# vendored in tests/fixtures) with the `jsonschema` validator from PyPI (rfc3987 for its `uri`
+# formats), in a venv under target/; the JSON stream's lines are checked against
+# docs/diagnostics-json.md's shape at the same time.
+# Usage: tests/scripts/sarif-check.sh   (from the workspace root; builds wrlc first)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+venv=target/py-sarif
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import jsonschema, rfc3987' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q 'jsonschema>=4.18' rfc3987
+fi
+"$venv/bin/python" -c 'import importlib.metadata as m; print("jsonschema", m.version("jsonschema"))'
+cargo build -q -p wrl-cli --bin wrlc
+"$venv/bin/python" tests/scripts/sarif_check.py target/debug/wrlc
