@@ -288,8 +288,12 @@ fn dot_renders_every_node_and_edge() {
     let (code, out, _) = wrlc(["plan", "recipes/openwebrl.wrl", "--format", "dot"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("digraph plan {") && out.trim_end().ends_with('}'));
-    assert!(out.contains("\"checkpoint:warmup\" -> \"stage:online/phase:1\" [label=\"init\"]"));
-    assert!(out.contains("\"stage:online/phase:1\" -> \"stage:online/phase:2\" [label=\"init\"]"));
+    assert!(
+        out.contains("\"checkpoint:warmup\" -> \"stage:online/phase:1\" [label=\"init\", tooltip=")
+    );
+    assert!(out.contains(
+        "\"stage:online/phase:1\" -> \"stage:online/phase:2\" [label=\"init\", tooltip="
+    ));
 }
 
 #[test]

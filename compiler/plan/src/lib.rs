@@ -8,11 +8,13 @@ mod digest;
 mod dot;
 mod errors;
 pub mod estimate;
+mod figures;
 mod lower;
 mod model;
 pub mod params;
 mod stages;
 mod text;
+mod unknowns;
 pub mod value;
 
 use wrl_check::Recipe;
@@ -24,6 +26,7 @@ pub use dot::render_dot;
 pub use estimate::{Estimate, Prices, StageEstimate, estimate};
 pub use model::{DataKind, Edge, Node, NodeKind, PLAN_VERSION, Plan};
 pub use text::{render_text, show_num, show_val};
+pub use unknowns::refused_unknowns;
 pub use value::{BinOp, Expr, PExpr, PObj, PVal};
 
 /// Lowers a checked recipe (with its profile already applied, if any). Returns the plan, or

@@ -1,5 +1,6 @@
 //! The plan as deterministic text: one block per node in topological order, its inputs, then
-//! its parameters sorted by name. Golden files under `recipes/golden/` are this text.
+//! its parameters sorted by name, an `unknown` that `wrlc run` would refuse marked where it
+//! stands. Golden files under `recipes/golden/` are this text.
 
 use std::fmt::Write as _;
 
@@ -25,8 +26,24 @@ pub fn render_text(plan: &Plan) -> String {
         for e in plan.inputs(&n.id) {
             let _ = writeln!(s, "  <- {} from {} ({})", e.port, e.from, e.data.word());
         }
+        let refused = crate::unknowns::refused_unknowns(n);
         for (k, v) in &n.params {
-            let _ = writeln!(s, "  {k} = {}", show_val(v));
+            let _ = write!(s, "  {k} = {}", show_val(v));
+            let inner: Vec<&str> = refused
+                .iter()
+                .filter(|p| crate::unknowns::is_refused(std::slice::from_ref(p), k))
+                .map(String::as_str)
+                .collect();
+            match inner.as_slice() {
+                [] => {}
+                [p] if p == k => {
+                    let _ = write!(s, "  # wrlc run refuses `unknown` here: give a value");
+                }
+                paths => {
+                    let _ = write!(s, "  # wrlc run refuses `unknown` at {}", paths.join(", "));
+                }
+            }
+            let _ = writeln!(s);
         }
     }
     s
