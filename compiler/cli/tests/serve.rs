@@ -35,3 +35,18 @@ fn help_has_examples() {
     assert_eq!((code, err.as_str()), (0, ""));
     assert!(help.contains("Examples:") && help.contains("--max-concurrency"), "{help}");
 }
+
+#[test]
+fn connection_limits_are_refused_out_of_range_in_the_json_stream() {
+    for (flag, value) in
+        [("--max-connections", "0"), ("--idle-timeout", "0"), ("--idle-timeout", "1e9")]
+    {
+        let (code, _, err) =
+            run_captured(["--error-format", "json", "serve", "no/such/ckpt", flag, value]);
+        assert_eq!(code, 2, "{err}");
+        let first: serde_json::Value =
+            serde_json::from_str(err.lines().next().unwrap_or("")).unwrap_or_default();
+        assert_eq!(first["code"], "E0531", "{err}");
+        assert!(first["message"].as_str().unwrap_or("").contains(flag), "{err}");
+    }
+}
