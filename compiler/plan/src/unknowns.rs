@@ -2,15 +2,27 @@
 //! contract (`params/`) needs a value, read off the shape of the node's constructor type rather
 //! than listed a second time, so the text and DOT plans can mark them before a run is tried.
 
-use crate::model::Node;
+use std::sync::OnceLock;
+
+use crate::model::{Node, NodeKind};
 use crate::params::shape::Shape;
 use crate::value::PVal;
+
+/// The shape of every constructor, read once (probing a type's `Deserialize` is not free).
+fn shape(kind: NodeKind, ctor: &str) -> Option<&'static Shape> {
+    static SHAPES: OnceLock<Vec<(NodeKind, &'static str, Shape)>> = OnceLock::new();
+    SHAPES
+        .get_or_init(crate::params::all_shapes)
+        .iter()
+        .find(|(k, c, _)| *k == kind && *c == ctor)
+        .map(|(_, _, s)| s)
+}
 
 /// The paths (`max_turns`, `refill.kept`, `phases[0].lr`) of the node's `unknown` values that
 /// its constructor's type needs, sorted. Empty for a constructor this build does not run.
 pub fn refused_unknowns(node: &Node) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(shape) = crate::params::shape_of(node.kind, &node.ctor) {
+    if let Some(shape) = shape(node.kind, &node.ctor) {
         for (name, s) in shape.fields() {
             if let Some(v) = node.params.get(name) {
                 walk(s, v, name.clone(), &mut out);
@@ -117,7 +129,6 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::model::NodeKind;
 
     fn react(max_turns: PVal, prompt: PVal) -> Node {
         let q = |value: f64, unit: &str| PVal::Qty { value, unit: unit.into() };
