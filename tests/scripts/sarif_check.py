@@ -17,6 +17,10 @@ wrlc = sys.argv[1]
 schema = json.load(open("tests/fixtures/sarif-schema-2.1.0.json"))
 jsonschema.Draft4Validator.check_schema(schema)
 validator = jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
+# The JSON stream's own schema (docs/diagnostics-json.schema.json, version 1): every line.
+line_schema = json.load(open("docs/diagnostics-json.schema.json"))
+jsonschema.Draft7Validator.check_schema(line_schema)
+line_validator = jsonschema.Draft7Validator(line_schema)
 
 tmp = tempfile.mkdtemp()
 unformatted = os.path.join(tmp, "unformatted.wrl")
@@ -82,6 +86,8 @@ for args, want, located in cases:
     for raw in js.stderr.splitlines():
         assert raw.strip(), f"{args}: an empty line in the JSON stream"
         lines.append(json.loads(raw))  # every line is one JSON object
+        errs = list(line_validator.iter_errors(lines[-1]))
+        assert not errs, f"{args}: a line off docs/diagnostics-json.schema.json: {raw}: {errs[0].message}"
     assert lines and lines[-1]["type"] == "summary", (args, lines[-1:])
     assert sum(l["type"] == "summary" for l in lines) == 1, args
     diags = [l for l in lines if l["type"] == "diagnostic"]
@@ -118,4 +124,11 @@ assert not validator.is_valid(bad), "the validator accepted a log without `versi
 bad = copy.deepcopy(good)
 bad["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] = 0
 assert not validator.is_valid(bad), "the validator accepted line 0"
-print(f"sarif-check: {checked} command lines valid; 3 broken logs refused")
+# The stream's schema bites too: `file: null`, a bad code and a summary without `exit` are refused.
+for bad in [
+    {"type": "diagnostic", "version": 1, "code": "E0531", "severity": "error", "message": "x", "labels": [], "file": None},
+    {"type": "diagnostic", "version": 1, "code": "X1", "severity": "error", "message": "x", "labels": []},
+    {"type": "summary", "version": 1, "command": "check", "errors": 0, "warnings": 0},
+]:
+    assert not line_validator.is_valid(bad), bad
+print(f"sarif-check: {checked} command lines valid; 3 broken logs and 3 broken lines refused")
