@@ -155,10 +155,15 @@ fn execute(
     global: &GlobalOpts,
     io: &mut Io,
 ) -> u8 {
-    // The executor's progress lines go straight to the terminal: under `--error-format json`
-    // or `sarif` they would break the machine-readable stream (metrics.jsonl has them all).
-    let progress = global.error_format == crate::ErrorFormat::Human;
-    let opts = RunOptions { chromium: cmd.chromium.clone(), progress };
+    // The executor writes its progress lines itself: as text (a bar on a terminal), as the
+    // stream's `log` objects under `--error-format json`, and not at all under `sarif`, whose
+    // standard error is one SARIF log (metrics.jsonl has every figure).
+    let (progress, json_lines) = match global.error_format {
+        crate::ErrorFormat::Human => (true, false),
+        crate::ErrorFormat::Json => (true, true),
+        crate::ErrorFormat::Sarif => (false, false),
+    };
+    let opts = RunOptions { chromium: cmd.chromium.clone(), progress, json_lines };
     let _ = writeln!(io.err, "running {} into {}", typed.plan.recipe, root.display());
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

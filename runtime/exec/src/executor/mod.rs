@@ -44,6 +44,9 @@ pub struct RunOptions {
     pub chromium: Option<PathBuf>,
     /// Print progress lines to standard error.
     pub progress: bool,
+    /// Print them as `{"type":"log","version":1,"message":…}` objects, one a line, and never a
+    /// bar (`wrlc --error-format json`: docs/diagnostics-json.md).
+    pub json_lines: bool,
 }
 
 /// Data a dataset node produced.
@@ -110,8 +113,16 @@ impl<'a> Executor<'a> {
     }
 
     fn say(&self, line: &str) {
-        if self.opts.progress {
-            eprintln!("[{:>6.1}s] {line}", self.wall());
+        if !self.opts.progress {
+            return;
+        }
+        let line = format!("[{:>6.1}s] {line}", self.wall());
+        if self.opts.json_lines {
+            // serde_json's map is sorted: the keys come out in a fixed order.
+            let v = serde_json::json!({"type": "log", "version": 1, "message": line});
+            eprintln!("{v}");
+        } else {
+            eprintln!("{line}");
         }
     }
 

@@ -17,9 +17,10 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    /// A bar of `len` steps named `label` on a terminal; plain lines every tenth otherwise.
-    pub(crate) fn new(enabled: bool, label: &str, len: u64, unit: &str) -> Progress {
-        let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
+    /// A bar of `len` steps named `label` on a terminal (when `bars`); plain lines every tenth
+    /// otherwise.
+    pub(crate) fn new(enabled: bool, bars: bool, label: &str, len: u64, unit: &str) -> Progress {
+        let bar = (enabled && bars && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
             let template = format!(
                 "{{prefix}} [{{bar:30}}] {{pos}}/{{len}} {unit} · {{msg}} · {{elapsed_precise}} elapsed, ETA {{eta}}"

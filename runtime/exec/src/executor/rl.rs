@@ -143,7 +143,13 @@ impl<'a> Executor<'a> {
             };
             self.validate(node, v, pass).await?;
         }
-        let progress = Progress::new(self.opts.progress, &node_words(&node.id), iters, "iters");
+        let progress = Progress::new(
+            self.opts.progress,
+            !self.opts.json_lines,
+            &node_words(&node.id),
+            iters,
+            "iters",
+        );
         progress.advance(start, "");
         for iter in (start + 1)..=iters {
             for t in std::iter::once(&trainer).chain(roles.values()) {

@@ -92,7 +92,13 @@ impl<'a> Executor<'a> {
             let mixture = Mixture { datasets, weights };
             // Step by step: a bar on a terminal, else a progress line every tenth of the stage.
             let label = format!("stage {}", node.decl);
-            let progress = Progress::new(self.opts.progress, &label, steps as u64, "steps");
+            let progress = Progress::new(
+                self.opts.progress,
+                !self.opts.json_lines,
+                &label,
+                steps as u64,
+                "steps",
+            );
             let mut out = Vec::with_capacity(steps);
             while t.cursor().epoch < epochs as u64 {
                 let m = t.sft_step(&mixture, &sft).map_err(|e| RunError::model("SFT failed", e))?;
