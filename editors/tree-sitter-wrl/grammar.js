@@ -22,30 +22,57 @@ const PREC = {
   if: 0, range: 1, or: 2, and: 3, not: 4, compare: 5, add: 6, mul: 7, neg: 8, postfix: 9,
 };
 
-const BINARY = [
-  ['..', PREC.range], ['or', PREC.or], ['and', PREC.and],
-  ['==', PREC.compare], ['!=', PREC.compare], ['<=', PREC.compare], ['>=', PREC.compare],
-  ['<', PREC.compare], ['>', PREC.compare],
-  ['+', PREC.add], ['-', PREC.add], ['*', PREC.mul], ['/', PREC.mul],
-];
-
 const commaSep = (rule) => optional(seq(rule, repeat(seq(',', rule)), optional(',')));
+const COMPARISONS = choice('==', '!=', '<=', '>=', '<', '>');
+const commaSep1 = (rule) => seq(rule, repeat(seq(',', rule)));
+
+// `lhs op rhs` at a level of the Pratt table.
+const binary = (p, op, left, right) => prec.left(p, seq(
+  field('left', left), field('operator', op), field('right', right),
+));
+
+// The hexadecimal digits of a Unicode scalar value without leading zeros: up to U+10FFFF,
+// not a surrogate (U+D800–U+DFFF), as `char::from_u32` accepts.
+const UNICODE_SCALAR = [
+  '[0-9A-Fa-f]{1,3}',
+  '[0-9A-Ca-cE-Fe-f][0-9A-Fa-f]{3}',
+  '[Dd][0-7][0-9A-Fa-f]{2}',
+  '[1-9A-Fa-f][0-9A-Fa-f]{4}',
+  '10[0-9A-Fa-f]{4}',
+].join('|');
+// Any character but `"`, as ranges that end at U+10FFFE (see `string_content`).
+const NOT_QUOTE = new RustRegex(String.raw`[\x01-\x21\x23-\x{10FFFE}]`);
+const NOT_LF = new RustRegex(String.raw`[\x01-\x09\x0B-\x{10FFFE}]`);
+const NOT_SLASH_OR_LF = new RustRegex(String.raw`[\x01-\x09\x0B-\x2E\x30-\x{10FFFE}]`);
 
 module.exports = grammar({
   name: 'wrl',
 
   word: ($) => $.identifier,
 
-  extras: ($) => [/[\s\uFEFF]/, $.comment, $.doc_comment],
+  // pest's whitespace, as compiler/syntax/src/lex.rs hands it over: spaces, tabs, line breaks,
+  // carriage returns and byte-order marks (no other Unicode space).
+  extras: ($) => [/[ \t\n\r\uFEFF]/, $.comment, $.doc_comment],
 
-  externals: ($) => [$.magnitude, $.unit, $._dims_x, $._error_sentinel],
+  externals: ($) => [$.magnitude, $.unit, $._dims_x, $._number_check, $._error_sentinel],
+
+  // pest's `keyword`s are never an identifier, except where pest reads a `raw_ident`: a field
+  // path, a member name, a parameter name (the word set `raw`, empty).
+  reserved: {
+    global: (_) => KEYWORDS,
+    raw: (_) => [],
+  },
 
   rules: {
     source_file: ($) => repeat($._item),
 
     // `///` documents the item below; `////…` is an ordinary comment.
-    doc_comment: (_) => token(/\/\/\/([^\/\n][^\n]*)?/),
-    comment: (_) => token(choice(/\/\/([^\/\n][^\n]*)?/, /\/\/\/\/[^\n]*/)),
+    // The rest of a line: any character but a line break, as ranges (see `string_content`).
+    doc_comment: (_) => token(seq('///', optional(seq(NOT_SLASH_OR_LF, repeat(NOT_LF))))),
+    comment: (_) => token(choice(
+      seq('//', optional(seq(NOT_SLASH_OR_LF, repeat(NOT_LF)))),
+      seq('////', repeat(NOT_LF)),
+    )),
 
     identifier: (_) => /[A-Za-z_][A-Za-z0-9_]*/,
 
@@ -81,7 +108,7 @@ module.exports = grammar({
 
     parameters: ($) => seq('(', commaSep($.parameter), ')'),
     parameter: ($) => seq(
-      field('name', $._name), ':', field('type', $._expression),
+      field('name', $._raw_name), ':', field('type', $._expression),
       optional(seq('=', field('default', $._expression))),
     ),
     spec_block: ($) => seq('{', repeat(seq($.parameter, optional(','))), '}'),
@@ -104,59 +131,131 @@ module.exports = grammar({
     edge_limit: ($) => seq('limit', $._expression),
     field: ($) => seq(field('path', $.field_path), '=', field('value', $._expression)),
     field_path: ($) => seq(
-      $._name,
-      repeat(choice(seq('.', $._name), seq('[', $.index_number, ']'))),
+      $._raw_name,
+      repeat(choice(seq('.', $._raw_name), seq('[', $.index_number, ']'))),
     ),
     index_number: (_) => /[0-9]+/,
     flag: ($) => $.identifier,
 
-    // A name where the grammar also allows the contextual keywords `module` and `tool`.
-    _name: ($) => choice($.identifier, alias(choice('module', 'tool'), $.identifier)),
+    // pest's `raw_ident`: any word, the contextual keywords `module` and `tool` and the
+    // reserved words included.
+    _raw_name: ($) => reserved('raw', choice($.identifier, alias(choice('module', 'tool'), $.identifier))),
 
     // ───────────── expressions ─────────────
+    // Hidden rules per level of the Pratt table (compiler/syntax/src/parser/expr.rs), loosest
+    // first, so that what pest's Pratt loop refuses has no parse here either: a comparison's
+    // operands are sums (`a < b < c` is E0108 there, an ERROR here), a range's are `or`
+    // expressions (`a .. b .. c`). Every binary level shows as `binary_expression`.
+    //
+    // `not` and `-` may open any operand, as `prefix*` does in pest. Two forms are open to the
+    // right: an `if`, whose `else` branch takes everything after it, and `not`, whose operand
+    // takes every comparison, sum and product after it (`not a == b` is `not (a == b)`). An
+    // operator never follows what would have taken it, or `(if c then x else a < b) < d` and
+    // `(not (a < b)) < c` would be parses where pest sees a chained comparison. So each level
+    // has up to three forms: `_any`, `_c` (not ending in an `if`: left of `..`, `or`, `and`)
+    // and `_cc` (ending in neither `if` nor `not`: left of a comparison, `+`, `-`, `*`, `/`).
 
-    _expression: ($) => choice(
-      $.if_expression, $.binary_expression, $.unary_expression,
-      $.call, $.member, $.index, $.configure,
+    _expression: ($) => choice(alias($._range, $.binary_expression), $._or_any),
+    _range: ($) => binary(PREC.range, '..', $._or_c, $._or_any),
+
+    _or_any: ($) => choice(alias($._or_any_op, $.binary_expression), $._and_any),
+    _or_any_op: ($) => binary(PREC.or, 'or', $._or_c, $._and_any),
+    _or_c: ($) => choice(alias($._or_c_op, $.binary_expression), $._and_c),
+    _or_c_op: ($) => binary(PREC.or, 'or', $._or_c, $._and_c),
+
+    _and_any: ($) => choice(alias($._and_any_op, $.binary_expression), $._compare_any),
+    _and_any_op: ($) => binary(PREC.and, 'and', $._and_c, $._compare_any),
+    _and_c: ($) => choice(alias($._and_c_op, $.binary_expression), $._compare_c),
+    _and_c_op: ($) => binary(PREC.and, 'and', $._and_c, $._compare_c),
+
+    _compare_any: ($) => choice(alias($._compare_any_op, $.binary_expression), $._add_any),
+    _compare_any_op: ($) => binary(PREC.compare, COMPARISONS, $._add_cc, $._add_any),
+    _compare_c: ($) => choice(alias($._compare_c_op, $.binary_expression), $._add_c),
+    _compare_c_op: ($) => binary(PREC.compare, COMPARISONS, $._add_cc, $._add_c),
+
+    _add_any: ($) => choice(alias($._add_any_op, $.binary_expression), $._mul_any),
+    _add_any_op: ($) => binary(PREC.add, choice('+', '-'), $._add_cc, $._mul_any),
+    _add_c: ($) => choice(alias($._add_c_op, $.binary_expression), $._mul_c),
+    _add_c_op: ($) => binary(PREC.add, choice('+', '-'), $._add_cc, $._mul_c),
+    _add_cc: ($) => choice(alias($._add_cc_op, $.binary_expression), $._mul_cc),
+    _add_cc_op: ($) => binary(PREC.add, choice('+', '-'), $._add_cc, $._mul_cc),
+
+    _mul_any: ($) => choice(alias($._mul_any_op, $.binary_expression), $._unary_any),
+    _mul_any_op: ($) => binary(PREC.mul, choice('*', '/'), $._mul_cc, $._unary_any),
+    _mul_c: ($) => choice(alias($._mul_c_op, $.binary_expression), $._unary_c),
+    _mul_c_op: ($) => binary(PREC.mul, choice('*', '/'), $._mul_cc, $._unary_c),
+    _mul_cc: ($) => choice(alias($._mul_cc_op, $.binary_expression), $._unary_cc),
+    _mul_cc_op: ($) => binary(PREC.mul, choice('*', '/'), $._mul_cc, $._unary_cc),
+
+    _unary_any: ($) => choice(
+      alias($._not_any, $.unary_expression), alias($._neg_any, $.unary_expression),
+      $.if_expression, $._postfix,
+    ),
+    _not_any: ($) => prec(PREC.not, seq(field('operator', 'not'), field('operand', $._compare_any))),
+    _neg_any: ($) => prec(PREC.neg, seq(field('operator', '-'), field('operand', $._unary_any))),
+    _unary_c: ($) => choice(
+      alias($._not_c, $.unary_expression), alias($._neg_c, $.unary_expression), $._postfix,
+    ),
+    _not_c: ($) => prec(PREC.not, seq(field('operator', 'not'), field('operand', $._compare_c))),
+    _neg_c: ($) => prec(PREC.neg, seq(field('operator', '-'), field('operand', $._unary_c))),
+    _unary_cc: ($) => choice(alias($._neg_cc, $.unary_expression), $._postfix),
+    _neg_cc: ($) => prec(PREC.neg, seq(field('operator', '-'), field('operand', $._unary_cc))),
+
+    // Postfix forms bind to the primary before them (`-f(x)` is `-(f(x))`); an `if` takes
+    // them into its `else` branch.
+    _postfix: ($) => choice($.call, $.member, $.index, $.configure, $._primary),
+    call: ($) => prec(PREC.postfix, seq(field('function', $._postfix), field('arguments', $.arguments))),
+    // Positional arguments first, then named ones (pest's E0107 otherwise).
+    arguments: ($) => seq('(', optional(seq(
+      choice(
+        seq(commaSep1($._positional_argument), optional(seq(',', commaSep1($._named_argument)))),
+        commaSep1($._named_argument),
+      ),
+      optional(','),
+    )), ')'),
+    _positional_argument: ($) => alias($._positional, $.argument),
+    _positional: ($) => field('value', $._expression),
+    _named_argument: ($) => alias($._named, $.argument),
+    _named: ($) => seq(field('name', $.identifier), ':', field('value', $._expression)),
+    member: ($) => prec(PREC.postfix, seq(field('object', $._postfix), '.', field('name', $._raw_name))),
+    index: ($) => prec(PREC.postfix, seq(field('object', $._postfix), '[', field('index', $._expression), ']')),
+    configure: ($) => prec(PREC.postfix, seq(field('base', $._postfix), field('block', $.block))),
+
+    _primary: ($) => choice(
       $.parenthesized, $.list, $.record, $.text_block, $.string,
       $.dims, $.quantity, $.number, $.boolean, $.unknown, $.path,
     ),
 
+    // A primary whose branches extend as far right as possible (see the top of this section).
     if_expression: ($) => prec.right(PREC.if, seq(
       'if', field('condition', $._expression),
       'then', field('consequence', $._expression),
       'else', field('alternative', $._expression),
     )),
 
-    binary_expression: ($) => choice(...BINARY.map(([op, p]) => prec.left(p, seq(
-      field('left', $._expression), field('operator', op), field('right', $._expression),
-    )))),
-
-    unary_expression: ($) => choice(
-      prec(PREC.not, seq(field('operator', 'not'), field('operand', $._expression))),
-      prec(PREC.neg, seq(field('operator', '-'), field('operand', $._expression))),
-    ),
-
-    call: ($) => prec(PREC.postfix, seq(field('function', $._expression), field('arguments', $.arguments))),
-    arguments: ($) => seq('(', commaSep($.argument), ')'),
-    argument: ($) => seq(optional(seq(field('name', $.identifier), ':')), field('value', $._expression)),
-    member: ($) => prec(PREC.postfix, seq(field('object', $._expression), '.', field('name', $._name))),
-    index: ($) => prec(PREC.postfix, seq(field('object', $._expression), '[', field('index', $._expression), ']')),
-    configure: ($) => prec(PREC.postfix, seq(field('base', $._expression), field('block', $.block))),
-
     parenthesized: ($) => seq('(', $._expression, ')'),
     list: ($) => seq('[', commaSep($._expression), ']'),
 
     path: ($) => prec.left(seq($.identifier, repeat(seq('::', $.identifier)))),
 
-    number: ($) => seq(/\d(_?\d)*(\.\d+)?([eE][+-]?\d+)?/, optional($.magnitude)),
+    // A number is lexed by the regular expression; the external scanner only looks at it
+    // first (`_number_check`, never produced) to refuse one out of range, as pest's E0105.
+    number: ($) => seq(optional($._number_check), /\d(_?\d)*(\.\d+)?([eE][+-]?\d+)?/, optional($.magnitude)),
     quantity: ($) => seq(field('value', $.number), field('unit', $.unit)),
     dims: ($) => seq(field('width', $.number), alias($._dims_x, 'x'), field('height', $.number)),
 
+    // Strings: the escapes of pest's `unescape` (\n \t \r \\ \" \0 and \u{…} of a Unicode
+    // scalar value, leading zeros and a `+` allowed as `u32::from_str_radix` does). The
+    // character classes stop at U+10FFFE so that tree-sitter tests them as ranges, which a
+    // byte that is not UTF-8 (lookahead -1) fails, as pest's E0106 does; U+10FFFF, a
+    // noncharacter, is the one character refused with them.
     string: ($) => seq('"', repeat(choice($.string_content, $.escape_sequence)), token.immediate('"')),
-    string_content: (_) => token.immediate(prec(1, /[^"\\\n]+/)),
-    escape_sequence: (_) => token.immediate(seq('\\', choice(/u\{[0-9A-Fa-f]+\}/, /[^u\n]/))),
-    text_block: (_) => token(seq('"""', /([^"]|"[^"]|""[^"])*/, '"""')),
+    string_content: (_) => token.immediate(prec(1, new RustRegex(String.raw`[\x01-\x09\x0B-\x21\x23-\x5B\x5D-\x{10FFFE}]+`))),
+    escape_sequence: (_) => token.immediate(seq('\\', choice(
+      /[ntr"0\\]/,
+      seq('u{', new RustRegex(String.raw`\+?0*(` + UNICODE_SCALAR + ')'), '}'),
+    ))),
+    text_block: (_) => token(seq('"""', repeat(choice(NOT_QUOTE, seq('"', NOT_QUOTE), seq('""', NOT_QUOTE))), '"""')),
 
     boolean: (_) => choice('true', 'false'),
     unknown: (_) => 'unknown',
