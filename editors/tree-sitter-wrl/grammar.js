@@ -12,6 +12,8 @@
 
 // Reserved words: never names.
 const KEYWORDS = ['and', 'else', 'false', 'if', 'not', 'or', 'then', 'true', 'unknown', 'use', 'when'];
+// The reserved words that may start a field path as keywords (see `_field_start`).
+const FIELD_START_KEYWORDS = KEYWORDS.filter((k) => !['and', 'or', 'then', 'else'].includes(k));
 // Keywords only where the grammar expects them.
 const CONTEXTUAL_KEYWORDS = ['as', 'builtin', 'extends', 'limit', 'module', 'profile', 'tool'];
 // The kind words of declarations.
@@ -29,6 +31,11 @@ const commaSep1 = (rule) => seq(rule, repeat(seq(',', rule)));
 // `lhs op rhs` at a level of the Pratt table.
 const binary = (p, op, left, right) => prec.left(p, seq(
   field('left', left), field('operator', op), field('right', right),
+));
+// `lhs + rhs` and `lhs - rhs`: the external scanner looks at a binary `-` first, since pest counts
+// it in a run of prefix operators (see `_check`).
+const sum = ($, left, right) => prec.left(PREC.add, seq(
+  field('left', left), optional($._check), field('operator', choice('+', '-')), field('right', right),
 ));
 
 // The hexadecimal digits of a Unicode scalar value without leading zeros: up to U+10FFFF,
@@ -50,17 +57,24 @@ module.exports = grammar({
 
   word: ($) => $.identifier,
 
+  // Where pest's ordered choice backtracks, tree-sitter tries both readings (GLR): after an
+  // edge, `when` and `limit` open its guard and limit, or a field of that name
+  // (`a -> b limit = 3`); `module` and `tool` open an item, or are a flag or an edge's first
+  // name (`{ module }`, `{ module -> b }`).
+  conflicts: ($) => [[$.edge], [$.module_item, $._block_name], [$.tool_item, $._block_name]],
+
   // pest's whitespace, as compiler/syntax/src/lex.rs hands it over: spaces, tabs, line breaks,
   // carriage returns and byte-order marks (no other Unicode space).
   extras: ($) => [/[ \t\n\r\uFEFF]/, $.comment, $.doc_comment],
 
-  externals: ($) => [$.magnitude, $.unit, $._dims_x, $._number_check, $._error_sentinel],
+  externals: ($) => [$.magnitude, $.unit, $._dims_x, $._check, $._error_sentinel],
 
   // pest's `keyword`s are never an identifier, except where pest reads a `raw_ident`: a field
-  // path, a member name, a parameter name (the word set `raw`, empty).
+  // path (see `_field_start`), a member name, a parameter name (the word set `raw`, empty).
   reserved: {
     global: (_) => KEYWORDS,
     raw: (_) => [],
+    field_start: (_) => FIELD_START_KEYWORDS,
   },
 
   rules: {
@@ -125,21 +139,34 @@ module.exports = grammar({
       optional(field('body', $.block)),
     ),
     edge: ($) => seq(
-      $.identifier, repeat1(seq('->', $.identifier)), optional($.guard), optional($.edge_limit),
+      $._block_name, repeat1(seq('->', $.identifier)), optional($.guard), optional($.edge_limit),
     ),
     guard: ($) => seq('when', $.identifier, repeat(seq('|', $.identifier))),
     edge_limit: ($) => seq('limit', $._expression),
     field: ($) => seq(field('path', $.field_path), '=', field('value', $._expression)),
     field_path: ($) => seq(
-      $._raw_name,
+      $._field_start,
       repeat(choice(seq('.', $._raw_name), seq('[', $.index_number, ']'))),
     ),
     index_number: (_) => /[0-9]+/,
-    flag: ($) => $.identifier,
+    flag: ($) => $._block_name,
+    // A name that starts a flag or an edge: pest's `ident`, so also `module` and `tool`, which
+    // open an item there too. Not `limit`: after an edge pest commits to its limit
+    // (`a -> b limit x`), so a flag of that name is the one flag pest reads that this grammar
+    // does not (tests/scripts/tree_sitter_check.py, KNOWN_DIFFERENCES).
+    _block_name: ($) => choice($.identifier, alias(choice('module', 'tool'), $.identifier)),
 
     // pest's `raw_ident`: any word, the contextual keywords `module` and `tool` and the
     // reserved words included.
     _raw_name: ($) => reserved('raw', choice($.identifier, alias(choice('module', 'tool'), $.identifier))),
+    // The first word of a field path is a `raw_ident` too, but a flag or an edge, which may
+    // also start there, is a name (`{ true }` is an error, `{ true = 1 }` a field): reserved
+    // words are keywords here, and a field path may start with one. Not `and`, `or`, `then`
+    // and `else`, which may follow the value before (they stay names here, so the flags
+    // `{ and }` … are the one place this grammar takes a reserved word as a name).
+    _field_start: ($) => reserved('field_start', choice(
+      $.identifier, alias(choice('module', 'tool', 'limit', ...FIELD_START_KEYWORDS), $.identifier),
+    )),
 
     // ───────────── expressions ─────────────
     // Hidden rules per level of the Pratt table (compiler/syntax/src/parser/expr.rs), loosest
@@ -174,11 +201,11 @@ module.exports = grammar({
     _compare_c_op: ($) => binary(PREC.compare, COMPARISONS, $._add_cc, $._add_c),
 
     _add_any: ($) => choice(alias($._add_any_op, $.binary_expression), $._mul_any),
-    _add_any_op: ($) => binary(PREC.add, choice('+', '-'), $._add_cc, $._mul_any),
+    _add_any_op: ($) => sum($, $._add_cc, $._mul_any),
     _add_c: ($) => choice(alias($._add_c_op, $.binary_expression), $._mul_c),
-    _add_c_op: ($) => binary(PREC.add, choice('+', '-'), $._add_cc, $._mul_c),
+    _add_c_op: ($) => sum($, $._add_cc, $._mul_c),
     _add_cc: ($) => choice(alias($._add_cc_op, $.binary_expression), $._mul_cc),
-    _add_cc_op: ($) => binary(PREC.add, choice('+', '-'), $._add_cc, $._mul_cc),
+    _add_cc_op: ($) => sum($, $._add_cc, $._mul_cc),
 
     _mul_any: ($) => choice(alias($._mul_any_op, $.binary_expression), $._unary_any),
     _mul_any_op: ($) => binary(PREC.mul, choice('*', '/'), $._mul_cc, $._unary_any),
@@ -238,9 +265,11 @@ module.exports = grammar({
 
     path: ($) => prec.left(seq($.identifier, repeat(seq('::', $.identifier)))),
 
-    // A number is lexed by the regular expression; the external scanner only looks at it
-    // first (`_number_check`, never produced) to refuse one out of range, as pest's E0105.
-    number: ($) => seq(optional($._number_check), /\d(_?\d)*(\.\d+)?([eE][+-]?\d+)?/, optional($.magnitude)),
+    // A number is lexed by the regular expression. `_check`, valid where a number (so any
+    // operand) or a binary `-` may come and never produced, makes tree-sitter ask the external
+    // scanner first, which refuses a number out of range (pest's E0105) and a run of more than
+    // 32 prefix operators (lex.rs's MAX_PREFIX_RUN, E0104) with an `_error_sentinel`.
+    number: ($) => seq(optional($._check), /\d(_?\d)*(\.\d+)?([eE][+-]?\d+)?/, optional($.magnitude)),
     quantity: ($) => seq(field('value', $.number), field('unit', $.unit)),
     dims: ($) => seq(field('width', $.number), alias($._dims_x, 'x'), field('height', $.number)),
 

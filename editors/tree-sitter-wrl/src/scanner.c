@@ -6,8 +6,9 @@
 // - A magnitude (`32k`) sits right against its number; `10MB` is a unit. The `x` of
 //   `1280 x 1000` stays on the line.
 // - A number out of range (E0105: not finite as an f64, or a whole number past 2^53) is an
-//   `_error_sentinel` too; `_number_check`, valid where a number may start, makes tree-sitter
-//   ask here first, and is never produced.
+//   `_error_sentinel` too, and so is a run of more than 32 prefix operators (`-`, `not`; a
+//   binary `-` counts, as in lex.rs; E0104). `_check`, valid where an operand or a binary `-`
+//   may come, makes tree-sitter ask here first; it is never produced.
 // The UNITS and MAGNITUDES lists are checked against compiler/syntax/src/tokens.rs by
 // compiler/fmt/tests/editor_sync.rs; RESERVED against grammar.js's KEYWORDS (which that test
 // checks) by tests/scripts/tree_sitter_check.py.
@@ -17,7 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-enum TokenType { MAGNITUDE, UNIT, DIMS_X, NUMBER_CHECK, ERROR_SENTINEL };
+enum TokenType { MAGNITUDE, UNIT, DIMS_X, CHECK, ERROR_SENTINEL };
 
 static const char *const UNITS[] = {
     "token", "tokens", "step", "steps", "turn", "turns", "iter", "iters", "epoch", "epochs",
@@ -211,25 +212,51 @@ static bool number_out_of_range(TSLexer *lexer) {
   }
 }
 
-bool tree_sitter_wrl_external_scanner_scan(void *payload, TSLexer *lexer, const bool *valid) {
-  (void)payload;
-  if (valid[ERROR_SENTINEL]) return false;  // error recovery: let the internal lexer work
+// lex.rs's MAX_PREFIX_RUN: this many prefix operators may follow each other.
+#define MAX_PREFIX_RUN 32
 
-  if (valid[NUMBER_CHECK] && !valid[MAGNITUDE] && !valid[UNIT] && !valid[DIMS_X]) {
-    while (lexer->lookahead == ' ' || lexer->lookahead == '\t' || lexer->lookahead == '\n' ||
-           lexer->lookahead == '\r' || lexer->lookahead == 0xFEFF) {
-      lexer->advance(lexer, true);
+static bool is_space(int32_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0xFEFF; }
+
+// Counts the run of `-` (not `->`) and `not` that starts here, with spaces, line breaks and
+// comments between them as lex.rs allows; true, with the end marked after the operator past
+// the limit, when it is longer than MAX_PREFIX_RUN.
+static bool prefix_run_too_long(TSLexer *lexer) {
+  unsigned run = 0;
+  while (true) {
+    int32_t c = lexer->lookahead;
+    if (is_space(c)) {
+      lexer->advance(lexer, run == 0);
+    } else if (c == '/') {
+      lexer->advance(lexer, run == 0);
+      if (lexer->lookahead != '/') return false;  // a division
+      while (lexer->lookahead != '\n' && !lexer->eof(lexer)) lexer->advance(lexer, false);
+    } else if (c == '-') {
+      lexer->advance(lexer, false);
+      if (lexer->lookahead == '>') return false;  // an arrow
+      run++;
+    } else if (c == 'n') {
+      lexer->advance(lexer, false);
+      if (lexer->lookahead != 'o') return false;
+      lexer->advance(lexer, false);
+      if (lexer->lookahead != 't') return false;
+      lexer->advance(lexer, false);
+      if (is_word_char(lexer->lookahead)) return false;
+      run++;
+    } else {
+      return false;
     }
-    if (is_digit(lexer->lookahead)) {
-      if (number_out_of_range(lexer)) {
-        lexer->result_symbol = ERROR_SENTINEL;
-        return true;
-      }
-      return false;  // the grammar's regular expression reads it
+    if (run > MAX_PREFIX_RUN) {
+      lexer->mark_end(lexer);
+      return true;
     }
   }
-  if (!valid[MAGNITUDE] && !valid[UNIT] && !valid[DIMS_X]) return false;
+}
 
+enum Found { TOKEN, NONE, NOT_A_WORD };
+
+// A unit, a magnitude or the `x` of a size on the number's line, or an unknown unit; NOT_A_WORD
+// when no word (nor `%`) follows on the line, the spaces before it skipped.
+static enum Found scan_unit(TSLexer *lexer, const bool *valid) {
   bool spaced = false;
   while (lexer->lookahead == ' ' || lexer->lookahead == '\t') {
     lexer->advance(lexer, true);
@@ -238,11 +265,11 @@ bool tree_sitter_wrl_external_scanner_scan(void *payload, TSLexer *lexer, const 
   if (lexer->lookahead == '%' && valid[UNIT]) {
     lexer->advance(lexer, false);
     lexer->result_symbol = UNIT;
-    return true;
+    return TOKEN;
   }
   if (!((lexer->lookahead >= 'a' && lexer->lookahead <= 'z') ||
         (lexer->lookahead >= 'A' && lexer->lookahead <= 'Z') || lexer->lookahead == '_')) {
-    return false;
+    return NOT_A_WORD;
   }
   char word[8];
   size_t n = 0;
@@ -258,19 +285,42 @@ bool tree_sitter_wrl_external_scanner_scan(void *payload, TSLexer *lexer, const 
   if (!long_word && !spaced && valid[MAGNITUDE] &&
       in_list(word, MAGNITUDES, COUNT(MAGNITUDES))) {
     lexer->result_symbol = MAGNITUDE;
-    return true;
+    return TOKEN;
   }
   if (!long_word && valid[DIMS_X] && strcmp(word, "x") == 0) {
     while (lexer->lookahead == ' ' || lexer->lookahead == '\t') lexer->advance(lexer, false);
     if (is_digit(lexer->lookahead)) {
       lexer->result_symbol = DIMS_X;
-      return true;
+      return TOKEN;
     }
     // `3 x name`: pest reads `x` as a unit, an unknown one.
   }
-  if (!valid[UNIT]) return false;
-  if (!long_word && in_list(word, RESERVED, COUNT(RESERVED))) return false;
+  if (!valid[UNIT]) return NONE;
+  if (!long_word && in_list(word, RESERVED, COUNT(RESERVED))) return NONE;
   // Any other word on the line is pest's unit: a known one, or an error.
   lexer->result_symbol = !long_word && in_list(word, UNITS, COUNT(UNITS)) ? UNIT : ERROR_SENTINEL;
-  return true;
+  return TOKEN;
+}
+
+bool tree_sitter_wrl_external_scanner_scan(void *payload, TSLexer *lexer, const bool *valid) {
+  (void)payload;
+  if (valid[ERROR_SENTINEL]) return false;  // error recovery: let the internal lexer work
+
+  if (valid[MAGNITUDE] || valid[UNIT] || valid[DIMS_X]) {
+    enum Found found = scan_unit(lexer, valid);
+    if (found != NOT_A_WORD) return found == TOKEN;
+  }
+  if (valid[CHECK]) {
+    while (is_space(lexer->lookahead)) lexer->advance(lexer, true);
+    if (is_digit(lexer->lookahead)) {
+      if (!number_out_of_range(lexer)) return false;  // the grammar's regular expression reads it
+      lexer->result_symbol = ERROR_SENTINEL;
+      return true;
+    }
+    if (prefix_run_too_long(lexer)) {
+      lexer->result_symbol = ERROR_SENTINEL;
+      return true;
+    }
+  }
+  return false;
 }
