@@ -28,6 +28,12 @@ const commaSep = (rule) => optional(seq(rule, repeat(seq(',', rule)), optional('
 const COMPARISONS = choice('==', '!=', '<=', '>=', '<', '>');
 const commaSep1 = (rule) => seq(rule, repeat(seq(',', rule)));
 
+// Brackets come from the external scanner, which keeps their depth (see `externals`); they
+// show as the anonymous nodes `(` `)` `[` `]` `{` `}` that queries name.
+const parens = ($, ...rules) => seq(alias($._lparen, '('), ...rules, alias($._rparen, ')'));
+const brackets = ($, ...rules) => seq(alias($._lbracket, '['), ...rules, alias($._rbracket, ']'));
+const braces = ($, ...rules) => seq(alias($._lbrace, '{'), ...rules, alias($._rbrace, '}'));
+
 // `lhs op rhs` at a level of the Pratt table.
 const binary = (p, op, left, right) => prec.left(p, seq(
   field('left', left), field('operator', op), field('right', right),
@@ -35,7 +41,8 @@ const binary = (p, op, left, right) => prec.left(p, seq(
 // `lhs + rhs` and `lhs - rhs`: the external scanner looks at a binary `-` first, since pest counts
 // it in a run of prefix operators (see `_check`).
 const sum = ($, left, right) => prec.left(PREC.add, seq(
-  field('left', left), optional($._check), field('operator', choice('+', '-')), field('right', right),
+  field('left', left), optional($._check), field('operator', choice('+', '-')),
+  field('right', right),
 ));
 
 // The hexadecimal digits of a Unicode scalar value without leading zeros: up to U+10FFFF,
@@ -67,7 +74,13 @@ module.exports = grammar({
   // carriage returns and byte-order marks (no other Unicode space).
   extras: ($) => [/[ \t\n\r\uFEFF]/, $.comment, $.doc_comment],
 
-  externals: ($) => [$.magnitude, $.unit, $._dims_x, $._check, $._error_sentinel],
+  // The brackets are the scanner's too: it keeps their depth, as lex.rs does, and refuses an
+  // opening one past MAX_NESTING = 64 (E0104).
+  externals: ($) => [
+    $.magnitude, $.unit, $._dims_x, $._check,
+    $._lparen, $._rparen, $._lbracket, $._rbracket, $._lbrace, $._rbrace,
+    $._error_sentinel,
+  ],
 
   // pest's `keyword`s are never an identifier, except where pest reads a `raw_ident`: a field
   // path (see `_field_start`), a member name, a parameter name (the word set `raw`, empty).
@@ -79,6 +92,7 @@ module.exports = grammar({
 
   rules: {
     source_file: ($) => repeat($._item),
+
 
     // `///` documents the item below; `////…` is an ordinary comment.
     // The rest of a line: any character but a line break, as ranges (see `string_content`).
@@ -103,7 +117,7 @@ module.exports = grammar({
       repeat(seq('::', $.identifier)),
       optional(seq('::', $.use_group)),
     ),
-    use_group: ($) => seq('{', $.identifier, repeat(seq(',', $.identifier)), optional(','), '}'),
+    use_group: ($) => braces($, $.identifier, repeat(seq(',', $.identifier)), optional(',')),
 
     extends_item: ($) => seq('extends', field('file', $.string), optional(field('overrides', $.block))),
 
@@ -120,17 +134,17 @@ module.exports = grammar({
     ),
     decl_kind: (_) => choice(...DECL_KINDS),
 
-    parameters: ($) => seq('(', commaSep($.parameter), ')'),
+    parameters: ($) => parens($, commaSep($.parameter)),
     parameter: ($) => seq(
       field('name', $._raw_name), ':', field('type', $._expression),
       optional(seq('=', field('default', $._expression))),
     ),
-    spec_block: ($) => seq('{', repeat(seq($.parameter, optional(','))), '}'),
+    spec_block: ($) => braces($, repeat(seq($.parameter, optional(',')))),
 
     // ───────────── blocks ─────────────
 
-    block: ($) => seq('{', repeat(seq($._block_item, optional(','))), '}'),
-    record: ($) => seq('{', repeat(seq($._block_item, optional(','))), '}'),
+    block: ($) => braces($, repeat(seq($._block_item, optional(',')))),
+    record: ($) => braces($, repeat(seq($._block_item, optional(',')))),
     _block_item: ($) => choice($.module_item, $.tool_item, $.edge, $.field, $.flag),
 
     module_item: ($) => seq('module', field('name', $.identifier), '=', field('value', $._expression)),
@@ -146,7 +160,7 @@ module.exports = grammar({
     field: ($) => seq(field('path', $.field_path), '=', field('value', $._expression)),
     field_path: ($) => seq(
       $._field_start,
-      repeat(choice(seq('.', $._raw_name), seq('[', $.index_number, ']'))),
+      repeat(choice(seq('.', $._raw_name), brackets($, $.index_number))),
     ),
     index_number: (_) => /[0-9]+/,
     flag: ($) => $._block_name,
@@ -158,7 +172,9 @@ module.exports = grammar({
 
     // pest's `raw_ident`: any word, the contextual keywords `module` and `tool` and the
     // reserved words included.
-    _raw_name: ($) => reserved('raw', choice($.identifier, alias(choice('module', 'tool'), $.identifier))),
+    _raw_name: ($) => reserved('raw', choice(
+      $.identifier, alias(choice('module', 'tool'), $.identifier),
+    )),
     // The first word of a field path is a `raw_ident` too, but a flag or an edge, which may
     // also start there, is a name (`{ true }` is an error, `{ true = 1 }` a field): reserved
     // words are keywords here, and a field path may start with one. Not `and`, `or`, `then`
@@ -218,7 +234,9 @@ module.exports = grammar({
       alias($._not_any, $.unary_expression), alias($._neg_any, $.unary_expression),
       $.if_expression, $._postfix,
     ),
-    _not_any: ($) => prec(PREC.not, seq(field('operator', 'not'), field('operand', $._compare_any))),
+    _not_any: ($) => prec(PREC.not, seq(
+      field('operator', 'not'), field('operand', $._compare_any),
+    )),
     _neg_any: ($) => prec(PREC.neg, seq(field('operator', '-'), field('operand', $._unary_any))),
     _unary_c: ($) => choice(
       alias($._not_c, $.unary_expression), alias($._neg_c, $.unary_expression), $._postfix,
@@ -233,19 +251,21 @@ module.exports = grammar({
     _postfix: ($) => choice($.call, $.member, $.index, $.configure, $._primary),
     call: ($) => prec(PREC.postfix, seq(field('function', $._postfix), field('arguments', $.arguments))),
     // Positional arguments first, then named ones (pest's E0107 otherwise).
-    arguments: ($) => seq('(', optional(seq(
+    arguments: ($) => parens($, optional(seq(
       choice(
         seq(commaSep1($._positional_argument), optional(seq(',', commaSep1($._named_argument)))),
         commaSep1($._named_argument),
       ),
       optional(','),
-    )), ')'),
+    ))),
     _positional_argument: ($) => alias($._positional, $.argument),
     _positional: ($) => field('value', $._expression),
     _named_argument: ($) => alias($._named, $.argument),
     _named: ($) => seq(field('name', $.identifier), ':', field('value', $._expression)),
     member: ($) => prec(PREC.postfix, seq(field('object', $._postfix), '.', field('name', $._raw_name))),
-    index: ($) => prec(PREC.postfix, seq(field('object', $._postfix), '[', field('index', $._expression), ']')),
+    index: ($) => prec(PREC.postfix, seq(
+      field('object', $._postfix), brackets($, field('index', $._expression)),
+    )),
     configure: ($) => prec(PREC.postfix, seq(field('base', $._postfix), field('block', $.block))),
 
     _primary: ($) => choice(
@@ -260,8 +280,8 @@ module.exports = grammar({
       'else', field('alternative', $._expression),
     )),
 
-    parenthesized: ($) => seq('(', $._expression, ')'),
-    list: ($) => seq('[', commaSep($._expression), ']'),
+    parenthesized: ($) => parens($, $._expression),
+    list: ($) => brackets($, commaSep($._expression)),
 
     path: ($) => prec.left(seq($.identifier, repeat(seq('::', $.identifier)))),
 
@@ -269,7 +289,9 @@ module.exports = grammar({
     // operand) or a binary `-` may come and never produced, makes tree-sitter ask the external
     // scanner first, which refuses a number out of range (pest's E0105) and a run of more than
     // 32 prefix operators (lex.rs's MAX_PREFIX_RUN, E0104) with an `_error_sentinel`.
-    number: ($) => seq(optional($._check), /\d(_?\d)*(\.\d+)?([eE][+-]?\d+)?/, optional($.magnitude)),
+    number: ($) => seq(
+      optional($._check), /\d(_?\d)*(\.\d+)?([eE][+-]?\d+)?/, optional($.magnitude),
+    ),
     quantity: ($) => seq(field('value', $.number), field('unit', $.unit)),
     dims: ($) => seq(field('width', $.number), alias($._dims_x, 'x'), field('height', $.number)),
 
@@ -279,12 +301,16 @@ module.exports = grammar({
     // byte that is not UTF-8 (lookahead -1) fails, as pest's E0106 does; U+10FFFF, a
     // noncharacter, is the one character refused with them.
     string: ($) => seq('"', repeat(choice($.string_content, $.escape_sequence)), token.immediate('"')),
-    string_content: (_) => token.immediate(prec(1, new RustRegex(String.raw`[\x01-\x09\x0B-\x21\x23-\x5B\x5D-\x{10FFFE}]+`))),
+    string_content: (_) => token.immediate(prec(1, new RustRegex(
+      String.raw`[\x01-\x09\x0B-\x21\x23-\x5B\x5D-\x{10FFFE}]+`,
+    ))),
     escape_sequence: (_) => token.immediate(seq('\\', choice(
       /[ntr"0\\]/,
       seq('u{', new RustRegex(String.raw`\+?0*(` + UNICODE_SCALAR + ')'), '}'),
     ))),
-    text_block: (_) => token(seq('"""', repeat(choice(NOT_QUOTE, seq('"', NOT_QUOTE), seq('""', NOT_QUOTE))), '"""')),
+    text_block: (_) => token(seq(
+      '"""', repeat(choice(NOT_QUOTE, seq('"', NOT_QUOTE), seq('""', NOT_QUOTE))), '"""',
+    )),
 
     boolean: (_) => choice('true', 'false'),
     unknown: (_) => 'unknown',

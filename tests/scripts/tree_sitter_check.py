@@ -25,21 +25,20 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 GRAMMAR = os.path.join(ROOT, "editors", "tree-sitter-wrl")
 BROKEN_DIR = "tests/ui/syntax/"
 GENERATED = 1500  # generated cases compared with pest
+INCREMENTAL_EDITS = 400  # edits per text reparsed incrementally
 
 # Files pest rejects that a tree-sitter grammar does not, each with why. A listed file that
 # tree-sitter rejects after all fails the check, so that the list only shrinks.
 EXPECTED_EXCEPTIONS = {
-    # Limits of the compiler's lexical pre-pass (compiler/syntax/src/lex.rs), there so that its
-    # recursive parser and later phases cannot overflow their stacks: brackets nested more than
-    # MAX_NESTING = 64 deep (counted over the whole file), more than MAX_IFS_PER_ITEM = 64 `if`s
-    # in one top-level item (items found by lex.rs's line heuristics). Both are counts over
-    # everything before, not a shape: a context-free grammar could only count to 64 by copying
-    # every expression rule 64 times, and tree-sitter's external scanner sees only the tokens it
-    # is asked for (so it cannot keep the count of every bracket or `if`), its state being
-    # restored per token when tree-sitter reparses. (The third limit, 32 prefix operators in a
-    # row, is a run the scanner sees ahead of it, and is mirrored.) tree-sitter's parser has no
-    # such stack to protect: these are resource limits of wrlc, not syntax.
-    "tests/ui/syntax/E0104_nested_brackets.wrl": "nesting limit (64) of the pre-pass",
+    # A limit of the compiler's lexical pre-pass (compiler/syntax/src/lex.rs), there so that
+    # its recursive parser cannot overflow its stack: more than MAX_IFS_PER_ITEM = 64 `if`s in
+    # one top-level item, where lex.rs finds items by a look at each line's start (a line that
+    # starts with `model x` starts an item even inside a multi-line value). A count over the
+    # item, not a shape: a context-free grammar could only count to 64 by copying every
+    # expression rule 64 times, and the external scanner would have to lex every `if` (a
+    # keyword the grammar's word rule owns) and guess lex.rs's item starts. tree-sitter's
+    # parser has no such stack to protect: a resource limit of wrlc, not syntax. (The other
+    # two E0104 limits, bracket depth and prefix-operator runs, are mirrored by the scanner.)
     "tests/ui/syntax/E0104_too_many_ifs.wrl": "`if` count limit (64 per item) of the pre-pass",
 }
 
@@ -200,6 +199,41 @@ def quoted_words(text, start):
     return sorted(re.findall(r"['\"]([^'\"]+)['\"]", text[open_:close]))
 
 
+def point(text, pos):
+    """The (row, column) of byte `pos` in `text`, as tree-sitter counts them."""
+    return (text.count(b"\n", 0, pos), pos - text.rfind(b"\n", 0, pos) - 1)
+
+
+def incremental_differences(parser, text, edits, seed=3):
+    """Edits `text` as someone typing would (a character or a bracket put in, a few bytes
+    taken out; back to `text` every 8 edits), reparsing each time with the old tree, as editors
+    do; the scanner keeps the bracket depth in its state, restored per token on such reparses.
+    The differences from a fresh parse: a different verdict, or a different tree where the
+    fresh one has no error (error recovery may take another way)."""
+    rng = random.Random(seed)
+    out = []
+    current, tree = text, parser.parse(text)
+    for i in range(edits):
+        if i % 8 == 0:
+            current, tree = text, parser.parse(text)
+        pos = rng.randrange(len(current) + 1)
+        if rng.random() < 0.4 and pos < len(current):
+            end, new = min(len(current), pos + rng.randint(1, 3)), b""
+        else:
+            end, new = pos, rng.choice([b"(", b")", b"[", b"]", b"{", b"}", b"-", b"not ", b"x",
+                                        b"3 ", b'"', b"\n", b" k", b"[[[[", b"]]]]"])
+        edited = current[:pos] + new + current[end:]
+        tree.edit(start_byte=pos, old_end_byte=end, new_end_byte=pos + len(new),
+                  start_point=point(current, pos), old_end_point=point(current, end),
+                  new_end_point=point(edited, pos + len(new)))
+        tree, fresh = parser.parse(edited, tree), parser.parse(edited)
+        if tree.root_node.has_error != fresh.root_node.has_error or (
+                not fresh.root_node.has_error and str(tree.root_node) != str(fresh.root_node)):
+            out.append(edited)
+        current = edited
+    return out
+
+
 def main(library, wrlc=None):
     lang = load_language(library)
     parser = tree_sitter.Parser(lang)
@@ -311,6 +345,19 @@ def main(library, wrlc=None):
             print(f"{len(texts)} generated cases, {len(by_pest)} rejected by pest: "
                   "tree-sitter's verdicts compared")
 
+    # Reparsing after edits gives what parsing afresh gives.
+    edits = 0
+    for name, text in [
+        ("recipes/openwebrl.wrl", open(os.path.join(ROOT, "recipes", "openwebrl.wrl"), "rb").read()),
+        ("brackets 61 deep", b"param a = " + b"[" * 61 + b"1" + b"]" * 61 + b"\nparam b = [[(1)]]\n"
+         + b"param c = " + b"{ x = " * 20 + b"1" + b" }" * 20 + b"\n"),
+    ]:
+        for edited in incremental_differences(parser, text, INCREMENTAL_EDITS):
+            fail(("incremental", name), f"{name}: an incremental reparse differs from a fresh "
+                                        f"parse of {edited[:200]!r}…")
+        edits += INCREMENTAL_EDITS
+    print(f"{edits} edits reparsed incrementally: verdicts (and trees without errors) as fresh")
+
     queries = sorted(
         os.path.join(d, q)
         for d in (os.path.join(GRAMMAR, "queries"), os.path.join(GRAMMAR, "queries", "helix"))
@@ -337,7 +384,7 @@ def main(library, wrlc=None):
         for m in msgs:
             print("FAIL", m)
     # One check per file, corpus case and query (and pest's verdict on the files).
-    checks = (1 + len(broken) + len(valid) + len(cases) + len(generated) + len(queries)
+    checks = (3 + len(broken) + len(valid) + len(cases) + len(generated) + len(queries)
               + (1 + len(KNOWN_DIFFERENCES) if wrlc else 0))
     print(f"{checks - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0

@@ -12,13 +12,18 @@
 // The UNITS and MAGNITUDES lists are checked against compiler/syntax/src/tokens.rs by
 // compiler/fmt/tests/editor_sync.rs; RESERVED against grammar.js's KEYWORDS (which that test
 // checks) by tests/scripts/tree_sitter_check.py.
+#include "tree_sitter/alloc.h"
 #include "tree_sitter/parser.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-enum TokenType { MAGNITUDE, UNIT, DIMS_X, CHECK, ERROR_SENTINEL };
+enum TokenType {
+  MAGNITUDE, UNIT, DIMS_X, CHECK,
+  LPAREN, RPAREN, LBRACKET, RBRACKET, LBRACE, RBRACE,
+  ERROR_SENTINEL,
+};
 
 static const char *const UNITS[] = {
     "token", "tokens", "step", "steps", "turn", "turns", "iter", "iters", "epoch", "epochs",
@@ -46,17 +51,31 @@ static bool in_list(const char *word, const char *const *list, size_t n) {
   return false;
 }
 
-void *tree_sitter_wrl_external_scanner_create(void) { return NULL; }
-void tree_sitter_wrl_external_scanner_destroy(void *payload) { (void)payload; }
-unsigned tree_sitter_wrl_external_scanner_serialize(void *payload, char *buffer) {
-  (void)payload;
-  (void)buffer;
-  return 0;
+// lex.rs's MAX_NESTING: brackets may nest this deep.
+#define MAX_NESTING 64
+
+// The scanner's state: how deep the brackets before this point nest, counted as lex.rs counts
+// (every `(`, `[`, `{` opens, every `)`, `]`, `}` closes one if any is open), in the file's
+// order; tree-sitter saves it after each bracket and restores it when it reparses.
+typedef struct {
+  uint32_t depth;
+} Scanner;
+
+void *tree_sitter_wrl_external_scanner_create(void) {
+  Scanner *s = ts_malloc(sizeof(Scanner));
+  s->depth = 0;
+  return s;
 }
-void tree_sitter_wrl_external_scanner_deserialize(void *payload, const char *buffer, unsigned length) {
-  (void)payload;
-  (void)buffer;
-  (void)length;
+void tree_sitter_wrl_external_scanner_destroy(void *payload) { ts_free(payload); }
+unsigned tree_sitter_wrl_external_scanner_serialize(void *payload, char *buffer) {
+  memcpy(buffer, &((Scanner *)payload)->depth, sizeof(uint32_t));
+  return sizeof(uint32_t);
+}
+void tree_sitter_wrl_external_scanner_deserialize(void *payload, const char *buffer,
+                                                  unsigned length) {
+  Scanner *s = payload;
+  s->depth = 0;
+  if (length == sizeof(uint32_t)) memcpy(&s->depth, buffer, sizeof(uint32_t));
 }
 
 // The smallest values that overflow an f64 (2^1024 - 2^970, half an ulp past f64::MAX: from
@@ -215,7 +234,9 @@ static bool number_out_of_range(TSLexer *lexer) {
 // lex.rs's MAX_PREFIX_RUN: this many prefix operators may follow each other.
 #define MAX_PREFIX_RUN 32
 
-static bool is_space(int32_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0xFEFF; }
+static bool is_space(int32_t c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0xFEFF;
+}
 
 // Counts the run of `-` (not `->`) and `not` that starts here, with spaces, line breaks and
 // comments between them as lex.rs allows; true, with the end marked after the operator past
@@ -302,16 +323,48 @@ static enum Found scan_unit(TSLexer *lexer, const bool *valid) {
   return TOKEN;
 }
 
+// A bracket, valid here or during error recovery (when every token is), with the depth kept.
+static bool scan_bracket(Scanner *s, TSLexer *lexer, const bool *valid, bool recovering) {
+  enum TokenType token;
+  switch (lexer->lookahead) {
+    case '(': token = LPAREN; break;
+    case ')': token = RPAREN; break;
+    case '[': token = LBRACKET; break;
+    case ']': token = RBRACKET; break;
+    case '{': token = LBRACE; break;
+    case '}': token = RBRACE; break;
+    default: return false;
+  }
+  if (!valid[token] && !recovering) return false;  // an error: recovery comes back here
+  lexer->advance(lexer, false);
+  lexer->mark_end(lexer);
+  bool opens = token == LPAREN || token == LBRACKET || token == LBRACE;
+  if (opens) {
+    s->depth++;
+    // Past the limit, an error (pest's E0104) where a bracket was expected.
+    lexer->result_symbol = s->depth > MAX_NESTING && !recovering ? ERROR_SENTINEL : token;
+  } else {
+    if (s->depth > 0) s->depth--;
+    lexer->result_symbol = token;
+  }
+  return true;
+}
+
 bool tree_sitter_wrl_external_scanner_scan(void *payload, TSLexer *lexer, const bool *valid) {
-  (void)payload;
-  if (valid[ERROR_SENTINEL]) return false;  // error recovery: let the internal lexer work
+  Scanner *s = payload;
+  if (valid[ERROR_SENTINEL]) {
+    // Error recovery: brackets still count; everything else is the internal lexer's.
+    while (is_space(lexer->lookahead)) lexer->advance(lexer, true);
+    return scan_bracket(s, lexer, valid, true);
+  }
 
   if (valid[MAGNITUDE] || valid[UNIT] || valid[DIMS_X]) {
     enum Found found = scan_unit(lexer, valid);
     if (found != NOT_A_WORD) return found == TOKEN;
   }
+  while (is_space(lexer->lookahead)) lexer->advance(lexer, true);
+  if (scan_bracket(s, lexer, valid, false)) return true;
   if (valid[CHECK]) {
-    while (is_space(lexer->lookahead)) lexer->advance(lexer, true);
     if (is_digit(lexer->lookahead)) {
       if (!number_out_of_range(lexer)) return false;  // the grammar's regular expression reads it
       lexer->result_symbol = ERROR_SENTINEL;
