@@ -12,8 +12,6 @@
 
 // Reserved words: never names.
 const KEYWORDS = ['and', 'else', 'false', 'if', 'not', 'or', 'then', 'true', 'unknown', 'use', 'when'];
-// The reserved words that may start a field path as keywords (see `_field_start`).
-const FIELD_START_KEYWORDS = KEYWORDS.filter((k) => !['and', 'or', 'then', 'else'].includes(k));
 // Keywords only where the grammar expects them.
 const CONTEXTUAL_KEYWORDS = ['as', 'builtin', 'extends', 'limit', 'module', 'profile', 'tool'];
 // The kind words of declarations.
@@ -67,8 +65,11 @@ module.exports = grammar({
   // Where pest's ordered choice backtracks, tree-sitter tries both readings (GLR): after an
   // edge, `when` and `limit` open its guard and limit, or a field of that name
   // (`a -> b limit = 3`); `module` and `tool` open an item, or are a flag or an edge's first
-  // name (`{ module }`, `{ module -> b }`).
-  conflicts: ($) => [[$.edge], [$.module_item, $._block_name], [$.tool_item, $._block_name]],
+  // name (`{ module }`, `{ module -> b }`); `and` … after a value (see `_field_start`).
+  conflicts: ($) => [
+    [$.edge], [$.module_item, $._block_name], [$.tool_item, $._block_name],
+    [$._unary_any, $._unary_c],
+  ],
 
   // pest's whitespace, as compiler/syntax/src/lex.rs hands it over: spaces, tabs, line breaks,
   // carriage returns and byte-order marks (no other Unicode space).
@@ -87,7 +88,6 @@ module.exports = grammar({
   reserved: {
     global: (_) => KEYWORDS,
     raw: (_) => [],
-    field_start: (_) => FIELD_START_KEYWORDS,
   },
 
   rules: {
@@ -177,12 +177,12 @@ module.exports = grammar({
     )),
     // The first word of a field path is a `raw_ident` too, but a flag or an edge, which may
     // also start there, is a name (`{ true }` is an error, `{ true = 1 }` a field): reserved
-    // words are keywords here, and a field path may start with one. Not `and`, `or`, `then`
-    // and `else`, which may follow the value before (they stay names here, so the flags
-    // `{ and }` … are the one place this grammar takes a reserved word as a name).
-    _field_start: ($) => reserved('field_start', choice(
-      $.identifier, alias(choice('module', 'tool', 'limit', ...FIELD_START_KEYWORDS), $.identifier),
-    )),
+    // words stay keywords here, and a field path may start with one. After a value, `and`,
+    // `or`, `then`, `else` may go on with it or start a field (`{ x = a and = 1 }`, which
+    // pest reads as two fields after its ordered choice backtracks): both readings are tried.
+    _field_start: ($) => choice(
+      $.identifier, alias(choice('module', 'tool', 'limit', ...KEYWORDS), $.identifier),
+    ),
 
     // ───────────── expressions ─────────────
     // Hidden rules per level of the Pratt table (compiler/syntax/src/parser/expr.rs), loosest
