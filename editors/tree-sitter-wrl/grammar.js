@@ -3,9 +3,10 @@
  *
  * It mirrors compiler/syntax/src/wrl.pest (the reference); the word lists below are checked
  * against compiler/syntax/src/tokens.rs by compiler/fmt/tests/editor_sync.rs (`WRL_BLESS=1`
- * rewrites them). Units, number magnitudes and the `x` of `1280 x 1000` are found by the
- * external scanner (src/scanner.c) because they must sit on the same line as their number,
- * which a context-free lexer cannot see.
+ * rewrites them). It rejects what pest rejects (tests/scripts/tree-sitter-check.sh holds it
+ * to pest): what depends on the line, the value or a count (units on the number's line,
+ * numbers out of range, bracket depth, prefix-operator runs, `if`s per item, as
+ * compiler/syntax/src/lex.rs counts them) is the external scanner's (src/scanner.c).
  */
 
 /* eslint-disable no-undef */
@@ -76,10 +77,13 @@ module.exports = grammar({
   extras: ($) => [/[ \t\n\r\uFEFF]/, $.comment, $.doc_comment],
 
   // The brackets are the scanner's too: it keeps their depth, as lex.rs does, and refuses an
-  // opening one past MAX_NESTING = 64 (E0104).
+  // opening one past MAX_NESTING = 64 (E0104). So is the `if` of an `if` expression, which it
+  // counts per item (lex.rs's MAX_IFS_PER_ITEM = 64); `_item_start`, a token of no width where
+  // an item may start, is where it starts counting again.
   externals: ($) => [
     $.magnitude, $.unit, $._dims_x, $._check,
     $._lparen, $._rparen, $._lbracket, $._rbracket, $._lbrace, $._rbrace,
+    $._if, $._item_start,
     $._error_sentinel,
   ],
 
@@ -91,7 +95,7 @@ module.exports = grammar({
   },
 
   rules: {
-    source_file: ($) => repeat($._item),
+    source_file: ($) => repeat(seq(optional($._item_start), $._item)),
 
 
     // `///` documents the item below; `////…` is an ordinary comment.
@@ -275,7 +279,7 @@ module.exports = grammar({
 
     // A primary whose branches extend as far right as possible (see the top of this section).
     if_expression: ($) => prec.right(PREC.if, seq(
-      'if', field('condition', $._expression),
+      alias($._if, 'if'), field('condition', $._expression),
       'then', field('consequence', $._expression),
       'else', field('alternative', $._expression),
     )),

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The tree-sitter grammar (editors/tree-sitter-wrl) held to the real parser through
 # py-tree-sitter (PyPI, pinned, in a venv under target/): every file in tests/ui/syntax, which
-# pest rejects, gets an ERROR or MISSING node (but the listed exceptions in
-# tree_sitter_check.py); every other tracked .wrl file parses without one; every query in
-# queries/ compiles and captures. With wrlc, pest's own verdict (`wrlc fmt --check`) must be
-# exactly tests/ui/syntax among the files, and tree-sitter's on every corpus case and on 1,500
-# generated sources. Usage: tests/scripts/tree-sitter-check.sh [--no-wrlc]   (from anywhere;
+# pest rejects, gets an ERROR or MISSING node (EXPECTED_EXCEPTIONS in tree_sitter_check.py is
+# empty); every other tracked .wrl file parses without one; incremental reparses after edits
+# give what fresh parses give; every query in queries/ compiles and captures. With wrlc, pest's
+# own verdict (`wrlc fmt --check`) must be exactly tests/ui/syntax among the files, and
+# tree-sitter's on every corpus case and on 1,500 generated sources. Usage: tests/scripts/tree-sitter-check.sh [--no-wrlc]   (from anywhere;
 # ~5 s once the venv exists and wrlc is built)
 #   wrlc: $WRLC, else target/debug/wrlc built with cargo (CI has built it by then).
 #   The tree-sitter CLI, when found ($TREE_SITTER, `tree-sitter` on PATH, or

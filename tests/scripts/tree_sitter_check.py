@@ -30,16 +30,8 @@ INCREMENTAL_EDITS = 400  # edits per text reparsed incrementally
 # Files pest rejects that a tree-sitter grammar does not, each with why. A listed file that
 # tree-sitter rejects after all fails the check, so that the list only shrinks.
 EXPECTED_EXCEPTIONS = {
-    # A limit of the compiler's lexical pre-pass (compiler/syntax/src/lex.rs), there so that
-    # its recursive parser cannot overflow its stack: more than MAX_IFS_PER_ITEM = 64 `if`s in
-    # one top-level item, where lex.rs finds items by a look at each line's start (a line that
-    # starts with `model x` starts an item even inside a multi-line value). A count over the
-    # item, not a shape: a context-free grammar could only count to 64 by copying every
-    # expression rule 64 times, and the external scanner would have to lex every `if` (a
-    # keyword the grammar's word rule owns) and guess lex.rs's item starts. tree-sitter's
-    # parser has no such stack to protect: a resource limit of wrlc, not syntax. (The other
-    # two E0104 limits, bracket depth and prefix-operator runs, are mirrored by the scanner.)
-    "tests/ui/syntax/E0104_too_many_ifs.wrl": "`if` count limit (64 per item) of the pre-pass",
+    # None: the three limits of lex.rs (E0104: bracket depth, prefix-operator runs, `if`s per
+    # item) are counted by the external scanner as lex.rs counts them.
 }
 
 
@@ -205,9 +197,10 @@ def point(text, pos):
 
 
 def incremental_differences(parser, text, edits, seed=3):
-    """Edits `text` as someone typing would (a character or a bracket put in, a few bytes
-    taken out; back to `text` every 8 edits), reparsing each time with the old tree, as editors
-    do; the scanner keeps the bracket depth in its state, restored per token on such reparses.
+    """Edits `text` as someone typing would (a character, a bracket, an `if`, a new item put
+    in, a few bytes taken out; back to `text` every 8 edits), reparsing each time with the old
+    tree, as editors do; the scanner keeps the bracket depth and the `if` count in its state,
+    restored per token on such reparses.
     The differences from a fresh parse: a different verdict, or a different tree where the
     fresh one has no error (error recovery may take another way)."""
     rng = random.Random(seed)
@@ -221,7 +214,8 @@ def incremental_differences(parser, text, edits, seed=3):
             end, new = min(len(current), pos + rng.randint(1, 3)), b""
         else:
             end, new = pos, rng.choice([b"(", b")", b"[", b"]", b"{", b"}", b"-", b"not ", b"x",
-                                        b"3 ", b'"', b"\n", b" k", b"[[[[", b"]]]]"])
+                                        b"3 ", b'"', b"\n", b" k", b"[[[[", b"]]]]",
+                                        b"if x then 1 else ", b"\nparam z = "])
         edited = current[:pos] + new + current[end:]
         tree.edit(start_byte=pos, old_end_byte=end, new_end_byte=pos + len(new),
                   start_point=point(current, pos), old_end_point=point(current, end),
@@ -351,6 +345,7 @@ def main(library, wrlc=None):
         ("recipes/openwebrl.wrl", open(os.path.join(ROOT, "recipes", "openwebrl.wrl"), "rb").read()),
         ("brackets 61 deep", b"param a = " + b"[" * 61 + b"1" + b"]" * 61 + b"\nparam b = [[(1)]]\n"
          + b"param c = " + b"{ x = " * 20 + b"1" + b" }" * 20 + b"\n"),
+        ("62 ifs in each of two items", (b"reward r = " + b"if c then 1 else " * 62 + b"0\n") * 2),
     ]:
         for edited in incremental_differences(parser, text, INCREMENTAL_EDITS):
             fail(("incremental", name), f"{name}: an incremental reparse differs from a fresh "

@@ -1,5 +1,6 @@
-// External scanner for tree-sitter-wrl: what compiler/syntax/src/wrl.pest decides by looking
-// at the line or the value, which a context-free grammar cannot.
+// External scanner for tree-sitter-wrl: what compiler/syntax/src/wrl.pest and its pre-pass
+// lex.rs decide by looking at the line, the value or a count, which a context-free grammar
+// cannot.
 // - A word on the number's line is its unit (pest's `numeric`: any word but a reserved one), so
 //   `3 lr` and `32k tokenz` are a number with an unknown unit, which pest refuses (E0103): here
 //   an unknown unit is an `_error_sentinel` token, valid nowhere, so the parse has an ERROR.
@@ -9,6 +10,9 @@
 //   `_error_sentinel` too, and so is a run of more than 32 prefix operators (`-`, `not`; a
 //   binary `-` counts, as in lex.rs; E0104). `_check`, valid where an operand or a binary `-`
 //   may come, makes tree-sitter ask here first; it is never produced.
+// - Brackets and the `if` of an `if` expression are lexed here, counted in the scanner's
+//   state (bracket depth over the file, `if`s per item as lex.rs finds items), and past
+//   lex.rs's limits (64 and 64; E0104) are an `_error_sentinel`.
 // The UNITS and MAGNITUDES lists are checked against compiler/syntax/src/tokens.rs by
 // compiler/fmt/tests/editor_sync.rs; RESERVED against grammar.js's KEYWORDS (which that test
 // checks) by tests/scripts/tree_sitter_check.py.
@@ -22,6 +26,7 @@
 enum TokenType {
   MAGNITUDE, UNIT, DIMS_X, CHECK,
   LPAREN, RPAREN, LBRACKET, RBRACKET, LBRACE, RBRACE,
+  IF, ITEM_START,
   ERROR_SENTINEL,
 };
 
@@ -51,31 +56,37 @@ static bool in_list(const char *word, const char *const *list, size_t n) {
   return false;
 }
 
-// lex.rs's MAX_NESTING: brackets may nest this deep.
+// lex.rs's MAX_NESTING: brackets may nest this deep; MAX_IFS_PER_ITEM: one item may hold this
+// many `if` expressions.
 #define MAX_NESTING 64
+#define MAX_IFS_PER_ITEM 64
 
-// The scanner's state: how deep the brackets before this point nest, counted as lex.rs counts
-// (every `(`, `[`, `{` opens, every `)`, `]`, `}` closes one if any is open), in the file's
-// order; tree-sitter saves it after each bracket and restores it when it reparses.
+// The scanner's state, counted as lex.rs counts, in the file's order: how deep the brackets
+// before this point nest (every `(`, `[`, `{` opens, every `)`, `]`, `}` closes one if any is
+// open), and how many `if`s the item has had. tree-sitter saves it after each external token
+// and restores it when it reparses.
 typedef struct {
   uint32_t depth;
+  uint32_t ifs;
 } Scanner;
 
 void *tree_sitter_wrl_external_scanner_create(void) {
   Scanner *s = ts_malloc(sizeof(Scanner));
   s->depth = 0;
+  s->ifs = 0;
   return s;
 }
 void tree_sitter_wrl_external_scanner_destroy(void *payload) { ts_free(payload); }
 unsigned tree_sitter_wrl_external_scanner_serialize(void *payload, char *buffer) {
-  memcpy(buffer, &((Scanner *)payload)->depth, sizeof(uint32_t));
-  return sizeof(uint32_t);
+  memcpy(buffer, payload, sizeof(Scanner));
+  return sizeof(Scanner);
 }
 void tree_sitter_wrl_external_scanner_deserialize(void *payload, const char *buffer,
                                                   unsigned length) {
   Scanner *s = payload;
   s->depth = 0;
-  if (length == sizeof(uint32_t)) memcpy(&s->depth, buffer, sizeof(uint32_t));
+  s->ifs = 0;
+  if (length == sizeof(Scanner)) memcpy(s, buffer, sizeof(Scanner));
 }
 
 // The smallest values that overflow an f64 (2^1024 - 2^970, half an ulp past f64::MAX: from
@@ -350,12 +361,75 @@ static bool scan_bracket(Scanner *s, TSLexer *lexer, const bool *valid, bool rec
   return true;
 }
 
+// The word `if` of an `if` expression, counted; past the limit an error (pest's E0104).
+static bool scan_if(Scanner *s, TSLexer *lexer, bool recovering) {
+  if (lexer->lookahead != 'i') return false;
+  lexer->advance(lexer, false);
+  if (lexer->lookahead != 'f') return false;
+  lexer->advance(lexer, false);
+  if (is_word_char(lexer->lookahead)) return false;
+  lexer->mark_end(lexer);
+  s->ifs++;
+  lexer->result_symbol = s->ifs > MAX_IFS_PER_ITEM && !recovering ? ERROR_SENTINEL : IF;
+  return true;
+}
+
+static bool is_decl_kind(const char *word) {
+  static const char *const KINDS[] = {
+      "model", "dataset", "env", "tools", "agent", "reward", "stage", "eval", "param",
+  };
+  return in_list(word, KINDS, COUNT(KINDS));
+}
+
+// Where lex.rs starts counting `if`s again: a line that looks like the start of an item
+// (`looks_like_item_start`: at its first column `use` and a space, `extends` and a string,
+// `profile`, `builtin` or a declaration kind and a name). A token of no width, produced only
+// when it changes the count.
+// Called at a letter in the first column, which it reads: so it also takes an `if` there.
+static bool scan_item_start(Scanner *s, TSLexer *lexer, const bool *valid) {
+  lexer->mark_end(lexer);
+  char word[8];
+  size_t n = 0;
+  while (is_word_char(lexer->lookahead)) {
+    if (n < sizeof word - 1) word[n] = (char)lexer->lookahead;
+    n++;
+    lexer->advance(lexer, false);
+  }
+  if (n == 0 || n >= sizeof word) return false;
+  word[n] = '\0';
+  if (strcmp(word, "if") == 0) {
+    if (!valid[IF]) return false;
+    lexer->mark_end(lexer);
+    s->ifs++;
+    lexer->result_symbol = s->ifs > MAX_IFS_PER_ITEM ? ERROR_SENTINEL : IF;
+    return true;
+  }
+  bool spaced = lexer->lookahead == ' ' || lexer->lookahead == '\t';
+  bool starts;
+  if (strcmp(word, "use") == 0) {
+    starts = spaced;
+  } else if (strcmp(word, "extends") == 0 || strcmp(word, "profile") == 0 ||
+             strcmp(word, "builtin") == 0 || is_decl_kind(word)) {
+    bool extends = strcmp(word, "extends") == 0;
+    if (!extends && !spaced) return false;
+    while (is_space(lexer->lookahead)) lexer->advance(lexer, false);
+    int32_t c = lexer->lookahead;
+    starts = extends ? c == '"' : (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  } else {
+    starts = false;
+  }
+  if (!starts) return false;
+  s->ifs = 0;
+  lexer->result_symbol = ITEM_START;
+  return true;
+}
+
 bool tree_sitter_wrl_external_scanner_scan(void *payload, TSLexer *lexer, const bool *valid) {
   Scanner *s = payload;
   if (valid[ERROR_SENTINEL]) {
-    // Error recovery: brackets still count; everything else is the internal lexer's.
+    // Error recovery: brackets and `if`s still count; everything else is the internal lexer's.
     while (is_space(lexer->lookahead)) lexer->advance(lexer, true);
-    return scan_bracket(s, lexer, valid, true);
+    return scan_bracket(s, lexer, valid, true) || scan_if(s, lexer, true);
   }
 
   if (valid[MAGNITUDE] || valid[UNIT] || valid[DIMS_X]) {
@@ -364,6 +438,12 @@ bool tree_sitter_wrl_external_scanner_scan(void *payload, TSLexer *lexer, const 
   }
   while (is_space(lexer->lookahead)) lexer->advance(lexer, true);
   if (scan_bracket(s, lexer, valid, false)) return true;
+  int32_t c = lexer->lookahead;
+  bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  if (letter && valid[ITEM_START] && s->ifs > 0 && lexer->get_column(lexer) == 0) {
+    return scan_item_start(s, lexer, valid);  // it reads the word: nothing else can follow
+  }
+  if (c == 'i') return valid[IF] && scan_if(s, lexer, false);
   if (valid[CHECK]) {
     if (is_digit(lexer->lookahead)) {
       if (!number_out_of_range(lexer)) return false;  // the grammar's regular expression reads it
