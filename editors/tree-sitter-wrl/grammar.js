@@ -97,9 +97,8 @@ module.exports = grammar({
   rules: {
     source_file: ($) => repeat(seq(optional($._item_start), $._item)),
 
-
-    // `///` documents the item below; `////…` is an ordinary comment.
-    // The rest of a line: any character but a line break, as ranges (see `string_content`).
+    // `///` documents the item below; `////…` is an ordinary comment. The rest of the line:
+    // any character but a line break, as ranges (see `string_content`).
     doc_comment: (_) => token(seq('///', optional(seq(NOT_SLASH_OR_LF, repeat(NOT_LF))))),
     comment: (_) => token(choice(
       seq('//', optional(seq(NOT_SLASH_OR_LF, repeat(NOT_LF)))),
