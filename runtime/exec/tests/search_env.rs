@@ -104,6 +104,7 @@ async fn episodes_ending_in_environment_errors_are_retried_then_counted() {
         concurrency: 2,
         sample: wrl_trainer::SampleParams::default(),
         history: History::ActionOnly,
+        window: wrl_exec::agent::policy::Window::default(),
         exclude: Vec::new(),
         process: None,
         graph: None,

@@ -309,6 +309,21 @@ impl Ph<'_, '_> {
         }
     }
 
+    /// verl's multi-turn `response_mask` trains the model's replies only.
+    fn mask(&mut self, mask: &[params::MaskPart]) {
+        let missing: Vec<&str> =
+            params::MaskPart::ALL.iter().filter(|p| !mask.contains(p)).map(|p| p.word()).collect();
+        if missing.is_empty() {
+            self.c.implied(self.n, "mask", "verl's response_mask trains the replies only");
+        } else {
+            let what = format!(
+                "verl's multi-turn loss trains the model's replies only; it cannot train {}",
+                missing.join(", ")
+            );
+            self.c.not_mapped(self.n, "mask", &what, "the replies only").refuse(E_UNMAPPED);
+        }
+    }
+
     fn frozen(&mut self, frozen: &[params::FrozenPart]) {
         if frozen.is_empty() {
             self.c.implied(self.n, "frozen", "nothing frozen: verl trains every parameter");
@@ -371,6 +386,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 refill,
                 ppo_kl_coef,
                 frozen,
+                mask,
                 validate,
                 checkpoint_every,
                 seed,
@@ -467,6 +483,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             }
             ph.validate(validate);
             ph.frozen(frozen);
+            ph.mask(mask);
             ph.checkpoints(checkpoint_every.0);
         }
         RlPhase::Dapo(d) => {
@@ -500,6 +517,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 schedule,
                 optimizer,
                 frozen,
+                mask,
                 validate,
                 checkpoint_every,
                 seed,
@@ -522,6 +540,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             fixed(ph, "trainer.v1.trainer_mode", json!("sync"));
             ph.validate(validate);
             ph.frozen(frozen);
+            ph.mask(mask);
             ph.checkpoints(checkpoint_every.0);
         }
         RlPhase::Ppo(p) => {
@@ -550,6 +569,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 schedule,
                 optimizer,
                 frozen,
+                mask,
                 checkpoint_every,
                 seed,
             } = p;
@@ -571,6 +591,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             ph.optimizer(optimizer);
             fixed(ph, "trainer.v1.trainer_mode", json!("sync"));
             ph.frozen(frozen);
+            ph.mask(mask);
             ph.checkpoints(checkpoint_every.0);
         }
     }

@@ -216,7 +216,9 @@ pub(super) fn rl_phase(plan: &Plan, n: &Node) -> StageEstimate {
     let mut e = empty(n);
     let iters = count(n.params.get("iters"));
     let per_iter = mul(count(n.params.get("prompts")), count(n.params.get("group")));
-    let horizon = count(n.params.get("horizon"));
+    // Episodes run to the horizon cut at the agent's `max_turns` (the runtime's one rule).
+    let agent_turns = input(plan, &n.id, "agent").and_then(|a| count(a.params.get("max_turns")));
+    let horizon = wrl_check::turns::turns_run(count(n.params.get("horizon")), agent_turns);
     // The trajectories trained on; those drawn again for dropped groups are `refill` figures.
     e.trajectories = mul(iters, per_iter);
     e.max_env_steps = mul(e.trajectories, horizon);
@@ -245,10 +247,7 @@ pub(super) fn eval(plan: &Plan, n: &Node) -> StageEstimate {
     let agent = input(plan, &n.id, "agent");
     let steps = count(n.params.get("max_steps"));
     let turns = agent.and_then(|a| count(a.params.get("max_turns")));
-    let steps = match (steps, turns) {
-        (Some(s), Some(t)) => Some(s.min(t)),
-        (s, t) => s.or(t),
-    };
+    let steps = wrl_check::turns::turns_run(steps, turns);
     e.max_env_steps = mul(e.trajectories, steps);
     // The eval's own reply length, for a ReAct agent (a graph's modules keep theirs).
     let per_step = match (n.params.get("max_response"), agent) {

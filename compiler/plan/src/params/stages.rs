@@ -45,7 +45,7 @@ pub enum Images {
     All,
 }
 
-/// Spans of a demonstration that carry no loss.
+/// Spans of a demonstration (or, in RL, of a trajectory) that carry no loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MaskPart {
@@ -53,6 +53,22 @@ pub enum MaskPart {
     ToolOutput,
     History,
     System,
+}
+
+impl MaskPart {
+    /// Every span that is not the policy's own reply.
+    pub const ALL: [MaskPart; 4] =
+        [MaskPart::Observations, MaskPart::ToolOutput, MaskPart::History, MaskPart::System];
+
+    /// As a recipe writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            MaskPart::Observations => "observations",
+            MaskPart::ToolOutput => "tool_output",
+            MaskPart::History => "history",
+            MaskPart::System => "system",
+        }
+    }
 }
 
 /// `sft(model, data) { … }`, plus the stage's name.
@@ -327,6 +343,7 @@ phase_struct!(
         schedule: Schedule,
         optimizer: Optimizer,
         frozen: Vec<FrozenPart>,
+        mask: Vec<MaskPart>,
         trainable: Vec<String>,
         #[serde(rename = "async")]
         asynchronous: Async,
@@ -357,6 +374,7 @@ phase_struct!(
         schedule: Schedule,
         optimizer: Optimizer,
         frozen: Vec<FrozenPart>,
+        mask: Vec<MaskPart>,
         validate: OrOff<ValidationObj>,
         checkpoint_every: Iters,
         seed: u64,
@@ -379,6 +397,7 @@ phase_struct!(
         schedule: Schedule,
         optimizer: Optimizer,
         frozen: Vec<FrozenPart>,
+        mask: Vec<MaskPart>,
         checkpoint_every: Iters,
         seed: u64,
     }

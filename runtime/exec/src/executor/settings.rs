@@ -120,6 +120,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 optimizer,
                 // The preflight refuses parts the model has and this trainer cannot freeze.
                 frozen: _,
+                // The preflight refuses a mask that trains text the policy did not write.
+                mask: _,
                 trainable,
                 // Refused by the preflight unless synchronous.
                 asynchronous: _,
@@ -213,6 +215,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 schedule,
                 optimizer,
                 frozen: _,
+                // The preflight refuses a mask that trains text the policy did not write.
+                mask: _,
                 validate,
                 checkpoint_every: _,
                 seed,
@@ -290,6 +294,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 schedule,
                 optimizer,
                 frozen: _,
+                // The preflight refuses a mask that trains text the policy did not write.
+                mask: _,
                 checkpoint_every: _,
                 seed,
             } = p;

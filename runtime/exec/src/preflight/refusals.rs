@@ -82,7 +82,7 @@ fn env(n: &Node, e: &Env) -> Vec<RunError> {
             let params::Browser {
                 // The sandbox (refused below for any other site); the tools' terse actions.
                 target: _,
-                tools: _,
+                tools,
                 // The browser pool: window size, scale, fleet, concurrency, blacklist.
                 viewport: _,
                 device_scale: _,
@@ -104,6 +104,30 @@ fn env(n: &Node, e: &Env) -> Vec<RunError> {
                 // The checker's context budget (E0404).
                 step_text: _,
             } = b;
+            let missing = crate::agent::actions::unknown_tools(tools);
+            if !missing.is_empty() {
+                let names: Vec<String> = missing.iter().map(|t| format!("`{t}`")).collect();
+                let set = crate::agent::actions::tool_set(tools);
+                let known: Vec<String> = crate::agent::actions::recipe_names(set)
+                    .iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect();
+                errs.push(unsupported(
+                    n,
+                    format!(
+                        "env `{}`: the browser does not implement tool{} {} of this tool set",
+                        n.decl,
+                        if missing.len() == 1 { "" } else { "s" },
+                        names.join(", ")
+                    ),
+                    format!(
+                        "remove {} from the tool set (a profile can swap in `std::tools::elements`); with these coordinates the browser runs {}",
+                        names.join(", "),
+                        known.join(", ")
+                    ),
+                    "tools",
+                ));
+            }
             if *step_retries > 0 {
                 errs.push(unsupported(
                     n,
@@ -331,6 +355,24 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
         RlPhase::Dapo(d) => (&d.validate, &d.frozen),
         RlPhase::Ppo(p) => (&params::OrOff::Off, &p.frozen),
     };
+    let mask = match p {
+        RlPhase::Grpo(g) => &g.mask,
+        RlPhase::Dapo(d) => &d.mask,
+        RlPhase::Ppo(p) => &p.mask,
+    };
+    let trained: Vec<&str> =
+        params::MaskPart::ALL.iter().filter(|m| !mask.contains(m)).map(|m| m.word()).collect();
+    if !trained.is_empty() {
+        errs.push(cannot(
+            format!(
+                "training on text the policy did not write ({} left out of `mask`) is not \
+                 implemented: the loss covers the policy's replies only",
+                trained.join(", ")
+            ),
+            "set `mask = [observations, tool_output, history, system]` (a profile can)",
+            "mask",
+        ));
+    }
     if let Some(v) = validate.value().map(|v| v.get())
         && let Some(env) = v.env.value()
     {
