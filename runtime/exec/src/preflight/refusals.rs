@@ -5,7 +5,7 @@
 //! `executor::settings`, which names what is refused here.
 
 use wrl_plan::Node;
-use wrl_plan::params::{self, Agent, Env, Observation, Params, RlPhase, Signal, TypedPlan};
+use wrl_plan::params::{self, Agent, Env, Observation, Params, RlPhase, TypedPlan};
 use wrl_trainer::TinyConfig;
 
 use crate::error::{Fault, RunError};
@@ -17,7 +17,7 @@ pub fn refusals(plan: &TypedPlan<'_>, n: &Node, p: &Params) -> Vec<RunError> {
         Params::Env(e) => env(n, e),
         Params::Agent(a) => agent(plan, n, a),
         Params::RlPhase(r) => phase(plan, n, r),
-        Params::Reward(r) => reward(plan, n, &r.expr),
+        Params::Reward(r) => super::rewards::reward(plan, n, &r.expr, "expr"),
         Params::Sft(s) => sft(n, s),
         Params::Eval(e) => eval(plan, n, e),
         Params::Dataset(_) | Params::Checkpoint(_) => Vec::new(),
@@ -524,68 +524,6 @@ fn eval(plan: &TypedPlan<'_>, n: &Node, e: &params::Evaluate) -> Vec<RunError> {
             "use `denominator = all`",
             "denominator",
         ));
-    }
-    errs
-}
-
-/// Signals a reward reads that this runtime cannot score, and judges whose model nothing
-/// serves.
-fn reward(plan: &TypedPlan<'_>, n: &Node, expr: &wrl_plan::Expr<Signal>) -> Vec<RunError> {
-    let mut errs = Vec::new();
-    for s in expr.signals() {
-        let model = match s {
-            Signal::Judge(j) => Some(&j.model),
-            Signal::Webjudge(w) => Some(&w.model),
-            Signal::AnswerMatch { judge_model, .. } => judge_model.as_ref(),
-            _ => None,
-        };
-        if let Some(params::JudgeModel::Model(m)) = model
-            && !matches!(plan.get(m.id()), Some(Params::Model(params::Model::Api(_))))
-        {
-            errs.push(
-                RunError::new(
-                    Fault::Service,
-                    format!(
-                        "reward `{}`: the judge's model `{m}` is served by nothing: a judge calls an \
-                         OpenAI-compatible endpoint",
-                        n.decl
-                    ),
-                )
-                .help(
-                    "declare the judge's model as `api(\"NAME\") { base_url = … }` (serve a \
-                     checkpoint with `wrlc serve`), or give the judge a model id and `base_url`",
-                )
-                .at(n, Some("expr"), "this judge has no endpoint"),
-            );
-        }
-        let why = match s {
-            Signal::BboxHit | Signal::ActionMatch { .. } => Some(format!(
-                "`{}` needs reference actions, which sandbox tasks do not have",
-                s.name()
-            )),
-            Signal::Judge(j) if j.verdict == params::Verdict::Score => {
-                Some("a judge's `verdict = score` is not implemented".to_string())
-            }
-            Signal::Judge(j) if j.prompt == params::JudgePrompt::Deepshop => Some(
-                "DeepShop's structured judge (`prompt = deepshop`) is not implemented".to_string(),
-            ),
-            Signal::EvalTypes(_) => Some(
-                "WebArena's per-task evaluators (`eval_types`) need WebArena's task configs, \
-                 which sandbox tasks do not have"
-                    .to_string(),
-            ),
-            Signal::VlmProgress(_) => {
-                Some("the per-step VLM check (`vlm_progress`) is not implemented".to_string())
-            }
-            _ => None,
-        };
-        if let Some(why) = why {
-            errs.push(
-                RunError::new(Fault::Unsupported, format!("reward `{}`: {why}", n.decl))
-                    .help("score with `task_check`, `answer_match` or a binary `judge`")
-                    .at(n, Some("expr"), "this runtime cannot do this yet"),
-            );
-        }
     }
     errs
 }
