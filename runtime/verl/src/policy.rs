@@ -124,8 +124,24 @@ pub(crate) fn agent_env_model(
                 older_pages,
                 overflow,
                 task_text: _,
+                trajectory_tokens,
             } = r;
             window(c, agent, pages, older_pages, overflow);
+            once(c, agent, "trajectory_tokens", |c, n, f| match trajectory_tokens {
+                params::OrUnlimited::Unlimited => {
+                    c.implied(n, f, "no episode-wide reply budget: each turn's max_tokens alone");
+                }
+                params::OrUnlimited::Value(_) => {
+                    c.not_mapped(
+                        n,
+                        f,
+                        "verl's multi-turn response budget (data.max_response_length) counts tool \
+                         responses too and is set here from the model's context",
+                        "`trajectory_tokens = unlimited` (a profile can)",
+                    )
+                    .refuse(crate::ctx::E_UNMAPPED);
+                }
+            });
             let h = match history {
                 params::History::FullText => "full_text",
                 params::History::HideThinking => "hide_thinking",

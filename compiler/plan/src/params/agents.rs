@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::envs::Toolset;
-use super::or::{OrAll, OrNone};
+use super::or::{OrAll, OrNone, OrUnlimited};
 use super::units::{NodeRef, Tokens, Turns, Word};
 
 /// How much of the episode so far a ReAct agent's prompt carries.
@@ -35,6 +35,7 @@ pub struct React {
     pub older_pages: OlderPages,
     pub overflow: Overflow,
     pub task_text: Tokens,
+    pub trajectory_tokens: OrUnlimited<Tokens>,
 }
 
 /// What a page that left a ReAct agent's window leaves in the prompt.

@@ -50,12 +50,13 @@ impl AgentCfg {
                     max_response,
                     prompt: _,
                     step_response: _,
-                    // Read by `Window::of`.
+                    // Read by `Window::of` (`trajectory_tokens` too).
                     pages: _,
                     older_pages: _,
                     overflow: _,
                     // The checker's context budget (E0404).
                     task_text: _,
+                    trajectory_tokens: _,
                 } = r;
                 AgentCfg {
                     history: History::from(*history),

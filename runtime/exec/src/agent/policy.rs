@@ -47,11 +47,13 @@ pub struct Window {
     pub placeholder: bool,
     /// A prompt that does not fit ends the episode (`context_overflow`) instead of being cut.
     pub end_on_overflow: bool,
+    /// The tokens the policy may write over the episode (`trajectory_tokens`); `None`: no cap.
+    pub reply_budget: Option<usize>,
 }
 
 impl Default for Window {
     fn default() -> Window {
-        Window { pages: Some(1), placeholder: false, end_on_overflow: false }
+        Window { pages: Some(1), placeholder: false, end_on_overflow: false, reply_budget: None }
     }
 }
 
@@ -62,6 +64,7 @@ impl Window {
             pages: r.pages.value().copied(),
             placeholder: r.older_pages == params::OlderPages::Placeholder,
             end_on_overflow: r.overflow == params::Overflow::EndEpisode,
+            reply_budget: r.trajectory_tokens.value().map(|t| t.0 as usize),
         }
     }
 }
@@ -272,8 +275,22 @@ impl TrainerPolicy {
                 return String::new();
             }
         };
+        // A reply is cut to what is left of the episode's budget; nothing left ends it.
+        let mut params = self.params.clone();
+        if let Some(budget) = self.window.reply_budget {
+            let spent: usize = self.turns.iter().map(|t| t.completion_tokens.len()).sum();
+            let left = budget.saturating_sub(spent);
+            if left == 0 {
+                self.overflowed = Some(format!(
+                    "trajectory_tokens: the policy has written {spent} tokens, the episode's \
+                     whole budget of {budget}"
+                ));
+                return String::new();
+            }
+            params.max_tokens = params.max_tokens.min(left);
+        }
         let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.turns.len() as u64));
-        match sample_turn(&self.trainer, text, &self.params, stream) {
+        match sample_turn(&self.trainer, text, &params, stream) {
             Some((turn, out)) => {
                 let step = self.turns.len();
                 self.turns.push(Turn { step, ..turn });
@@ -398,7 +415,12 @@ mod tests {
     fn the_window_keeps_the_last_pages() {
         let past = vec!["[1] a\n".to_string(), "[2] b\n".to_string(), "[3] c\n".to_string()];
         let obs = "task: g\n[4] d";
-        let w = |pages, placeholder, end| Window { pages, placeholder, end_on_overflow: end };
+        let w = |pages, placeholder, end| Window {
+            pages,
+            placeholder,
+            end_on_overflow: end,
+            reply_budget: None,
+        };
         // The default is the prompt without a window: the current page only.
         let one = prompt_in(obs, &past, &[], History::None, Window::default()).unwrap();
         assert_eq!(one, prompt_text(obs, &[], History::None));
