@@ -164,26 +164,58 @@ impl Ph<'_, '_> {
         self.map("clip.hi", &[(&k(A, "clip_ratio_high"), json!(clip.hi))]);
     }
 
-    fn kl(&mut self, kl: f64, estimator: Option<KlEstimator>) {
-        self.map(
-            "kl",
-            &[
-                (&k(A, "use_kl_loss"), json!(kl > 0.0)),
-                (&k(A, "kl_loss_coef"), json!(kl)),
-                ("algorithm.use_kl_in_reward", json!(false)),
-            ],
-        )
-        .note("a KL loss term, as the candle trainer applies it; no reference model when 0");
+    fn kl(&mut self, kl: f64, kl_in: params::KlIn, estimator: Option<KlEstimator>) {
         let word = |e: KlEstimator| match e {
             KlEstimator::K1 => "k1",
             KlEstimator::K2 => "k2",
             KlEstimator::K3 => "low_var_kl",
         };
-        match estimator {
-            Some(e) => {
-                self.map("kl_estimator", &[(&k(A, "kl_loss_type"), json!(word(e)))]);
+        match kl_in {
+            params::KlIn::Loss => {
+                self.map(
+                    "kl",
+                    &[
+                        (&k(A, "use_kl_loss"), json!(kl > 0.0)),
+                        (&k(A, "kl_loss_coef"), json!(kl)),
+                        ("algorithm.use_kl_in_reward", json!(false)),
+                    ],
+                )
+                .note(
+                    "a KL loss term, as the candle trainer applies it; no reference model when 0",
+                );
+                self.map("kl_in", &[(&k(A, "use_kl_loss"), json!(kl > 0.0))]);
+                match estimator {
+                    Some(e) => {
+                        self.map("kl_estimator", &[(&k(A, "kl_loss_type"), json!(word(e)))]);
+                    }
+                    None => crate::ctx::set(self.cfg, &k(A, "kl_loss_type"), json!("low_var_kl")),
+                }
             }
-            None => crate::ctx::set(self.cfg, &k(A, "kl_loss_type"), json!("low_var_kl")),
+            params::KlIn::Reward => {
+                self.map(
+                    "kl",
+                    &[
+                        (&k(A, "use_kl_loss"), json!(false)),
+                        ("algorithm.use_kl_in_reward", json!(kl > 0.0)),
+                        ("algorithm.kl_ctrl.type", json!("fixed")),
+                        ("algorithm.kl_ctrl.kl_coef", json!(kl)),
+                    ],
+                )
+                .note("a per-token penalty on the reward (fixed coefficient); no reference model when 0");
+                self.map("kl_in", &[("algorithm.use_kl_in_reward", json!(kl > 0.0))]);
+                // verl's reward penalty names its estimators `kl` (k1), `mse` (k2), `low_var_kl` (k3).
+                let penalty = |e: KlEstimator| match e {
+                    KlEstimator::K1 => "kl",
+                    KlEstimator::K2 => "mse",
+                    KlEstimator::K3 => "low_var_kl",
+                };
+                match estimator {
+                    Some(e) => {
+                        self.map("kl_estimator", &[("algorithm.kl_penalty", json!(penalty(e)))]);
+                    }
+                    None => crate::ctx::set(self.cfg, "algorithm.kl_penalty", json!("kl")),
+                }
+            }
         }
     }
 
@@ -365,6 +397,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 clip,
                 dual_clip,
                 kl,
+                kl_in,
                 kl_estimator,
                 entropy,
                 ppo_epochs,
@@ -406,7 +439,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             if dual_clip.is_none() {
                 e.note("no dual clip: verl always applies one, so a bound no ratio reaches");
             }
-            ph.kl(*kl, Some(*kl_estimator));
+            ph.kl(*kl, *kl_in, Some(*kl_estimator));
             ph.map("entropy", &[(&k(A, "entropy_coeff"), json!(entropy))]);
             ph.ppo_epochs_and_batch(*ppo_epochs, *mini_batch, *prompts, *group);
             ph.sampling(*temperature, *top_p);
@@ -504,6 +537,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 reward,
                 clip,
                 kl,
+                kl_in,
                 entropy,
                 ppo_epochs,
                 mini_batch,
@@ -525,7 +559,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
             ph.clip(clip);
             fixed(ph, &k(A, "clip_ratio_c"), json!(1e9));
-            ph.kl(*kl, None);
+            ph.kl(*kl, *kl_in, None);
             ph.map("entropy", &[(&k(A, "entropy_coeff"), json!(entropy))]);
             ph.ppo_epochs_and_batch(*ppo_epochs, *mini_batch, *prompts, *group);
             ph.sampling(*temperature, *top_p);
@@ -561,6 +595,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 reward,
                 clip,
                 kl,
+                kl_in,
                 ppo_epochs,
                 mini_batch,
                 temperature,
@@ -578,7 +613,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             // wrl's `ppo`: several epochs over old log-probs with GRPO advantages, no critic,
             // no dual clip, no entropy bonus, token-mean loss, one sample per turn.
             fixed(ph, &k(A, "clip_ratio_c"), json!(1e9));
-            ph.kl(*kl, None);
+            ph.kl(*kl, *kl_in, None);
             fixed(ph, &k(A, "entropy_coeff"), json!(0));
             ph.ppo_epochs_and_batch(*ppo_epochs, *mini_batch, *prompts, *group);
             ph.sampling(*temperature, *top_p);

@@ -94,6 +94,14 @@ pub struct Sft {
     pub stage: String,
 }
 
+/// Where an RL stage's KL to the reference model acts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KlIn {
+    Loss,
+    Reward,
+}
+
 /// Where an RL phase starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -325,6 +333,7 @@ phase_struct!(
         #[serde(deserialize_with = "super::opt")]
         dual_clip: Option<f64>,
         kl: f64,
+        kl_in: KlIn,
         kl_estimator: KlEstimator,
         entropy: f64,
         ppo_epochs: u32,
@@ -361,6 +370,7 @@ phase_struct!(
         reward: RewardRef,
         clip: Range<f64>,
         kl: f64,
+        kl_in: KlIn,
         entropy: f64,
         ppo_epochs: u32,
         mini_batch: u32,
@@ -389,6 +399,7 @@ phase_struct!(
         reward: RewardRef,
         clip: Range<f64>,
         kl: f64,
+        kl_in: KlIn,
         ppo_epochs: u32,
         mini_batch: u32,
         temperature: f64,

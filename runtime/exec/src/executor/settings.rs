@@ -101,6 +101,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 clip,
                 dual_clip,
                 kl: kl_coef,
+                // The preflight refuses `reward`: the trainer's KL is a loss term.
+                kl_in: _,
                 kl_estimator,
                 entropy,
                 ppo_epochs,
@@ -202,6 +204,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 reward,
                 clip,
                 kl: kl_coef,
+                // The preflight refuses `reward`: the trainer's KL is a loss term.
+                kl_in: _,
                 entropy,
                 ppo_epochs,
                 mini_batch,
@@ -286,6 +290,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 reward,
                 clip,
                 kl: kl_coef,
+                // The preflight refuses `reward`: the trainer's KL is a loss term.
+                kl_in: _,
                 ppo_epochs,
                 mini_batch,
                 temperature,

@@ -360,6 +360,21 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
         RlPhase::Dapo(d) => &d.mask,
         RlPhase::Ppo(p) => &p.mask,
     };
+    let kl_in = match p {
+        RlPhase::Grpo(g) => g.kl_in,
+        RlPhase::Dapo(d) => d.kl_in,
+        RlPhase::Ppo(p) => p.kl_in,
+    };
+    if kl_in == params::KlIn::Reward {
+        errs.push(cannot(
+            "a KL penalty on the reward (`kl_in = reward`) is not implemented: this trainer's KL \
+             is a term of the loss"
+                .into(),
+            "set `kl_in = loss` (a profile can), or lower the recipe to verl (`wrlc lower --to verl`), \
+             which runs it",
+            "kl_in",
+        ));
+    }
     let trained: Vec<&str> =
         params::MaskPart::ALL.iter().filter(|m| !mask.contains(m)).map(|m| m.word()).collect();
     if !trained.is_empty() {
