@@ -187,7 +187,7 @@ impl Checker<'_> {
             let cands: Vec<&str> = self.builtins[b].slots.iter().map(|s| s.name.as_str()).collect();
             let code = if what == "argument" { "E0302" } else { "E0301" };
             let help = did_you_mean(name, cands.iter().copied())
-                .or_else(|| crate::suggest::peer_name(name))
+                .or_else(|| crate::suggest::peer_name(name, cands.iter().copied()))
                 .unwrap_or_else(|| {
                     format!(
                         "`{qual}` accepts {}",

@@ -109,6 +109,23 @@ impl Checker<'_> {
                         );
                         return Val::new(V::Unknown, span);
                     }
+                    // `warmup: 10` is 1000 %: a plain ratio above 1 is almost surely a percentage.
+                    None if *dim == Dimension::Ratio && value > 1.0 => {
+                        let pct = show_num(value);
+                        self.diags.push(
+                            Diagnostic::new(
+                                "E0305",
+                                format!("a plain number as a ratio: {pct} is {} %", show_num(value * 100.0)),
+                            )
+                            .label(span, format!("{pct} × 100 % here"))
+                            .help(format!(
+                                "write a percentage with its sign, `{pct}%`, or a fraction ≤ 1 (`{}`); write `{}%` if you mean it",
+                                show_num(value / 100.0),
+                                show_num(value * 100.0)
+                            )),
+                        );
+                        return Val::new(V::Unknown, span);
+                    }
                     _ => {}
                 }
                 let unit = if *dim == Dimension::Ratio { "" } else { dim.canonical_unit() };
@@ -140,6 +157,10 @@ impl Checker<'_> {
                         );
                         Val::new(V::Unknown, span)
                     }
+                }
+                // A member that is not a name can only be written as a string.
+                V::Str { value } if values.contains(value) && !crate::types::is_name(value) => {
+                    Val::new(V::Enum { value: value.clone() }, span)
                 }
                 V::Str { value } if values.contains(value) => {
                     self.diags.push(

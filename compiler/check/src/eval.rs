@@ -76,9 +76,18 @@ impl Checker<'_> {
                     }
                     (V::List { items }, _) => {
                         self.diags.push(
-                            Diagnostic::new("E0306", "list index out of range")
-                                .label(i.span, format!("the list has {} items", items.len()))
-                                .help("indices start at 0"),
+                            Diagnostic::new(
+                                "E0306",
+                                format!(
+                                    "list index out of range: the list has {} items",
+                                    items.len()
+                                ),
+                            )
+                            .label(i.span, format!("the list has {} items", items.len()))
+                            .help(match items.len() {
+                                0 => "the list is empty".to_string(),
+                                n => format!("indices start at 0: use 0 to {}", n - 1),
+                            }),
                         );
                         V::Unknown
                     }
@@ -333,11 +342,28 @@ impl Checker<'_> {
                     names.join("::"),
                     crate::value::article(self.decls[d].kind.word())
                 );
-                self.diags.push(
-                    Diagnostic::new("E0310", format!("{what}, not a constructor"))
-                        .label(callee_span, "cannot be called or configured")
-                        .help("to change a declaration, use a profile: `profile p { name.field = value }`"),
-                );
+                // A declaration named like a prelude constructor hides it in this file.
+                let joined = names.join("::");
+                let shadowed = Some(joined.as_str()).filter(|n| {
+                    !n.contains("::")
+                        && matches!(self.member_of(self.prelude, n), Some(Target::Builtin(_)))
+                });
+                let mut diag = Diagnostic::new("E0310", format!("{what}, not a constructor"))
+                    .label(callee_span, "cannot be called or configured");
+                diag = match shadowed {
+                    Some(name) => diag
+                        .label(
+                            self.decls[d].name_span,
+                            format!("this declaration shadows the stdlib constructor `{name}`"),
+                        )
+                        .help(format!(
+                            "rename the declaration, or call the constructor by its full path: `std::prelude::{name}(…)`"
+                        )),
+                    None => diag.help(
+                        "to change a declaration, use a profile: `profile p { name.field = value }`",
+                    ),
+                };
+                self.diags.push(diag);
                 Val::new(V::Unknown, span)
             }
             Some(Target::Module(_)) => {

@@ -21,6 +21,7 @@ mod stdlib;
 mod stdlib_doc;
 mod suggest;
 mod tables;
+pub mod turns;
 mod types;
 pub mod value;
 

@@ -117,7 +117,12 @@ impl Checker<'_> {
                                         .label(n.span, "unknown field")
                                         .maybe_help(
                                             did_you_mean(&n.name, cands.iter().map(String::as_str))
-                                                .or_else(|| crate::suggest::peer_name(&n.name)),
+                                                .or_else(|| {
+                                                    crate::suggest::peer_name(
+                                                        &n.name,
+                                                        cands.iter().map(String::as_str),
+                                                    )
+                                                }),
                                         ),
                                     );
                                     return None;
@@ -160,9 +165,19 @@ impl Checker<'_> {
                     }
                     (V::List { items }, _) => {
                         self.diags.push(
-                            Diagnostic::new("E0306", format!("index {index} is out of range"))
-                                .label(*span, format!("the list has {} items", items.len()))
-                                .help("indices start at 0"),
+                            Diagnostic::new(
+                                "E0306",
+                                format!(
+                                    "index {index} is out of range: the list has {} item{}",
+                                    items.len(),
+                                    if items.len() == 1 { "" } else { "s" }
+                                ),
+                            )
+                            .label(*span, format!("the list has {} items", items.len()))
+                            .help(match items.len() {
+                                0 => "the list is empty: there is nothing to override".to_string(),
+                                n => format!("indices start at 0: use 0 to {}", n - 1),
+                            }),
                         );
                         return None;
                     }

@@ -20,47 +20,61 @@ where
         .map(|c| format!("did you mean `{c}`?"))
 }
 
-/// Names of knobs in verl, TRL and OpenRLHF, and how a wrl recipe says the same thing.
-const PEER_NAMES: &[(&str, &str)] = &[
-    ("clip_ratio_high", "the clip range's upper end: `clip = 0.2 .. 0.28`"),
-    ("clip_ratio_low", "the clip range's lower end: `clip = 0.2 .. 0.28`"),
-    ("clip_ratio", "`clip = 0.2 .. 0.2` (a range, low .. high)"),
-    ("epsilon", "`clip = 0.2 .. 0.28` (ε_low .. ε_high)"),
-    ("epsilon_high", "the clip range's upper end: `clip = 0.2 .. 0.28`"),
-    ("clip_ratio_c", "`dual_clip = 3`"),
-    ("n", "`group` (samples per prompt)"),
-    ("num_generations", "`group` (samples per prompt)"),
-    ("n_samples_per_prompt", "`group` (samples per prompt)"),
-    ("train_batch_size", "`prompts` (prompts per iteration)"),
-    ("rollout_batch_size", "`prompts` (prompts per iteration)"),
-    ("ppo_mini_batch_size", "`mini_batch` (trajectories per optimiser step)"),
-    ("ppo_micro_batch_size_per_gpu", "`micro_batch`"),
-    ("learning_rate", "`lr`"),
-    ("kl_coef", "`kl`"),
-    ("kl_loss_coef", "`kl`"),
-    ("beta", "`kl`"),
-    ("entropy_coeff", "`entropy`"),
-    ("loss_type", "`loss_agg`"),
-    ("loss_agg_mode", "`loss_agg`"),
-    ("adv_estimator", "the stage's constructor: `grpo(…)`, `dapo(…)` or `ppo(…)`"),
-    ("max_response_length", "the agent's `max_response`"),
-    ("max_prompt_length", "the model's `context`"),
-    ("num_train_epochs", "`epochs`"),
-    ("total_epochs", "`epochs`"),
-    ("per_device_train_batch_size", "`micro_batch`"),
-    ("gradient_accumulation_steps", "`batch` / `micro_batch`"),
-    ("max_turns", "the agent's `max_turns`, or a phase's `horizon`"),
+/// Names of knobs in verl, TRL and OpenRLHF, the wrl field that says the same thing (empty: it
+/// lives elsewhere, on another declaration), and how a recipe writes it.
+const PEER_NAMES: &[(&str, &str, &str)] = &[
+    ("clip_ratio_high", "clip", "the clip range's upper end: `clip = 0.2 .. 0.28`"),
+    ("clip_ratio_low", "clip", "the clip range's lower end: `clip = 0.2 .. 0.28`"),
+    ("clip_ratio", "clip", "`clip = 0.2 .. 0.2` (a range, low .. high)"),
+    ("epsilon", "clip", "`clip = 0.2 .. 0.28` (ε_low .. ε_high)"),
+    ("epsilon_high", "clip", "the clip range's upper end: `clip = 0.2 .. 0.28`"),
+    ("clip_ratio_c", "dual_clip", "`dual_clip = 3`"),
+    ("n", "group", "`group` (samples per prompt)"),
+    ("num_generations", "group", "`group` (samples per prompt)"),
+    ("n_samples_per_prompt", "group", "`group` (samples per prompt)"),
+    ("train_batch_size", "prompts", "`prompts` (prompts per iteration)"),
+    ("rollout_batch_size", "prompts", "`prompts` (prompts per iteration)"),
+    ("ppo_mini_batch_size", "mini_batch", "`mini_batch` (trajectories per optimiser step)"),
+    ("ppo_micro_batch_size_per_gpu", "micro_batch", "`micro_batch`"),
+    ("learning_rate", "lr", "`lr`"),
+    ("kl_coef", "kl", "`kl`"),
+    ("kl_loss_coef", "kl", "`kl`"),
+    ("beta", "kl", "`kl`"),
+    ("entropy_coeff", "entropy", "`entropy`"),
+    ("loss_type", "loss_agg", "`loss_agg`"),
+    ("loss_agg_mode", "loss_agg", "`loss_agg`"),
+    ("adv_estimator", "", "the stage's constructor: `grpo(…)`, `dapo(…)` or `ppo(…)`"),
+    ("max_response_length", "", "the agent's `max_response`"),
+    ("max_prompt_length", "", "the model's `context`"),
+    ("num_train_epochs", "epochs", "`epochs`"),
+    ("total_epochs", "epochs", "`epochs`"),
+    ("per_device_train_batch_size", "micro_batch", "`micro_batch`"),
+    ("gradient_accumulation_steps", "batch", "`batch` / `micro_batch`"),
+    ("max_turns", "", "the agent's `max_turns`, or a phase's `horizon`"),
 ];
 
-/// Help for a field name that no candidate is close to but that a peer framework uses.
-pub(crate) fn peer_name(wrong: &str) -> Option<String> {
-    let keys = PEER_NAMES.iter().map(|(k, _)| *k);
+/// Help for a field name that no candidate is close to but that a peer framework uses. `fields`
+/// are the fields the constructor has: a peer name whose wrl field this constructor lacks is
+/// not offered (`entropy` on an SFT stage is not verl's `entropy_coeff`), and a name that is
+/// already wrl's own is never "corrected" into a peer's.
+pub(crate) fn peer_name<'a, I>(wrong: &str, fields: I) -> Option<String>
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    let fields: Vec<&str> = fields.into_iter().collect();
+    if PEER_NAMES.iter().any(|(_, here, _)| *here == wrong) {
+        return None;
+    }
+    let keys = PEER_NAMES.iter().map(|(k, _, _)| *k);
     let hit =
-        PEER_NAMES.iter().find(|(k, _)| *k == wrong).map(|(k, _)| *k).or_else(|| {
+        PEER_NAMES.iter().find(|(k, _, _)| *k == wrong).map(|(k, _, _)| *k).or_else(|| {
             if wrong.len() < 5 { None } else { wrl_diagnostics::suggest(wrong, keys) }
         })?;
-    let (_, here) = PEER_NAMES.iter().find(|(k, _)| *k == hit)?;
-    Some(format!("`{wrong}` looks like `{hit}` from verl/TRL; here that is {here}"))
+    let (_, field, how) = PEER_NAMES.iter().find(|(k, _, _)| *k == hit)?;
+    if !field.is_empty() && !fields.contains(field) {
+        return None;
+    }
+    Some(format!("`{wrong}` looks like `{hit}` from verl/TRL; here that is {how}"))
 }
 
 #[cfg(test)]
@@ -72,8 +86,12 @@ mod tests {
         let c = ["drop", "group", "prompts"];
         assert_eq!(did_you_mean("grop", c).as_deref(), Some("did you mean `group`?"));
         assert_eq!(did_you_mean("xrop", c).as_deref(), Some("did you mean `drop`?"));
-        assert!(peer_name("clip_ratio_hgh").is_some_and(|h| h.contains("clip_ratio_high")));
-        assert!(peer_name("num_generations").is_some_and(|h| h.contains("`group`")));
-        assert_eq!(peer_name("zzz"), None);
+        let rl = ["clip", "group", "entropy"];
+        assert!(peer_name("clip_ratio_hgh", rl).is_some_and(|h| h.contains("clip_ratio_high")));
+        assert!(peer_name("num_generations", rl).is_some_and(|h| h.contains("`group`")));
+        assert_eq!(peer_name("zzz", rl), None);
+        // wrl's own name on a constructor without it, and a peer name for a field it lacks.
+        assert_eq!(peer_name("entropy", ["lr", "epochs"]), None);
+        assert_eq!(peer_name("entropy_coeff", ["lr", "epochs"]), None);
     }
 }

@@ -124,12 +124,22 @@ fn strip_article(s: &str) -> String {
 }
 
 fn one_of_words(vs: &[String]) -> String {
-    let ws: Vec<String> = vs.iter().map(|v| format!("`{v}`")).collect();
+    let ws: Vec<String> = vs
+        .iter()
+        .map(|v| if is_name(v) { format!("`{v}`") } else { format!("`\"{v}\"`") })
+        .collect();
     match ws.as_slice() {
         [one] => one.clone(),
         [init @ .., last] => format!("one of {} or {last}", init.join(", ")),
         [] => "nothing".into(),
     }
+}
+
+/// Whether an enum member can be written bare (`left`), or only as a string (`"Right Click"`).
+pub(crate) fn is_name(v: &str) -> bool {
+    let mut chars = v.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn fmt_num(v: f64) -> String {
@@ -188,7 +198,12 @@ pub fn parse_type(e: &Expr) -> Result<Ty, Diagnostic> {
             positional()
                 .map(|a| match &a.value.kind {
                     ExprKind::Path(s) if s.len() == 1 => Ok(s[0].name.clone()),
-                    _ => Err(bad(a.value.span, "an enum value that is not a name".into())),
+                    // A member that is not a name (`"Right Click"`, an action with a space).
+                    ExprKind::Str(s) if !s.trim().is_empty() => Ok(s.clone()),
+                    _ => Err(bad(
+                        a.value.span,
+                        "an enum value that is neither a name nor a non-empty string".into(),
+                    )),
                 })
                 .collect::<Result<_, _>>()?,
         ),

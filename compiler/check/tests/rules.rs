@@ -53,7 +53,7 @@ env web = browser {
   observe = [screenshot(last: 3), url]
   step_text = 200 tokens
 }
-agent actor = react(policy, web) { history = HISTORY, step_response = 600 tokens }
+agent actor = react(policy, web) { history = HISTORY, pages = PAGES, step_response = 600 tokens }
 stage online = grpo(policy, tasks, actor) {
   group = 5
   reward = judge(model: "gpt-4.1", screenshots: 3)
@@ -63,13 +63,25 @@ stage online = grpo(policy, tasks, actor) {
 
 #[test]
 fn turn_budget_names_the_phase_and_turn() {
-    let d = only(&BUDGET.replace("HISTORY", "full_text"), "E0404");
-    // turn t: 200 t + 600 (t - 1) + 3 × 1280 + 1024 > 16000 first at t = 15, in phase 2.
+    let budget =
+        |history: &str, pages: &str| BUDGET.replace("HISTORY", history).replace("PAGES", pages);
+    let d = only(&budget("full_text", "all"), "E0404");
+    // Every page kept, turn t: 64 + 200 t + 600 (t - 1) + 3 × 1280 + 1024 > 16000 first at
+    // t = 15, in phase 2.
     assert!(d.message.starts_with("turn 15 of phase 2 of stage `online`"), "{}", d.message);
     assert!(help(&d).contains("at most 14 steps"), "{}", help(&d));
+    assert!(help(&d).contains("`pages = 1`"), "{}", help(&d));
     assert!(d.labels.len() >= 3, "horizon, context and screenshots: {:#?}", d.labels);
-    // Keeping only actions in the history fits: 30 × 200 + 29 × 32 + 3 × 1280 + 1024 < 16000.
-    assert!(!codes(&BUDGET.replace("HISTORY", "action_only")).contains(&"E0404"));
+    // The current page only: 64 + 200 + 600 (t - 1) + 3 × 1280 + 1024 > 16000 first at t = 20.
+    let d = only(&budget("full_text", "1"), "E0404");
+    assert!(d.message.starts_with("turn 20 of phase 2"), "{}", d.message);
+    assert!(!help(&d).contains("`pages = 1`"), "{}", help(&d));
+    // Keeping only actions in the history fits: 64 + 30 × 200 + 29 × 32 + 3 × 1280 + 1024 < 16000.
+    assert!(!codes(&budget("action_only", "all")).contains(&"E0404"));
+    // An agent that says what happens past its context is not judged by the estimate.
+    let cut =
+        budget("full_text", "all").replace("pages = all", "pages = all, overflow = truncate_left");
+    assert!(!codes(&cut).contains(&"E0404"));
 }
 
 #[test]

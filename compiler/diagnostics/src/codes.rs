@@ -123,6 +123,10 @@ pub const CODES: &[CodeInfo] = &[
     live("W0202", Phase::Warning, "unused import"),
     live("W0203", Phase::Warning, "profile override of a param does not reach a computed value"),
     live("W0204", Phase::Warning, "a knob the chosen policy loss does not read"),
+    live("W0210", Phase::Warning, "a step budget the agent's `max_turns` cuts"),
+    live("W0211", Phase::Warning, "a phase `lr` replaces the stage's"),
+    live("W0212", Phase::Warning, "a model context in thousands where a power of two is meant"),
+    live("W0213", Phase::Warning, "`k` that the chosen metric does not read"),
 ];
 
 /// The registry entry for a code.

@@ -28,6 +28,13 @@ pub use model::{DataKind, Edge, Node, NodeKind, PLAN_VERSION, Plan};
 pub use text::{render_text, show_num, show_val};
 pub use unknowns::refused_unknowns;
 pub use value::{BinOp, Expr, PExpr, PObj, PVal};
+pub use wrl_check::turns::turns_run;
+
+/// The turns an episode runs with a step budget and an agent's `max_turns`: the checker's,
+/// the estimate's and every runner's one rule ([`turns_run`]).
+pub fn turns_cap(budget: u32, max_turns: u32) -> u32 {
+    turns_run(Some(budget.into()), Some(max_turns.into())).map_or(max_turns, |t| t as u32)
+}
 
 /// Lowers a checked recipe (with its profile already applied, if any). Returns the plan, or
 /// the plan errors (E045x) when the recipe cannot be run as a graph of stages.

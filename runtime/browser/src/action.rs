@@ -331,6 +331,51 @@ pub enum ToolSet {
     Elem,
 }
 
+impl ToolSet {
+    /// The tool names this browser runs for the set (a call to any other is an agent error,
+    /// and a recipe tool set naming one is refused before a run: `wrlc run --dry-run`).
+    pub fn tool_names(self) -> &'static [&'static str] {
+        match self {
+            ToolSet::Openwebrl => &[
+                "click",
+                "write",
+                "scroll",
+                "press_keys",
+                "wait",
+                "goto_url",
+                "go_back",
+                "hover",
+                "drag",
+                "new_tab",
+                "switch_tab",
+                "close_tab",
+                "done",
+            ],
+            ToolSet::Opagent => &[
+                "click",
+                "type",
+                "hover",
+                "press",
+                "scroll",
+                "new_tab",
+                "tab_focus",
+                "go_back",
+                "go_forward",
+                "double_click",
+                "goto",
+                "browser_select_option",
+                "wait",
+                "find",
+                "answer",
+            ],
+            ToolSet::Elem => &[
+                "click", "type", "select", "hover", "scroll", "press", "goto", "back", "forward",
+                "answer", "done",
+            ],
+        }
+    }
+}
+
 impl Action {
     /// Builds an action from a JSON tool call of `toolset`: `name` plus an `arguments` object.
     /// Unknown tools and bad arguments are agent errors.
@@ -350,59 +395,13 @@ impl Action {
         };
         obj.insert("tool".into(), Value::String(name.to_string()));
         let v = Value::Object(obj);
-        let known = |names: &[&str]| names.contains(&name);
+        if !toolset.tool_names().contains(&name) {
+            return Err(AgentError::UnknownTool(name.to_string()));
+        }
         let res = match toolset {
-            ToolSet::Openwebrl => {
-                if !known(&[
-                    "click",
-                    "write",
-                    "scroll",
-                    "press_keys",
-                    "wait",
-                    "goto_url",
-                    "go_back",
-                    "hover",
-                    "drag",
-                    "new_tab",
-                    "switch_tab",
-                    "close_tab",
-                    "done",
-                ]) {
-                    return Err(AgentError::UnknownTool(name.to_string()));
-                }
-                serde_json::from_value(v).map(Action::Openwebrl)
-            }
-            ToolSet::Opagent => {
-                if !known(&[
-                    "click",
-                    "type",
-                    "hover",
-                    "press",
-                    "scroll",
-                    "new_tab",
-                    "tab_focus",
-                    "go_back",
-                    "go_forward",
-                    "double_click",
-                    "goto",
-                    "browser_select_option",
-                    "wait",
-                    "find",
-                    "answer",
-                ]) {
-                    return Err(AgentError::UnknownTool(name.to_string()));
-                }
-                serde_json::from_value(v).map(Action::Opagent)
-            }
-            ToolSet::Elem => {
-                if !known(&[
-                    "click", "type", "select", "hover", "scroll", "press", "goto", "back",
-                    "forward", "answer", "done",
-                ]) {
-                    return Err(AgentError::UnknownTool(name.to_string()));
-                }
-                serde_json::from_value(v).map(Action::Elem)
-            }
+            ToolSet::Openwebrl => serde_json::from_value(v).map(Action::Openwebrl),
+            ToolSet::Opagent => serde_json::from_value(v).map(Action::Opagent),
+            ToolSet::Elem => serde_json::from_value(v).map(Action::Elem),
         };
         res.map_err(|e| AgentError::BadArguments(format!("{name}: {e}")))
     }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde::Serialize;
 use wrl_browser::{EndReason, Episode, EpisodeCfg, EpisodeSpec, Observation};
 use wrl_exec::agent::actions::read_turn;
-use wrl_exec::agent::policy::prompt_text;
+use wrl_exec::agent::policy::{prompt_in, split_task};
 use wrl_exec::env::search::{Call, observation, parse_call};
 use wrl_exec::reward::{RewardExpr, RewardValue};
 use wrl_exec::rollout::{Scoring, scored};
@@ -107,6 +107,8 @@ pub struct Session {
     driver: Driver,
     steps: Vec<TrajStep>,
     history: Vec<String>,
+    /// The pages observed before the current one (without task lines), oldest first.
+    seen: Vec<String>,
     last: Option<Observed>,
     started: Instant,
     /// When the last request touched it (an idle episode is ended by the reaper).
@@ -155,6 +157,7 @@ impl Session {
             driver,
             steps: Vec::new(),
             history: Vec::new(),
+            seen: Vec::new(),
             last: None,
             started: now,
             touched: now,
@@ -205,7 +208,13 @@ impl Session {
             }
             Driver::Search { response, .. } => (observation(&self.task.goal, response), None),
         };
-        let prompt = prompt_text(&text, &self.history, served.history);
+        // The service hands the prompt to its client, who decides what an over-long one does;
+        // `overflow = end_episode` is refused when the service starts.
+        if let Some(prev) = self.last.as_ref() {
+            self.seen.push(split_task(&prev.text).1.to_string());
+        }
+        let prompt = prompt_in(&text, &self.seen, &self.history, served.history, served.window)
+            .unwrap_or_else(|why| why);
         self.last = Some(Observed { text, prompt, screenshot });
     }
 

@@ -43,6 +43,8 @@ pub struct Served {
     pub retries: usize,
     pub tools: Toolset,
     pub history: History,
+    /// The pages the agent's prompts keep.
+    pub window: wrl_exec::agent::policy::Window,
     /// The step budget: a task's own, capped by the phase's horizon and the agent's turns.
     pub max_steps: u32,
     /// `None`: an eval, whose score is the task's checker (1 solved, 0 not).
@@ -190,6 +192,13 @@ pub async fn environment(
                 .map_err(|e| ServiceError::Start(format!("`{decl}`: cannot set up judges: {e}")))?,
             None => Judges::default(),
         };
+        if a.window.end_on_overflow {
+            return Err(no_env(format!(
+                "`{decl}`: its agent ends episodes whose prompt does not fit \
+                 (`overflow = end_episode`), but this service hands prompts to its client, which \
+                 decides; serve a profile with `overflow = truncate_left`"
+            )));
+        }
         let episode = settings::episode_cfg(Some(env), Some(a.max_parse_failures));
         let (place, tools, env_kind) = match env {
             params::Env::Browser(b) => {
@@ -230,7 +239,8 @@ pub async fn environment(
             episode,
             tools,
             history: a.history,
-            max_steps: horizon.min(a.max_turns),
+            window: a.window,
+            max_steps: wrl_plan::turns_cap(horizon, a.max_turns),
             reward,
             process,
             exclude,

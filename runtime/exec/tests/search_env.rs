@@ -104,6 +104,7 @@ async fn episodes_ending_in_environment_errors_are_retried_then_counted() {
         concurrency: 2,
         sample: wrl_trainer::SampleParams::default(),
         history: History::ActionOnly,
+        window: wrl_exec::agent::policy::Window::default(),
         exclude: Vec::new(),
         process: None,
         graph: None,
@@ -132,4 +133,38 @@ fn the_last_response_is_read_back_from_the_observation() {
     let obs = wrl_exec::env::search::observation(&task.goal, "[1] Barvel\nresult: x");
     assert_eq!(last_response(task, &obs), "[1] Barvel\nresult: x");
     assert_eq!(last_response(task, &wrl_exec::env::search::observation(&task.goal, "")), "");
+}
+
+/// `trajectory_tokens`: every reply is cut to what is left of the episode's budget, and the
+/// episode ends as the agent error `trajectory_tokens` when nothing is left — with a real tiny
+/// candle policy sampling real tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reply_budget_ends_the_episode() {
+    use std::sync::{Arc, Mutex};
+    use wrl_exec::agent::policy::{History, TrainerPolicy, Window};
+    use wrl_trainer::{PolicyConfig, SampleParams, TinyConfig, Trainer, TrainerConfig};
+    let sb = Sandbox::start(0, 0).await.unwrap();
+    let env =
+        SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5)).unwrap();
+    let task = &generate_qa(sb.content(), Split::Train, 1, 0)[0];
+    let trainer = Trainer::new(TrainerConfig {
+        policy: PolicyConfig::Tiny(TinyConfig::default()),
+        optim: Default::default(),
+        seed: 3,
+        device: Default::default(),
+    })
+    .unwrap();
+    let trainer = Arc::new(Mutex::new(trainer));
+    let params = SampleParams { max_tokens: 16, temperature: 1.0, ..SampleParams::default() };
+    let window = Window { reply_budget: Some(6), ..Window::default() };
+    let mut policy = TrainerPolicy::new(trainer, params, History::ActionOnly, "policy")
+        .with_window(window)
+        .with_stream(Some(1));
+    let t = env.run_task(task, &mut policy, &EpisodeCfg { max_agent_errors: 10, ..cfg() }).await;
+    let written: Vec<usize> = policy.turns.iter().map(|t| t.completion_tokens.len()).collect();
+    // The random policy's first reply is cut at the 6 tokens the budget allows (not the turn's
+    // 16); the next turn finds nothing left and ends the episode, naming the budget.
+    assert_eq!(written, vec![6], "{:?}", t.outcome);
+    assert_eq!(t.outcome.reason, "agent_error");
+    assert!(t.outcome.message.starts_with("trajectory_tokens"), "{}", t.outcome.message);
 }

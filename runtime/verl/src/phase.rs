@@ -164,26 +164,58 @@ impl Ph<'_, '_> {
         self.map("clip.hi", &[(&k(A, "clip_ratio_high"), json!(clip.hi))]);
     }
 
-    fn kl(&mut self, kl: f64, estimator: Option<KlEstimator>) {
-        self.map(
-            "kl",
-            &[
-                (&k(A, "use_kl_loss"), json!(kl > 0.0)),
-                (&k(A, "kl_loss_coef"), json!(kl)),
-                ("algorithm.use_kl_in_reward", json!(false)),
-            ],
-        )
-        .note("a KL loss term, as the candle trainer applies it; no reference model when 0");
+    fn kl(&mut self, kl: f64, kl_in: params::KlIn, estimator: Option<KlEstimator>) {
         let word = |e: KlEstimator| match e {
             KlEstimator::K1 => "k1",
             KlEstimator::K2 => "k2",
             KlEstimator::K3 => "low_var_kl",
         };
-        match estimator {
-            Some(e) => {
-                self.map("kl_estimator", &[(&k(A, "kl_loss_type"), json!(word(e)))]);
+        match kl_in {
+            params::KlIn::Loss => {
+                self.map(
+                    "kl",
+                    &[
+                        (&k(A, "use_kl_loss"), json!(kl > 0.0)),
+                        (&k(A, "kl_loss_coef"), json!(kl)),
+                        ("algorithm.use_kl_in_reward", json!(false)),
+                    ],
+                )
+                .note(
+                    "a KL loss term, as the candle trainer applies it; no reference model when 0",
+                );
+                self.map("kl_in", &[(&k(A, "use_kl_loss"), json!(kl > 0.0))]);
+                match estimator {
+                    Some(e) => {
+                        self.map("kl_estimator", &[(&k(A, "kl_loss_type"), json!(word(e)))]);
+                    }
+                    None => crate::ctx::set(self.cfg, &k(A, "kl_loss_type"), json!("low_var_kl")),
+                }
             }
-            None => crate::ctx::set(self.cfg, &k(A, "kl_loss_type"), json!("low_var_kl")),
+            params::KlIn::Reward => {
+                self.map(
+                    "kl",
+                    &[
+                        (&k(A, "use_kl_loss"), json!(false)),
+                        ("algorithm.use_kl_in_reward", json!(kl > 0.0)),
+                        ("algorithm.kl_ctrl.type", json!("fixed")),
+                        ("algorithm.kl_ctrl.kl_coef", json!(kl)),
+                    ],
+                )
+                .note("a per-token penalty on the reward (fixed coefficient); no reference model when 0");
+                self.map("kl_in", &[("algorithm.use_kl_in_reward", json!(kl > 0.0))]);
+                // verl's reward penalty names its estimators `kl` (k1), `mse` (k2), `low_var_kl` (k3).
+                let penalty = |e: KlEstimator| match e {
+                    KlEstimator::K1 => "kl",
+                    KlEstimator::K2 => "mse",
+                    KlEstimator::K3 => "low_var_kl",
+                };
+                match estimator {
+                    Some(e) => {
+                        self.map("kl_estimator", &[("algorithm.kl_penalty", json!(penalty(e)))]);
+                    }
+                    None => crate::ctx::set(self.cfg, "algorithm.kl_penalty", json!("kl")),
+                }
+            }
         }
     }
 
@@ -309,6 +341,21 @@ impl Ph<'_, '_> {
         }
     }
 
+    /// verl's multi-turn `response_mask` trains the model's replies only.
+    fn mask(&mut self, mask: &[params::MaskPart]) {
+        let missing: Vec<&str> =
+            params::MaskPart::ALL.iter().filter(|p| !mask.contains(p)).map(|p| p.word()).collect();
+        if missing.is_empty() {
+            self.c.implied(self.n, "mask", "verl's response_mask trains the replies only");
+        } else {
+            let what = format!(
+                "verl's multi-turn loss trains the model's replies only; it cannot train {}",
+                missing.join(", ")
+            );
+            self.c.not_mapped(self.n, "mask", &what, "the replies only").refuse(E_UNMAPPED);
+        }
+    }
+
     fn frozen(&mut self, frozen: &[params::FrozenPart]) {
         if frozen.is_empty() {
             self.c.implied(self.n, "frozen", "nothing frozen: verl trains every parameter");
@@ -350,6 +397,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 clip,
                 dual_clip,
                 kl,
+                kl_in,
                 kl_estimator,
                 entropy,
                 ppo_epochs,
@@ -371,6 +419,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 refill,
                 ppo_kl_coef,
                 frozen,
+                mask,
                 validate,
                 checkpoint_every,
                 seed,
@@ -390,7 +439,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             if dual_clip.is_none() {
                 e.note("no dual clip: verl always applies one, so a bound no ratio reaches");
             }
-            ph.kl(*kl, Some(*kl_estimator));
+            ph.kl(*kl, *kl_in, Some(*kl_estimator));
             ph.map("entropy", &[(&k(A, "entropy_coeff"), json!(entropy))]);
             ph.ppo_epochs_and_batch(*ppo_epochs, *mini_batch, *prompts, *group);
             ph.sampling(*temperature, *top_p);
@@ -467,6 +516,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             }
             ph.validate(validate);
             ph.frozen(frozen);
+            ph.mask(mask);
             ph.checkpoints(checkpoint_every.0);
         }
         RlPhase::Dapo(d) => {
@@ -487,6 +537,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 reward,
                 clip,
                 kl,
+                kl_in,
                 entropy,
                 ppo_epochs,
                 mini_batch,
@@ -500,6 +551,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 schedule,
                 optimizer,
                 frozen,
+                mask,
                 validate,
                 checkpoint_every,
                 seed,
@@ -507,7 +559,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
             ph.clip(clip);
             fixed(ph, &k(A, "clip_ratio_c"), json!(1e9));
-            ph.kl(*kl, None);
+            ph.kl(*kl, *kl_in, None);
             ph.map("entropy", &[(&k(A, "entropy_coeff"), json!(entropy))]);
             ph.ppo_epochs_and_batch(*ppo_epochs, *mini_batch, *prompts, *group);
             ph.sampling(*temperature, *top_p);
@@ -522,6 +574,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             fixed(ph, "trainer.v1.trainer_mode", json!("sync"));
             ph.validate(validate);
             ph.frozen(frozen);
+            ph.mask(mask);
             ph.checkpoints(checkpoint_every.0);
         }
         RlPhase::Ppo(p) => {
@@ -542,6 +595,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 reward,
                 clip,
                 kl,
+                kl_in,
                 ppo_epochs,
                 mini_batch,
                 temperature,
@@ -550,6 +604,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 schedule,
                 optimizer,
                 frozen,
+                mask,
                 checkpoint_every,
                 seed,
             } = p;
@@ -558,7 +613,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             // wrl's `ppo`: several epochs over old log-probs with GRPO advantages, no critic,
             // no dual clip, no entropy bonus, token-mean loss, one sample per turn.
             fixed(ph, &k(A, "clip_ratio_c"), json!(1e9));
-            ph.kl(*kl, None);
+            ph.kl(*kl, *kl_in, None);
             fixed(ph, &k(A, "entropy_coeff"), json!(0));
             ph.ppo_epochs_and_batch(*ppo_epochs, *mini_batch, *prompts, *group);
             ph.sampling(*temperature, *top_p);
@@ -571,6 +626,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             ph.optimizer(optimizer);
             fixed(ph, "trainer.v1.trainer_mode", json!("sync"));
             ph.frozen(frozen);
+            ph.mask(mask);
             ph.checkpoints(checkpoint_every.0);
         }
     }

@@ -50,6 +50,57 @@ fn once(c: &mut Ctx<'_>, n: &Node, field: &str, f: impl FnOnce(&mut Ctx<'_>, &No
     }
 }
 
+/// A ReAct agent's page window: the env service composes each turn's prompt, so it keeps the
+/// pages; ending an episode on an over-long prompt is the client's call, which verl's agent
+/// loop does not make (refused).
+fn window(
+    c: &mut Ctx<'_>,
+    agent: &Node,
+    pages: params::OrAll<u32>,
+    older: params::OlderPages,
+    overflow: params::Overflow,
+) {
+    let p = match pages {
+        params::OrAll::All => json!("all"),
+        params::OrAll::Value(k) => json!(k),
+    };
+    let older = match older {
+        params::OlderPages::Drop => "drop",
+        params::OlderPages::Placeholder => "placeholder",
+    };
+    once(c, agent, "pages", |c, n, f| {
+        c.wrl(n, f, &[("env service", p)]).note("the pages each served prompt keeps");
+    });
+    once(c, agent, "older_pages", |c, n, f| {
+        c.wrl(n, f, &[("env service", json!(older))]);
+    });
+    once(c, agent, "task_text", |c, n, f| {
+        c.implied(n, f, "the checker's context budget (E0404)");
+    });
+    once(c, agent, "overflow", |c, n, f| match overflow {
+        params::Overflow::Check => {
+            c.implied(
+                n,
+                f,
+                "checked by E0404; verl's prompt length comes from the model's context",
+            );
+        }
+        params::Overflow::TruncateLeft => {
+            c.wrl(n, f, &[("env service", json!("truncate_left"))])
+                .note("the served prompt is cut from the left");
+        }
+        params::Overflow::EndEpisode => {
+            c.not_mapped(
+                n,
+                f,
+                "verl's agent loop cannot end an episode because its prompt is too long",
+                "`overflow = truncate_left` (a profile can)",
+            )
+            .refuse(crate::ctx::E_UNMAPPED);
+        }
+    });
+}
+
 /// The phase's agent, its env and its policy model.
 pub(crate) fn agent_env_model(
     c: &mut Ctx<'_>,
@@ -69,7 +120,28 @@ pub(crate) fn agent_env_model(
                 max_response,
                 prompt,
                 step_response: _,
+                pages,
+                older_pages,
+                overflow,
+                task_text: _,
+                trajectory_tokens,
             } = r;
+            window(c, agent, pages, older_pages, overflow);
+            once(c, agent, "trajectory_tokens", |c, n, f| match trajectory_tokens {
+                params::OrUnlimited::Unlimited => {
+                    c.implied(n, f, "no episode-wide reply budget: each turn's max_tokens alone");
+                }
+                params::OrUnlimited::Value(_) => {
+                    c.not_mapped(
+                        n,
+                        f,
+                        "verl's multi-turn response budget (data.max_response_length) counts tool \
+                         responses too and is set here from the model's context",
+                        "`trajectory_tokens = unlimited` (a profile can)",
+                    )
+                    .refuse(crate::ctx::E_UNMAPPED);
+                }
+            });
             let h = match history {
                 params::History::FullText => "full_text",
                 params::History::HideThinking => "hide_thinking",

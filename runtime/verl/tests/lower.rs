@@ -129,6 +129,34 @@ fn an_unknown_turn_budget_caps_nothing() {
     assert!(loops.contains("max_steps: 3"), "the horizon (3 steps) is the budget: {loops}");
 }
 
+/// `kl_in = reward` is verl's `use_kl_in_reward` with a fixed coefficient and its penalty
+/// estimator; `kl_in = loss` its KL loss, never both.
+#[test]
+fn the_kl_goes_where_the_recipe_says() {
+    let root = root();
+    let base = std::fs::read_to_string(root.join("tests/ui/lower/E0602_unknown_group.wrl"))
+        .unwrap()
+        .replace("group = unknown", "group = 4, kl = 0.01, kl_estimator = k2");
+    let job_of = |text: String| {
+        let mut sources = SourceMap::new();
+        let id = sources.add("kl.wrl".to_string(), text.clone());
+        let parsed = wrl_syntax::parse(id, &text);
+        let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+        assert!(checked.diagnostics.iter().all(|d| !d.is_error()), "{:?}", checked.diagnostics);
+        let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
+        let job = wrl_verl::lower(&plan);
+        let cfg = job.files.iter().find(|(k, _)| k.starts_with("config/")).map(|(_, v)| v);
+        String::from_utf8(cfg.unwrap().clone()).unwrap()
+    };
+    let reward = job_of(base.replace("kl = 0.01,", "kl = 0.01, kl_in = reward,"));
+    assert!(reward.contains("use_kl_in_reward: true"), "{reward}");
+    assert!(reward.contains("use_kl_loss: false"), "{reward}");
+    assert!(reward.contains("kl_penalty: mse"), "{reward}");
+    let loss = job_of(base);
+    assert!(loss.contains("use_kl_in_reward: false"), "{loss}");
+    assert!(loss.contains("use_kl_loss: true") && loss.contains("kl_loss_type: k2"), "{loss}");
+}
+
 /// The portability tables of the seed recipes in docs/scale.md, as the lowering writes them.
 #[test]
 fn the_portability_tables_in_docs_scale_md_are_current() {

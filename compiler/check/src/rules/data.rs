@@ -96,11 +96,11 @@ fn kind(
 }
 
 /// The episode signals an agent's environment, tool set and dataset produce.
-fn produced(
-    ctx: &Ctx<'_>,
-    agent: Option<&Obj>,
-    tasks: Option<&Val>,
-) -> Option<BTreeSet<&'static str>> {
+fn produced<'a>(
+    ctx: &Ctx<'a>,
+    agent: Option<&'a Obj>,
+    tasks: Option<&'a Val>,
+) -> Option<Produced<'a>> {
     let agent = agent?;
     let env = agent.fields.get("env").and_then(|e| ctx.obj(e))?;
     let mut p: BTreeSet<&'static str> = ["response", "end_reason", "actions", "task"].into();
@@ -143,7 +143,13 @@ fn produced(
         }
         Some(_) => {}
     }
-    Some(p)
+    Some(Produced { signals: p, env: env.ctor.as_str() })
+}
+
+/// What an episode records, and the kind of environment that records it (for the help).
+struct Produced<'a> {
+    signals: BTreeSet<&'static str>,
+    env: &'a str,
 }
 
 /// Every stdlib signal a reward uses, through reward declarations.
@@ -191,25 +197,27 @@ fn short(ctor: &str) -> &str {
     ctor.rsplit("::").next().unwrap_or(ctor)
 }
 
-fn reads(
-    ctx: &Ctx<'_>,
-    reward: &Val,
-    produced: &Option<BTreeSet<&'static str>>,
-    out: &mut Vec<Diagnostic>,
-) {
-    let Some(produced) = produced else { return };
+fn reads(ctx: &Ctx<'_>, reward: &Val, produced: &Option<Produced<'_>>, out: &mut Vec<Diagnostic>) {
+    let Some(Produced { signals: produced, env }) = produced else { return };
     let mut sigs = Vec::new();
     signals(ctx, reward, &mut sigs, 0);
     let mut done: BTreeSet<(String, String)> = BTreeSet::new();
     for (o, at) in sigs {
         let Some(V::List { items }) = o.meta.get("reads").map(|v| &v.v) else { continue };
         for r in items.iter().filter_map(word) {
-            if produced.contains(r) || !done.insert((o.ctor.to_string(), r.to_string())) {
+            // A judge told to look at no screenshots reads the task, actions and answer as text.
+            let no_shots = r == "screenshots"
+                && o.fields
+                    .get("screenshots")
+                    .is_some_and(|n| matches!(n.v, V::Num { value } if value == 0.0));
+            if no_shots || produced.contains(r) || !done.insert((o.ctor.to_string(), r.to_string()))
+            {
                 continue;
             }
             let name = short(&o.ctor);
             let place = ctx.find_word(at.span, name);
-            let (why, fix) = explain(r);
+            let shot_arg = o.fields.contains_key("screenshots");
+            let (why, fix) = explain(r, env, shot_arg, name);
             let mut d = Diagnostic::new(
                 "E0405",
                 format!("reward `{name}` reads {r}, which this environment does not produce"),
@@ -223,12 +231,30 @@ fn reads(
     }
 }
 
-fn explain(r: &str) -> (&'static str, &'static str) {
-    match r {
-        "screenshots" => (
-            "screenshots are recorded only when the environment observes them",
-            "add `screenshot(last: 1)` to the env's `observe`, or use a reward that does not need pixels",
-        ),
+/// Why an environment lacks `r`, and the fix that fits this environment and this reward.
+fn explain(r: &str, env: &str, shot_arg: bool, reward: &str) -> (&'static str, String) {
+    let (why, fix) = match r {
+        "screenshots" => {
+            let why = "screenshots are recorded only when a browser environment observes them";
+            // The runtime's policies read text: steering them to a screenshot observation
+            // would trade this error for a refusal at run time.
+            let text = if shot_arg {
+                format!(
+                    "set `screenshots: 0` on `{reward}` (it then judges the task, the actions and the answer as text)"
+                )
+            } else {
+                "use a reward that does not need pixels".to_string()
+            };
+            return match env {
+                "browser" => (
+                    why,
+                    format!(
+                        "{text}, or, for a vision policy, add `screenshot(last: 1)` to the env's `observe`"
+                    ),
+                ),
+                _ => (why, format!("{text}: a `{env}` environment has no pages to capture")),
+            };
+        }
         "url" | "elements" => (
             "only a `browser` environment has pages",
             "use a browser environment, or a reward that reads the answer",
@@ -249,7 +275,8 @@ fn explain(r: &str) -> (&'static str, &'static str) {
             ("the environment gives no per-step feedback", "use a browser or search environment")
         }
         _ => ("the episode does not record it", "use a reward over what the episode records"),
-    }
+    };
+    (why, fix.to_string())
 }
 
 /// DAPO's dynamic-sampling metric must be `reward` or something the reward emits.

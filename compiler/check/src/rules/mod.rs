@@ -6,6 +6,7 @@
 pub(crate) mod budget;
 mod data;
 mod graph;
+mod lints;
 mod rl;
 mod stages;
 mod tools;
@@ -175,6 +176,7 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     tools::check(ctx, &mut out);
     graph::check(ctx, &mut out);
     stages::check(ctx, &mut out);
+    lints::check(ctx, &mut out);
     out
 }
 

@@ -1,6 +1,6 @@
-//! Tool sets (E0407): exactly the tools marked `terminal` end an episode, so a tool set without
-//! one can only end by running out of turns — every episode would be scored as a failure. Tool
-//! names must be unique in a set (E0201): a model calls tools by name.
+//! Tool sets (E0407): the tools marked `terminal` (or the set's `answer_tag`) end an episode, so
+//! a tool set without either can only end by running out of turns — every episode would be
+//! scored as a failure. Tool names must be unique in a set (E0201): a model calls tools by name.
 
 use std::collections::BTreeSet;
 
@@ -25,14 +25,21 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
                     }
                 }
             }
-            if o.kind == "tools" && seen.insert(v.span) && !o.tools.iter().any(|t| t.terminal) {
+            // An answer tag ends the episode as a terminal tool would (`<answer>…</answer>`).
+            let tagged =
+                o.fields.get("answer_tag").and_then(super::word).is_some_and(|w| !w.is_empty());
+            if o.kind == "tools"
+                && seen.insert(v.span)
+                && !tagged
+                && !o.tools.iter().any(|t| t.terminal)
+            {
                 let mut diag = Diagnostic::new("E0407", "this tool set has no terminal tool")
                     .label(v.span, "no tool here is marked `terminal`");
                 if let Some(last) = o.tools.last() {
                     diag = diag.label(last.span, format!("`{}` is not terminal", last.name));
                 }
                 out.push(diag.help(
-                    "an episode ends only when the policy calls a terminal tool; mark the answering tool: `tool done(answer: string) { terminal }`",
+                    "an episode ends only when the policy calls a terminal tool or writes the set's `answer_tag`; mark the answering tool (`tool done(answer: string) { terminal }`) or set `answer_tag = \"answer\"`",
                 ));
             }
         });

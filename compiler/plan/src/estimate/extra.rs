@@ -19,7 +19,9 @@ pub(super) fn refill(plan: &Plan, n: &Node, trained: &StageEstimate) -> Option<S
     e.id = format!("refill:{}", n.id);
     e.kind = "refill".into();
     e.trajectories = extra;
-    e.max_env_steps = mul(extra, count(n.params.get("horizon")));
+    let agent_turns = input(plan, &n.id, "agent").and_then(|a| count(a.params.get("max_turns")));
+    e.max_env_steps =
+        mul(extra, wrl_check::turns::turns_run(count(n.params.get("horizon")), agent_turns));
     e.max_generated_tokens = mul(e.max_env_steps, tokens_per_step(input(plan, &n.id, "agent")));
     add_judges(&mut e, reward_judges(plan, input(plan, &n.id, "reward")), extra);
     Some(e)
@@ -80,8 +82,10 @@ pub(super) fn validation(plan: &Plan, n: &Node) -> Option<StageEstimate> {
         Some(s @ PVal::Qty { .. }) => count(Some(s)),
         _ => count(n.params.get("horizon")),
     };
-    e.max_env_steps = mul(e.trajectories, steps);
     let agent = input(plan, &n.id, "agent");
+    let steps =
+        wrl_check::turns::turns_run(steps, agent.and_then(|a| count(a.params.get("max_turns"))));
+    e.max_env_steps = mul(e.trajectories, steps);
     let per_step = match (v.field("max_response"), agent) {
         (Some(r @ PVal::Qty { .. }), Some(a)) if a.ctor == "react" => count(Some(r)),
         _ => tokens_per_step(agent),

@@ -47,6 +47,16 @@ pub(super) fn dataset_size(plan: &Plan, d: &Node) -> Count {
 }
 
 /// Tokens an agent may generate in one step: a ReAct turn, or one call of every module.
+/// The most tokens one episode generates: its turns × the reply cap, cut at the agent's
+/// `trajectory_tokens` (`unlimited` is no number, so no cut).
+pub(super) fn per_episode(agent: Option<&Node>, turns: Count, per_step: Count) -> Count {
+    let all = mul(turns, per_step);
+    match agent.and_then(|a| count(a.params.get("trajectory_tokens"))) {
+        Some(budget) => all.map(|x| x.min(budget)),
+        None => all,
+    }
+}
+
 pub(super) fn tokens_per_step(agent: Option<&Node>) -> Count {
     let a = agent?;
     if a.ctor == "react" {
@@ -216,11 +226,15 @@ pub(super) fn rl_phase(plan: &Plan, n: &Node) -> StageEstimate {
     let mut e = empty(n);
     let iters = count(n.params.get("iters"));
     let per_iter = mul(count(n.params.get("prompts")), count(n.params.get("group")));
-    let horizon = count(n.params.get("horizon"));
+    // Episodes run to the horizon cut at the agent's `max_turns` (the runtime's one rule).
+    let agent_turns = input(plan, &n.id, "agent").and_then(|a| count(a.params.get("max_turns")));
+    let horizon = wrl_check::turns::turns_run(count(n.params.get("horizon")), agent_turns);
     // The trajectories trained on; those drawn again for dropped groups are `refill` figures.
     e.trajectories = mul(iters, per_iter);
     e.max_env_steps = mul(e.trajectories, horizon);
-    e.max_generated_tokens = mul(e.max_env_steps, tokens_per_step(input(plan, &n.id, "agent")));
+    let agent = input(plan, &n.id, "agent");
+    e.max_generated_tokens =
+        mul(e.trajectories, per_episode(agent, horizon, tokens_per_step(agent)));
     let (traj, steps) = (e.trajectories, e.max_env_steps);
     add_judges(&mut e, reward_judges(plan, input(plan, &n.id, "reward")), traj);
     let process = input(plan, &n.id, "process_reward");
@@ -245,17 +259,14 @@ pub(super) fn eval(plan: &Plan, n: &Node) -> StageEstimate {
     let agent = input(plan, &n.id, "agent");
     let steps = count(n.params.get("max_steps"));
     let turns = agent.and_then(|a| count(a.params.get("max_turns")));
-    let steps = match (steps, turns) {
-        (Some(s), Some(t)) => Some(s.min(t)),
-        (s, t) => s.or(t),
-    };
+    let steps = wrl_check::turns::turns_run(steps, turns);
     e.max_env_steps = mul(e.trajectories, steps);
     // The eval's own reply length, for a ReAct agent (a graph's modules keep theirs).
     let per_step = match (n.params.get("max_response"), agent) {
         (Some(v @ PVal::Qty { .. }), Some(a)) if a.ctor == "react" => count(Some(v)),
         _ => tokens_per_step(agent),
     };
-    e.max_generated_tokens = mul(e.max_env_steps, per_step);
+    e.max_generated_tokens = mul(e.trajectories, per_episode(agent, steps, per_step));
     let traj = e.trajectories;
     add_judges(&mut e, reward_judges(plan, input(plan, &n.id, "judge")), traj);
     e

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::envs::Toolset;
-use super::or::OrNone;
+use super::or::{OrAll, OrNone, OrUnlimited};
 use super::units::{NodeRef, Tokens, Turns, Word};
 
 /// How much of the episode so far a ReAct agent's prompt carries.
@@ -31,6 +31,30 @@ pub struct React {
     pub max_response: Tokens,
     pub prompt: String,
     pub step_response: Tokens,
+    pub pages: OrAll<u32>,
+    pub older_pages: OlderPages,
+    pub overflow: Overflow,
+    pub task_text: Tokens,
+    pub trajectory_tokens: OrUnlimited<Tokens>,
+}
+
+/// What a page that left a ReAct agent's window leaves in the prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OlderPages {
+    Drop,
+    Placeholder,
+}
+
+/// What a turn whose prompt does not fit the model's context does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Overflow {
+    /// The checker's estimate must fit (E0404); the runtime cuts from the left what still
+    /// does not.
+    Check,
+    TruncateLeft,
+    EndEpisode,
 }
 
 /// Whether a graph's trainable roles share one copy of the weights.

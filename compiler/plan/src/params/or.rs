@@ -58,6 +58,11 @@ macro_rules! or_word {
 }
 
 or_word!(
+    /// `all` (a ReAct agent's `pages`: every text observation stays in the prompt).
+    OrAll { All = "all" }
+);
+
+or_word!(
     /// A value, or `agent`: what the agent (or its env) declares.
     OrAgent { Agent = "agent" }
 );

@@ -45,7 +45,7 @@ pub enum Images {
     All,
 }
 
-/// Spans of a demonstration that carry no loss.
+/// Spans of a demonstration (or, in RL, of a trajectory) that carry no loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MaskPart {
@@ -53,6 +53,22 @@ pub enum MaskPart {
     ToolOutput,
     History,
     System,
+}
+
+impl MaskPart {
+    /// Every span that is not the policy's own reply.
+    pub const ALL: [MaskPart; 4] =
+        [MaskPart::Observations, MaskPart::ToolOutput, MaskPart::History, MaskPart::System];
+
+    /// As a recipe writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            MaskPart::Observations => "observations",
+            MaskPart::ToolOutput => "tool_output",
+            MaskPart::History => "history",
+            MaskPart::System => "system",
+        }
+    }
 }
 
 /// `sft(model, data) { … }`, plus the stage's name.
@@ -76,6 +92,14 @@ pub struct Sft {
     pub checkpoint_every: Epochs,
     pub seed: u64,
     pub stage: String,
+}
+
+/// Where an RL stage's KL to the reference model acts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KlIn {
+    Loss,
+    Reward,
 }
 
 /// Where an RL phase starts.
@@ -309,6 +333,7 @@ phase_struct!(
         #[serde(deserialize_with = "super::opt")]
         dual_clip: Option<f64>,
         kl: f64,
+        kl_in: KlIn,
         kl_estimator: KlEstimator,
         entropy: f64,
         ppo_epochs: u32,
@@ -327,6 +352,7 @@ phase_struct!(
         schedule: Schedule,
         optimizer: Optimizer,
         frozen: Vec<FrozenPart>,
+        mask: Vec<MaskPart>,
         trainable: Vec<String>,
         #[serde(rename = "async")]
         asynchronous: Async,
@@ -344,6 +370,7 @@ phase_struct!(
         reward: RewardRef,
         clip: Range<f64>,
         kl: f64,
+        kl_in: KlIn,
         entropy: f64,
         ppo_epochs: u32,
         mini_batch: u32,
@@ -357,6 +384,7 @@ phase_struct!(
         schedule: Schedule,
         optimizer: Optimizer,
         frozen: Vec<FrozenPart>,
+        mask: Vec<MaskPart>,
         validate: OrOff<ValidationObj>,
         checkpoint_every: Iters,
         seed: u64,
@@ -371,6 +399,7 @@ phase_struct!(
         reward: RewardRef,
         clip: Range<f64>,
         kl: f64,
+        kl_in: KlIn,
         ppo_epochs: u32,
         mini_batch: u32,
         temperature: f64,
@@ -379,6 +408,7 @@ phase_struct!(
         schedule: Schedule,
         optimizer: Optimizer,
         frozen: Vec<FrozenPart>,
+        mask: Vec<MaskPart>,
         checkpoint_every: Iters,
         seed: u64,
     }

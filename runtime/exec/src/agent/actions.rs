@@ -32,16 +32,43 @@ pub fn arg_json(a: &Arg) -> Json {
     }
 }
 
-/// One checked call as a browser action.
-pub fn call_action(set: ToolSet, call: &ToolCall) -> Result<Action, AgentError> {
-    let args: Map<String, Json> = call.args.iter().map(|(k, v)| (k.clone(), arg_json(v))).collect();
-    // The stdlib names history navigation `go_back`; the element tools' action calls it `back`.
-    let name = match (set, call.name.as_str()) {
+/// The browser's name for a recipe tool: the stdlib names history navigation `go_back`; the
+/// element tools' action calls it `back`.
+pub fn browser_name(set: ToolSet, tool: &str) -> &str {
+    match (set, tool) {
         (ToolSet::Elem, "go_back") => "back",
         (ToolSet::Elem, "go_forward") => "forward",
         (_, n) => n,
-    };
-    Action::from_tool_call(set, name, &Json::Object(args))
+    }
+}
+
+/// The tool names a recipe can give a set of these coordinates (the stdlib's spelling).
+pub fn recipe_names(set: ToolSet) -> Vec<&'static str> {
+    set.tool_names()
+        .iter()
+        .map(|n| match (set, *n) {
+            (ToolSet::Elem, "back") => "go_back",
+            (ToolSet::Elem, "forward") => "go_forward",
+            (_, n) => n,
+        })
+        .collect()
+}
+
+/// The recipe tool set's tools the browser cannot run (their names), in recipe order.
+pub fn unknown_tools(tools: &Toolset) -> Vec<&str> {
+    let set = tool_set(tools);
+    tools
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|n| !set.tool_names().contains(&browser_name(set, n)))
+        .collect()
+}
+
+/// One checked call as a browser action.
+pub fn call_action(set: ToolSet, call: &ToolCall) -> Result<Action, AgentError> {
+    let args: Map<String, Json> = call.args.iter().map(|(k, v)| (k.clone(), arg_json(v))).collect();
+    Action::from_tool_call(set, browser_name(set, &call.name), &Json::Object(args))
 }
 
 /// A checked turn as the actions it runs, in order; its answer tag (if any) last, as the tool

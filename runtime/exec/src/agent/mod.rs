@@ -13,12 +13,14 @@ use std::sync::Arc;
 use wrl_plan::params;
 
 use graph::GraphSpec;
-use policy::History;
+use policy::{History, Window};
 
 /// An agent's settings for its rollouts.
 #[derive(Clone, Debug)]
 pub struct AgentCfg {
     pub history: History,
+    /// A ReAct agent's past pages and over-long prompts (a graph's: the default).
+    pub window: Window,
     pub max_turns: u32,
     /// The longest response of one turn (a graph: its longest module's).
     pub max_response: usize,
@@ -48,9 +50,17 @@ impl AgentCfg {
                     max_response,
                     prompt: _,
                     step_response: _,
+                    // Read by `Window::of` (`trajectory_tokens` too).
+                    pages: _,
+                    older_pages: _,
+                    overflow: _,
+                    // The checker's context budget (E0404).
+                    task_text: _,
+                    trajectory_tokens: _,
                 } = r;
                 AgentCfg {
                     history: History::from(*history),
+                    window: Window::of(r),
                     max_turns: max_turns.0,
                     max_response: max_response.0 as usize,
                     max_parse_failures: *max_parse_failures,
@@ -65,6 +75,7 @@ impl AgentCfg {
                     // A graph's modules keep their own notes; the actions so far reach those
                     // whose `inputs` list `history`.
                     history: History::ActionOnly,
+                    window: Window::default(),
                     max_turns: g.max_turns.0,
                     max_response: spec.modules.values().map(|m| m.max_response).max().unwrap_or(48),
                     max_parse_failures: g.max_parse_failures,

@@ -36,6 +36,93 @@ impl From<params::History> for History {
 /// The largest prompt, in bytes, kept for the tiny byte-level policy's context.
 pub const MAX_PROMPT_BYTES: usize = 900;
 
+/// Which past text observations a ReAct agent's prompt keeps (`pages`, `older_pages`), and
+/// what a prompt that does not fit does (`overflow`). The default keeps the current page only
+/// and cuts what does not fit: the prompt every agent had before these fields existed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Pages kept, the current one included; `None`: all of them.
+    pub pages: Option<u32>,
+    /// A page that left the window leaves a line saying so.
+    pub placeholder: bool,
+    /// A prompt that does not fit ends the episode (`context_overflow`) instead of being cut.
+    pub end_on_overflow: bool,
+    /// The tokens the policy may write over the episode (`trajectory_tokens`); `None`: no cap.
+    pub reply_budget: Option<usize>,
+}
+
+impl Default for Window {
+    fn default() -> Window {
+        Window { pages: Some(1), placeholder: false, end_on_overflow: false, reply_budget: None }
+    }
+}
+
+impl Window {
+    /// A ReAct agent's window.
+    pub fn of(r: &params::React) -> Window {
+        Window {
+            pages: r.pages.value().copied(),
+            placeholder: r.older_pages == params::OlderPages::Placeholder,
+            end_on_overflow: r.overflow == params::Overflow::EndEpisode,
+            reply_budget: r.trajectory_tokens.value().map(|t| t.0 as usize),
+        }
+    }
+}
+
+/// The prompt of a turn with the pages seen before it (`past`, oldest first, each without its
+/// task line), as `window` keeps them: kept pages come before the current one, each under a
+/// `[page N]` line; with `end_on_overflow`, a prompt past [`MAX_PROMPT_BYTES`] is an
+/// `Err` naming the overflow, otherwise the oldest text is cut first (then the current page's
+/// end, as [`compose`] does), never the actions or the task.
+pub fn prompt_in(
+    observation: &str,
+    past: &[String],
+    history: &[String],
+    mode: History,
+    window: Window,
+) -> Result<String, String> {
+    let (task, page) = split_task(observation);
+    let mut tail = String::new();
+    if mode == History::ActionOnly && !history.is_empty() {
+        tail.push_str("done: ");
+        tail.push_str(&history.join("; "));
+        tail.push('\n');
+    }
+    tail.push_str(task);
+    let kept = window.pages.map_or(past.len(), |p| (p as usize).saturating_sub(1).min(past.len()));
+    let first = past.len() - kept;
+    let mut earlier = String::new();
+    if window.placeholder && first > 0 {
+        let s = if first == 1 { "" } else { "s" };
+        earlier.push_str(&format!("[{first} earlier page{s} omitted]\n"));
+    }
+    for (i, p) in past[first..].iter().enumerate() {
+        earlier.push_str(&format!("[page {}]\n{p}", first + i + 1));
+        if !p.ends_with('\n') {
+            earlier.push('\n');
+        }
+    }
+    if !earlier.is_empty() {
+        earlier.push_str(&format!("[page {}]\n", past.len() + 1));
+    }
+    let need = earlier.len() + page.len() + 1 + tail.len();
+    if window.end_on_overflow && need > MAX_PROMPT_BYTES {
+        return Err(format!(
+            "context_overflow: the turn's prompt needs {need} bytes, more than the policy's \
+             {MAX_PROMPT_BYTES}"
+        ));
+    }
+    // The oldest text goes first: what is left of the room after the current page and the tail.
+    let room = MAX_PROMPT_BYTES.saturating_sub(page.len() + 1 + tail.len());
+    let mut cut = earlier.len().saturating_sub(room);
+    while !earlier.is_char_boundary(cut) {
+        cut += 1;
+    }
+    let mut pages = earlier.split_off(cut);
+    pages.push_str(page);
+    Ok(compose(&pages, &tail))
+}
+
 /// The user turn the policy sees: the page (URL, elements, feedback), then the actions so far,
 /// then the task. The task comes last, next to the answer the policy writes, because that is
 /// what it copies from most (a product or town name to search for); when the prompt is too long
@@ -85,17 +172,26 @@ pub fn compose(page: &str, tail: &str) -> String {
     s
 }
 
-/// Per-turn SFT examples from an expert trajectory: the same prompts the policy will see.
-pub fn sft_examples(traj: &wrl_sandbox::Trajectory, mode: History) -> Vec<Trajectory> {
+/// Per-turn SFT examples from an expert trajectory: the same prompts the policy will see (an
+/// over-long one is cut, never dropped: a demonstration is imitated whole).
+pub fn sft_examples(
+    traj: &wrl_sandbox::Trajectory,
+    mode: History,
+    window: Window,
+) -> Vec<Trajectory> {
+    let window = Window { end_on_overflow: false, ..window };
     let mut history: Vec<String> = Vec::new();
+    let mut past: Vec<String> = Vec::new();
     let mut out = Vec::new();
     for step in &traj.steps {
-        let user = prompt_text(&step.observation, &history, mode);
+        let user =
+            prompt_in(&step.observation, &past, &history, mode, window).unwrap_or_else(|e| e);
         let action = step.actions.join("\n");
         out.push(Trajectory {
             segments: vec![Segment::new(Role::User, user), Segment::new(Role::Assistant, action)],
         });
         history.extend(step.actions.iter().cloned());
+        past.push(split_task(&step.observation).1.to_string());
     }
     out
 }
@@ -119,6 +215,11 @@ pub struct TrainerPolicy {
     trainer: Arc<Mutex<Trainer>>,
     params: SampleParams,
     mode: History,
+    window: Window,
+    /// The pages this episode has shown so far (without their task lines), oldest first.
+    seen: Vec<String>,
+    /// Why the last turn could not be prompted (`context_overflow`), for [`Agent::gave_up`].
+    overflowed: Option<String>,
     name: String,
     /// The episode's sampling stream (each turn draws from its own sub-stream), or `None` to
     /// fork the trainer's RNG per turn.
@@ -138,10 +239,19 @@ impl TrainerPolicy {
             trainer,
             params: SampleParams { n: 1, ..params },
             mode,
+            window: Window::default(),
+            seen: Vec::new(),
+            overflowed: None,
             name: name.to_string(),
             stream: None,
             turns: Vec::new(),
         }
+    }
+
+    /// Keeps past pages and handles over-long prompts as the agent's `window` says.
+    pub fn with_window(mut self, window: Window) -> TrainerPolicy {
+        self.window = window;
+        self
     }
 
     /// Samples from the episode's own stream: the same turns whatever other episodes run
@@ -156,9 +266,31 @@ impl TrainerPolicy {
     /// One turn on a text observation (`task: …` first, then the page or tool response), with
     /// the turns so far; an empty turn when the trainer cannot sample.
     pub fn act_text(&mut self, observation: &str, history: &[String]) -> String {
-        let text = prompt_text(observation, history, self.mode);
+        let prompt = prompt_in(observation, &self.seen, history, self.mode, self.window);
+        self.seen.push(split_task(observation).1.to_string());
+        let text = match prompt {
+            Ok(t) => t,
+            Err(why) => {
+                self.overflowed = Some(why);
+                return String::new();
+            }
+        };
+        // A reply is cut to what is left of the episode's budget; nothing left ends it.
+        let mut params = self.params.clone();
+        if let Some(budget) = self.window.reply_budget {
+            let spent: usize = self.turns.iter().map(|t| t.completion_tokens.len()).sum();
+            let left = budget.saturating_sub(spent);
+            if left == 0 {
+                self.overflowed = Some(format!(
+                    "trajectory_tokens: the policy has written {spent} tokens, the episode's \
+                     whole budget of {budget}"
+                ));
+                return String::new();
+            }
+            params.max_tokens = params.max_tokens.min(left);
+        }
         let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.turns.len() as u64));
-        match sample_turn(&self.trainer, text, &self.params, stream) {
+        match sample_turn(&self.trainer, text, &params, stream) {
             Some((turn, out)) => {
                 let step = self.turns.len();
                 self.turns.push(Turn { step, ..turn });
@@ -176,6 +308,10 @@ impl Agent for TrainerPolicy {
 
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn gave_up(&mut self) -> Option<String> {
+        self.overflowed.take()
     }
 }
 
@@ -265,7 +401,7 @@ mod tests {
             },
             elapsed_ms: 1,
         };
-        let ex = sft_examples(&traj, History::ActionOnly);
+        let ex = sft_examples(&traj, History::ActionOnly, Window::default());
         assert_eq!(ex.len(), 2);
         assert_eq!(ex[1].segments[0].text, "[2] button\ndone: click 1\ntask: g");
         assert_eq!(ex[1].segments[1].text, "answer 3");
@@ -273,5 +409,33 @@ mod tests {
         let long = format!("task: find it\n{}", "[9] link \"x\"\n".repeat(200));
         let p = prompt_text(&long, &["click 1".into()], History::ActionOnly);
         assert!(p.len() <= MAX_PROMPT_BYTES && p.ends_with("\ndone: click 1\ntask: find it"));
+    }
+
+    #[test]
+    fn the_window_keeps_the_last_pages() {
+        let past = vec!["[1] a\n".to_string(), "[2] b\n".to_string(), "[3] c\n".to_string()];
+        let obs = "task: g\n[4] d";
+        let w = |pages, placeholder, end| Window {
+            pages,
+            placeholder,
+            end_on_overflow: end,
+            reply_budget: None,
+        };
+        // The default is the prompt without a window: the current page only.
+        let one = prompt_in(obs, &past, &[], History::None, Window::default()).unwrap();
+        assert_eq!(one, prompt_text(obs, &[], History::None));
+        assert_eq!(one, "[4] d\ntask: g");
+        let two = prompt_in(obs, &past, &[], History::None, w(Some(2), true, false)).unwrap();
+        assert_eq!(two, "[2 earlier pages omitted]\n[page 3]\n[3] c\n[page 4]\n[4] d\ntask: g");
+        let all = prompt_in(obs, &past, &[], History::None, w(None, false, false)).unwrap();
+        assert!(all.starts_with("[page 1]\n[1] a\n[page 2]"), "{all}");
+        // Past the budget: the oldest text is cut first, the current page and task stay whole.
+        let big: Vec<String> = (0..40).map(|i| format!("[{i}] {}\n", "x".repeat(40))).collect();
+        let cut = prompt_in(obs, &big, &[], History::None, w(None, false, false)).unwrap();
+        assert!(cut.len() <= MAX_PROMPT_BYTES && cut.ends_with("[page 41]\n[4] d\ntask: g"));
+        assert!(!cut.contains("[0] x"));
+        // Or the episode ends, naming the overflow.
+        let end = prompt_in(obs, &big, &[], History::None, w(None, false, true));
+        assert!(end.is_err_and(|e| e.starts_with("context_overflow")));
     }
 }

@@ -198,6 +198,16 @@ impl SearchEnv {
             }
             let observation = observation(&task.goal, &response);
             let turn = agent.act(task, &observation, &history).trim().to_string();
+            // The agent could not write the turn (a prompt past its context, a graph stuck).
+            if let Some(message) = agent.gave_up() {
+                steps.push(TrajStep {
+                    observation,
+                    actions: Vec::new(),
+                    feedback: message.clone(),
+                    url: String::new(),
+                });
+                break EndReason::AgentError { message };
+            }
             let mut step = TrajStep {
                 observation,
                 actions: vec![turn.clone()],

@@ -69,7 +69,7 @@ impl<'a> Executor<'a> {
             .iter()
             .map(|t| {
                 let mut t = t.clone();
-                t.max_steps = t.max_steps.min(max_steps.0).min(agent.max_turns);
+                t.max_steps = wrl_plan::turns_cap(t.max_steps.min(max_steps.0), agent.max_turns);
                 t
             })
             .collect();
@@ -86,6 +86,7 @@ impl<'a> Executor<'a> {
                 ..SampleParams::default()
             },
             history: agent.history,
+            window: agent.window,
             exclude: Vec::new(),
             process: None,
             graph: self.graph_of(&node.decl, &agent, binds, &[], trainer.as_ref(), &roles)?,

@@ -88,6 +88,7 @@ impl<'a> Executor<'a> {
                 ..SampleParams::default()
             },
             history: agent.history,
+            window: agent.window,
             exclude: p.exclude.clone(),
             process,
             graph: self.graph_of(
@@ -119,7 +120,7 @@ impl<'a> Executor<'a> {
             (0..prompts)
                 .map(|i| {
                     let mut t = all_tasks[(offset + i) % all_tasks.len()].clone();
-                    t.max_steps = t.max_steps.min(horizon).min(agent.max_turns);
+                    t.max_steps = wrl_plan::turns_cap(t.max_steps.min(horizon), agent.max_turns);
                     t
                 })
                 .collect()

@@ -101,6 +101,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 clip,
                 dual_clip,
                 kl: kl_coef,
+                // The preflight refuses `reward`: the trainer's KL is a loss term.
+                kl_in: _,
                 kl_estimator,
                 entropy,
                 ppo_epochs,
@@ -120,6 +122,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 optimizer,
                 // The preflight refuses parts the model has and this trainer cannot freeze.
                 frozen: _,
+                // The preflight refuses a mask that trains text the policy did not write.
+                mask: _,
                 trainable,
                 // Refused by the preflight unless synchronous.
                 asynchronous: _,
@@ -200,6 +204,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 reward,
                 clip,
                 kl: kl_coef,
+                // The preflight refuses `reward`: the trainer's KL is a loss term.
+                kl_in: _,
                 entropy,
                 ppo_epochs,
                 mini_batch,
@@ -213,6 +219,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 schedule,
                 optimizer,
                 frozen: _,
+                // The preflight refuses a mask that trains text the policy did not write.
+                mask: _,
                 validate,
                 checkpoint_every: _,
                 seed,
@@ -282,6 +290,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 reward,
                 clip,
                 kl: kl_coef,
+                // The preflight refuses `reward`: the trainer's KL is a loss term.
+                kl_in: _,
                 ppo_epochs,
                 mini_batch,
                 temperature,
@@ -290,6 +300,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 schedule,
                 optimizer,
                 frozen: _,
+                // The preflight refuses a mask that trains text the policy did not write.
+                mask: _,
                 checkpoint_every: _,
                 seed,
             } = p;

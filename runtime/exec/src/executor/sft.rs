@@ -8,7 +8,7 @@ use wrl_trainer::{Mixture, MixtureWeights, SftConfig};
 
 use super::progress::Progress;
 use super::{Data, Executor, settings};
-use crate::agent::policy::{History, sft_examples};
+use crate::agent::policy::{History, Window, sft_examples};
 use crate::error::{Fault, RunError};
 use crate::rundir::records::{MetricLine, SftStep};
 
@@ -48,20 +48,24 @@ impl<'a> Executor<'a> {
                 ));
             }
         };
-        // The prompts carry the history the run's (first) agent keeps.
-        let history = self
+        // The prompts carry the history and pages the run's (first) agent keeps.
+        let (history, window) = self
             .plan
             .nodes
             .iter()
             .find_map(|(_, p)| match p {
-                Params::Agent(a) => Some(crate::agent::AgentCfg::new(a).history),
+                Params::Agent(a) => {
+                    let cfg = crate::agent::AgentCfg::new(a);
+                    Some((cfg.history, cfg.window))
+                }
                 _ => None,
             })
-            .unwrap_or(History::ActionOnly);
+            .unwrap_or((History::ActionOnly, Window::default()));
         let sets: Vec<(String, Vec<wrl_trainer::Trajectory>)> = parts
             .iter()
             .map(|(name, d)| {
-                (name.clone(), d.iter().flat_map(|t| sft_examples(t, history)).collect())
+                let examples = d.iter().flat_map(|t| sft_examples(t, history, window)).collect();
+                (name.clone(), examples)
             })
             .collect();
         let n_examples: usize = sets.iter().map(|(_, e)| e.len()).sum();

@@ -72,7 +72,7 @@ impl<'a> Executor<'a> {
             .iter()
             .map(|t| {
                 let mut t = t.clone();
-                t.max_steps = t.max_steps.min(steps).min(pass.max_turns);
+                t.max_steps = wrl_plan::turns_cap(t.max_steps.min(steps), pass.max_turns);
                 t
             })
             .collect();

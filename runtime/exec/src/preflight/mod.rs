@@ -6,6 +6,7 @@
 
 pub mod files;
 mod refusals;
+mod rewards;
 pub(crate) mod tables;
 
 use std::path::Path;
@@ -65,7 +66,14 @@ pub fn preflight<'p>(
             errs.extend(dataset(n, d));
         }
         errs.extend(refusals::refusals(&typed, n, p));
+        errs.extend(rewards::inline(&typed, n, p));
     }
+    // A stage's phases share its fields: what is refused in one is said once, at the field.
+    let mut seen = std::collections::BTreeSet::new();
+    errs.retain(|e| {
+        let at = e.subject.as_ref().map(|s| (s.decl.clone(), s.param.clone()));
+        seen.insert((e.code(), e.message.clone(), at))
+    });
     if errs.is_empty() { Ok(typed) } else { Err(errs) }
 }
 

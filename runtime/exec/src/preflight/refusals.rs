@@ -5,7 +5,7 @@
 //! `executor::settings`, which names what is refused here.
 
 use wrl_plan::Node;
-use wrl_plan::params::{self, Agent, Env, Observation, Params, RlPhase, Signal, TypedPlan};
+use wrl_plan::params::{self, Agent, Env, Observation, Params, RlPhase, TypedPlan};
 use wrl_trainer::TinyConfig;
 
 use crate::error::{Fault, RunError};
@@ -17,7 +17,7 @@ pub fn refusals(plan: &TypedPlan<'_>, n: &Node, p: &Params) -> Vec<RunError> {
         Params::Env(e) => env(n, e),
         Params::Agent(a) => agent(plan, n, a),
         Params::RlPhase(r) => phase(plan, n, r),
-        Params::Reward(r) => reward(plan, n, &r.expr),
+        Params::Reward(r) => super::rewards::reward(plan, n, &r.expr, "expr"),
         Params::Sft(s) => sft(n, s),
         Params::Eval(e) => eval(plan, n, e),
         Params::Dataset(_) | Params::Checkpoint(_) => Vec::new(),
@@ -82,7 +82,7 @@ fn env(n: &Node, e: &Env) -> Vec<RunError> {
             let params::Browser {
                 // The sandbox (refused below for any other site); the tools' terse actions.
                 target: _,
-                tools: _,
+                tools,
                 // The browser pool: window size, scale, fleet, concurrency, blacklist.
                 viewport: _,
                 device_scale: _,
@@ -104,6 +104,30 @@ fn env(n: &Node, e: &Env) -> Vec<RunError> {
                 // The checker's context budget (E0404).
                 step_text: _,
             } = b;
+            let missing = crate::agent::actions::unknown_tools(tools);
+            if !missing.is_empty() {
+                let names: Vec<String> = missing.iter().map(|t| format!("`{t}`")).collect();
+                let set = crate::agent::actions::tool_set(tools);
+                let known: Vec<String> = crate::agent::actions::recipe_names(set)
+                    .iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect();
+                errs.push(unsupported(
+                    n,
+                    format!(
+                        "env `{}`: the browser does not implement tool{} {} of this tool set",
+                        n.decl,
+                        if missing.len() == 1 { "" } else { "s" },
+                        names.join(", ")
+                    ),
+                    format!(
+                        "remove {} from the tool set (a profile can swap in `std::tools::elements`); with these coordinates the browser runs {}",
+                        names.join(", "),
+                        known.join(", ")
+                    ),
+                    "tools",
+                ));
+            }
             if *step_retries > 0 {
                 errs.push(unsupported(
                     n,
@@ -331,6 +355,39 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
         RlPhase::Dapo(d) => (&d.validate, &d.frozen),
         RlPhase::Ppo(p) => (&params::OrOff::Off, &p.frozen),
     };
+    let mask = match p {
+        RlPhase::Grpo(g) => &g.mask,
+        RlPhase::Dapo(d) => &d.mask,
+        RlPhase::Ppo(p) => &p.mask,
+    };
+    let kl_in = match p {
+        RlPhase::Grpo(g) => g.kl_in,
+        RlPhase::Dapo(d) => d.kl_in,
+        RlPhase::Ppo(p) => p.kl_in,
+    };
+    if kl_in == params::KlIn::Reward {
+        errs.push(cannot(
+            "a KL penalty on the reward (`kl_in = reward`) is not implemented: this trainer's KL \
+             is a term of the loss"
+                .into(),
+            "set `kl_in = loss` (a profile can), or lower the recipe to verl (`wrlc lower --to verl`), \
+             which runs it",
+            "kl_in",
+        ));
+    }
+    let trained: Vec<&str> =
+        params::MaskPart::ALL.iter().filter(|m| !mask.contains(m)).map(|m| m.word()).collect();
+    if !trained.is_empty() {
+        errs.push(cannot(
+            format!(
+                "training on text the policy did not write ({} left out of `mask`) is not \
+                 implemented: the loss covers the policy's replies only",
+                trained.join(", ")
+            ),
+            "set `mask = [observations, tool_output, history, system]` (a profile can)",
+            "mask",
+        ));
+    }
     if let Some(v) = validate.value().map(|v| v.get())
         && let Some(env) = v.env.value()
     {
@@ -482,68 +539,6 @@ fn eval(plan: &TypedPlan<'_>, n: &Node, e: &params::Evaluate) -> Vec<RunError> {
             "use `denominator = all`",
             "denominator",
         ));
-    }
-    errs
-}
-
-/// Signals a reward reads that this runtime cannot score, and judges whose model nothing
-/// serves.
-fn reward(plan: &TypedPlan<'_>, n: &Node, expr: &wrl_plan::Expr<Signal>) -> Vec<RunError> {
-    let mut errs = Vec::new();
-    for s in expr.signals() {
-        let model = match s {
-            Signal::Judge(j) => Some(&j.model),
-            Signal::Webjudge(w) => Some(&w.model),
-            Signal::AnswerMatch { judge_model, .. } => judge_model.as_ref(),
-            _ => None,
-        };
-        if let Some(params::JudgeModel::Model(m)) = model
-            && !matches!(plan.get(m.id()), Some(Params::Model(params::Model::Api(_))))
-        {
-            errs.push(
-                RunError::new(
-                    Fault::Service,
-                    format!(
-                        "reward `{}`: the judge's model `{m}` is served by nothing: a judge calls an \
-                         OpenAI-compatible endpoint",
-                        n.decl
-                    ),
-                )
-                .help(
-                    "declare the judge's model as `api(\"NAME\") { base_url = … }` (serve a \
-                     checkpoint with `wrlc serve`), or give the judge a model id and `base_url`",
-                )
-                .at(n, Some("expr"), "this judge has no endpoint"),
-            );
-        }
-        let why = match s {
-            Signal::BboxHit | Signal::ActionMatch { .. } => Some(format!(
-                "`{}` needs reference actions, which sandbox tasks do not have",
-                s.name()
-            )),
-            Signal::Judge(j) if j.verdict == params::Verdict::Score => {
-                Some("a judge's `verdict = score` is not implemented".to_string())
-            }
-            Signal::Judge(j) if j.prompt == params::JudgePrompt::Deepshop => Some(
-                "DeepShop's structured judge (`prompt = deepshop`) is not implemented".to_string(),
-            ),
-            Signal::EvalTypes(_) => Some(
-                "WebArena's per-task evaluators (`eval_types`) need WebArena's task configs, \
-                 which sandbox tasks do not have"
-                    .to_string(),
-            ),
-            Signal::VlmProgress(_) => {
-                Some("the per-step VLM check (`vlm_progress`) is not implemented".to_string())
-            }
-            _ => None,
-        };
-        if let Some(why) = why {
-            errs.push(
-                RunError::new(Fault::Unsupported, format!("reward `{}`: {why}", n.decl))
-                    .help("score with `task_check`, `answer_match` or a binary `judge`")
-                    .at(n, Some("expr"), "this runtime cannot do this yet"),
-            );
-        }
     }
     errs
 }

@@ -12,7 +12,7 @@ use wrl_sandbox::{Task, TrajOutcome, Trajectory};
 use wrl_trainer::{SampleParams, Trainer};
 
 use crate::agent::graph::{GraphPolicy, GraphRun};
-use crate::agent::policy::{History, TrainerPolicy, Turn};
+use crate::agent::policy::{History, TrainerPolicy, Turn, Window};
 use crate::env::{Agent, Env};
 use crate::reward::judges::Judges;
 use crate::reward::{EpisodeFacts, RewardExpr, RewardValue, Rewards, evaluate};
@@ -100,6 +100,8 @@ pub struct RolloutCfg {
     pub concurrency: usize,
     pub sample: SampleParams,
     pub history: History,
+    /// The ReAct agent's past pages and over-long prompts.
+    pub window: Window,
     /// Failure classes (`env_error`, `infra_timeout`, …) whose samples leave the loss.
     pub exclude: Vec<String>,
     /// The per-step process reward, added to each turn's outcome reward.
@@ -287,6 +289,7 @@ async fn attempt(
         None => match trainer {
             Some(t) => Box::new(
                 TrainerPolicy::new(t, cfg.sample.clone(), cfg.history, "policy")
+                    .with_window(cfg.window)
                     .with_stream(stream),
             ),
             None => return Episode::unrunnable(group, task, "no policy to run this agent"),
