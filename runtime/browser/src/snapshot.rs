@@ -118,6 +118,67 @@ impl Snapshot {
     }
 }
 
+/// `s` with `&`, `<`, `>` and `"` escaped for an HTML text or attribute.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+impl Snapshot {
+    /// The page as simplified HTML (`html(max: N)`): each interactive element as its own tag
+    /// with its stable id (the element-id tools address it), role when it is not the tag's,
+    /// value and a select's first options; each visible text line as a `<p>`. At most `max`
+    /// elements; scripts, styles and layout are already gone (the snapshot keeps what a policy
+    /// can read or act on).
+    pub fn render_html_max(&self, max: usize) -> String {
+        let mut out = String::new();
+        let mut shown = 0;
+        for item in &self.items {
+            match item {
+                Item::Element { .. } if shown >= max => continue,
+                Item::Element { id, tag, role, label, value, options } => {
+                    shown += 1;
+                    let tag = if tag.chars().all(|c| c.is_ascii_alphanumeric()) && !tag.is_empty() {
+                        tag.as_str()
+                    } else {
+                        "span"
+                    };
+                    let mut attrs = format!(" id=\"{id}\"");
+                    let implicit = matches!(
+                        (tag, role.as_str()),
+                        ("a", "link")
+                            | ("button", "button")
+                            | ("select", "combobox")
+                            | ("textarea", "textbox")
+                            | ("input", "textbox")
+                    );
+                    if !role.is_empty() && !implicit {
+                        attrs.push_str(&format!(" role=\"{}\"", esc(role)));
+                    }
+                    if let Some(v) = value {
+                        attrs.push_str(&format!(" value=\"{}\"", esc(v)));
+                    }
+                    match (tag, options) {
+                        ("input", _) => {
+                            out.push_str(&format!("<input{attrs} aria-label=\"{}\">", esc(label)));
+                        }
+                        (_, Some(opts)) => {
+                            out.push_str(&format!("<{tag}{attrs} aria-label=\"{}\">", esc(label)));
+                            for o in opts {
+                                out.push_str(&format!("<option>{}</option>", esc(o)));
+                            }
+                            out.push_str(&format!("</{tag}>"));
+                        }
+                        _ => out.push_str(&format!("<{tag}{attrs}>{}</{tag}>", esc(label))),
+                    }
+                }
+                Item::Text { text } => out.push_str(&format!("<p>{}</p>", esc(text))),
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
 /// The DOM diff line between two snapshots' clickable elements, e.g.
 /// `DOM changes: 3 appeared [button "Item 1", …]; 2 disappeared`, or `None` when unchanged.
 pub fn dom_diff(before: &[String], after: &[String]) -> Option<String> {
@@ -155,6 +216,45 @@ pub fn dom_diff(before: &[String], after: &[String]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn html_is_escaped_and_keeps_ids() {
+        let snap = Snapshot {
+            url: "/".into(),
+            title: String::new(),
+            vw: 0,
+            vh: 0,
+            sx: 0,
+            sy: 0,
+            sw: 0,
+            sh: 0,
+            items: vec![
+                Item::Element {
+                    id: 7,
+                    tag: "button".into(),
+                    role: "button".into(),
+                    label: "Add <b>".into(),
+                    value: None,
+                    options: None,
+                },
+                Item::Element {
+                    id: 3,
+                    tag: "select".into(),
+                    role: "combobox".into(),
+                    label: "Size".into(),
+                    value: Some("M".into()),
+                    options: Some(vec!["S".into(), "M".into()]),
+                },
+                Item::Text { text: "Total: 5 & 6".into() },
+            ],
+        };
+        assert_eq!(
+            snap.render_html_max(8),
+            "<button id=\"7\">Add &lt;b&gt;</button>\n<select id=\"3\" value=\"M\" aria-label=\"Size\"><option>S</option><option>M</option></select>\n<p>Total: 5 &amp; 6</p>\n"
+        );
+        assert!(!snap.render_html_max(1).contains("select"));
+    }
+
     use super::*;
 
     fn v(xs: &[&str]) -> Vec<String> {

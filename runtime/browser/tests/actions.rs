@@ -381,6 +381,7 @@ fn the_env_observe_list_and_one_action_per_turn() {
             url: false,
             tabs: false,
             elements: Some(2),
+            html: None,
             feedback: true,
             dom_diff: false,
         };
@@ -404,6 +405,36 @@ fn the_env_observe_list_and_one_action_per_turn() {
         assert_eq!(ran, json!([3, 0]), "the first click ran, the second did not");
         let obs = ep.observe(false).await.unwrap();
         assert!(obs.text().contains("feedback: clicked"), "{}", obs.text());
+        ep.finish().await;
+    });
+}
+
+/// `html(max: N)`: the real page in Chromium as simplified HTML, each element with the id the
+/// element tools address (a click on it runs).
+#[test]
+fn the_html_observation_is_the_page_as_simplified_html() {
+    use wrl_browser::episode::TextView;
+    use wrl_browser::{EpisodeCfg, EpisodeSpec};
+    let f = common::shared();
+    f.rt.block_on(async {
+        let view = TextView {
+            url: false,
+            tabs: false,
+            elements: None,
+            html: Some(64),
+            feedback: false,
+            dom_diff: false,
+        };
+        let cfg = EpisodeCfg { view, ..EpisodeCfg::default() };
+        let mut ep = f.pool.episode(EpisodeSpec::url("lab", f.url("/lab/")), cfg).await.unwrap();
+        let text = ep.observe(false).await.unwrap().text();
+        let add = id_of(&mut ep, "Add items").await;
+        let tag = format!("<button id=\"{add}\">Add items</button>");
+        assert!(text.contains(&tag), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("<p>")), "page text as paragraphs: {text}");
+        assert!(!text.lines().any(|l| l.starts_with('[')), "no element lines: {text}");
+        assert!(!ep.act(&[t(&format!("click {add}"))]).await.done);
+        assert_eq!(ep.eval_js("window.m").await.unwrap(), json!(3), "the id addressed the button");
         ep.finish().await;
     });
 }

@@ -158,6 +158,10 @@ pub enum Observation {
     /// Interactive elements with ids, at most `max`.
     #[serde(rename = "elements")]
     Elements { max: u32 },
+    /// The page as simplified HTML (element tags with ids, text as paragraphs), at most `max`
+    /// elements.
+    #[serde(rename = "html")]
+    Html { max: u32 },
     #[serde(rename = "feedback")]
     Feedback { detail: FeedbackDetail },
     #[serde(rename = "a11y_tree")]

@@ -57,6 +57,9 @@ impl Observation {
         if let Some(max) = view.elements {
             out.push_str(&self.snapshot.render_items_max(max));
         }
+        if let Some(max) = view.html {
+            out.push_str(&self.snapshot.render_html_max(max));
+        }
         if view.feedback && !self.feedback.is_empty() {
             let feedback = self.without_local_origin(&self.feedback);
             out.push_str(&format!("feedback: {}\n", feedback.replace('\n', "; ")));

@@ -35,6 +35,8 @@ pub struct TextView {
     /// Interactive elements with ids, at most this many, and the page's text lines
     /// (`elements(max: N)`); `None` shows no page content.
     pub elements: Option<usize>,
+    /// The page as simplified HTML, at most this many elements (`html(max: N)`).
+    pub html: Option<usize>,
     /// The feedback of the last action (`feedback()`).
     pub feedback: bool,
     /// The feedback's `DOM changes: …` line (`feedback(detail: dom_diff)`).
@@ -48,6 +50,7 @@ impl Default for TextView {
             url: true,
             tabs: true,
             elements: Some(usize::MAX),
+            html: None,
             feedback: true,
             dom_diff: true,
         }

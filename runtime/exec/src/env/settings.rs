@@ -37,13 +37,20 @@ pub fn episode_cfg(env: Option<&params::Env>, max_parse_failures: Option<u32>) -
 
 /// The observations of `observe` a text policy reads.
 pub fn view(observe: &[Observation]) -> TextView {
-    let mut v =
-        TextView { url: false, tabs: false, elements: None, feedback: false, dom_diff: false };
+    let mut v = TextView {
+        url: false,
+        tabs: false,
+        elements: None,
+        html: None,
+        feedback: false,
+        dom_diff: false,
+    };
     for o in observe {
         match o {
             Observation::Url => v.url = true,
             Observation::Tabs => v.tabs = true,
             Observation::Elements { max } => v.elements = Some((*max).max(1) as usize),
+            Observation::Html { max } => v.html = Some((*max).max(1) as usize),
             Observation::Feedback { detail } => {
                 v.feedback = true;
                 v.dom_diff = match detail {

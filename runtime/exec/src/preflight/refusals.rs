@@ -193,6 +193,7 @@ fn env(n: &Node, e: &Env) -> Vec<RunError> {
                     | Observation::Url
                     | Observation::Tabs
                     | Observation::Elements { .. }
+                    | Observation::Html { .. }
                     | Observation::Feedback { .. } => {}
                 }
             }
