@@ -92,6 +92,7 @@ pub const CODES: &[CodeInfo] = &[
     live("E0506", Phase::Runtime, "plan does not follow this runtime's format"),
     live("E0507", Phase::Runtime, "a service the run needs is not available"),
     live("E0508", Phase::Runtime, "a file the run committed is damaged"),
+    live("E0520", Phase::Runtime, "a credential written into the recipe"),
     // W02xx — warnings
     live("W0201", Phase::Warning, "unused declaration"),
     live("W0202", Phase::Warning, "unused import"),

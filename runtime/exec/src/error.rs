@@ -28,6 +28,8 @@ pub enum Fault {
     Service,
     /// A file the run committed (its state, a cached input) is damaged.
     Damaged,
+    /// A credential written into the recipe (it would be written to `plan.json`).
+    Secret,
 }
 
 impl Fault {
@@ -43,6 +45,7 @@ impl Fault {
             Fault::PlanFormat => "E0506",
             Fault::Service => "E0507",
             Fault::Damaged => "E0508",
+            Fault::Secret => "E0520",
         }
     }
 }

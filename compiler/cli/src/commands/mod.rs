@@ -8,3 +8,4 @@ pub mod plan;
 pub mod run;
 pub mod run_errors;
 pub mod serve;
+pub mod set;

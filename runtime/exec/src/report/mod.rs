@@ -65,6 +65,8 @@ pub fn build(
         ],
         evals: summary.evals.iter().map(|e| (e.after.clone(), e.success)).collect(),
         failures: summary.failures.clone(),
+        excluded: summary.excluded.clone(),
+        warnings: summary.warnings.clone(),
         judge_agreement: None,
         samples,
     })
