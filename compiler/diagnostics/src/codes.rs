@@ -102,6 +102,7 @@ pub const CODES: &[CodeInfo] = &[
     live("E0513", Phase::Runtime, "model files do not match its `config.json`"),
     live("E0514", Phase::Runtime, "model chat template missing or cannot render"),
     live("E0515", Phase::Runtime, "`hf` setting does not fit the model"),
+    live("E0520", Phase::Runtime, "a credential written into the recipe"),
     // E060x — `wrlc lower` (a plan as another engine's job)
     live("E0600", Phase::Lower, "unknown lowering backend"),
     live("E0601", Phase::Lower, "field the backend cannot express"),

@@ -6,6 +6,7 @@
 
 pub mod files;
 mod refusals;
+mod secrets;
 pub(crate) mod tables;
 
 use std::path::Path;
@@ -32,6 +33,7 @@ pub fn preflight<'p>(
     let mut nodes = Vec::new();
     for n in &plan.nodes {
         errs.extend(unknowns(n));
+        errs.extend(secrets::secrets(n));
         match params::decode(n) {
             Ok(p) => nodes.push((n, p)),
             Err(e) => errs.extend(decode_error(n, &e)),
