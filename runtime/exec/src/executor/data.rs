@@ -191,34 +191,17 @@ impl<'a> Executor<'a> {
 }
 
 /// Checks, without changing anything, the inputs a resumed run would read back from `root`:
-/// the committed checkpoint (every file against its checksum) and each demonstration
+/// the committed checkpoint (every file against its checksum; a damaged one is fine when the
+/// commit before it is whole, see [`crate::rundir::fallback`]) and each demonstration
 /// dataset's cache (its count and checksum), when they were written.
 pub fn check_cached_inputs(
     root: &std::path::Path,
     plan: &params::TypedPlan<'_>,
 ) -> Result<(), RunError> {
-    // The committed checkpoint (and each role's) must be whole: a damaged one is named here,
-    // not met as a failed load mid-run.
-    if let Ok(committed) = crate::rundir::RunDir::inspect(root)
-        && let Some(ckpt) = committed.checkpoint
-    {
-        let dir = root.join("checkpoints").join(&ckpt);
-        let mut dirs = vec![dir.clone()];
-        if let Ok(entries) = std::fs::read_dir(dir.join("roles")) {
-            dirs.extend(entries.flatten().map(|e| e.path()));
-        }
-        for d in dirs {
-            wrl_trainer::Trainer::check(&d).map_err(|e| {
-                RunError::new(
-                    Fault::Damaged,
-                    format!("the last checkpoint `{}` cannot be used: {e}", d.display()),
-                )
-                .help(
-                    "the run cannot go on from a damaged checkpoint; start it again with \
-                     `wrlc run FILE --out DIR` into a new directory (the old one is left as it is)",
-                )
-            })?;
-        }
+    // The committed checkpoint (each role's too) must be whole, or an earlier one: a damaged
+    // one is named here, not met as a failed load mid-run.
+    if let Ok(committed) = crate::rundir::RunDir::inspect(root) {
+        crate::rundir::fallback::usable(root, &committed)?;
     }
     for (n, p) in &plan.nodes {
         if let params::Params::Dataset(Dataset::SandboxDemos(_)) = p {

@@ -7,6 +7,7 @@
 //! derived from the committed metrics and rebuilt on every open. One process writes a run at a time
 //! ([`lock`]).
 
+pub mod fallback;
 pub mod lock;
 pub mod records;
 pub mod tensorboard;
@@ -92,6 +93,10 @@ pub struct Committed {
     pub cursor: Cursor,
     /// Whether the whole plan finished.
     pub finished: bool,
+    /// The last commit before the one that named `checkpoint`: where a resume goes back to
+    /// when that checkpoint is damaged ([`fallback`]). One level deep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<Box<Committed>>,
 }
 
 /// An open run directory.
@@ -285,15 +290,22 @@ impl RunDir {
         let trajectories_len = self.trajectories.metadata().map_err(io("read", &tp))?.len();
         let metrics_len = self.metrics.metadata().map_err(io("read", &mp))?.len();
         let new_lines = count_lines(&tp, self.committed.trajectories_len, trajectories_len)?;
+        let checkpoint =
+            checkpoint.map(str::to_string).or_else(|| self.committed.checkpoint.clone());
+        // A new checkpoint: the commit now last becomes the one to go back to.
+        let previous = if checkpoint != self.committed.checkpoint {
+            Some(Box::new(Committed { previous: None, ..self.committed.clone() }))
+        } else {
+            self.committed.previous.clone()
+        };
         let next = Committed {
             trajectories_len,
             trajectories: self.committed.trajectories + new_lines,
             metrics_len,
-            checkpoint: checkpoint
-                .map(str::to_string)
-                .or_else(|| self.committed.checkpoint.clone()),
+            checkpoint,
             cursor: cursor.clone(),
             finished,
+            previous,
         };
         write_atomic(&self.root.join(STATE), &to_json(&next)?)?;
         self.committed = next;
