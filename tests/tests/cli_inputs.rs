@@ -182,3 +182,24 @@ fn a_symlink_loop_checks_each_file_once() {
     assert_eq!(exit, 1, "{json}");
     assert_eq!(error_codes(&json).len(), 1, "one file, one error: {json}");
 }
+
+/// Thousands of the same warning are capped: the first 100 are shown, the last shown says how
+/// many more there were, and the summary still counts them all (a 50 MB file of unused
+/// declarations once printed 543 MB of warnings).
+#[test]
+fn repeated_warnings_are_capped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text: String = (0..3000).map(|i| format!("param unused_{i} = {i}\n")).collect();
+    let p = write(tmp.path(), "many.wrl", text.as_bytes());
+    let (exit, _, json) = check(&p, true);
+    assert_eq!(exit, 0, "{json}");
+    let d = parse_json_diagnostics(&json).unwrap();
+    assert_eq!(d.iter().filter(|d| d.code == "W0201").count(), 100, "{}", d.len());
+    let (_, _, human) = check(&p, false);
+    assert!(
+        human.contains("2900 more `W0201` warnings are not shown"),
+        "{}",
+        &human[human.len().saturating_sub(600)..]
+    );
+    assert!(human.contains("3000 warnings"), "{}", &human[human.len().saturating_sub(300)..]);
+}
