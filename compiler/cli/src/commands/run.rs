@@ -175,19 +175,36 @@ fn execute(
             return EXIT_USAGE;
         }
     };
+    // SIGTERM (a scheduler, `kill`) stops the run as SIGINT does, with the same message; its
+    // handler is in place before the run directory is locked, so a signal sent once the lock
+    // is seen cannot end the process unannounced.
+    let term = {
+        let _in = rt.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok()
+    };
+    // A resume goes back to the previous commit when the last checkpoint is damaged. Refused
+    // here (held by another process, damaged beyond the previous commit), a resume would fail
+    // the same way again: the error's help says what to do instead.
+    let mut run = match created {
+        Some(run) => run,
+        None => match RunDir::resume_usable(root) {
+            Ok((run, warning)) => {
+                if let Some(w) = warning {
+                    let _ = writeln!(io.err, "warning: {w}");
+                }
+                run
+            }
+            Err(e) => return report_with(&[e.into()], planned, false, EXIT_USAGE, global, io),
+        },
+    };
     let result = rt.block_on(async {
-        let mut run = match created {
-            Some(run) => run,
-            None => RunDir::resume(root)?,
-        };
         let exec = Executor::new(typed, &mut run, opts);
-        // SIGTERM (a scheduler, `kill`) stops the run as SIGINT does, with the same message.
         let term = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => {
+            match term {
+                Some(mut s) => {
                     s.recv().await;
                 }
-                Err(_) => std::future::pending::<()>().await,
+                None => std::future::pending::<()>().await,
             }
         };
         tokio::select! {
@@ -208,12 +225,16 @@ fn execute(
         }
         Err(e) => {
             // A fresh run can still place a problem in its recipe; a resumed one has no source.
+            // A damaged file: resuming would fail the same way; its help says what to do.
+            let again = !matches!(e.fault, wrl_exec::Fault::Damaged);
             report(&[e], planned, false, global, io);
-            let _ = writeln!(
-                io.err,
-                "the run stopped; what was committed is kept: `wrlc run --resume {}`",
-                root.display()
-            );
+            if again {
+                let _ = writeln!(
+                    io.err,
+                    "the run stopped; what was committed is kept: `wrlc run --resume {}`",
+                    root.display()
+                );
+            }
             EXIT_USAGE
         }
     }
@@ -312,7 +333,7 @@ pub(crate) fn plan_for(
         }
     }
     let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &wrl_check::FsLoader);
-    diags.extend(checked.diagnostics);
+    diags.extend(checked.diagnostics.into_iter().map(unprofiled));
     let errors = diags.iter().any(Diagnostic::is_error);
     let recipe = match checked.recipes.into_iter().next() {
         Some(r) if !errors => r,
@@ -336,7 +357,7 @@ pub(crate) fn plan_for(
         match recipe.with_profile(SET_PROFILE) {
             Ok(r) => recipe = r,
             Err(d) => {
-                emit(&[d], &sources, global.error_format, io);
+                emit(&[unprofiled(d)], &sources, global.error_format, io);
                 return Err(EXIT_USER);
             }
         }
@@ -345,8 +366,20 @@ pub(crate) fn plan_for(
     match wrl_plan::lower(&recipe) {
         Ok(plan) => Ok(Planned { plan, sources, recipe, entry: id }),
         Err(ds) => {
+            let ds: Vec<Diagnostic> = ds.into_iter().map(unprofiled).collect();
             emit(&ds, &sources, global.error_format, io);
             Err(EXIT_USER)
         }
     }
+}
+
+/// A diagnostic of the `--set` overrides without the phases' "(profile `__set__`)": the
+/// overrides are no profile of the file, and each already points at its own `--set #N`.
+fn unprofiled(mut d: Diagnostic) -> Diagnostic {
+    let tag = format!("profile `{SET_PROFILE}`");
+    if let Some(m) = d.message.strip_suffix(&format!(" ({tag})")) {
+        d.message = m.to_string();
+    }
+    d.labels.retain(|l| l.message != format!("with {tag}"));
+    d
 }

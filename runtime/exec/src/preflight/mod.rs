@@ -23,6 +23,12 @@ pub const INSTALL_CHROMIUM: &str = "install it with `apt-get install \
     chromium-headless-shell` (or `chromium`), or point WRL_CHROMIUM or `--chromium` at a \
     Chromium binary";
 
+/// Every credential written into a URL of `plan` (E0520): what a command that writes the plan
+/// out (`wrlc run`'s `plan.json`, `wrlc lower`'s job) must refuse first.
+pub fn credentials(plan: &Plan) -> Vec<RunError> {
+    plan.nodes.iter().flat_map(secrets::secrets).collect()
+}
+
 /// Decodes the plan and refuses one the runtime cannot run, listing every problem, before any
 /// work; the decoded plan is what the executor runs.
 pub fn preflight<'p>(
