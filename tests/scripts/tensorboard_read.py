@@ -20,6 +20,10 @@ def expected(lines):
             keys, prefix = ["success", "episodes"], "eval/" + l["stage"]
         else:
             keys, prefix = (SFT if l["kind"] == "sft" else RL), l["stage"]
+        if l["kind"] == "rl":
+            # Episodes left out of the loss, all classes together.
+            out.setdefault(f"{prefix}/excluded", []).append(
+                (l["global_step"], float(sum(l.get("excluded", {}).values())), l["time"]))
         for k in keys:
             if l.get(k) is None:
                 continue

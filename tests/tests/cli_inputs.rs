@@ -152,3 +152,54 @@ fn a_fifty_megabyte_file() {
     assert_eq!(d[0].line, Some(text.lines().count()));
     assert!(t.elapsed().as_secs() < 20, "took {:?}", t.elapsed());
 }
+
+/// A FIFO given as a recipe is refused at once (it used to wait forever for a writer).
+#[test]
+fn a_fifo_is_refused_without_being_opened() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("pipe.wrl");
+    let made = std::process::Command::new("mkfifo").arg(&p).status().expect("mkfifo");
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let q = p.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(check(&q, false));
+    });
+    let (exit, _, err) =
+        rx.recv_timeout(std::time::Duration::from_secs(20)).expect("wrlc check waited on a FIFO");
+    assert_eq!(exit, 2, "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+}
+
+/// A symlink back up (`sub/up -> ..`) does not make the walk check one file 41 times.
+#[test]
+fn a_symlink_loop_checks_each_file_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "a.wrl", b"param x = 1 +\n");
+    std::fs::create_dir(tmp.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink("..", tmp.path().join("sub/up")).unwrap();
+    let (exit, _, json) = check(tmp.path(), true);
+    assert_eq!(exit, 1, "{json}");
+    assert_eq!(error_codes(&json).len(), 1, "one file, one error: {json}");
+}
+
+/// Thousands of the same warning are capped: the first 100 are shown, the last shown says how
+/// many more there were, and the summary still counts them all (a 50 MB file of unused
+/// declarations once printed 543 MB of warnings).
+#[test]
+fn repeated_warnings_are_capped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text: String = (0..3000).map(|i| format!("param unused_{i} = {i}\n")).collect();
+    let p = write(tmp.path(), "many.wrl", text.as_bytes());
+    let (exit, _, json) = check(&p, true);
+    assert_eq!(exit, 0, "{json}");
+    let d = parse_json_diagnostics(&json).unwrap();
+    assert_eq!(d.iter().filter(|d| d.code == "W0201").count(), 100, "{}", d.len());
+    let (_, _, human) = check(&p, false);
+    assert!(
+        human.contains("2900 more `W0201` warnings are not shown"),
+        "{}",
+        &human[human.len().saturating_sub(600)..]
+    );
+    assert!(human.contains("3000 warnings"), "{}", &human[human.len().saturating_sub(300)..]);
+}

@@ -133,9 +133,14 @@ fn webdancer_smoke_runs_offline_with_search_and_visit() {
     assert_eq!(paper.len(), 1);
     assert!((paper[0].value - 0.515).abs() < 1e-9, "{paper:?}");
     // The expert's demonstrations search, visit and answer through the sandbox's search API
-    // (the cache's first line counts them).
     let demos = std::fs::read_to_string(out.join("data/trajectories.jsonl")).unwrap();
-    assert_eq!(demos.lines().next(), Some("{\"demonstrations\":6}"));
+    // (the cache's first line counts them, with the checksum of the lines after it).
+    let body: String = demos.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    let header = format!(
+        "{{\"demonstrations\":6,\"checksum\":\"{}\"}}",
+        wrl_trainer::checkpoint::checksum(body.as_bytes())
+    );
+    assert_eq!(demos.lines().next(), Some(header.as_str()));
     let first: wrl_sandbox::Trajectory =
         serde_json::from_str(demos.lines().nth(1).unwrap()).unwrap();
     let calls: Vec<&str> = first.steps.iter().map(|s| s.actions[0].as_str()).collect();

@@ -128,3 +128,90 @@ fn the_readme_recipe_is_valid_and_ready_to_run() {
     assert_eq!(code, 0, "{stderr}");
     assert!(format!("{stdout}{stderr}").contains("is ready to run"), "{stdout}{stderr}");
 }
+
+/// `--set` is parsed as a path and one value, never spliced into the recipe's text: a value
+/// that closes the profile and declares a stage is one malformed value, and every diagnostic
+/// about an override points at its argument (`--set #N`), not at lines of a generated
+/// `profile __set__` the file does not have. Before, the first added a stage and the last
+/// passed check.
+#[test]
+fn set_is_a_value_never_source() {
+    let quickstart = wrl_tests::workspace_root().join("recipes/quickstart.wrl");
+    let out = tempfile::tempdir().unwrap();
+    let dry = |sets: &[&str]| {
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["run".into(), "--dry-run".into(), quickstart.clone().into()];
+        args.extend(["--out".into(), out.path().join("run").into()]);
+        for s in sets {
+            args.extend(["--set".into(), (*s).into()]);
+        }
+        wrl_cli::run_captured(args)
+    };
+    for (set, code) in [
+        ("warmup.lr=1 } stage evil = sft(policy, demos) {", "E0100"),
+        ("online.prompts=99999999999999999999", "E0105"),
+        ("online.prompts=99999999", "E0306"),
+        ("warmup.lr=-1", "E0306"),
+        ("warmup.lr", "E0100"),
+    ] {
+        let (exit, stdout, stderr) = dry(&[set]);
+        assert_eq!(exit, 1, "{set}: {stdout}{stderr}");
+        assert!(stderr.contains(code), "{set}: {stderr}");
+        assert!(stderr.contains("--set #1"), "{set}: {stderr}");
+        // The source shown is the argument itself, and no profile is named.
+        assert!(!stderr.contains("__set__") && !stderr.contains("profile"), "{set}: {stderr}");
+    }
+    // The second of two overrides is named as such; a good one passes.
+    let (exit, _, stderr) = dry(&["warmup.lr=1e-3", "warmup.lr=oops"]);
+    assert_eq!(exit, 1);
+    assert!(stderr.contains("--set #2"), "{stderr}");
+    let (exit, stdout, stderr) = dry(&["online.prompts=4", "demos=std::sandbox::demos(count: 4)"]);
+    assert_eq!(exit, 0, "{stderr}");
+    assert!(stdout.starts_with("dry run:"), "{stdout}");
+    assert!(!out.path().join("run").exists());
+}
+
+/// A key in a judge's `base_url` is refused before any plan is written: by `wrlc run` (its
+/// `plan.json`) and by `wrlc lower` (the job's `plan.json`). Before, both wrote it out.
+#[test]
+fn a_credential_in_a_url_is_never_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = dir.path().join("leaky.wrl");
+    std::fs::write(
+        &recipe,
+        "use std::rewards::judge\n\
+         model policy = std::models::tiny\n\
+         dataset tasks = std::sandbox::tasks(count: 8)\n\
+         reward graded = judge(model: \"gpt-4.1\") { base_url = \"http://127.0.0.1:9/v1?api_key=sk-planted-42\" }\n\
+         env web = browser { target = std::sandbox::web\n\
+           tools = std::tools::elements, observe = [elements(max: 32), url, feedback, screenshot(last: 0)] }\n\
+         agent actor = react(policy, web) { max_turns = 3 turns, max_response = 48 tokens }\n\
+         stage online = grpo(policy, tasks, actor) {\n\
+           reward = graded\n\
+           phases = [{ iters = 1, horizon = 3 steps, lr = 1e-4 }]\n\
+         }\n",
+    )
+    .unwrap();
+    let run = dir.path().join("run");
+    let job = dir.path().join("job");
+    let (code, _, stderr) = wrl_cli::run_captured([
+        "run".as_ref(),
+        recipe.as_os_str(),
+        "--out".as_ref(),
+        run.as_os_str(),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("E0520") && stderr.contains("`api_key` in its query"), "{stderr}");
+    assert!(!run.exists());
+    let (code, _, stderr) = wrl_cli::run_captured([
+        "lower".as_ref(),
+        recipe.as_os_str(),
+        "--to".as_ref(),
+        "verl".as_ref(),
+        "--out".as_ref(),
+        job.as_os_str(),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("E0520"), "{stderr}");
+    assert!(!job.exists());
+}

@@ -314,7 +314,7 @@ profile smoke { online.phases[0].iters = 1 }
             Some(Resolved::Builtin(b)) => {
                 assert_eq!(b.kind, "stage");
                 let group = b.slots.iter().find(|s| s.name == "group").expect("group");
-                assert_eq!(group.ty_text, "int(min: 1)");
+                assert_eq!(group.ty_text, "int(min: 1, max: 1024)");
                 assert!(group.default.is_some() && !group.positional);
             }
             other => panic!("{other:?}"),

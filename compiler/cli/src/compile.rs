@@ -14,6 +14,8 @@ pub struct Compilation {
     pub files: Vec<ast::File>,
     pub recipes: Vec<wrl_check::Recipe>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Warnings left out of `diagnostics` past [`wrl_diagnostics::MAX_REPEATED`] of a code.
+    pub hidden: usize,
     /// The checker's tables and the profile slices: nothing reads them, they are only freed
     /// with the compilation (not in the middle of the run: see `wrl_check::Tables`).
     pub retained: (wrl_check::Tables, Vec<Vec<wrl_check::Recipe>>),
@@ -79,11 +81,13 @@ pub fn compile_paths_as(
     }
     diagnostics.sort_by_key(|d| d.sort_key());
     diagnostics.dedup();
+    let hidden = wrl_diagnostics::cap_repeated(&mut diagnostics, wrl_diagnostics::MAX_REPEATED);
     Ok(Compilation {
         sources,
         files: parsed,
         recipes: checked.recipes,
         diagnostics,
+        hidden,
         retained: (checked.tables, checked.slices),
     })
 }

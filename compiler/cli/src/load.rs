@@ -25,6 +25,7 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PathError> {
                 )));
             }
         } else {
+            regular(p, &meta)?;
             files.push(p.clone());
         }
     }
@@ -32,15 +33,49 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PathError> {
     Ok(files)
 }
 
+/// Refuses what is not a regular file: reading a FIFO waits forever for a writer, a device
+/// never ends.
+pub fn regular(p: &Path, meta: &std::fs::Metadata) -> Result<(), PathError> {
+    if meta.is_file() {
+        return Ok(());
+    }
+    Err(PathError(format!(
+        "`{}` is not a regular file (a FIFO, socket or device); pass a recipe file or a directory",
+        p.display()
+    )))
+}
+
+/// The regular file `p`, or why it cannot be read as a recipe (without opening it).
+pub fn check_regular(p: &Path) -> Result<(), PathError> {
+    let meta = std::fs::metadata(p)
+        .map_err(|e| PathError(format!("cannot read `{}`: {}", p.display(), io_reason(&e))))?;
+    regular(p, &meta)
+}
+
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), PathError> {
+    walk_once(dir, out, &mut std::collections::BTreeSet::new())
+}
+
+/// Walks `dir`, entering each real directory once: a symlink back up (`sub/up -> ..`) is not
+/// walked again, and so a file is not read many times over.
+fn walk_once(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    seen: &mut std::collections::BTreeSet<PathBuf>,
+) -> Result<(), PathError> {
+    if let Ok(real) = std::fs::canonicalize(dir)
+        && !seen.insert(real)
+    {
+        return Ok(());
+    }
     let entries = std::fs::read_dir(dir)
         .map_err(|e| PathError(format!("cannot read `{}`: {}", dir.display(), io_reason(&e))))?;
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for p in paths {
         if p.is_dir() {
-            walk(&p, out)?;
-        } else if p.extension().is_some_and(|e| e == "wrl") {
+            walk_once(&p, out, seen)?;
+        } else if p.extension().is_some_and(|e| e == "wrl") && p.is_file() {
             out.push(p);
         }
     }
@@ -53,6 +88,7 @@ pub fn read(
     path: &Path,
     sources: &mut SourceMap,
 ) -> Result<Result<wrl_diagnostics::FileId, Diagnostic>, PathError> {
+    check_regular(path)?;
     let bytes = std::fs::read(path)
         .map_err(|e| PathError(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))?;
     let name = display_name(path);

@@ -22,7 +22,7 @@ fn hover_shows_type_default_doc_and_values_per_profile() {
     let text = recipe();
     let h = hover_text(&mut s, &uri, pos(&text, "group = 5", 0, 1));
     assert!(h.contains("field of `grpo`"), "{h}");
-    assert!(h.contains("`int(min: 1)`, default `8`"), "{h}");
+    assert!(h.contains("`int(min: 1, max: 1024)`, default `8`"), "{h}");
     assert!(h.contains("**value** `5`"), "{h}");
     assert!(h.contains("profile `smoke`: `4`, set by `online.group = 4`"), "{h}");
     // A field the profile changes through a whole-list override, inside a record.

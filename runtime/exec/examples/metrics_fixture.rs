@@ -40,6 +40,12 @@ fn rl(phase: u64, iter: u64, reward: f64) -> MetricLine {
         rollout_s: 2.0,
         update_s: 1.0,
         retried: 0,
+        // Every other iteration left two episodes out (their judge failed).
+        excluded: if iter.is_multiple_of(2) {
+            std::collections::BTreeMap::from([("judge_error".to_string(), 2)])
+        } else {
+            std::collections::BTreeMap::new()
+        },
         roles: None,
         global_step: 0,
         phase: None,

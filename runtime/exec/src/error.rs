@@ -40,6 +40,8 @@ pub enum Fault {
     HfTemplate,
     /// A setting of `hf(…)` that does not fit the model (`frozen`, `context`).
     HfSetting,
+    /// A credential written into the recipe (it would be written to `plan.json`).
+    Secret,
 }
 
 impl Fault {
@@ -61,6 +63,7 @@ impl Fault {
             Fault::HfFiles => "E0513",
             Fault::HfTemplate => "E0514",
             Fault::HfSetting => "E0515",
+            Fault::Secret => "E0520",
         }
     }
 }

@@ -146,6 +146,12 @@ impl Ph<'_, '_> {
         self.c
             .wrl(self.n, "reward", &[("env service: POST /v1/episodes/{id}/end", json!(which))])
             .note("the env service scores each episode with the recipe's reward (judges included); the agent loop sets reward_score, so verl's reward loop is skipped");
+        self.c.not_mapped(
+            self.n,
+            "warn_excluded",
+            "verl's trainer counts no excluded episodes to warn about",
+            "no warning; excluded episodes still get no gradient (`exclude`)",
+        );
         let classes: Vec<&str> = exclude.iter().map(|c| c.word()).collect();
         self.c
             .wrl(self.n, "exclude", &[("env service: excluded classes", json!(classes))])
@@ -411,6 +417,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 kl_cov_ratio,
                 level,
                 exclude,
+                warn_excluded: _,
                 schedule,
                 optimizer,
                 trainable,
@@ -548,6 +555,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 loss_agg,
                 level,
                 exclude,
+                warn_excluded: _,
                 schedule,
                 optimizer,
                 frozen,
@@ -601,6 +609,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 temperature,
                 top_p,
                 exclude,
+                warn_excluded: _,
                 schedule,
                 optimizer,
                 frozen,

@@ -17,7 +17,7 @@ pub fn run(cmd: CheckCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     };
     emit(&comp.diagnostics, &comp.sources, global.error_format, io);
     let errors = comp.error_count();
-    let warnings = comp.diagnostics.len() - errors;
+    let warnings = comp.diagnostics.len() - errors + comp.hidden;
     let files = comp.files.len();
     if global.error_format == crate::ErrorFormat::Human {
         let took = started.elapsed().as_secs_f64() * 1e3;

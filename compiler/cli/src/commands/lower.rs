@@ -12,7 +12,7 @@ use wrl_exec::Subject;
 
 use crate::args::{ErrorFormat, GlobalOpts};
 use crate::commands::run::{Planned, plan_for};
-use crate::commands::run_errors::{Origin, placed};
+use crate::commands::run_errors::{Origin, placed, to_diagnostic};
 use crate::render::emit;
 use crate::{EXIT_OK, EXIT_USAGE, EXIT_USER, Io};
 
@@ -56,6 +56,15 @@ pub fn run(cmd: LowerCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
+    // The job holds `plan.json`: a credential in a URL would be written there (E0520).
+    let leaks = wrl_exec::preflight::credentials(&p.plan);
+    if !leaks.is_empty() {
+        let origin = Origin { recipe: &p.recipe, entry: p.entry };
+        let diags: Vec<Diagnostic> =
+            leaks.iter().map(|e| to_diagnostic(e, Some(&origin))).collect();
+        emit(&diags, &p.sources, global.error_format, io);
+        return EXIT_USER;
+    }
     let job = wrl_verl::lower(&p.plan);
     let refusals = job.refusals();
     if !refusals.is_empty() && !cmd.allow_unmapped {

@@ -10,3 +10,4 @@ pub mod plan;
 pub mod run;
 pub mod run_errors;
 pub mod serve;
+pub mod set;

@@ -102,10 +102,12 @@ fn fresh(cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     let created = serde_json::to_string_pretty(&p.plan)
         .map_err(|e| RunError::new(wrl_exec::Fault::RunDir, format!("cannot write the plan: {e}")))
         .and_then(|json| RunDir::create(&out, &json).map_err(RunError::from));
-    if let Err(e) = created {
-        return report_with(&[e], Some(&p), false, EXIT_USAGE, global, io);
-    }
-    execute(&typed, &out, cmd, Some(&p), global, io)
+    let run = match created {
+        Ok(run) => run,
+        Err(e) => return report_with(&[e], Some(&p), false, EXIT_USAGE, global, io),
+    };
+    // The new run stays open (and locked) from its creation to its end.
+    execute(&typed, &out, Some(run), cmd, Some(&p), global, io)
 }
 
 fn resume(dir: &Path, cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
@@ -118,6 +120,13 @@ fn resume(dir: &Path, cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         }
         Err(e) => return report(&[RunError::from(e)], None, true, global, io),
     };
+    // Another process writing this run now: refused before anything else, naming it.
+    if !cmd.dry_run
+        && let Some(pid) = wrl_exec::rundir::lock::Lock::holder(dir)
+    {
+        let busy = wrl_exec::RunDirError::Busy { path: dir.display().to_string(), pid };
+        return report_with(&[RunError::from(busy)], None, false, EXIT_USAGE, global, io);
+    }
     let plan = match RunDir::read_plan(dir) {
         Ok(json) => match wrl_plan::parse_json(&json) {
             Ok(plan) => plan,
@@ -143,13 +152,15 @@ fn resume(dir: &Path, cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         let _ = writeln!(io.out, "{}", dry_run_resume(&plan, &committed, dir));
         return EXIT_OK;
     }
-    execute(&typed, dir, cmd, None, global, io)
+    execute(&typed, dir, None, cmd, None, global, io)
 }
 
-/// Runs the decoded plan into the run directory `root` until it finishes, fails or is stopped.
+/// Runs the decoded plan into the run directory `root` (`created`, or opened here to resume)
+/// until it finishes, fails or is stopped.
 fn execute(
     typed: &TypedPlan<'_>,
     root: &Path,
+    created: Option<RunDir>,
     cmd: &RunCmd,
     planned: Option<&Planned>,
     global: &GlobalOpts,
@@ -172,12 +183,42 @@ fn execute(
             return EXIT_USAGE;
         }
     };
+    // SIGTERM (a scheduler, `kill`) stops the run as SIGINT does, with the same message; its
+    // handler is in place before the run directory is locked, so a signal sent once the lock
+    // is seen cannot end the process unannounced.
+    let term = {
+        let _in = rt.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok()
+    };
+    // A resume goes back to the previous commit when the last checkpoint is damaged. Refused
+    // here (held by another process, damaged beyond the previous commit), a resume would fail
+    // the same way again: the error's help says what to do instead.
+    let mut run = match created {
+        Some(run) => run,
+        None => match RunDir::resume_usable(root) {
+            Ok((run, warning)) => {
+                if let Some(w) = warning {
+                    let _ = writeln!(io.err, "warning: {w}");
+                }
+                run
+            }
+            Err(e) => return report_with(&[e.into()], planned, false, EXIT_USAGE, global, io),
+        },
+    };
     let result = rt.block_on(async {
-        let mut run = RunDir::resume(root)?;
         let exec = Executor::new(typed, &mut run, opts);
+        let term = async {
+            match term {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
         tokio::select! {
             r = exec.run() => r.map(Some),
             _ = tokio::signal::ctrl_c() => Ok(None),
+            _ = term => Ok(None),
         }
     });
     match result {
@@ -192,12 +233,16 @@ fn execute(
         }
         Err(e) => {
             // A fresh run can still place a problem in its recipe; a resumed one has no source.
+            // A damaged file: resuming would fail the same way; its help says what to do.
+            let again = !matches!(e.fault, wrl_exec::Fault::Damaged);
             report(&[e], planned, false, global, io);
-            let _ = writeln!(
-                io.err,
-                "the run stopped; what was committed is kept: `wrlc run --resume {}`",
-                root.display()
-            );
+            if again {
+                let _ = writeln!(
+                    io.err,
+                    "the run stopped; what was committed is kept: `wrlc run --resume {}`",
+                    root.display()
+                );
+            }
             EXIT_USAGE
         }
     }
@@ -268,33 +313,35 @@ pub(crate) fn plan_for(
     global: &GlobalOpts,
     io: &mut Io,
 ) -> Result<Planned, u8> {
-    let mut text = match std::fs::read_to_string(file) {
+    if let Err(crate::load::PathError(e)) = crate::load::check_regular(file) {
+        let _ = writeln!(io.err, "error: {e}");
+        return Err(EXIT_USAGE);
+    }
+    let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {
             let _ = writeln!(io.err, "error: cannot read `{}`: {e}", file.display());
             return Err(EXIT_USAGE);
         }
     };
-    if !sets.is_empty() {
-        text.push_str(&format!("\n\n// --set\nprofile {SET_PROFILE} {{\n"));
-        for s in sets {
-            let Some((path, value)) = s.split_once('=') else {
-                let _ = writeln!(
-                    io.err,
-                    "error: `--set {s}` needs the form PATH=VALUE, e.g. `--set online.group=8`"
-                );
-                return Err(EXIT_USAGE);
-            };
-            text.push_str(&format!("  {} = {}\n", path.trim(), value.trim()));
-        }
-        text.push_str("}\n");
-    }
     let mut sources = SourceMap::new();
     let id = sources.add(display_name(file), text.clone());
-    let parsed = wrl_syntax::parse(id, &text);
+    let mut parsed = wrl_syntax::parse(id, &text);
     let mut diags: Vec<Diagnostic> = parsed.diagnostics;
+    // `--set` overrides: a profile parsed from the arguments, never from spliced text.
+    if !sets.is_empty() {
+        match crate::commands::set::profile(&mut sources, sets, SET_PROFILE) {
+            Ok(item) => parsed.file.items.push(item),
+            Err(ds) => {
+                diags.extend(ds);
+                diags.retain(Diagnostic::is_error);
+                emit(&diags, &sources, global.error_format, io);
+                return Err(EXIT_USER);
+            }
+        }
+    }
     let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &wrl_check::FsLoader);
-    diags.extend(checked.diagnostics);
+    diags.extend(checked.diagnostics.into_iter().map(unprofiled));
     let errors = diags.iter().any(Diagnostic::is_error);
     let recipe = match checked.recipes.into_iter().next() {
         Some(r) if !errors => r,
@@ -318,7 +365,7 @@ pub(crate) fn plan_for(
         match recipe.with_profile(SET_PROFILE) {
             Ok(r) => recipe = r,
             Err(d) => {
-                emit(&[d], &sources, global.error_format, io);
+                emit(&[unprofiled(d)], &sources, global.error_format, io);
                 return Err(EXIT_USER);
             }
         }
@@ -327,8 +374,20 @@ pub(crate) fn plan_for(
     match wrl_plan::lower(&recipe) {
         Ok(plan) => Ok(Planned { plan, sources, recipe, entry: id }),
         Err(ds) => {
+            let ds: Vec<Diagnostic> = ds.into_iter().map(unprofiled).collect();
             emit(&ds, &sources, global.error_format, io);
             Err(EXIT_USER)
         }
     }
+}
+
+/// A diagnostic of the `--set` overrides without the phases' "(profile `__set__`)": the
+/// overrides are no profile of the file, and each already points at its own `--set #N`.
+fn unprofiled(mut d: Diagnostic) -> Diagnostic {
+    let tag = format!("profile `{SET_PROFILE}`");
+    if let Some(m) = d.message.strip_suffix(&format!(" ({tag})")) {
+        d.message = m.to_string();
+    }
+    d.labels.retain(|l| l.message != format!("with {tag}"));
+    d
 }

@@ -15,11 +15,14 @@ use crate::preflight::files::Records;
 use crate::preflight::tables::{format_help, hf_dataset_file, read_records};
 use crate::rundir::RunDirError;
 
-/// The first line of a demonstration cache: how many demonstrations follow.
+/// The first line of a demonstration cache: how many demonstrations follow, and the checksum
+/// of the lines that follow (absent in caches written before it was).
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CacheHeader {
     demonstrations: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    checksum: Option<String>,
 }
 
 fn split(s: SandboxSplit) -> Split {
@@ -156,14 +159,18 @@ impl<'a> Executor<'a> {
             }
         };
         let demos: Vec<Trajectory> = results.into_iter().filter(|t| t.outcome.success).collect();
-        let header = CacheHeader { demonstrations: demos.len() };
-        let mut lines = String::new();
-        for t in std::iter::once(serde_json::to_string(&header))
-            .chain(demos.iter().map(serde_json::to_string))
-        {
-            lines.push_str(&t.map_err(RunError::run_dir)?);
-            lines.push('\n');
+        let mut body = String::new();
+        for t in demos.iter().map(serde_json::to_string) {
+            body.push_str(&t.map_err(RunError::run_dir)?);
+            body.push('\n');
         }
+        let header = CacheHeader {
+            demonstrations: demos.len(),
+            checksum: Some(wrl_trainer::checkpoint::checksum(body.as_bytes())),
+        };
+        let mut lines = serde_json::to_string(&header).map_err(RunError::run_dir)?;
+        lines.push('\n');
+        lines.push_str(&body);
         // A cache: a run that cannot write it records the demonstrations again on resume.
         if let Err(e) = self.run.write_file(&cached, lines.as_bytes()) {
             self.say(&format!("dataset {}: demonstrations not cached: {e}", node.decl));
@@ -184,11 +191,18 @@ impl<'a> Executor<'a> {
 }
 
 /// Checks, without changing anything, the inputs a resumed run would read back from `root`:
-/// each demonstration dataset's cache, when it was written.
+/// the committed checkpoint (every file against its checksum; a damaged one is fine when the
+/// commit before it is whole, see [`crate::rundir::fallback`]) and each demonstration
+/// dataset's cache (its count and checksum), when they were written.
 pub fn check_cached_inputs(
     root: &std::path::Path,
     plan: &params::TypedPlan<'_>,
 ) -> Result<(), RunError> {
+    // The committed checkpoint (each role's too) must be whole, or an earlier one: a damaged
+    // one is named here, not met as a failed load mid-run.
+    if let Ok(committed) = crate::rundir::RunDir::inspect(root) {
+        crate::rundir::fallback::usable(root, &committed)?;
+    }
     for (n, p) in &plan.nodes {
         if let params::Params::Dataset(Dataset::SandboxDemos(_)) = p {
             let path = root.join("data").join(format!("{}.jsonl", n.decl));
@@ -220,6 +234,17 @@ fn read_cache(path: &std::path::Path, text: &str) -> Result<Vec<Trajectory>, Run
         .and_then(|l| serde_json::from_str(l).ok())
         .ok_or_else(|| damaged(1, "it does not start with its count of demonstrations".into()))?;
     let rest: String = lines.map(|l| format!("{l}\n")).collect();
+    if let Some(want) = &header.checksum {
+        let got = wrl_trainer::checkpoint::checksum(rest.as_bytes());
+        if got != *want {
+            return Err(damaged(
+                2,
+                format!(
+                    "its demonstrations do not match the checksum in its header ({got}, not {want}): edited or damaged"
+                ),
+            ));
+        }
+    }
     let demos: Vec<Trajectory> = crate::rundir::read_lines(path, &rest).map_err(|e| match e {
         RunDirError::DamagedLine { line, reason, .. } => damaged(line + 1, reason),
         other => other.into(),
@@ -280,5 +305,21 @@ mod tests {
         assert_eq!(read_cache(p, "{\"demonstrations\": 0}\n").unwrap().len(), 0);
         let e = read_cache(p, "{\"demonstrations\": 3}\n").unwrap_err();
         assert!(e.message.contains("holds 0 of the 3"), "{}", e.message);
+    }
+
+    /// A cache edited so that every line still parses (an answer changed) is refused by its
+    /// checksum; before the checksum, it was used.
+    #[test]
+    fn an_edited_cache_is_refused_by_its_checksum() {
+        let p = std::path::Path::new("run/data/demos.jsonl");
+        let line = r#"{"task_id":"qa-1","template":"qa","goal":"When was Barvel founded?","agent":"expert","steps":[],"outcome":{"reason":"completed","message":"","answer":"1204","success":true,"detail":""},"elapsed_ms":3}"#;
+        let body = format!("{line}\n");
+        let sum = wrl_trainer::checkpoint::checksum(body.as_bytes());
+        let good = format!("{{\"demonstrations\":1,\"checksum\":\"{sum}\"}}\n{body}");
+        assert_eq!(read_cache(p, &good).unwrap().len(), 1);
+        let edited = good.replace("1204", "1205");
+        let e = read_cache(p, &edited).unwrap_err();
+        assert_eq!(e.code(), "E0508");
+        assert!(e.message.contains("line 2") && e.message.contains("checksum"), "{}", e.message);
     }
 }

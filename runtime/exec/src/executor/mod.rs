@@ -166,6 +166,8 @@ impl<'a> Executor<'a> {
             evals: self.cursor.evals.clone(),
             trajectories: self.run.committed().trajectories,
             failures: self.cursor.failures.clone(),
+            excluded: self.cursor.excluded.clone(),
+            warnings: self.cursor.warnings.clone(),
         };
         self.cursor.wall_s = self.wall();
         self.commit(None, true)?;

@@ -216,6 +216,24 @@ impl<'a> Executor<'a> {
             progress.println(&line, |l| self.say(l));
             progress.advance(iter, &format!("reward {mean:.3}, success {:.1}%", success * 100.0));
             self.log_episodes(node, iter, &episodes)?;
+            let excluded = exclusions(&episodes);
+            let left_out: usize = excluded.values().sum();
+            for (k, v) in &excluded {
+                *self.cursor.excluded.entry(k.clone()).or_default() += *v as u64;
+            }
+            if !episodes.is_empty() && left_out as f64 > p.warn_excluded * episodes.len() as f64 {
+                let classes: Vec<String> =
+                    excluded.iter().map(|(k, v)| format!("{v} {k}")).collect();
+                let warning = format!(
+                    "stage {} iter {iter}: {left_out} of {} episodes left out of the loss ({}), over `warn_excluded` = {}",
+                    node.decl,
+                    episodes.len(),
+                    classes.join(", "),
+                    p.warn_excluded
+                );
+                self.say(&format!("warning: {warning}"));
+                self.cursor.warnings.push(warning);
+            }
             let line = RlIter {
                 stage: node.decl.clone(),
                 node: node.id.clone(),
@@ -231,6 +249,7 @@ impl<'a> Executor<'a> {
                 rollout_s,
                 update_s,
                 retried: episodes.iter().map(|e| e.retried).sum(),
+                excluded,
                 roles: (!roles.is_empty()).then(|| {
                     per_role
                         .iter()
@@ -328,6 +347,24 @@ fn mean_metrics(updates: &[(String, usize, Metrics)]) -> Metrics {
         out.grad_norm = updates.iter().map(|(_, n, m)| w(*n) * m.grad_norm).sum();
         out.clip_frac =
             Some(updates.iter().map(|(_, n, m)| w(*n) * m.clip_frac.unwrap_or(0.0)).sum());
+    }
+    out
+}
+
+/// The episodes left out of the loss, by class: a judge's failure class or an excluded ending
+/// as it is, anything else (a reward that could not be computed) as `reward_error`.
+pub(super) fn exclusions(episodes: &[Episode]) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for e in episodes {
+        if let RewardValue::Excluded(why) = &e.reward {
+            let class =
+                if !why.is_empty() && why.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                    why.clone()
+                } else {
+                    "reward_error".to_string()
+                };
+            *out.entry(class).or_default() += 1;
+        }
     }
     out
 }

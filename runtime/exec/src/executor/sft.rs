@@ -103,7 +103,8 @@ impl<'a> Executor<'a> {
                 steps as u64,
                 "steps",
             );
-            let mut out = Vec::with_capacity(steps);
+            // Reserved up to a bound: the metrics grow as the steps run.
+            let mut out = Vec::with_capacity(steps.min(1 << 16));
             while t.cursor().epoch < epochs as u64 {
                 let m = t.sft_step(&mixture, &sft).map_err(|e| RunError::model("SFT failed", e))?;
                 let pos = out.len() as u64 + 1;

@@ -154,6 +154,12 @@ pub fn check_out(root: &Path) -> Result<(), RunError> {
         )
         .help(choose));
     }
+    if let Some(pid) = crate::rundir::lock::Lock::holder(root) {
+        return Err(RunError::from(crate::rundir::RunDirError::Busy {
+            path: shown.to_string(),
+            pid,
+        }));
+    }
     if root.join(crate::rundir::STATE).exists() {
         return Err(RunError::new(Fault::RunDir, format!("`{shown}` already holds a run"))
             .help(format!("resume it with `wrlc run --resume {shown}`, or {choose}")));

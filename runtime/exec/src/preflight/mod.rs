@@ -7,6 +7,7 @@
 pub mod files;
 mod refusals;
 mod rewards;
+mod secrets;
 pub(crate) mod tables;
 
 use std::path::Path;
@@ -23,6 +24,12 @@ pub const INSTALL_CHROMIUM: &str = "install it with `apt-get install \
     chromium-headless-shell` (or `chromium`), or point WRL_CHROMIUM or `--chromium` at a \
     Chromium binary";
 
+/// Every credential written into a URL of `plan` (E0520): what a command that writes the plan
+/// out (`wrlc run`'s `plan.json`, `wrlc lower`'s job) must refuse first.
+pub fn credentials(plan: &Plan) -> Vec<RunError> {
+    plan.nodes.iter().flat_map(secrets::secrets).collect()
+}
+
 /// Decodes the plan and refuses one the runtime cannot run, listing every problem, before any
 /// work; the decoded plan is what the executor runs.
 pub fn preflight<'p>(
@@ -33,6 +40,7 @@ pub fn preflight<'p>(
     let mut nodes = Vec::new();
     for n in &plan.nodes {
         errs.extend(unknowns(n));
+        errs.extend(secrets::secrets(n));
         match params::decode(n) {
             Ok(p) => nodes.push((n, p)),
             Err(e) => errs.extend(decode_error(n, &e)),

@@ -55,6 +55,12 @@ pub struct ReportData {
     pub evals: Vec<(String, f64, Vec<String>)>,
     /// Failure class → count.
     pub failures: BTreeMap<String, u64>,
+    /// Exclusion class → episodes left out of the loss.
+    #[serde(default)]
+    pub excluded: BTreeMap<String, u64>,
+    /// The run's warnings.
+    #[serde(default)]
+    pub warnings: Vec<String>,
     pub judge_agreement: Option<f64>,
     pub samples: Vec<TrajectoryView>,
 }
@@ -82,6 +88,9 @@ pub fn render(data: &ReportData) -> String {
         s = esc(&data.status),
         w = data.wall_s
     );
+    for w in &data.warnings {
+        let _ = write!(h, "<p class=\"bad\"><b>warning:</b> {}</p>", esc(w));
+    }
     if !data.evals.is_empty() {
         h.push_str(
             "<h2>Held-out evaluation</h2><table><tr><th>after</th><th>success</th>\
@@ -108,6 +117,15 @@ pub fn render(data: &ReportData) -> String {
     if !data.failures.is_empty() {
         h.push_str("<h2>How episodes ended</h2><table><tr><th>reason</th><th>episodes</th></tr>");
         for (k, v) in &data.failures {
+            let _ = write!(h, "<tr><td>{}</td><td>{v}</td></tr>", esc(k));
+        }
+        h.push_str("</table>");
+    }
+    if !data.excluded.is_empty() {
+        h.push_str(
+            "<h2>Episodes left out of the loss</h2><table><tr><th>why</th><th>episodes</th></tr>",
+        );
+        for (k, v) in &data.excluded {
             let _ = write!(h, "<tr><td>{}</td><td>{v}</td></tr>", esc(k));
         }
         h.push_str("</table>");
@@ -265,10 +283,14 @@ mod tests {
                 ("online".into(), 0.5, vec!["paper: 74.1% (Table 2)".into()]),
             ],
             failures: BTreeMap::from([("max_steps".to_string(), 3)]),
+            excluded: BTreeMap::from([("judge_timeout".to_string(), 12)]),
+            warnings: vec!["iteration 1: 12 of 16 episodes left out".into()],
             samples: vec![TrajectoryView { goal: "find <b>".into(), ..Default::default() }],
             ..Default::default()
         };
         let html = render(&data);
+        assert!(html.contains("<td>judge_timeout</td><td>12</td>"), "{html}");
+        assert!(html.contains("<b>warning:</b> iteration 1: 12 of 16"));
         assert!(html.contains("<polyline"));
         assert!(html.contains("25.0%") && html.contains("50.0%"));
         assert!(html.contains("max_steps"));

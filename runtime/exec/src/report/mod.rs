@@ -76,6 +76,8 @@ pub fn build(
             })
             .collect(),
         failures: summary.failures.clone(),
+        excluded: summary.excluded.clone(),
+        warnings: summary.warnings.clone(),
         judge_agreement: None,
         samples,
     })

@@ -237,7 +237,7 @@ impl JudgeClient {
     }
 
     async fn post(&self, body: &Json) -> Result<String, JudgeError> {
-        let url = format!("{}/chat/completions", self.cfg.base_url.trim_end_matches('/'));
+        let url = completions_url(&self.cfg.base_url);
         let mut req = self.http.post(url).json(body);
         if let Ok(key) = std::env::var(&self.cfg.api_key_env)
             && !key.is_empty()
@@ -255,13 +255,53 @@ impl JudgeClient {
         if !status.is_success() {
             return Err(JudgeError::Http(status.as_u16()));
         }
-        let v: Json = resp.json().await.map_err(|e| {
-            if e.is_timeout() { JudgeError::Timeout } else { JudgeError::Malformed(e.to_string()) }
-        })?;
+        let v: Json = serde_json::from_slice(&read_capped(resp).await?)
+            .map_err(|e| JudgeError::Malformed(e.to_string()))?;
         v.pointer("/choices/0/message/content")
             .and_then(Json::as_str)
             .map(str::to_string)
             .ok_or_else(|| JudgeError::Malformed("no choices[0].message.content".into()))
+    }
+}
+
+/// `BASE/chat/completions`, with a `?query` of the base URL kept after the path (not spliced
+/// into it).
+pub(crate) fn completions_url(base: &str) -> String {
+    let (path, query) = match base.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (base, None),
+    };
+    let mut url = format!("{}/chat/completions", path.trim_end_matches('/'));
+    if let Some(q) = query {
+        url.push('?');
+        url.push_str(q);
+    }
+    url
+}
+
+/// The most of a judge's answer that is read: a chat completion is a few KiB; a bigger answer
+/// is a broken or hostile server, and its sample is excluded as `judge_error`.
+pub const MAX_ANSWER: usize = 4 << 20;
+
+/// The body of `resp`, refused past [`MAX_ANSWER`] bytes without reading the rest.
+async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, JudgeError> {
+    let too_big = || JudgeError::Malformed(format!("the answer is over {MAX_ANSWER} bytes"));
+    if resp.content_length().is_some_and(|n| n > MAX_ANSWER as u64) {
+        return Err(too_big());
+    }
+    let mut body = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(c)) => {
+                if body.len() + c.len() > MAX_ANSWER {
+                    return Err(too_big());
+                }
+                body.extend_from_slice(&c);
+            }
+            Ok(None) => return Ok(body),
+            Err(e) if e.is_timeout() => return Err(JudgeError::Timeout),
+            Err(e) => return Err(JudgeError::Malformed(without_url(&e))),
+        }
     }
 }
 
@@ -374,6 +414,9 @@ mod tests {
                     if text.contains("nonsense") {
                         return reply("I cannot tell.");
                     }
+                    if text.contains("huge") {
+                        return reply(&"SUCCESS ".repeat(MAX_ANSWER / 8 + 1));
+                    }
                     if text.contains("axes") {
                         return reply(
                             "Thinking... {\"completion\": 4, \"action\": 5, \"efficiency\": 3}",
@@ -416,9 +459,21 @@ mod tests {
         assert_eq!(judge.binary(&input("broken")).await, Err(JudgeError::Http(500)));
         assert_eq!(judge.binary(&input("slow")).await, Err(JudgeError::Timeout));
         assert!(matches!(judge.binary(&input("nonsense")).await, Err(JudgeError::Malformed(_))));
+        // An answer past the cap is refused unread, not parsed (it would say SUCCESS).
+        let e = judge.binary(&input("huge")).await.unwrap_err();
+        assert!(e.to_string().contains(&format!("over {MAX_ANSWER} bytes")), "{e}");
         let r = judge.webjudge(&input("axes"), (0.8, 0.1, 0.1)).await.unwrap();
         assert!((r - (0.8 * 4.0 + 0.5 + 0.3 - 1.0) / 4.0).abs() < 1e-9, "{r}");
         assert_eq!(JudgeError::Timeout.class(), "judge_timeout");
+    }
+
+    #[test]
+    fn a_query_in_the_base_url_stays_after_the_path() {
+        assert_eq!(
+            completions_url("http://127.0.0.1:9/v1/?api-version=2"),
+            "http://127.0.0.1:9/v1/chat/completions?api-version=2"
+        );
+        assert_eq!(completions_url("http://h/v1"), "http://h/v1/chat/completions");
     }
 
     #[test]

@@ -4,8 +4,11 @@
 //! temporary file, fsync, rename). Resuming truncates the logs to the last commit, so a run
 //! killed at any point loses and duplicates no logged line. Every record is one of the types
 //! of [`records`], written with sorted keys. TensorBoard's event file (`tensorboard`) is
-//! derived from the committed metrics and rebuilt on every open.
+//! derived from the committed metrics and rebuilt on every open. One process writes a run at a time
+//! ([`lock`]).
 
+pub mod fallback;
+pub mod lock;
 pub mod records;
 pub mod tensorboard;
 
@@ -34,6 +37,8 @@ pub enum RunDirError {
         "`{path}` already holds a run; resume it with `wrlc run --resume {path}`, or choose another `--out`"
     )]
     Exists { path: String },
+    #[error("`{path}` is in use by another wrlc ({})", pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}")))]
+    Busy { path: String, pid: Option<u32> },
 }
 
 impl From<RunDirError> for RunError {
@@ -47,6 +52,14 @@ impl From<RunDirError> for RunError {
             }
             RunDirError::Io { .. } | RunDirError::NotARun { .. } | RunDirError::Exists { .. } => {
                 RunError::new(Fault::RunDir, e.to_string())
+            }
+            RunDirError::Busy { ref path, pid } => {
+                let stop = pid.map_or_else(String::new, |p| format!(" (or stop it: `kill {p}`)"));
+                let help = format!(
+                    "one process writes a run at a time: wait for that one to end{stop}, then \
+                     `wrlc run --resume {path}`"
+                );
+                RunError::new(Fault::RunDir, e.to_string()).help(help)
             }
         }
     }
@@ -80,6 +93,10 @@ pub struct Committed {
     pub cursor: Cursor,
     /// Whether the whole plan finished.
     pub finished: bool,
+    /// The last commit before the one that named `checkpoint`: where a resume goes back to
+    /// when that checkpoint is damaged ([`fallback`]). One level deep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<Box<Committed>>,
 }
 
 /// An open run directory.
@@ -93,6 +110,8 @@ pub struct RunDir {
     events: File,
     /// Training steps logged so far (committed ones on open).
     global_step: u64,
+    /// Held while the run is open: no other process writes it meanwhile.
+    _lock: lock::Lock,
 }
 
 pub(crate) const STATE: &str = "state.json";
@@ -110,6 +129,8 @@ fn unix_now() -> f64 {
 impl RunDir {
     /// Creates a new run directory (it must not already hold a run) and writes the plan.
     pub fn create(root: &Path, plan_json: &str) -> Result<RunDir, RunDirError> {
+        fs::create_dir_all(root).map_err(io("create", root))?;
+        let lock = lock::Lock::take(root)?;
         if root.join(STATE).exists() {
             return Err(RunDirError::Exists { path: root.display().to_string() });
         }
@@ -120,7 +141,7 @@ impl RunDir {
         }
         let committed = Committed::default();
         write_atomic(&root.join(STATE), &to_json(&committed)?)?;
-        RunDir::open_files(root, committed)
+        RunDir::open_files(root, committed, lock)
     }
 
     /// What an existing run committed, read without changing anything: its state, checked
@@ -161,17 +182,26 @@ impl RunDir {
 
     /// Opens an existing run and rolls its logs back to the last commit.
     pub fn resume(root: &Path) -> Result<RunDir, RunDirError> {
+        if !root.join(STATE).exists() {
+            return Err(RunDirError::NotARun { path: root.display().to_string() });
+        }
+        let lock = lock::Lock::take(root)?;
         let committed = RunDir::inspect(root)?;
+        sweep_temporaries(root);
         for (f, len) in [(TRAJ, committed.trajectories_len), (METRICS, committed.metrics_len)] {
             let p = root.join(f);
             let file = OpenOptions::new().write(true).open(&p).map_err(io("open", &p))?;
             file.set_len(len).map_err(io("truncate", &p))?;
             file.sync_all().map_err(io("sync", &p))?;
         }
-        RunDir::open_files(root, committed)
+        RunDir::open_files(root, committed, lock)
     }
 
-    fn open_files(root: &Path, committed: Committed) -> Result<RunDir, RunDirError> {
+    fn open_files(
+        root: &Path,
+        committed: Committed,
+        lock: lock::Lock,
+    ) -> Result<RunDir, RunDirError> {
         let open = |f: &str| {
             let p = root.join(f);
             OpenOptions::new().append(true).open(&p).map_err(io("open", &p))
@@ -191,6 +221,7 @@ impl RunDir {
             events: open(EVENTS)?,
             committed,
             global_step,
+            _lock: lock,
         })
     }
 
@@ -259,15 +290,22 @@ impl RunDir {
         let trajectories_len = self.trajectories.metadata().map_err(io("read", &tp))?.len();
         let metrics_len = self.metrics.metadata().map_err(io("read", &mp))?.len();
         let new_lines = count_lines(&tp, self.committed.trajectories_len, trajectories_len)?;
+        let checkpoint =
+            checkpoint.map(str::to_string).or_else(|| self.committed.checkpoint.clone());
+        // A new checkpoint: the commit now last becomes the one to go back to.
+        let previous = if checkpoint != self.committed.checkpoint {
+            Some(Box::new(Committed { previous: None, ..self.committed.clone() }))
+        } else {
+            self.committed.previous.clone()
+        };
         let next = Committed {
             trajectories_len,
             trajectories: self.committed.trajectories + new_lines,
             metrics_len,
-            checkpoint: checkpoint
-                .map(str::to_string)
-                .or_else(|| self.committed.checkpoint.clone()),
+            checkpoint,
             cursor: cursor.clone(),
             finished,
+            previous,
         };
         write_atomic(&self.root.join(STATE), &to_json(&next)?)?;
         self.committed = next;
@@ -351,9 +389,28 @@ fn count_lines(path: &Path, from: u64, to: u64) -> Result<u64, RunDirError> {
     Ok(slice.iter().filter(|b| **b == b'\n').count() as u64)
 }
 
+/// The temporary file `write_atomic` writes `path` through: named for this process, so two
+/// processes never write one temporary file (`.plan.json.4711.tmp`).
+fn temporary(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// Deletes the temporaries a killed writer left in the run directory (the caller holds its
+/// lock, so no one is writing them now).
+fn sweep_temporaries(root: &Path) {
+    let Ok(entries) = fs::read_dir(root) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') && name.ends_with(".tmp") {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Writes `bytes` to `path` so that readers see the old or the new file, never a mix.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
-    let tmp = path.with_extension("tmp");
+    let tmp = temporary(path);
     {
         let mut f = File::create(&tmp).map_err(io("create", &tmp))?;
         f.write_all(bytes).map_err(io("write", &tmp))?;
@@ -425,6 +482,26 @@ mod tests {
             RunDir::create(&root, "{}").is_err(),
             "a second run in the same directory is refused"
         );
+    }
+
+    /// A second writer is refused while the first has the run open, naming its pid; the
+    /// temporaries of a killed writer are swept on resume.
+    #[test]
+    fn a_run_open_in_one_place_is_refused_in_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("run");
+        let run = RunDir::create(&root, "{}").unwrap();
+        let e = RunDir::resume(&root).unwrap_err();
+        assert!(matches!(e, RunDirError::Busy { pid: Some(p), .. } if p == std::process::id()));
+        let e = RunError::from(e);
+        assert_eq!(e.code(), "E0504");
+        assert!(e.message.contains(&format!("pid {}", std::process::id())), "{}", e.message);
+        assert!(matches!(RunDir::create(&root, "{}"), Err(RunDirError::Busy { .. })));
+        drop(run);
+        fs::write(root.join(".state.json.99999.tmp"), "half").unwrap();
+        let _run = RunDir::resume(&root).unwrap();
+        assert!(!root.join(".state.json.99999.tmp").exists());
+        assert!(!root.join("state.tmp").exists() && !root.join("plan.tmp").exists());
     }
 
     #[test]

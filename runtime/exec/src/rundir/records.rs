@@ -68,6 +68,10 @@ pub struct RlIter {
     pub update_s: f64,
     /// Episode attempts run again after an environment error or timeout.
     pub retried: usize,
+    /// Episodes left out of the loss, by class (`judge_error`, `judge_timeout`, `env_error`,
+    /// an `exclude`d ending, `reward_error`); absent when none were.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub excluded: BTreeMap<String, usize>,
     /// Per graph role, when roles train separate weights.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roles: Option<BTreeMap<String, RoleUpdate>>,
@@ -216,6 +220,12 @@ pub struct Cursor {
     /// Which node's trainer the committed checkpoint holds.
     pub checkpoint_of: Option<String>,
     pub wall_s: f64,
+    /// Episodes of RL iterations left out of the loss, by class.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub excluded: BTreeMap<String, u64>,
+    /// Warnings the run raised (too many exclusions in an iteration).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// What `summary.json` holds.
@@ -227,6 +237,12 @@ pub struct Summary {
     pub evals: Vec<EvalResult>,
     pub trajectories: u64,
     pub failures: BTreeMap<String, u64>,
+    /// Episodes of RL iterations left out of the loss, by class.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub excluded: BTreeMap<String, u64>,
+    /// Warnings the run raised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Summary {
@@ -252,6 +268,14 @@ impl Summary {
         } else {
             format!("held-out success {}", evals.join(", "))
         };
-        format!("finished in {:.0} s; {figures}", self.wall_s)
+        let excluded: u64 = self.excluded.values().sum();
+        let left_out = if excluded > 0 {
+            let classes: Vec<String> =
+                self.excluded.iter().map(|(k, v)| format!("{v} {k}")).collect();
+            format!("; {excluded} episodes left out of the loss ({})", classes.join(", "))
+        } else {
+            String::new()
+        };
+        format!("finished in {:.0} s; {figures}{left_out}", self.wall_s)
     }
 }

@@ -96,6 +96,7 @@ pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
             put(&r.stage, "rollout_s", r.rollout_s);
             put(&r.stage, "update_s", r.update_s);
             put(&r.stage, "retried", r.retried as f64);
+            put(&r.stage, "excluded", r.excluded.values().sum::<usize>() as f64);
         }
         MetricLine::Eval(e) => {
             put(&format!("eval/{}", e.stage), "success", e.success);

@@ -1,0 +1,92 @@
+//! Judge failures are counted: a run whose judge answers every call with HTTP 500 (a real
+//! loopback server) finishes, and its excluded episodes appear by class in `metrics.jsonl`,
+//! `summary.json` and the report, with a warning once they pass the phase's `warn_excluded`.
+//! Before, they were in `trajectories.jsonl` only and the run looked normal.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+
+use wrl_exec::{MetricLine, Summary};
+
+/// A judge that fails every call: HTTP 500, connection closed. Counts the calls.
+fn failing_judge() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = calls.clone();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let mut buf = [0u8; 65536];
+            let _ = s.read(&mut buf);
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let body = "{\"error\":\"down\"}";
+            let _ = write!(
+                s,
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (port, calls)
+}
+
+#[test]
+fn judge_failures_are_counted_in_metrics_summary_and_report() {
+    let (port, calls) = failing_judge();
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = dir.path().join("judged.wrl");
+    std::fs::write(
+        &recipe,
+        format!(
+            "use std::rewards::judge\n\
+             model policy = std::models::tiny\n\
+             dataset tasks = std::sandbox::tasks(count: 8)\n\
+             reward graded = judge(model: \"gpt-4.1\") {{ base_url = \"http://127.0.0.1:{port}/v1\", retries = 0, timeout = 10 s }}\n\
+             env web = browser {{ target = std::sandbox::web\n\
+               tools = std::tools::elements, observe = [elements(max: 32), url, feedback, screenshot(last: 0)] }}\n\
+             agent actor = react(policy, web) {{ max_turns = 2 turns, max_response = 16 tokens }}\n\
+             stage online = grpo(policy, tasks, actor) {{\n\
+               reward = graded\n\
+               prompts = 2\n\
+               group = 2\n\
+               warn_excluded = 0.5\n\
+               phases = [{{ iters = 1, horizon = 2 steps, lr = 1e-4 }}]\n\
+             }}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let (code, _, stderr) = wrl_cli::run_captured([
+        "run".as_ref(),
+        recipe.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(calls.load(std::sync::atomic::Ordering::SeqCst) >= 4, "the judge was not called");
+
+    let run = wrl_exec::RunDir::resume(&out).unwrap();
+    let rl: Vec<_> = run
+        .read_metrics()
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            MetricLine::Rl(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rl.len(), 1);
+    assert_eq!(rl[0].excluded.get("judge_error"), Some(&4), "{:?}", rl[0].excluded);
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary.excluded.get("judge_error"), Some(&4), "{summary:?}");
+    assert_eq!(summary.warnings.len(), 1, "{summary:?}");
+    assert!(summary.warnings[0].contains("4 of 4 episodes left out"), "{:?}", summary.warnings);
+    assert!(summary.warnings[0].contains("`warn_excluded` = 0.5"), "{:?}", summary.warnings);
+    assert!(summary.describe().contains("4 episodes left out of the loss (4 judge_error)"));
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("<td>judge_error</td><td>4</td>"), "no exclusion table");
+    assert!(report.contains("<b>warning:</b>"), "no warning in the report");
+}
