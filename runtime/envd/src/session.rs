@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde::Serialize;
 use wrl_browser::{EndReason, Episode, EpisodeCfg, EpisodeSpec, Observation};
 use wrl_exec::agent::actions::read_turn;
-use wrl_exec::agent::policy::{prompt_in, split_task};
+use wrl_exec::agent::policy::{prompt_cut, split_task};
 use wrl_exec::env::search::{Call, observation, parse_call};
 use wrl_exec::reward::{RewardExpr, RewardValue};
 use wrl_exec::rollout::{Scoring, scored};
@@ -213,8 +213,7 @@ impl Session {
         if let Some(prev) = self.last.as_ref() {
             self.seen.push(split_task(&prev.text).1.to_string());
         }
-        let prompt = prompt_in(&text, &self.seen, &self.history, served.history, served.window)
-            .unwrap_or_else(|why| why);
+        let prompt = prompt_cut(&text, &self.seen, &self.history, served.history, served.window);
         self.last = Some(Observed { text, prompt, screenshot });
     }
 

@@ -349,8 +349,7 @@ impl Ph<'_, '_> {
 
     /// verl's multi-turn `response_mask` trains the model's replies only.
     fn mask(&mut self, mask: &[params::MaskPart]) {
-        let missing: Vec<&str> =
-            params::MaskPart::ALL.iter().filter(|p| !mask.contains(p)).map(|p| p.word()).collect();
+        let missing = params::MaskPart::left_out(mask);
         if missing.is_empty() {
             self.c.implied(self.n, "mask", "verl's response_mask trains the replies only");
         } else {

@@ -60,6 +60,11 @@ impl MaskPart {
     pub const ALL: [MaskPart; 4] =
         [MaskPart::Observations, MaskPart::ToolOutput, MaskPart::History, MaskPart::System];
 
+    /// The spans `mask` leaves out (trains), as a recipe writes them, in canonical order.
+    pub fn left_out(mask: &[MaskPart]) -> Vec<&'static str> {
+        MaskPart::ALL.iter().filter(|m| !mask.contains(m)).map(|m| m.word()).collect()
+    }
+
     /// As a recipe writes it.
     pub fn word(self) -> &'static str {
         match self {

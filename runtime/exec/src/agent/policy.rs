@@ -81,6 +81,36 @@ pub fn prompt_in(
     mode: History,
     window: Window,
 ) -> Result<String, String> {
+    let (text, need) = layout(observation, past, history, mode, window);
+    if window.end_on_overflow && need > MAX_PROMPT_BYTES {
+        return Err(format!(
+            "context_overflow: the turn's prompt needs {need} bytes, more than the policy's \
+             {MAX_PROMPT_BYTES}"
+        ));
+    }
+    Ok(text)
+}
+
+/// [`prompt_in`] for a caller that never ends on overflow (SFT examples are imitated whole; the
+/// env service hands the prompt to its client): the oldest text is cut.
+pub fn prompt_cut(
+    observation: &str,
+    past: &[String],
+    history: &[String],
+    mode: History,
+    window: Window,
+) -> String {
+    layout(observation, past, history, mode, window).0
+}
+
+/// The window's prompt, cut to [`MAX_PROMPT_BYTES`], and the bytes it needed uncut.
+fn layout(
+    observation: &str,
+    past: &[String],
+    history: &[String],
+    mode: History,
+    window: Window,
+) -> (String, usize) {
     let (task, page) = split_task(observation);
     let mut tail = String::new();
     if mode == History::ActionOnly && !history.is_empty() {
@@ -106,12 +136,6 @@ pub fn prompt_in(
         earlier.push_str(&format!("[page {}]\n", past.len() + 1));
     }
     let need = earlier.len() + page.len() + 1 + tail.len();
-    if window.end_on_overflow && need > MAX_PROMPT_BYTES {
-        return Err(format!(
-            "context_overflow: the turn's prompt needs {need} bytes, more than the policy's \
-             {MAX_PROMPT_BYTES}"
-        ));
-    }
     // The oldest text goes first: what is left of the room after the current page and the tail.
     let room = MAX_PROMPT_BYTES.saturating_sub(page.len() + 1 + tail.len());
     let mut cut = earlier.len().saturating_sub(room);
@@ -120,7 +144,7 @@ pub fn prompt_in(
     }
     let mut pages = earlier.split_off(cut);
     pages.push_str(page);
-    Ok(compose(&pages, &tail))
+    (compose(&pages, &tail), need)
 }
 
 /// The user turn the policy sees: the page (URL, elements, feedback), then the actions so far,
@@ -179,13 +203,11 @@ pub fn sft_examples(
     mode: History,
     window: Window,
 ) -> Vec<Trajectory> {
-    let window = Window { end_on_overflow: false, ..window };
     let mut history: Vec<String> = Vec::new();
     let mut past: Vec<String> = Vec::new();
     let mut out = Vec::new();
     for step in &traj.steps {
-        let user =
-            prompt_in(&step.observation, &past, &history, mode, window).unwrap_or_else(|e| e);
+        let user = prompt_cut(&step.observation, &past, &history, mode, window);
         let action = step.actions.join("\n");
         out.push(Trajectory {
             segments: vec![Segment::new(Role::User, user), Segment::new(Role::Assistant, action)],

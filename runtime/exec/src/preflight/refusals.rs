@@ -376,8 +376,7 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
             "kl_in",
         ));
     }
-    let trained: Vec<&str> =
-        params::MaskPart::ALL.iter().filter(|m| !mask.contains(m)).map(|m| m.word()).collect();
+    let trained = params::MaskPart::left_out(mask);
     if !trained.is_empty() {
         errs.push(cannot(
             format!(
