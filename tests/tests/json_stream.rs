@@ -102,6 +102,8 @@ fn every_command_keeps_the_stream() {
         (&["explain", "E0103"], 0, &[]),
         (&["explain", "E9999"], 2, &["E0531"]),
         (&["serve", "--addr", "0.0.0.0:8000", "x"], 2, &["E0530"]),
+        (&["report", "recipes"], 2, &["E0504"]),
+        (&["report", "recipes", "docs"], 2, &["E0531"]),
     ];
     for (args, want, want_codes) in cases {
         let (exit, v) = stream(args);

@@ -56,20 +56,56 @@ fn shrunken_quickstart_runs_end_to_end_and_resumes_without_duplicates() {
     assert!(metrics.iter().any(|m| matches!(m, MetricLine::Sft(_))));
     assert!(metrics.iter().any(|m| matches!(m, MetricLine::Rl(_))));
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(report.contains("Held-out evaluation") && report.contains("<svg"));
+    for id in ["evals", "curves", "by-iteration", "by-template", "episodes", "config"] {
+        assert!(report.contains(&format!("<section id=\"{id}\">")), "no section {id}");
+    }
     assert!(out.join("plan.json").exists());
-    // The report's sample trajectories show the pages the agent saw: PNGs of the viewport,
-    // saved under screens/ and named in the trajectory log.
+    // The report embeds the pages of the chosen episodes: PNGs of the viewport, saved under
+    // screens/ and named in the trajectory log; no other episode's pages are kept.
     let shown: Vec<&str> =
-        report.split("<img src=\"").skip(1).filter_map(|r| r.split('"').next()).collect();
-    assert!(!shown.is_empty(), "no screenshot in the report");
-    for rel in &shown {
+        report.split(" data-file=\"").skip(1).filter_map(|r| r.split('"').next()).collect();
+    assert!(!shown.is_empty(), "no page in the report");
+    let embedded: Vec<&str> = report
+        .split("src=\"data:image/png;base64,")
+        .skip(1)
+        .filter_map(|r| r.split('"').next())
+        .collect();
+    assert_eq!(embedded.len(), shown.len());
+    for (rel, data) in shown.iter().zip(&embedded) {
         assert!(rel.starts_with("screens/") && text.contains(rel), "{rel}");
         let png = std::fs::read(out.join(rel)).unwrap();
+        use base64::Engine as _;
+        let inline = base64::engine::general_purpose::STANDARD.decode(data).unwrap();
+        assert_eq!(inline, png, "{rel}: the embedded page is its file");
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{rel} is not a PNG");
         let dim = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
         assert_eq!((dim(16), dim(20)), (1280, 720), "{rel}: the quickstart's viewport");
     }
+    let kept = std::fs::read_dir(out.join("screens")).unwrap().count();
+    assert_eq!(kept, shown.len(), "pages kept for episodes the report does not show");
+    // `wrlc report` rebuilds the same page from the run directory, byte for byte.
+    let (code, stdout, stderr) = wrl_cli::run_captured(["report".as_ref(), out.as_os_str()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.trim_end(), out.join("report.html").display().to_string());
+    assert_eq!(std::fs::read_to_string(out.join("report.html")).unwrap(), report);
+    // Two runs compared: a copy of the run's records has the same configuration.
+    let copy = dir.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    for f in ["plan.json", "state.json", "metrics.jsonl", "trajectories.jsonl", "summary.json"] {
+        std::fs::copy(out.join(f), copy.join(f)).unwrap();
+    }
+    let page = dir.path().join("compare.html");
+    let args =
+        ["report".as_ref(), out.as_os_str(), copy.as_os_str(), "--out".as_ref(), page.as_os_str()];
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    let cmp = std::fs::read_to_string(&page).unwrap();
+    assert!(cmp.contains("The runs' plans have the same configuration."), "{cmp}");
+    assert!(cmp.contains(&format!("{}: warmup", copy.display())), "a curve per run");
+    let (code, _, stderr) =
+        wrl_cli::run_captured(["report".as_ref(), out.as_os_str(), copy.as_os_str()]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("`--out FILE.html`"), "{stderr}");
 
     let (code, _, stderr) =
         wrl_cli::run_captured(["run".as_ref(), "--resume".as_ref(), out.as_os_str()]);

@@ -119,6 +119,17 @@ pub enum Command {
                       --split test\n  wrlc sandbox expert --count 20 --out /tmp/demos"
     )]
     Sandbox(wrl_browser::cli::SandboxCommand),
+    /// Build a run's report again from its directory, or compare several runs on one page
+    #[command(
+        after_help = "Examples:\n  wrlc report runs/quickstart\n  wrlc report runs/a runs/b --out \
+                      compare.html\n\nOne run: its report.html is rebuilt from what it committed \
+                      (finished, stopped or still running). Several: one page with each run's \
+                      figures, the evaluations side by side, the configuration parameters that \
+                      differ, and every curve with a line per run. The page is self-contained \
+                      HTML (no network, no JavaScript); its path is printed on stdout.\n\nExit \
+                      status: 0 written, 2 a run that cannot be read or a usage error."
+    )]
+    Report(crate::commands::report::ReportCmd),
     /// Serve a trained policy over an OpenAI-compatible HTTP API (chat completions, models)
     #[command(
         after_help = "Examples:\n  wrlc serve runs/quickstart/checkpoints/sft\n  wrlc serve \

@@ -92,6 +92,7 @@ fn command_name(c: &Command) -> &'static str {
         Command::Estimate(_) => "estimate",
         Command::Serve(_) => "serve",
         Command::Lower(_) => "lower",
+        Command::Report(_) => "report",
         Command::Env(_) => "env serve",
         Command::Lsp(_) => "lsp",
     }
@@ -203,6 +204,7 @@ fn run_command(cli: Cli, io: &mut Io) -> u8 {
         Command::Estimate(cmd) => commands::estimate::run(cmd, &global, io),
         Command::Serve(cmd) => commands::serve::run(cmd, &global, io),
         Command::Lower(cmd) => commands::lower::run(cmd, &global, io),
+        Command::Report(cmd) => commands::report::run(cmd, &global, io),
         Command::Env(cmd) => commands::env::run(cmd, &global, io),
         Command::Lsp(cmd) => {
             let _ = io.out.flush();

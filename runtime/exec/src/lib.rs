@@ -18,4 +18,5 @@ pub use error::{Fault, RunError, Subject};
 pub use executor::{Executor, RunOptions};
 pub use preflight::{check_out, preflight};
 pub use rundir::records::{Cursor, EvalResult, MetricLine, Summary, TrajectoryLine};
+pub use rundir::view::RunView;
 pub use rundir::{Committed, RunDir, RunDirError};

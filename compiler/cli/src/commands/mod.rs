@@ -7,6 +7,7 @@ pub mod fmt;
 pub mod lower;
 pub mod lsp;
 pub mod plan;
+pub mod report;
 pub mod run;
 pub mod run_errors;
 pub mod serve;

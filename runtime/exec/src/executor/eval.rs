@@ -1,7 +1,7 @@
 //! Eval nodes: the held-out tasks attempted by the agent with the stage's checkpoint (or its
 //! declared models), `k` times each for pass@k, with the eval's own decoding (`max_response`,
 //! `repetition_penalty`), scored by its `judge` (solved: a reward above 0) or, without one, by
-//! the tasks' checkers; the first episodes keep a screenshot of every step for the report, and
+//! the tasks' checkers; the report's chosen episodes keep a screenshot of every step, and
 //! the result is logged beside the paper's figures (`published`).
 
 use wrl_plan::Node;
@@ -16,8 +16,9 @@ use crate::reward::{RewardExpr, RewardValue};
 use crate::rollout::{Episode, RolloutCfg, Scoring, rollout};
 use crate::rundir::records::{EvalLine, EvalResult, MetricLine, PublishedFigure};
 
-/// Episodes of each evaluation that keep a screenshot per step, for the report.
-const SAMPLE_EPISODES: usize = 2;
+/// Episodes of each evaluation whose pages are captured (held in memory until the report's
+/// chosen episodes are known; only theirs are written): a bound on memory for large evals.
+const SCREENED_EPISODES: usize = 64;
 
 impl<'a> Executor<'a> {
     pub(super) async fn eval(&mut self, node: &Node, e: &params::Evaluate) -> Result<(), RunError> {
@@ -90,8 +91,8 @@ impl<'a> Executor<'a> {
             exclude: Vec::new(),
             process: None,
             graph: self.graph_of(&node.decl, &agent, binds, &[], trainer.as_ref(), &roles)?,
-            // The report shows the first episodes of each evaluation with their pages.
-            screens_for: SAMPLE_EPISODES,
+            // The report shows the chosen episodes of each evaluation with their pages.
+            screens_for: SCREENED_EPISODES,
             episode,
             retries,
             seed: Some(stream_of(&node.id, 0)),
@@ -110,7 +111,8 @@ impl<'a> Executor<'a> {
             )
         })?;
         let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
-        let episodes = rollout(&env, &tasks, trainer.as_ref(), &cfg, scoring).await;
+        let mut episodes = rollout(&env, &tasks, trainer.as_ref(), &cfg, scoring).await;
+        keep_chosen_pages(&mut episodes);
         self.log_episodes(node, 0, &episodes)?;
         let judged = judge.is_some();
         let solved = (0..tasks.len())
@@ -156,6 +158,28 @@ impl<'a> Executor<'a> {
         });
         self.mark_done(&node.id);
         self.commit(None, false)
+    }
+}
+
+/// Drops the pages of every episode but those the report shows ([`crate::report::chosen`]).
+fn keep_chosen_pages(episodes: &mut [Episode]) {
+    let candidates: Vec<crate::report::chosen::Candidate> = episodes
+        .iter()
+        .map(|e| crate::report::chosen::Candidate {
+            reward: match &e.reward {
+                RewardValue::Value(v) => Some(*v),
+                RewardValue::Excluded(_) => None,
+            },
+            trajectory: &e.trajectory,
+            screened: !e.screens.is_empty(),
+        })
+        .collect();
+    let shown: Vec<usize> =
+        crate::report::chosen::choose(&candidates).into_iter().map(|(i, _)| i).collect();
+    for (i, e) in episodes.iter_mut().enumerate() {
+        if !shown.contains(&i) {
+            e.screens = Vec::new();
+        }
     }
 }
 

@@ -173,9 +173,7 @@ impl<'a> Executor<'a> {
         self.commit(None, true)?;
         let bytes = serde_json::to_vec_pretty(&summary).map_err(RunError::run_dir)?;
         self.run.write_file("summary.json", &bytes)?;
-        let plan = self.plan.plan;
-        let report = crate::report::build(self.run, &plan.recipe, plan.profile.clone(), &summary)?;
-        self.run.write_file("report.html", crate::report::html::render(&report).as_bytes())?;
+        crate::report::write(self.run.root())?;
         Ok(summary)
     }
 

@@ -1,246 +1,278 @@
-//! `report.html`: one self-contained page per run — reward and success curves per phase, SFT
-//! loss, held-out evaluations, failure classes, and sample trajectories with their screenshots.
-//! Charts are inline SVG, so the page needs no network and no JavaScript.
+//! `report.html`: one self-contained page per run — status and warnings, held-out evaluations
+//! beside the paper's figures, every curve, how episodes ended (per iteration, per task
+//! template), the resolved configuration, and the chosen episodes with their pages embedded
+//! (click a page for full size). Inline SVG and CSS only: no network, no JavaScript.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
+use super::tables::Counts;
+use super::{EpisodeView, ReportData, Shot, chart};
+use crate::rundir::records::Summary;
 
-/// A line of a chart: points (x, y) in run order.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Series {
-    pub name: String,
-    pub points: Vec<(f64, f64)>,
+/// The page's style, shared with the comparison page.
+pub const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:1.5rem auto;\
+max-width:1120px;color:#222;padding:0 1rem}h1{font-size:1.45rem;margin-bottom:.2rem}\
+h2{font-size:1.15rem;margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}\
+h3{font-size:1rem;margin:.4rem 0}nav a{margin-right:.8rem}table{border-collapse:collapse;\
+margin:.5rem 0}td,th{border:1px solid #ccc;padding:.2rem .55rem;text-align:left;\
+vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+.charts{display:flex;flex-wrap:wrap;gap:1rem}figure.chart{margin:0}figcaption{font-size:12px;\
+max-width:520px}.key{margin-right:.7rem;white-space:nowrap}.key i{display:inline-block;\
+width:.8rem;height:.8rem;margin-right:.25rem;vertical-align:-1px}.key i.mark{border-left:2px \
+dashed #888;width:0}.ep{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem;\
+margin:1rem 0}.tag{display:inline-block;background:#eef;border-radius:3px;padding:0 .35rem;\
+margin-right:.3rem;font-size:12px}.step{display:grid;grid-template-columns:330px 1fr;gap:.8rem;\
+border-top:1px solid #eee;padding:.4rem 0}pre{white-space:pre-wrap;background:#f6f6f6;\
+padding:.35rem;margin:.15rem 0;font-size:12px;max-height:16rem;overflow:auto}\
+.shot input{display:none}.shot img{width:320px;box-sizing:border-box;border:1px solid #ccc;cursor:zoom-in}\
+.shot input:checked+label{position:fixed;inset:0;background:rgba(0,0,0,.85);display:flex;\
+align-items:center;justify-content:center;z-index:9}.shot input:checked+label img{width:auto;\
+max-width:98vw;max-height:98vh;cursor:zoom-out}.ok{color:#2ca02c}.bad{color:#d62728}\
+details{margin:.2rem 0}summary{cursor:pointer}.muted{color:#777}";
+
+/// The page's head and title.
+pub fn head(title: &str) -> String {
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\
+         <style>{STYLE}</style></head><body><h1>{t}</h1>",
+        t = esc(title)
+    )
 }
 
-/// A chart: a title, axis names and its lines.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Chart {
-    pub title: String,
-    pub x: String,
-    pub y: String,
-    pub series: Vec<Series>,
-}
-
-/// One step of a sample trajectory.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct StepView {
-    pub observation: String,
-    pub action: String,
-    pub feedback: String,
-    /// A screenshot as a path relative to the run directory, if one was kept.
-    pub screenshot: Option<String>,
-}
-
-/// A sample trajectory.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct TrajectoryView {
-    pub title: String,
-    pub goal: String,
-    pub outcome: String,
-    pub reward: Option<f64>,
-    pub steps: Vec<StepView>,
-}
-
-/// Everything the report shows.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ReportData {
-    pub recipe: String,
-    pub profile: Option<String>,
-    pub status: String,
-    pub wall_s: f64,
-    pub charts: Vec<Chart>,
-    /// (after stage, success rate, the paper's figures as "model: value (source)") in run order.
-    pub evals: Vec<(String, f64, Vec<String>)>,
-    /// Failure class → count.
-    pub failures: BTreeMap<String, u64>,
-    /// Exclusion class → episodes left out of the loss.
-    #[serde(default)]
-    pub excluded: BTreeMap<String, u64>,
-    /// The run's warnings.
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    pub judge_agreement: Option<f64>,
-    pub samples: Vec<TrajectoryView>,
-}
-
-const COLORS: &[&str] = &["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf"];
-
-/// Renders the report as one HTML page.
-pub fn render(data: &ReportData) -> String {
-    let mut h = String::new();
+/// Renders the report of one run.
+pub fn render(d: &ReportData) -> String {
     let title = format!(
         "wrl run — {}{}",
-        data.recipe,
-        data.profile.as_ref().map(|p| format!(" ({p})")).unwrap_or_default()
+        d.recipe,
+        d.profile.as_ref().map(|p| format!(" (profile {p})")).unwrap_or_default()
     );
-    let _ = write!(
-        h,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>\
-         body{{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222}}\
-         h1{{font-size:1.5rem}} h2{{font-size:1.15rem;margin-top:2rem}} table{{border-collapse:collapse}}\
-         td,th{{border:1px solid #ccc;padding:.25rem .6rem;text-align:left}} .charts{{display:flex;flex-wrap:wrap;gap:1rem}}\
-         .traj{{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem;margin:1rem 0}} pre{{white-space:pre-wrap;background:#f6f6f6;padding:.4rem;margin:.2rem 0}}\
-         img{{max-width:480px;border:1px solid #ccc}} .ok{{color:#2ca02c}} .bad{{color:#d62728}}</style></head><body>\
-         <h1>{t}</h1><p>status: <b>{s}</b> · wall time {w:.0} s</p>",
-        t = esc(&title),
-        s = esc(&data.status),
-        w = data.wall_s
+    let mut h = head(&title);
+    h.push_str(
+        "<nav><a href=\"#evals\">evaluations</a><a href=\"#curves\">curves</a>\
+         <a href=\"#endings\">how episodes ended</a><a href=\"#episodes\">chosen episodes</a>\
+         <a href=\"#config\">configuration</a></nav>",
     );
-    for w in &data.warnings {
-        let _ = write!(h, "<p class=\"bad\"><b>warning:</b> {}</p>", esc(w));
+    status(&mut h, &d.summary);
+    evals(&mut h, &d.summary);
+    h.push_str("<section id=\"curves\"><h2>Curves</h2>");
+    if d.charts.is_empty() {
+        h.push_str("<p class=\"muted\">nothing logged yet</p>");
     }
-    if !data.evals.is_empty() {
-        h.push_str(
-            "<h2>Held-out evaluation</h2><table><tr><th>after</th><th>success</th>\
-             <th>published</th></tr>",
-        );
-        for (after, rate, paper) in &data.evals {
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td>{:.1}%</td><td>{}</td></tr>",
-                esc(after),
-                rate * 100.0,
-                esc(&paper.join("; "))
-            );
-        }
-        h.push_str("</table>");
+    h.push_str("<div class=\"charts\">");
+    for c in &d.charts {
+        h.push_str(&chart::render(c));
     }
-    if !data.charts.is_empty() {
-        h.push_str("<h2>Curves</h2><div class=\"charts\">");
-        for c in &data.charts {
-            h.push_str(&svg_chart(c));
-        }
-        h.push_str("</div>");
-    }
-    if !data.failures.is_empty() {
-        h.push_str("<h2>How episodes ended</h2><table><tr><th>reason</th><th>episodes</th></tr>");
-        for (k, v) in &data.failures {
-            let _ = write!(h, "<tr><td>{}</td><td>{v}</td></tr>", esc(k));
-        }
-        h.push_str("</table>");
-    }
-    if !data.excluded.is_empty() {
-        h.push_str(
-            "<h2>Episodes left out of the loss</h2><table><tr><th>why</th><th>episodes</th></tr>",
-        );
-        for (k, v) in &data.excluded {
-            let _ = write!(h, "<tr><td>{}</td><td>{v}</td></tr>", esc(k));
-        }
-        h.push_str("</table>");
-    }
-    if let Some(a) = data.judge_agreement {
-        let _ = write!(h, "<p>judge agreement with programmatic checks: {:.1}%</p>", a * 100.0);
-    }
-    if !data.samples.is_empty() {
-        h.push_str("<h2>Sample trajectories</h2>");
-        for t in &data.samples {
-            let _ = write!(
-                h,
-                "<div class=\"traj\"><h3>{}</h3><p><b>task:</b> {}</p><p><b>outcome:</b> {}{}</p>",
-                esc(&t.title),
-                esc(&t.goal),
-                esc(&t.outcome),
-                t.reward.map(|r| format!(" · reward {r:.2}")).unwrap_or_default()
-            );
-            for (i, s) in t.steps.iter().enumerate() {
-                let _ = write!(h, "<p>step {}</p>", i + 1);
-                if let Some(img) = &s.screenshot {
-                    let _ = write!(
-                        h,
-                        "<img src=\"{}\" alt=\"the page the agent saw at step {}\">",
-                        esc(img),
-                        i + 1
-                    );
-                }
-                let _ = write!(
-                    h,
-                    "<pre>{}</pre><pre>&gt; {}</pre><pre>{}</pre>",
-                    esc(&s.observation),
-                    esc(&s.action),
-                    esc(&s.feedback)
-                );
-            }
-            h.push_str("</div>");
-        }
-    }
+    h.push_str("</div></section>");
+    endings(&mut h, d);
+    episodes(&mut h, d);
+    config(&mut h, d);
     h.push_str("</body></html>\n");
     h
 }
 
-fn svg_chart(c: &Chart) -> String {
-    let (w, hgt, pad) = (520.0, 260.0, 40.0);
-    let pts = c.series.iter().flat_map(|s| s.points.iter());
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for (x, y) in pts.filter(|(x, y)| x.is_finite() && y.is_finite()) {
-        x0 = x0.min(*x);
-        x1 = x1.max(*x);
-        y0 = y0.min(*y);
-        y1 = y1.max(*y);
-    }
-    if x0 > x1 {
-        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
-    }
-    if (x1 - x0).abs() < 1e-12 {
-        x1 = x0 + 1.0;
-    }
-    if (y1 - y0).abs() < 1e-12 {
-        y1 = y0 + 1.0;
-    }
-    let sx = |x: f64| pad + (x - x0) / (x1 - x0) * (w - 2.0 * pad);
-    let sy = |y: f64| hgt - pad - (y - y0) / (y1 - y0) * (hgt - 2.0 * pad);
-    let mut s = format!(
-        "<figure><svg width=\"{w}\" height=\"{hgt}\" viewBox=\"0 0 {w} {hgt}\" role=\"img\" aria-label=\"{t}\">\
-         <rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{hgt}\" fill=\"#fff\" stroke=\"#ddd\"/>\
-         <text x=\"{cx}\" y=\"16\" text-anchor=\"middle\" font-size=\"13\">{t}</text>\
-         <text x=\"{cx}\" y=\"{bx}\" text-anchor=\"middle\" font-size=\"11\">{xl}</text>\
-         <text x=\"12\" y=\"{cy}\" font-size=\"11\" transform=\"rotate(-90 12 {cy})\" text-anchor=\"middle\">{yl}</text>\
-         <text x=\"{pad}\" y=\"{by}\" font-size=\"10\">{x0}</text><text x=\"{rx}\" y=\"{by}\" font-size=\"10\" text-anchor=\"end\">{x1}</text>\
-         <text x=\"{lx}\" y=\"{ty}\" font-size=\"10\" text-anchor=\"end\">{y1}</text><text x=\"{lx}\" y=\"{byy}\" font-size=\"10\" text-anchor=\"end\">{y0}</text>",
-        t = esc(&c.title),
-        cx = w / 2.0,
-        bx = hgt - 6.0,
-        xl = esc(&c.x),
-        cy = hgt / 2.0,
-        yl = esc(&c.y),
-        by = hgt - pad + 14.0,
-        rx = w - pad,
-        lx = pad - 4.0,
-        ty = pad + 4.0,
-        byy = hgt - pad,
-        x0 = short(x0),
-        x1 = short(x1),
-        y0 = short(y0),
-        y1 = short(y1),
+fn status(h: &mut String, s: &Summary) {
+    let _ = write!(
+        h,
+        "<section id=\"status\"><p>status: <b>{}</b> · wall time {:.0} s · {} episodes logged</p>",
+        esc(&s.status),
+        s.wall_s,
+        s.trajectories
     );
-    for (i, series) in c.series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let path: Vec<String> = series
-            .points
-            .iter()
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
-            .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
-            .collect();
-        let _ = write!(
-            s,
-            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
-            path.join(" ")
-        );
-        let _ = write!(
-            s,
-            "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"{color}\">{}</text>",
-            w - pad - 110.0,
-            pad + 14.0 * (i as f64 + 1.0),
-            esc(&series.name)
-        );
+    for w in &s.warnings {
+        let _ = write!(h, "<p class=\"bad\"><b>warning:</b> {}</p>", esc(w));
     }
-    s.push_str("</svg></figure>");
-    s
+    h.push_str("</section>");
 }
 
-fn short(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e9 { format!("{}", v as i64) } else { format!("{v:.3}") }
+fn evals(h: &mut String, s: &Summary) {
+    h.push_str("<section id=\"evals\"><h2>Held-out evaluations</h2>");
+    if s.evals.is_empty() {
+        h.push_str("<p class=\"muted\">no evaluation has finished</p></section>");
+        return;
+    }
+    h.push_str(
+        "<table><tr><th>evaluation</th><th>after</th><th>episodes</th><th>success</th>\
+         <th>published</th></tr>",
+    );
+    for e in &s.evals {
+        let paper: Vec<String> = e
+            .published
+            .iter()
+            .map(|p| format!("{}: {:.1}% ({})", p.model, p.value * 100.0, p.source))
+            .collect();
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}%</td>\
+             <td>{}</td></tr>",
+            esc(&e.eval),
+            esc(&e.after),
+            e.episodes,
+            e.success * 100.0,
+            esc(&paper.join("; "))
+        );
+    }
+    h.push_str("</table></section>");
+}
+
+/// A table of counts with a share column per row.
+pub fn counts(h: &mut String, first: &str, c: &Counts) {
+    let _ = write!(h, "<table><tr><th>{}</th>", esc(first));
+    for col in &c.columns {
+        let _ = write!(h, "<th>{}</th>", esc(col));
+    }
+    h.push_str("<th>solved share</th></tr>");
+    for (name, row) in &c.rows {
+        let _ = write!(h, "<tr><td>{}</td>", esc(name));
+        for n in row {
+            let _ = write!(h, "<td class=\"n\">{n}</td>");
+        }
+        let total: u64 = row.iter().sum();
+        let solved = c.columns.iter().position(|k| k == "solved").map_or(0, |i| row[i]);
+        let share = if total == 0 { 0.0 } else { solved as f64 * 100.0 / total as f64 };
+        let _ = write!(h, "<td class=\"n\">{share:.1}%</td></tr>");
+    }
+    h.push_str("</table>");
+}
+
+fn endings(h: &mut String, d: &ReportData) {
+    h.push_str("<section id=\"endings\"><h2>How episodes ended</h2>");
+    let s = &d.summary;
+    if !s.failures.is_empty() {
+        h.push_str(
+            "<h3>RL episodes by ending</h3><table><tr><th>ending</th><th>episodes</th></tr>",
+        );
+        for (k, v) in &s.failures {
+            let _ = write!(h, "<tr><td>{}</td><td class=\"n\">{v}</td></tr>", esc(k));
+        }
+        h.push_str("</table>");
+    }
+    if !s.excluded.is_empty() {
+        h.push_str(
+            "<h3>Episodes left out of the loss</h3><table><tr><th>why</th><th>episodes</th></tr>",
+        );
+        for (k, v) in &s.excluded {
+            let _ = write!(h, "<tr><td>{}</td><td class=\"n\">{v}</td></tr>", esc(k));
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("<section id=\"by-iteration\"><h3>Per RL iteration</h3>");
+    if d.by_iteration.rows.is_empty() {
+        h.push_str("<p class=\"muted\">no RL iteration logged</p>");
+    } else {
+        counts(h, "iteration", &d.by_iteration);
+    }
+    h.push_str("</section><section id=\"by-template\"><h3>Per task template</h3>");
+    for (group, c) in &d.by_template {
+        let _ = write!(h, "<h4>{}</h4>", esc(group));
+        counts(h, "template", c);
+    }
+    h.push_str("</section></section>");
+}
+
+fn episodes(h: &mut String, d: &ReportData) {
+    h.push_str(
+        "<section id=\"episodes\"><h2>Chosen episodes</h2><p class=\"muted\">Per evaluation: \
+         the best and the worst episode and the first of each failure class. Click a page for \
+         full size.</p>",
+    );
+    if d.linked_pages > 0 {
+        let _ = write!(
+            h,
+            "<p class=\"bad\">{} pages are linked from the run directory, not embedded (the \
+             page would pass {} MiB)</p>",
+            d.linked_pages,
+            super::EMBED_BUDGET >> 20
+        );
+    }
+    let mut n = 0;
+    for (eval, eps) in &d.chosen {
+        let _ = write!(h, "<h3>evaluation {}</h3>", esc(eval));
+        for e in eps {
+            episode(h, e, &mut n);
+        }
+    }
+    h.push_str("</section>");
+}
+
+fn episode(h: &mut String, e: &EpisodeView, n: &mut usize) {
+    h.push_str("<div class=\"ep\">");
+    for l in &e.labels {
+        let _ = write!(h, "<span class=\"tag\">{}</span>", esc(l));
+    }
+    let _ = write!(
+        h,
+        "<b>{}</b> · template {}<p><b>task:</b> {}</p><p><b>outcome:</b> {}{}</p>",
+        esc(&e.title),
+        esc(&e.template),
+        esc(&e.goal),
+        esc(&e.outcome),
+        e.reward.map(|r| format!(" · reward {r:.2}")).unwrap_or_default()
+    );
+    for (i, s) in e.steps.iter().enumerate() {
+        let _ = write!(h, "<div class=\"step\"><div>step {}", i + 1);
+        if let Some(shot) = &s.shot {
+            page(h, shot, &format!("the page the agent saw at step {}", i + 1), n);
+        }
+        let _ = write!(
+            h,
+            "</div><div><pre>{}</pre><pre>&gt; {}</pre><pre>{}</pre></div></div>",
+            esc(&s.observation),
+            esc(&s.action),
+            esc(&s.feedback)
+        );
+    }
+    if let Some(shot) = &e.final_page {
+        h.push_str("<div class=\"step\"><div>final page");
+        page(h, shot, "the page when the episode ended", n);
+        h.push_str("</div><div></div></div>");
+    }
+    h.push_str("</div>");
+}
+
+/// A page: embedded, a click toggling full size; or a link to its file.
+fn page(h: &mut String, s: &Shot, alt: &str, n: &mut usize) {
+    *n += 1;
+    match (&s.data, s.missing) {
+        (Some(data), _) => {
+            let _ = write!(
+                h,
+                "<div class=\"shot\"><input type=\"checkbox\" id=\"page{n}\"><label \
+                 for=\"page{n}\"><img src=\"data:image/png;base64,{data}\" alt=\"{}\" \
+                 data-file=\"{}\"></label></div>",
+                esc(alt),
+                esc(&s.path)
+            );
+        }
+        (None, false) => {
+            let _ = write!(h, "<p><a href=\"{p}\">{p}</a></p>", p = esc(&s.path));
+        }
+        (None, true) => {
+            let _ = write!(h, "<p class=\"muted\">page {} is missing</p>", esc(&s.path));
+        }
+    }
+}
+
+fn config(h: &mut String, d: &ReportData) {
+    h.push_str(
+        "<section id=\"config\"><h2>Resolved configuration</h2><p class=\"muted\">Every node of \
+         <code>plan.json</code> with every parameter, defaults filled.</p>",
+    );
+    for n in &d.config {
+        let _ =
+            write!(h, "<details><summary><code>{}</code> = {}</summary>", esc(&n.id), esc(&n.ctor));
+        if let Some(doc) = &n.doc {
+            let _ = write!(h, "<p class=\"muted\">{}</p>", esc(doc));
+        }
+        h.push_str("<table>");
+        for i in &n.inputs {
+            let _ = write!(h, "<tr><td colspan=\"2\"><code>{}</code></td></tr>", esc(i));
+        }
+        for (k, v) in &n.params {
+            let _ = write!(h, "<tr><td>{}</td><td><code>{}</code></td></tr>", esc(k), esc(v));
+        }
+        h.push_str("</table></details>");
+    }
+    h.push_str("</section>");
 }
 
 /// Escapes text for HTML.
@@ -261,40 +293,91 @@ pub fn esc(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::report::StepView;
+    use crate::report::chart::{Chart, Series};
+    use crate::report::config::NodeConfig;
+    use crate::rundir::records::EvalResult;
 
     #[test]
-    fn report_shows_evals_curves_failures_and_escapes_text() {
+    fn report_shows_every_section_and_escapes_text() {
         let data = ReportData {
             recipe: "recipes/quickstart.wrl".into(),
-            status: "finished".into(),
-            wall_s: 12.0,
+            summary: Summary {
+                status: "finished".into(),
+                wall_s: 12.0,
+                evals: vec![EvalResult {
+                    eval: "after_rl".into(),
+                    after: "online".into(),
+                    success: 0.5,
+                    episodes: 4,
+                    published: vec![],
+                }],
+                failures: BTreeMap::from([("max_steps".to_string(), 3)]),
+                excluded: BTreeMap::from([("judge_timeout".to_string(), 12)]),
+                warnings: vec!["iteration 1: 12 of 16 episodes left out".into()],
+                ..Default::default()
+            },
             charts: vec![Chart {
                 title: "reward".into(),
-                x: "iter".into(),
-                y: "mean reward".into(),
-                series: vec![Series {
-                    name: "phase 1".into(),
-                    points: vec![(1.0, 0.1), (2.0, 0.4)],
-                }],
+                series: vec![Series { points: vec![(1.0, 0.1), (2.0, 0.4)], ..Default::default() }],
+                ..Default::default()
             }],
-            evals: vec![
-                ("warmup".into(), 0.25, Vec::new()),
-                ("online".into(), 0.5, vec!["paper: 74.1% (Table 2)".into()]),
-            ],
-            failures: BTreeMap::from([("max_steps".to_string(), 3)]),
-            excluded: BTreeMap::from([("judge_timeout".to_string(), 12)]),
-            warnings: vec!["iteration 1: 12 of 16 episodes left out".into()],
-            samples: vec![TrajectoryView { goal: "find <b>".into(), ..Default::default() }],
+            by_iteration: Counts {
+                columns: vec!["solved".into(), "max_steps".into()],
+                rows: vec![("online iteration 1".into(), vec![1, 3])],
+            },
+            config: vec![NodeConfig {
+                id: "stage:online".into(),
+                params: vec![("group".into(), "8".into())],
+                ..Default::default()
+            }],
+            chosen: vec![(
+                "after_rl".into(),
+                vec![EpisodeView {
+                    labels: vec!["worst".into()],
+                    goal: "find <b>".into(),
+                    steps: vec![StepView {
+                        shot: Some(Shot {
+                            path: "screens/0-0.png".into(),
+                            data: Some("AAAA".into()),
+                            missing: false,
+                        }),
+                        ..Default::default()
+                    }],
+                    final_page: Some(Shot {
+                        path: "screens/0-1.png".into(),
+                        data: None,
+                        missing: true,
+                    }),
+                    ..Default::default()
+                }],
+            )],
             ..Default::default()
         };
         let html = render(&data);
-        assert!(html.contains("<td>judge_timeout</td><td>12</td>"), "{html}");
+        for id in [
+            "status",
+            "evals",
+            "curves",
+            "endings",
+            "by-iteration",
+            "by-template",
+            "episodes",
+            "config",
+        ] {
+            assert!(html.contains(&format!("<section id=\"{id}\">")), "{id}");
+        }
+        assert!(html.contains("<td>judge_timeout</td><td class=\"n\">12</td>"), "{html}");
         assert!(html.contains("<b>warning:</b> iteration 1: 12 of 16"));
-        assert!(html.contains("<polyline"));
-        assert!(html.contains("25.0%") && html.contains("50.0%"));
-        assert!(html.contains("max_steps"));
-        assert!(html.contains("find &lt;b&gt;"));
-        assert!(!html.contains("find <b>"));
+        assert!(html.contains("<polyline") && html.contains("50.0%"));
+        assert!(html.contains("<td class=\"n\">25.0%</td>"), "solved share of the iteration");
+        assert!(html.contains("<th>solved share</th>"));
+        assert!(html.contains("src=\"data:image/png;base64,AAAA\""));
+        assert!(html.contains("page screens/0-1.png is missing"));
+        assert!(html.contains("<span class=\"tag\">worst</span>"));
+        assert!(html.contains("find &lt;b&gt;") && !html.contains("find <b>"));
     }
 }

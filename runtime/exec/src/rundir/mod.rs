@@ -5,12 +5,13 @@
 //! killed at any point loses and duplicates no logged line. Every record is one of the types
 //! of [`records`], written with sorted keys. TensorBoard's event file (`tensorboard`) is
 //! derived from the committed metrics and rebuilt on every open. One process writes a run at a time
-//! ([`lock`]).
+//! ([`lock`]); [`view`] reads a run without opening it.
 
 pub mod fallback;
 pub mod lock;
 pub mod records;
 pub mod tensorboard;
+pub mod view;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;

@@ -1,0 +1,158 @@
+//! Which episodes of an evaluation the report shows, and how an episode is classed. One rule
+//! for both sides: the evaluation keeps the pages of exactly the episodes this picks, and the
+//! report picks the same ones again from `trajectories.jsonl`.
+
+use wrl_sandbox::Trajectory;
+
+/// How an episode ended, for the report's tables: `solved`, `wrong_answer` (it answered, the
+/// checker said no), or the browser's reason (`max_steps`, `agent_error`, `env_error`, …).
+pub fn class(t: &Trajectory) -> &str {
+    match t.outcome.reason.as_str() {
+        _ if t.outcome.success => "solved",
+        "completed" => "wrong_answer",
+        other => other,
+    }
+}
+
+/// One episode as the choice sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate<'a> {
+    /// Its reward; `None` when it left the loss.
+    pub reward: Option<f64>,
+    pub trajectory: &'a Trajectory,
+    /// Whether its pages were captured (ties go to an episode whose pages can be shown).
+    pub screened: bool,
+}
+
+/// The episodes to show, in order, each with why: `best`, `worst`, then the first episode of
+/// each failure class (sorted by class) not already shown. An episode picked twice carries
+/// both labels (`worst · max_steps`).
+pub fn choose(c: &[Candidate<'_>]) -> Vec<(usize, Vec<String>)> {
+    if c.is_empty() {
+        return Vec::new();
+    }
+    let reward = |i: usize| c[i].reward.unwrap_or(f64::NEG_INFINITY);
+    let steps = |i: usize| c[i].trajectory.steps.len();
+    let solved = |i: usize| c[i].trajectory.outcome.success;
+    // Best: solved first, then the highest reward, the fewest steps, pages kept, the earliest.
+    let best = (0..c.len()).min_by(|&a, &b| {
+        solved(b)
+            .cmp(&solved(a))
+            .then(reward(b).total_cmp(&reward(a)))
+            .then(steps(a).cmp(&steps(b)))
+            .then(c[b].screened.cmp(&c[a].screened))
+            .then(a.cmp(&b))
+    });
+    // Worst: unsolved first, then the lowest reward, the most steps, pages kept, the earliest.
+    let worst = (0..c.len()).min_by(|&a, &b| {
+        solved(a)
+            .cmp(&solved(b))
+            .then(reward(a).total_cmp(&reward(b)))
+            .then(steps(b).cmp(&steps(a)))
+            .then(c[b].screened.cmp(&c[a].screened))
+            .then(a.cmp(&b))
+    });
+    let mut out: Vec<(usize, Vec<String>)> = Vec::new();
+    let add = |i: usize, label: String, out: &mut Vec<(usize, Vec<String>)>| match out
+        .iter_mut()
+        .find(|(j, _)| *j == i)
+    {
+        Some((_, labels)) => labels.push(label),
+        None => out.push((i, vec![label])),
+    };
+    if let Some(b) = best {
+        add(b, "best".into(), &mut out);
+    }
+    if let Some(w) = worst.filter(|&w| Some(w) != best) {
+        add(w, "worst".into(), &mut out);
+    }
+    let mut classes: Vec<&str> =
+        c.iter().map(|x| class(x.trajectory)).filter(|k| *k != "solved").collect();
+    classes.sort_unstable();
+    classes.dedup();
+    for k in classes {
+        let of = |i: &usize| class(c[*i].trajectory) == k;
+        // An episode already shown stands for its class; else the first, pages kept first.
+        if let Some(&(i, _)) = out.iter().find(|(i, _)| of(i)) {
+            add(i, k.to_string(), &mut out);
+            continue;
+        }
+        let first = (0..c.len()).filter(of).min_by_key(|&i| (!c[i].screened, i));
+        if let Some(i) = first {
+            add(i, k.to_string(), &mut out);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wrl_sandbox::{TrajOutcome, TrajStep};
+
+    fn traj(reason: &str, success: bool, steps: usize) -> Trajectory {
+        let step = TrajStep {
+            observation: String::new(),
+            actions: vec![],
+            feedback: String::new(),
+            url: String::new(),
+        };
+        Trajectory {
+            task_id: String::new(),
+            template: "t".into(),
+            goal: String::new(),
+            agent: "policy".into(),
+            steps: vec![step; steps],
+            outcome: TrajOutcome {
+                reason: reason.into(),
+                message: String::new(),
+                answer: None,
+                success,
+                detail: String::new(),
+            },
+            elapsed_ms: 0,
+        }
+    }
+
+    #[test]
+    fn picks_best_worst_and_one_of_each_failure_class() {
+        let ts = [
+            traj("completed", false, 2),
+            traj("completed", true, 5),
+            traj("max_steps", false, 6),
+            traj("completed", true, 3),
+            traj("agent_error", false, 1),
+            traj("max_steps", false, 6),
+        ];
+        let c: Vec<Candidate> = ts
+            .iter()
+            .map(|t| Candidate {
+                reward: Some(if t.outcome.success { 1.0 } else { 0.0 }),
+                trajectory: t,
+                screened: true,
+            })
+            .collect();
+        let got = choose(&c);
+        let want: Vec<(usize, Vec<String>)> = vec![
+            (3, vec!["best".into()]),
+            (2, vec!["worst".into(), "max_steps".into()]),
+            (4, vec!["agent_error".into()]),
+            (0, vec!["wrong_answer".into()]),
+        ];
+        assert_eq!(got, want);
+        assert_eq!(class(&ts[0]), "wrong_answer");
+        assert_eq!(class(&ts[1]), "solved");
+    }
+
+    #[test]
+    fn ties_go_to_episodes_whose_pages_were_kept() {
+        let ts = [traj("max_steps", false, 4), traj("max_steps", false, 4)];
+        let c = [
+            Candidate { reward: Some(0.0), trajectory: &ts[0], screened: false },
+            Candidate { reward: Some(0.0), trajectory: &ts[1], screened: true },
+        ];
+        assert_eq!(choose(&c)[0].0, 1);
+        assert_eq!(choose(&[c[0]]), vec![(0, vec!["best".to_string(), "max_steps".to_string()])]);
+        assert!(choose(&[]).is_empty());
+    }
+}

@@ -1,0 +1,172 @@
+//! `wrlc report RUN RUN…`: several runs on one page — each run's status and figures, the
+//! held-out evaluations side by side, the configuration parameters that differ, every curve
+//! with one line per run, and how episodes ended per run.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use super::config::{self, Difference, NodeConfig};
+use super::html::{self, esc};
+use super::{chart, series, tables};
+use crate::rundir::RunDirError;
+use crate::rundir::records::Summary;
+use crate::rundir::view::RunView;
+
+/// One run of the comparison.
+pub struct Compared<'a> {
+    /// How the page names the run (its directory as given).
+    pub label: String,
+    pub view: &'a RunView,
+}
+
+/// Renders the comparison of `runs` (two or more).
+pub fn render(runs: &[Compared<'_>]) -> Result<String, RunDirError> {
+    let mut plans = Vec::new();
+    for r in runs {
+        let plan =
+            wrl_plan::parse_json(&r.view.plan_json).map_err(|reason| RunDirError::Damaged {
+                path: r.view.root.join("plan.json").display().to_string(),
+                reason,
+            })?;
+        plans.push(plan);
+    }
+    let figures: Vec<Summary> = runs.iter().map(|r| r.view.figures()).collect();
+    let labels: Vec<&str> = runs.iter().map(|r| r.label.as_str()).collect();
+    let mut h = html::head(&format!("wrl runs compared — {}", labels.join(" · ")));
+    h.push_str(
+        "<nav><a href=\"#runs\">runs</a><a href=\"#evals\">evaluations</a>\
+         <a href=\"#config\">configuration differences</a><a href=\"#curves\">curves</a>\
+         <a href=\"#endings\">how episodes ended</a></nav>",
+    );
+    h.push_str(
+        "<section id=\"runs\"><h2>Runs</h2><table><tr><th>run</th><th>recipe</th>\
+         <th>profile</th><th>status</th><th>wall time</th><th>episodes</th></tr>",
+    );
+    for ((label, plan), s) in labels.iter().zip(&plans).zip(&figures) {
+        let _ = write!(
+            h,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{:.0} \
+             s</td><td class=\"n\">{}</td></tr>",
+            esc(label),
+            esc(&plan.recipe),
+            esc(plan.profile.as_deref().unwrap_or("(none)")),
+            esc(&s.status),
+            s.wall_s,
+            s.trajectories
+        );
+    }
+    h.push_str("</table></section>");
+    evals(&mut h, &labels, &figures);
+    let configs: Vec<Vec<NodeConfig>> = plans.iter().map(config::nodes).collect();
+    let heads: Vec<(String, Option<String>)> =
+        plans.iter().map(|p| (p.recipe.clone(), p.profile.clone())).collect();
+    let refs: Vec<&[NodeConfig]> = configs.iter().map(Vec::as_slice).collect();
+    differences(&mut h, &labels, &config::differences(&refs, &heads));
+    let lines: Vec<(String, &[crate::rundir::records::MetricLine])> =
+        runs.iter().map(|r| (r.label.clone(), r.view.metrics.as_slice())).collect();
+    h.push_str("<section id=\"curves\"><h2>Curves</h2><div class=\"charts\">");
+    for c in series::charts(&lines) {
+        h.push_str(&chart::render(&c));
+    }
+    h.push_str("</div></section>");
+    endings(&mut h, runs, &figures);
+    h.push_str("</body></html>\n");
+    Ok(h)
+}
+
+fn header(h: &mut String, first: &str, labels: &[&str]) {
+    let _ = write!(h, "<table><tr><th>{}</th>", esc(first));
+    for l in labels {
+        let _ = write!(h, "<th><code>{}</code></th>", esc(l));
+    }
+    h.push_str("</tr>");
+}
+
+fn evals(h: &mut String, labels: &[&str], figures: &[Summary]) {
+    h.push_str("<section id=\"evals\"><h2>Held-out evaluations</h2>");
+    let mut names: Vec<(String, String)> = Vec::new();
+    for s in figures {
+        for e in &s.evals {
+            if !names.contains(&(e.eval.clone(), e.after.clone())) {
+                names.push((e.eval.clone(), e.after.clone()));
+            }
+        }
+    }
+    if names.is_empty() {
+        h.push_str("<p class=\"muted\">no evaluation has finished</p></section>");
+        return;
+    }
+    header(h, "evaluation", labels);
+    for (eval, after) in &names {
+        let _ = write!(h, "<tr><td>{} after {}</td>", esc(eval), esc(after));
+        for s in figures {
+            match s.evals.iter().find(|e| e.eval == *eval && e.after == *after) {
+                Some(e) => {
+                    let _ = write!(
+                        h,
+                        "<td class=\"n\">{:.1}% of {}</td>",
+                        e.success * 100.0,
+                        e.episodes
+                    );
+                }
+                None => h.push_str("<td class=\"muted\">—</td>"),
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table></section>");
+}
+
+fn differences(h: &mut String, labels: &[&str], diffs: &[Difference]) {
+    h.push_str("<section id=\"config\"><h2>Configuration differences</h2>");
+    if diffs.is_empty() {
+        h.push_str("<p>The runs' plans have the same configuration.</p></section>");
+        return;
+    }
+    let _ = write!(h, "<p class=\"muted\">{} parameters differ.</p>", diffs.len());
+    let _ = write!(h, "<table><tr><th>node</th><th>parameter</th>");
+    for l in labels {
+        let _ = write!(h, "<th><code>{}</code></th>", esc(l));
+    }
+    h.push_str("</tr>");
+    for d in diffs {
+        let _ = write!(h, "<tr><td><code>{}</code></td><td>{}</td>", esc(&d.node), esc(&d.param));
+        for v in &d.values {
+            match v {
+                Some(v) => {
+                    let _ = write!(h, "<td><code>{}</code></td>", esc(v));
+                }
+                None => h.push_str("<td class=\"muted\">(absent)</td>"),
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table></section>");
+}
+
+fn endings(h: &mut String, runs: &[Compared<'_>], figures: &[Summary]) {
+    h.push_str("<section id=\"endings\"><h2>How episodes ended</h2>");
+    let labels: Vec<&str> = runs.iter().map(|r| r.label.as_str()).collect();
+    let classes: BTreeSet<&str> =
+        figures.iter().flat_map(|s| s.failures.keys().map(String::as_str)).collect();
+    if !classes.is_empty() {
+        h.push_str("<h3>RL episodes by ending</h3>");
+        header(h, "ending", &labels);
+        for k in classes {
+            let _ = write!(h, "<tr><td>{}</td>", esc(k));
+            for s in figures {
+                let n = s.failures.get(k).copied().unwrap_or(0);
+                let _ = write!(h, "<td class=\"n\">{n}</td>");
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</table>");
+    }
+    for r in runs {
+        for (group, c) in tables::by_template(&r.view.trajectories) {
+            let _ = write!(h, "<h3><code>{}</code>: {}</h3>", esc(&r.label), esc(&group));
+            html::counts(h, "template", &c);
+        }
+    }
+    h.push_str("</section>");
+}
