@@ -24,7 +24,8 @@ pub struct Candidate<'a> {
     pub screened: bool,
 }
 
-/// The episodes to show, in order, each with why: `best`, `worst`, then the first episode of
+/// The episodes to show, in order, each with why: `best` (`best (none solved)` when no
+/// episode solved its task), `worst`, then the first episode of
 /// each failure class (sorted by class) not already shown. An episode picked twice carries
 /// both labels (`worst · max_steps`).
 pub fn choose(c: &[Candidate<'_>]) -> Vec<(usize, Vec<String>)> {
@@ -61,7 +62,8 @@ pub fn choose(c: &[Candidate<'_>]) -> Vec<(usize, Vec<String>)> {
         None => out.push((i, vec![label])),
     };
     if let Some(b) = best {
-        add(b, "best".into(), &mut out);
+        let label = if solved(b) { "best" } else { "best (none solved)" };
+        add(b, label.into(), &mut out);
     }
     if let Some(w) = worst.filter(|&w| Some(w) != best) {
         add(w, "worst".into(), &mut out);
@@ -152,7 +154,8 @@ mod tests {
             Candidate { reward: Some(0.0), trajectory: &ts[1], screened: true },
         ];
         assert_eq!(choose(&c)[0].0, 1);
-        assert_eq!(choose(&[c[0]]), vec![(0, vec!["best".to_string(), "max_steps".to_string()])]);
+        let one = vec![(0, vec!["best (none solved)".to_string(), "max_steps".to_string()])];
+        assert_eq!(choose(&[c[0]]), one);
         assert!(choose(&[]).is_empty());
     }
 }
