@@ -402,6 +402,8 @@ fn example(dim: Dimension) -> &'static str {
         Dimension::Iters => "90 iters",
         Dimension::Epochs => "3 epochs",
         Dimension::Samples => "64 samples",
+        Dimension::Prompts => "16 prompts",
+        Dimension::Trajectories => "128 trajectories",
         Dimension::Calls => "8 calls",
         Dimension::Images => "3 images",
         Dimension::Pixels => "1024 px",

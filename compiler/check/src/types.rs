@@ -64,6 +64,8 @@ const UNIT_TYPES: &[(&str, Dimension)] = &[
     ("iters", Dimension::Iters),
     ("epochs", Dimension::Epochs),
     ("samples", Dimension::Samples),
+    ("prompts", Dimension::Prompts),
+    ("trajectories", Dimension::Trajectories),
     ("calls", Dimension::Calls),
     ("images", Dimension::Images),
     ("pixels", Dimension::Pixels),

@@ -24,16 +24,66 @@ fn reversed_clip_has_clip_help() {
 
 #[test]
 fn mini_batch_must_divide_prompts_times_group() {
-    let d = only(&rl("prompts = 48, group = 5, level = trajectory, mini_batch = 64"), "E0403");
+    let d =
+        only(&rl("prompts = 48, group = 5, level = trajectory, mini_batch = 64 samples"), "E0403");
     assert!(d.message.contains("240"), "{}", d.message);
     assert_eq!(help(&d), "set `mini_batch` to 60 or 80 (divisors of 240), or `prompts` to 64");
     assert_eq!(d.labels.len(), 3, "mini_batch, prompts and group are labelled");
     // At turn level the number of samples is known only at run time.
-    assert!(!codes(&rl("prompts = 48, group = 5, mini_batch = 64")).contains(&"E0403"));
+    assert!(!codes(&rl("prompts = 48, group = 5, mini_batch = 64 turns")).contains(&"E0403"));
     assert!(
-        !codes(&rl("prompts = 48, group = 5, level = trajectory, mini_batch = 80"))
+        !codes(&rl("prompts = 48, group = 5, level = trajectory, mini_batch = 80 samples"))
             .contains(&"E0403")
     );
+}
+
+#[test]
+fn mini_batches_in_prompts_are_groups_of_trajectories() {
+    let ok = "prompts = 48, group = 5, level = trajectory, mini_batch = 12 prompts";
+    assert!(codes(&rl(ok)).is_empty(), "12 prompts × 5 = 60 divides 240: {:?}", codes(&rl(ok)));
+    let d =
+        only(&rl("prompts = 48, group = 5, level = trajectory, mini_batch = 7 prompts"), "E0403");
+    assert!(d.message.ends_with("mini-batches of 7 prompts × 5 = 35"), "{}", d.message);
+    let ok = "prompts = 48, group = 5, level = trajectory, mini_batch = 60 trajectories";
+    assert!(codes(&rl(ok)).is_empty());
+}
+
+#[test]
+fn a_mini_batch_must_count_what_the_level_trains() {
+    for (fields, unit) in [
+        ("level = turn, mini_batch = 4 prompts", "prompts"),
+        ("mini_batch = 64 trajectories", "trajectories"),
+        ("level = trajectory, mini_batch = 64 turns", "turns"),
+    ] {
+        let d = only(&rl(fields), "E0440");
+        assert!(
+            d.message.starts_with(&format!("a mini-batch of {unit} cannot be split")),
+            "{}",
+            d.message
+        );
+    }
+    let d = only(&rl("level = turn, mini_batch = 4 prompts"), "E0440");
+    assert_eq!(d.labels.len(), 2, "the mini-batch and the level written beside it");
+    assert!(help(&d).contains("`4 turns`"), "{}", help(&d));
+    for fields in [
+        "mini_batch = 64 turns",
+        "mini_batch = 64 samples",
+        "level = trajectory, mini_batch = 16 samples",
+    ] {
+        assert!(!codes(&rl(fields)).contains(&"E0440"), "{fields}");
+    }
+}
+
+#[test]
+fn a_bare_mini_batch_is_warned_about() {
+    let d = only(&rl("mini_batch = 64"), "W0214");
+    assert!(d.labels[0].message.contains("64 turns at level turn"), "{:?}", d.labels);
+    assert!(help(&d).contains("write `64 samples` to keep its meaning"), "{}", help(&d));
+    let d = only(&rl("level = trajectory, mini_batch = 32k"), "W0214");
+    assert!(d.labels[0].message.contains("32000 trajectories"), "{:?}", d.labels);
+    for fields in ["mini_batch = 64 samples", "prompts = 32", "mini_batch = 64 turns"] {
+        assert!(!codes(&rl(fields)).contains(&"W0214"), "{fields}");
+    }
 }
 
 #[test]
@@ -298,13 +348,17 @@ fn profile_override_of_a_param_reaches_its_uses() {
 #[test]
 fn huge_batch_numbers_do_not_overflow() {
     for (n, mini_batch) in [(99_999_999_999u64, 7), (4_294_967_311, 3), (4_294_967_311, 7)] {
-        let fields =
-            format!("prompts = {n}, group = {n}, level = trajectory, mini_batch = {mini_batch}");
+        let fields = format!(
+            "prompts = {n}, group = {n}, level = trajectory, mini_batch = {mini_batch} samples"
+        );
         let all = diags(&rl(&fields));
         assert!(!all.is_empty() && all.iter().all(|d| d.code == "E0306"), "{fields}: {all:#?}");
     }
     // 65521 is prime: 196563 = 3 × 65521 has the divisors 1, 3, 65521 and 196563.
-    let d = only(&rl("prompts = 65521, group = 3, level = trajectory, mini_batch = 7"), "E0403");
+    let d = only(
+        &rl("prompts = 65521, group = 3, level = trajectory, mini_batch = 7 samples"),
+        "E0403",
+    );
     assert!(d.message.contains("× 3 samples = 196563 trajectories"), "{}", d.message);
     assert_eq!(
         help(&d),

@@ -82,6 +82,7 @@ pub const CODES: &[CodeInfo] = &[
     live("E0416", Phase::Rules, "stage dependency cycle"),
     live("E0417", Phase::Rules, "RL stage without phases"),
     live("E0418", Phase::Rules, "dynamic-sampling metric that no reward emits"),
+    live("E0440", Phase::Rules, "mini-batch in a unit the stage's level does not train"),
     // E045x — plan rules (the planner's checks of the stage graph)
     live("E0450", Phase::Rules, "stage input that nothing produces"),
     live("E0451", Phase::Rules, "RL agent with nothing to train"),
@@ -128,6 +129,7 @@ pub const CODES: &[CodeInfo] = &[
     live("W0211", Phase::Warning, "a phase `lr` replaces the stage's"),
     live("W0212", Phase::Warning, "a model context in thousands where a power of two is meant"),
     live("W0213", Phase::Warning, "`k` that the chosen metric does not read"),
+    live("W0214", Phase::Warning, "mini-batch that does not say what it counts"),
 ];
 
 /// The registry entry for a code.

@@ -1,6 +1,6 @@
 //! Code actions: a quick fix for every diagnostic whose help is a mechanical edit — each
 //! did-you-mean (replace the word with the suggestion), a quoted enum word (drop the quotes),
-//! a reversed range (swap the bounds), an unused import or a self-import (remove it), an
+//! a reversed range (swap the bounds), a mini-batch without its unit (write it), an unused import or a self-import (remove it), an
 //! unused declaration (remove it). The fixes come from the current analysis, not from the
 //! diagnostics the client echoes back.
 
@@ -95,6 +95,15 @@ pub fn fixes(an: &Analysis, d: &Diagnostic) -> Vec<Fix> {
                 out.push(Fix {
                     title: format!("Swap the bounds: `{swapped}`"),
                     edits: vec![(whole.start as usize, whole.end as usize, swapped)],
+                    preferred: true,
+                });
+            }
+        }
+        "W0214" => {
+            if let Some(with_unit) = quoted_after(help, "write `") {
+                out.push(Fix {
+                    title: format!("Write `{with_unit}` (the same mini-batch, with its unit)"),
+                    edits: vec![(s, e, with_unit)],
                     preferred: true,
                 });
             }
@@ -212,5 +221,15 @@ mod tests {
         assert!(fixed(src, "W0202").starts_with("model policy"));
         let src = "model policy = std::models::tiny\n/// spare\nmodel spare = std::models::small\nstage s = sft(policy, std::sandbox::demos(count: 8))\n";
         assert!(!fixed(src, "W0201").contains("spare"));
+    }
+
+    #[test]
+    fn a_bare_mini_batch_gets_its_unit() {
+        let src = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/ui/check/W0214_bare_mini_batch.wrl"
+        ))
+        .unwrap_or_default();
+        assert!(fixed(&src, "W0214").contains("  mini_batch = 256 samples\n"));
     }
 }

@@ -58,6 +58,7 @@ fn walk(shape: &Shape, v: &PVal, path: String, out: &mut Vec<String>) {
             | Shape::Str
             | Shape::Unit(_)
             | Shape::Qty
+            | Shape::Batch
             | Shape::Ref
             | Shape::Expr
             | Shape::Word
@@ -116,6 +117,7 @@ fn walk(shape: &Shape, v: &PVal, path: String, out: &mut Vec<String>) {
         | Shape::Str
         | Shape::Unit(_)
         | Shape::Qty
+        | Shape::Batch
         | Shape::Ref
         | Shape::Expr
         | Shape::Word

@@ -118,6 +118,14 @@ fn agrees(ty: &Ty, shape: &Shape) -> Result<(), String> {
                 _ => Err(format!("one of {alts:?}, but the type is `{word}` or {inner:?}")),
             }
         }
+        // A batch size: counts in the units a mini-batch can be given in.
+        (Ty::OneOf(alts), Shape::Batch) => {
+            let units = ["samples", "prompts", "trajectories", "turns"];
+            let counts = alts.iter().all(
+                |t| matches!(t, Ty::Qty { dim, .. } if units.contains(&wrl_plan::unit_word(*dim))),
+            );
+            if counts { Ok(()) } else { Err(format!("a batch size, but the type is {alts:?}")) }
+        }
         (Ty::OneOf(alts), s) if !alts.contains(&Ty::UnknownLit) => match s {
             Shape::OneOf => Ok(()),
             other => Err(format!("one of {alts:?}, but the type is {other:?}")),

@@ -27,7 +27,7 @@ stage warmup = sft(policy, demos) { epochs = 2 epochs, batch = 16 }
 stage online = grpo(warmup.model, tasks, actor) {
   prompts = 16
   group = 4
-  mini_batch = 64
+  mini_batch = 64 turns
   ppo_epochs = 2
   reward = solved
   phases = [{ iters = 3, horizon = 4 steps, lr = 1e-4 }, { iters = 2, horizon = 6 steps, lr = 5e-5 }]

@@ -32,7 +32,8 @@ enum TokenType {
 
 static const char *const UNITS[] = {
     "token", "tokens", "step", "steps", "turn", "turns", "iter", "iters", "epoch", "epochs",
-    "sample", "samples", "call", "calls", "image", "images", "px", "ms", "s", "min", "h",
+    "sample", "samples", "prompt", "prompts", "trajectory", "trajectories", "call", "calls",
+    "image", "images", "px", "ms", "s", "min", "h",
     "B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "%",
 };
 static const char *const MAGNITUDES[] = {"Ki", "Mi", "Gi", "k", "M", "G"};

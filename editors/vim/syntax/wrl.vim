@@ -31,7 +31,7 @@ syn match wrlDeclName "\h\w*" contained
 
 " Numbers, magnitudes and units on the same line: `32k tokens`, `45 s`, `10%`, `1280 x 1000`.
 syn match wrlNumber "\v<\d(_?\d)*(\.\d+)?([eE][+-]?\d+)?((Ki|Mi|Gi|k|M|G)>)?" nextgroup=wrlUnit,wrlDimsX skipwhite
-syn match wrlUnit "\v(samples|epochs|images|sample|tokens|calls|epoch|image|iters|steps|token|turns|call|iter|step|turn|GiB|KiB|MiB|TiB|min|GB|KB|MB|TB|ms|px|\%|B|h|s)>" contained
+syn match wrlUnit "\v(trajectories|trajectory|prompts|samples|epochs|images|prompt|sample|tokens|calls|epoch|image|iters|steps|token|turns|call|iter|step|turn|GiB|KiB|MiB|TiB|min|GB|KB|MB|TB|ms|px|\%|B|h|s)>" contained
 syn match wrlUnit "%" contained
 syn match wrlDimsX "\vx\ze\s*\d" contained
 

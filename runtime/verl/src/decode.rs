@@ -209,6 +209,7 @@ fn placeholder(s: &Shape) -> Option<PVal> {
         Shape::Float => PVal::Num { value: 0.0 },
         Shape::Str => PVal::Str { value: String::new() },
         Shape::Unit(u) => PVal::Qty { value: 1.0, unit: u.clone() },
+        Shape::Batch => PVal::Qty { value: 1.0, unit: "samples".into() },
         Shape::List(_) => PVal::List { items: Vec::new() },
         Shape::Map(_) => PVal::Record { fields: BTreeMap::new() },
         Shape::Struct(fs) => {

@@ -7,8 +7,8 @@
 use serde_json::{Value as Json, json};
 use wrl_plan::Node;
 use wrl_plan::params::{
-    self, Async, KlEstimator, Level, LossAgg, Optimizer, PolicyLoss, Range, RewardRef, RlPhase,
-    Schedule,
+    self, Async, BatchSize, KlEstimator, Level, LossAgg, Optimizer, PolicyLoss, Range, RewardRef,
+    RlPhase, Schedule,
 };
 
 use crate::ctx::{Ctx, E_UNMAPPED, Run};
@@ -225,18 +225,37 @@ impl Ph<'_, '_> {
         }
     }
 
-    fn ppo_epochs_and_batch(&mut self, ppo_epochs: u32, mini_batch: u32, prompts: u32, group: u32) {
+    fn ppo_epochs_and_batch(
+        &mut self,
+        ppo_epochs: u32,
+        mini_batch: BatchSize,
+        prompts: u32,
+        group: u32,
+    ) {
         self.map("ppo_epochs", &[(&k(A, "ppo_epochs"), json!(ppo_epochs))]);
-        let exact = mini_batch as f64 / group.max(1) as f64;
+        let key = k(A, "ppo_mini_batch_size");
+        // verl counts mini-batches in prompts: a count of prompts is written as it is.
+        let n = match mini_batch {
+            BatchSize::Prompts(p) => {
+                self.map("mini_batch", &[(&key, json!(p))])
+                    .note("verl counts mini-batches in prompts, each with its n rows");
+                return;
+            }
+            BatchSize::Trajectories(n) | BatchSize::Turns(n) | BatchSize::Samples(n) => n,
+        };
+        let exact = n as f64 / group.max(1) as f64;
         let v = (exact.round() as u32).clamp(1, prompts.max(1));
-        let e = self.map("mini_batch", &[(&k(A, "ppo_mini_batch_size"), json!(v))]);
+        let e = self.map("mini_batch", &[(&key, json!(v))]);
         if (v as f64 - exact).abs() > 1e-9 {
             e.note(format!(
                 "verl counts mini-batches in prompts (× n rows each) and at most a batch: \
-                 {mini_batch} samples / group {group} ≈ {exact:.2}, written {v}"
+                 {mini_batch} / group {group} ≈ {exact:.2}, written {v}"
             ));
         } else {
-            e.note("verl counts mini-batches in prompts, each with its n rows");
+            e.note(format!(
+                "verl counts mini-batches in prompts, each with its n rows: {mini_batch} / group \
+                 {group}"
+            ));
         }
     }
 

@@ -157,6 +157,31 @@ fn the_kl_goes_where_the_recipe_says() {
     assert!(loss.contains("use_kl_loss: true") && loss.contains("kl_loss_type: k2"), "{loss}");
 }
 
+/// verl counts `ppo_mini_batch_size` in prompts: a mini-batch in prompts is written as it is,
+/// one in trajectories is divided by the group.
+#[test]
+fn a_mini_batch_reaches_verl_in_prompts() {
+    let root = root();
+    let base = std::fs::read_to_string(root.join("tests/ui/lower/E0602_unknown_group.wrl"))
+        .unwrap()
+        .replace("group = unknown", "group = 4, prompts = 16, level = trajectory, MB");
+    let cfg_of = |mb: &str| {
+        let text = base.replace("MB", &format!("mini_batch = {mb}"));
+        let mut sources = SourceMap::new();
+        let id = sources.add("mb.wrl".to_string(), text.clone());
+        let parsed = wrl_syntax::parse(id, &text);
+        let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+        assert!(checked.diagnostics.iter().all(|d| !d.is_error()), "{:?}", checked.diagnostics);
+        let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
+        let job = wrl_verl::lower(&plan);
+        let cfg = job.files.iter().find(|(k, _)| k.starts_with("config/")).map(|(_, v)| v);
+        String::from_utf8(cfg.unwrap().clone()).unwrap()
+    };
+    assert!(cfg_of("8 prompts").contains("ppo_mini_batch_size: 8"));
+    assert!(cfg_of("32 trajectories").contains("ppo_mini_batch_size: 8"));
+    assert!(cfg_of("16 samples").contains("ppo_mini_batch_size: 4"));
+}
+
 /// The portability tables of the seed recipes in docs/scale.md, as the lowering writes them.
 #[test]
 fn the_portability_tables_in_docs_scale_md_are_current() {

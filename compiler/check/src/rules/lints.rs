@@ -147,6 +147,6 @@ fn unread_k(ctx: &Ctx<'_>, v: &Val, what: &str, out: &mut Vec<Diagnostic>) {
     );
 }
 
-fn source<'a>(ctx: &Ctx<'a>, span: Span) -> &'a str {
+pub(super) fn source<'a>(ctx: &Ctx<'a>, span: Span) -> &'a str {
     ctx.sources.get(span.file).map(|f| f.slice(span)).unwrap_or("")
 }

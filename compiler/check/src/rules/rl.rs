@@ -1,17 +1,21 @@
 //! RL and SFT arithmetic: a group too small for group-relative advantages (E0402), batch
 //! sizes that do not divide into mini- or micro-batches (E0403), with the nearest values that
-//! would, and knobs the chosen policy loss does not read (W0204).
+//! would, a mini-batch counted in a unit the stage's level does not train (E0440) or not
+//! counted in any (W0214), and knobs the chosen policy loss does not read (W0204).
 
 use wrl_diagnostics::Diagnostic;
 
+use wrl_syntax::tokens::Dimension;
+
 use super::{Ctx, RL_CTORS, num, show, word};
 use crate::model::CheckedDecl;
-use crate::value::{Obj, Val};
+use crate::value::{Obj, V, Val};
 
 pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     for (decl, o) in ctx.stages() {
         if RL_CTORS.contains(&o.ctor.as_str()) {
             group(o, out);
+            batch_unit(ctx, o, out);
             rl_batch(ctx, decl, o, out);
             inert_knobs(ctx, o, out);
         } else if o.ctor == "sft" {
@@ -71,7 +75,17 @@ fn rl_batch(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic
     else {
         return;
     };
-    let (Some(pn), Some(gn), Some(m)) = (as_count(p), as_count(g), as_count(mb)) else { return };
+    let (Some(pn), Some(gn), Some(written)) = (as_count(p), as_count(g), as_count(mb)) else {
+        return;
+    };
+    // The mini-batch in trajectories: a count of prompts is that many groups.
+    let (m, unit) = match &mb.v {
+        V::Qty { dim: Dimension::Prompts, .. } => (written.saturating_mul(gn), " prompts"),
+        V::Qty { dim: Dimension::Turns, .. } => return,
+        V::Qty { dim: Dimension::Trajectories, .. } => (written, " trajectories"),
+        V::Qty { dim: Dimension::Samples, .. } => (written, " samples"),
+        _ => (written, ""),
+    };
     let Some(batch) = pn.checked_mul(gn) else { return };
     if batch == 0 || m == 0 || batch % m == 0 {
         return;
@@ -79,13 +93,15 @@ fn rl_batch(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic
     let default = ctx.is_default(mb);
     let primary = if default { decl.name_span } else { mb.span };
     let what = if default {
-        format!("the default `mini_batch = {m}`")
+        format!("the default `mini_batch = {written}{unit}`")
     } else {
-        format!("mini_batch = {m}")
+        format!("mini_batch = {written}{unit}")
     };
+    let of =
+        if unit == " prompts" { format!("{written} prompts × {gn} = {m}") } else { m.to_string() };
     let mut d = Diagnostic::new(
         "E0403",
-        format!("a batch of {pn} prompts × {gn} samples = {batch} trajectories does not split into mini-batches of {m}"),
+        format!("a batch of {pn} prompts × {gn} samples = {batch} trajectories does not split into mini-batches of {of}"),
     )
     .label(primary, format!("{what} does not divide {batch}"));
     for v in [p, g] {
@@ -100,6 +116,80 @@ fn rl_batch(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic
         help.push_str(&format!(", or `prompts` to {}", or_list(&by_prompts)));
     }
     out.push(d.help(help));
+}
+
+/// Whether every turn of the stage is a sample: `level = turn`, and `ppo`, which has no
+/// `level` and trains turns.
+fn turn_level(o: &Obj) -> bool {
+    o.fields.get("level").and_then(word).is_none_or(|l| l == "turn")
+}
+
+/// E0440: a mini-batch counted in a unit the stage's level does not train; W0214: one counted
+/// in no unit at all.
+fn batch_unit(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {
+    let Some(mb) = o.fields.get("mini_batch") else { return };
+    let turn = turn_level(o);
+    let level = if turn { "turn" } else { "trajectory" };
+    let n = num(mb).map(show).unwrap_or_default();
+    match &mb.v {
+        // A count type takes a plain number as a count in its unit: read what was written.
+        V::Num { .. } | V::Qty { dim: Dimension::Samples, .. }
+            if !ctx.is_default(mb) && bare_number(super::lints::source(ctx, mb.span)) =>
+        {
+            let meaning = if turn { "turns" } else { "trajectories" };
+            out.push(
+                Diagnostic::new("W0214", format!("`mini_batch = {n}` does not say what it counts"))
+                    .label(mb.span, format!("a bare number counts samples: {n} {meaning} at level {level}"))
+                    .help(format!(
+                        "a number ported from another trainer may mean prompts there (verl's `ppo_mini_batch_size`) and samples here: write `{n} samples` to keep its meaning, or `{n} prompts` / `{n} {meaning}`"
+                    )),
+            );
+        }
+        V::Qty { dim, .. } => {
+            let (ok, why) = match dim {
+                Dimension::Prompts | Dimension::Trajectories if turn => (
+                    false,
+                    "at level turn every turn is a sample, and how many turns a trajectory gives is known only at run time",
+                ),
+                Dimension::Turns if !turn => {
+                    (false, "at level trajectory a sample is a whole trajectory")
+                }
+                _ => (true, ""),
+            };
+            if ok {
+                return;
+            }
+            let fix = if turn {
+                format!(
+                    "count it in `turns` or `samples` (`{n} turns`), or train whole trajectories with `level = trajectory`"
+                )
+            } else {
+                format!(
+                    "count it in `trajectories`, `prompts` or `samples` (`{n} trajectories`), or train turns with `level = turn`"
+                )
+            };
+            let mut d = Diagnostic::new(
+                "E0440",
+                format!("a mini-batch of {} cannot be split at level {level}", dim.describe()),
+            )
+            .label(mb.span, why);
+            if let Some(l) = o.fields.get("level").filter(|l| !ctx.is_default(l)) {
+                d = d.label(l.span, format!("level = {level}"));
+            }
+            out.push(d.help(fix));
+        }
+        _ => {}
+    }
+}
+
+/// Whether `text` is a number without a unit word (`256`, `32k`, `1_024`).
+fn bare_number(text: &str) -> bool {
+    let rest = text.trim().trim_start_matches(|c: char| c.is_ascii_digit() || "_.eE+-".contains(c));
+    let rest = wrl_syntax::tokens::MAGNITUDES
+        .iter()
+        .find_map(|(m, _)| rest.strip_prefix(m))
+        .unwrap_or(rest);
+    !text.trim().is_empty() && rest.trim().is_empty()
 }
 
 fn sft_batch(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic>) {
@@ -172,6 +262,16 @@ fn or_list(vs: &[u64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bare_numbers() {
+        for t in ["256", " 32k", "1_024", "2.56e2"] {
+            assert!(bare_number(t), "{t}");
+        }
+        for t in ["256 samples", "4 prompts", "", "unknown", "n"] {
+            assert!(!bare_number(t), "{t}");
+        }
+    }
 
     #[test]
     fn nearest_values() {

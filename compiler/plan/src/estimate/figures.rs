@@ -242,7 +242,15 @@ pub(super) fn rl_phase(plan: &Plan, n: &Node) -> StageEstimate {
     // Turn-level training makes one sample per turn (at most `horizon` per trajectory).
     let turn_level = n.params.get("level").and_then(PVal::as_str) != Some("trajectory");
     let samples = if turn_level { mul(per_iter, horizon) } else { per_iter };
-    let updates = ceil_div(samples, count(n.params.get("mini_batch")));
+    // A mini-batch of prompts is that many groups of trajectories.
+    let mb = n.params.get("mini_batch");
+    let mini = match mb {
+        Some(PVal::Qty { unit, .. }) if unit == "prompts" => {
+            mul(count(mb), count(n.params.get("group")))
+        }
+        _ => count(mb),
+    };
+    let updates = ceil_div(samples, mini);
     e.optimizer_steps = mul(mul(updates, count(n.params.get("ppo_epochs"))), iters);
     e
 }

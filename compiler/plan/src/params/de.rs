@@ -9,7 +9,7 @@ use serde::de::{self, IntoDeserializer, Visitor};
 
 use super::access::{Content, Entries, Number, Variant, map, seq};
 use super::error::{DecodeError, Problem};
-use super::view::{EXPR, QTY, REF, UNIT_PREFIX, View, WORD};
+use super::view::{BATCH, EXPR, QTY, REF, UNIT_PREFIX, View, WORD};
 use crate::value::{Expr, PObj, PVal};
 
 /// The entries of one of a reward expression's variants.
@@ -147,6 +147,18 @@ impl<'de, 'a> de::Deserializer<'de> for View<'a> {
                     ("unit", View::Str(unit)),
                 ]))
             }
+            (BATCH, View::Val(PVal::Qty { value, unit })) => {
+                visitor.visit_newtype_struct(Content(vec![
+                    ("value", View::Num(*value)),
+                    ("unit", View::Str(unit)),
+                ]))
+            }
+            (BATCH, View::Val(PVal::Num { value })) => visitor.visit_newtype_struct(Content(vec![
+                ("value", View::Num(*value)),
+                ("unit", View::Str("samples")),
+            ])),
+            (BATCH, View::Val(PVal::Unknown)) => Err(DecodeError::new(Problem::Unknown)),
+            (BATCH, other) => Err(other.mismatch("a batch size")),
             (QTY, View::Val(PVal::Unknown)) => Err(DecodeError::new(Problem::Unknown)),
             (QTY, other) => Err(other.mismatch("a quantity")),
             (EXPR, v @ View::Expr(_)) => visitor.visit_newtype_struct(v),

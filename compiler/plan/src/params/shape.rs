@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
-use super::view::{EXPR, QTY, REF, UNIT_PREFIX, WORD};
+use super::view::{BATCH, EXPR, QTY, REF, UNIT_PREFIX, WORD};
 
 /// The shape of a parameter type.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,6 +22,9 @@ pub enum Shape {
     Unit(String),
     /// A quantity in any unit.
     Qty,
+    /// A batch size: a count in `prompts`, `trajectories`, `turns` or `samples`, or a bare
+    /// number (samples).
+    Batch,
     /// The output of another node.
     Ref,
     /// A reward expression.
@@ -135,6 +138,7 @@ fn explore<T: for<'de> serde::Deserialize<'de>>(path: &mut Vec<Step>, depth: usi
         ),
         Found::Newtype(REF) => Shape::Ref,
         Found::Newtype(QTY) => Shape::Qty,
+        Found::Newtype(BATCH) => Shape::Batch,
         Found::Newtype(EXPR) => Shape::Expr,
         Found::Newtype(name) => match name.strip_prefix(UNIT_PREFIX) {
             Some(unit) => Shape::Unit(unit.to_string()),

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::models::FrozenPart;
 use super::or::{OrAgent, OrHorizon, OrOff, OrTraining, OrUnlimited};
 use super::rewards::RewardRef;
-use super::units::{Epochs, Iters, NodeRef, Quantity, Range, Ratio, Steps, Tokens};
+use super::units::{BatchSize, Epochs, Iters, NodeRef, Quantity, Range, Ratio, Steps, Tokens};
 
 /// A learning-rate schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
@@ -342,7 +342,7 @@ phase_struct!(
         kl_estimator: KlEstimator,
         entropy: f64,
         ppo_epochs: u32,
-        mini_batch: u32,
+        mini_batch: BatchSize,
         temperature: f64,
         top_p: f64,
         drop: Drop,
@@ -379,7 +379,7 @@ phase_struct!(
         kl_in: KlIn,
         entropy: f64,
         ppo_epochs: u32,
-        mini_batch: u32,
+        mini_batch: BatchSize,
         temperature: f64,
         top_p: f64,
         dynamic_sampling: DynamicSampling,
@@ -408,7 +408,7 @@ phase_struct!(
         kl: f64,
         kl_in: KlIn,
         ppo_epochs: u32,
-        mini_batch: u32,
+        mini_batch: BatchSize,
         temperature: f64,
         top_p: f64,
         exclude: Vec<FailureClass>,

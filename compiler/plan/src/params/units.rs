@@ -184,6 +184,78 @@ impl<'de> Deserialize<'de> for Quantity {
     }
 }
 
+/// An RL stage's `mini_batch`: samples per optimiser step, in the unit the recipe counts them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchSize {
+    /// Task groups, each `group` trajectories (verl's `ppo_mini_batch_size`).
+    Prompts(u32),
+    Trajectories(u32),
+    /// Turns, at `level = turn`.
+    Turns(u32),
+    /// The stage's level: turns at `level = turn`, trajectories at `level = trajectory`.
+    Samples(u32),
+}
+
+impl BatchSize {
+    /// The samples of a mini-batch at the stage's level (`trajectory`: `level_is_turn` false),
+    /// with `group` trajectories per prompt; `None` when the unit does not count that level's
+    /// samples (the checker refuses it: E0440).
+    pub fn samples(self, group: u32, level_is_turn: bool) -> Option<u32> {
+        match (self, level_is_turn) {
+            (BatchSize::Samples(n), _) => Some(n),
+            (BatchSize::Prompts(n), false) => n.checked_mul(group),
+            (BatchSize::Trajectories(n), false) | (BatchSize::Turns(n), true) => Some(n),
+            (BatchSize::Prompts(_) | BatchSize::Trajectories(_), true)
+            | (BatchSize::Turns(_), false) => None,
+        }
+    }
+}
+
+impl fmt::Display for BatchSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BatchSize::Prompts(n) => write!(f, "{n} prompts"),
+            BatchSize::Trajectories(n) => write!(f, "{n} trajectories"),
+            BatchSize::Turns(n) => write!(f, "{n} turns"),
+            BatchSize::Samples(n) => write!(f, "{n} samples"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BatchSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Fields {
+            value: u32,
+            unit: String,
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = BatchSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a batch size in prompts, trajectories, turns or samples")
+            }
+            fn visit_newtype_struct<D: Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<BatchSize, D::Error> {
+                let f = Fields::deserialize(d)?;
+                match f.unit.as_str() {
+                    "prompts" => Ok(BatchSize::Prompts(f.value)),
+                    "trajectories" => Ok(BatchSize::Trajectories(f.value)),
+                    "turns" => Ok(BatchSize::Turns(f.value)),
+                    "samples" => Ok(BatchSize::Samples(f.value)),
+                    other => Err(serde::de::Error::custom(format!(
+                        "a batch size is in prompts, trajectories, turns or samples, not {other}"
+                    ))),
+                }
+            }
+        }
+        d.deserialize_newtype_struct(super::view::BATCH, V)
+    }
+}
+
 /// `lo .. hi`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -218,6 +290,12 @@ mod tests {
         assert_eq!(e.to_string(), "the node is 30 s, expected a quantity in tokens");
         assert!(from_val::<Tokens>(&PVal::Num { value: 3.0 }).is_err(), "a plain number");
         assert!(from_val::<Tokens>(&qty(2.5, "tokens")).is_err(), "tokens are whole");
+        assert_eq!(from_val::<BatchSize>(&qty(16.0, "prompts")), Ok(BatchSize::Prompts(16)));
+        let bare = from_val::<BatchSize>(&PVal::Num { value: 64.0 });
+        assert_eq!(bare, Ok(BatchSize::Samples(64)), "a bare number counts samples");
+        assert!(from_val::<BatchSize>(&qty(3.0, "s")).is_err());
+        assert_eq!(BatchSize::Prompts(16).samples(8, false), Some(128));
+        assert_eq!(BatchSize::Prompts(16).samples(8, true), None);
         assert!(from_val::<Tokens>(&PVal::Unknown).unwrap_err().is_unknown());
         assert_eq!(from_val::<Option<Tokens>>(&PVal::Unknown), Ok(None));
     }

@@ -36,6 +36,9 @@ pub(crate) const EXPR: &str = "$expr";
 pub(crate) const WORD: &str = "$word";
 /// The newtype that takes a quantity in any unit, as `{ value, unit }`.
 pub(crate) const QTY: &str = "$qty";
+/// The newtype that takes a batch size: a quantity as `{ value, unit }`, a bare number as one
+/// in `samples`.
+pub(crate) const BATCH: &str = "$batch";
 
 impl<'a> View<'a> {
     pub(super) fn describe(&self) -> String {

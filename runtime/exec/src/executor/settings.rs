@@ -5,8 +5,8 @@
 //! algorithm has no knob (DAPO has no KL estimator), its fixed behaviour is written here.
 
 use wrl_plan::params::{
-    self, Drop, FailureClass, KlEstimator, Level, LossAgg, NodeRef, Optimizer, OrUnlimited,
-    PhaseOf, PolicyLoss, RewardRef, RlPhase, Schedule as PSchedule,
+    self, BatchSize, Drop, FailureClass, KlEstimator, Level, LossAgg, NodeRef, Optimizer,
+    OrUnlimited, PhaseOf, PolicyLoss, RewardRef, RlPhase, Schedule as PSchedule,
 };
 use wrl_trainer::{
     KlConfig, LossAggregation, OptimConfig, OverlongShaping, RlConfig, SampleLevel, Schedule,
@@ -67,6 +67,17 @@ fn level(l: Level) -> SampleLevel {
         Level::Turn => SampleLevel::Turn,
         Level::Trajectory => SampleLevel::Trajectory,
     }
+}
+
+/// A mini-batch in the trainer's samples at `level` (turns or trajectories; a count of prompts
+/// is that many groups). A unit the level does not train never gets here: the checker (E0440)
+/// and the preflight refuse it.
+fn mini_batch_samples(b: BatchSize, group: u32, level: SampleLevel) -> usize {
+    let turn = match level {
+        SampleLevel::Turn => true,
+        SampleLevel::Trajectory => false,
+    };
+    b.samples(group, turn).map_or(0, |n| n as usize)
 }
 
 fn kl(coef: f64, k: KlEstimator) -> Option<KlConfig> {
@@ -143,7 +154,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 kl: kl(*kl_coef, *kl_estimator),
                 entropy_coef: *entropy,
                 ppo_epochs: (*ppo_epochs).max(1) as usize,
-                mini_batch: *mini_batch as usize,
+                mini_batch: mini_batch_samples(*mini_batch, *group, level(*lvl)),
                 temperature: *temperature as f32,
                 dynamic_sampling: match drop {
                     Drop::None => false,
@@ -238,7 +249,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 kl: kl(*kl_coef, KlEstimator::K3),
                 entropy_coef: *entropy,
                 ppo_epochs: (*ppo_epochs).max(1) as usize,
-                mini_batch: *mini_batch as usize,
+                mini_batch: mini_batch_samples(*mini_batch, *group, level(*lvl)),
                 temperature: *temperature as f32,
                 // Dynamic sampling is what DAPO is: groups whose rewards are all equal go.
                 dynamic_sampling: true,
@@ -319,7 +330,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 kl: kl(*kl_coef, KlEstimator::K3),
                 entropy_coef: 0.0,
                 ppo_epochs: (*ppo_epochs).max(1) as usize,
-                mini_batch: *mini_batch as usize,
+                mini_batch: mini_batch_samples(*mini_batch, *group, SampleLevel::Turn),
                 temperature: *temperature as f32,
                 // Several epochs over old log-probs with GRPO's advantages (no critic).
                 dynamic_sampling: false,
@@ -420,5 +431,15 @@ mod tests {
         assert!(lr_at(1e-3, &cosine, 10, 10) < 1e-4, "{}", lr_at(1e-3, &cosine, 10, 10));
         let warm = PSchedule::Cosine { warmup: Ratio(0.5), floor: 0.0 };
         assert!(lr_at(1e-3, &warm, 1, 10) < 1e-3);
+    }
+
+    #[test]
+    fn mini_batches_reach_the_trainer_in_its_samples() {
+        let t = SampleLevel::Trajectory;
+        assert_eq!(mini_batch_samples(BatchSize::Prompts(4), 6, t), 24, "4 groups of 6");
+        assert_eq!(mini_batch_samples(BatchSize::Trajectories(24), 6, t), 24);
+        assert_eq!(mini_batch_samples(BatchSize::Samples(24), 6, t), 24);
+        assert_eq!(mini_batch_samples(BatchSize::Turns(64), 6, SampleLevel::Turn), 64);
+        assert_eq!(mini_batch_samples(BatchSize::Samples(64), 6, SampleLevel::Turn), 64);
     }
 }
