@@ -33,7 +33,10 @@ fn shrunken_quickstart_runs_end_to_end_and_resumes_without_duplicates() {
         "--set".into(),
         "online.group=2".into(),
         "--set".into(),
-        "online.phases[0].iters=2".into(),
+        // One epoch over 4 tasks, 2 per iteration: 2 iterations.
+        "online.phases[0].iters=1 epochs".into(),
+        "--set".into(),
+        "tasks=std::sandbox::tasks(count: 4) { sites = [shop, wiki] }".into(),
         "--set".into(),
         "warmup.epochs=1".into(),
     ];

@@ -270,13 +270,22 @@ impl Checker<'_> {
                 if matches!(val.v, V::Unknown) {
                     return val;
                 }
+                // An option the value fits but for its range: that is the error to report.
+                let mut out_of_range = None;
                 for opt in options {
                     let before = self.diags.len();
                     let out = self.conform(m, val.clone(), opt);
                     if self.diags.len() == before {
                         return out;
                     }
-                    self.diags.truncate(before);
+                    let found: Vec<Diagnostic> = self.diags.drain(before..).collect();
+                    if out_of_range.is_none() && found.iter().all(|d| d.code == "E0306") {
+                        out_of_range = Some(found);
+                    }
+                }
+                if let Some(found) = out_of_range {
+                    self.diags.extend(found);
+                    return Val::new(V::Unknown, val.span);
                 }
                 // Report against the first option that has the same shape, else a mismatch.
                 self.mismatch(m, val, ty)

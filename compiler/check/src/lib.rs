@@ -6,6 +6,7 @@ mod builtins;
 mod checker;
 mod conform;
 mod driver;
+pub mod epochs;
 mod eval;
 mod fields;
 mod imports;

@@ -75,6 +75,21 @@ fn a_mini_batch_must_count_what_the_level_trains() {
 }
 
 #[test]
+fn epochs_need_a_counted_task_set() {
+    // The recipe's tasks are `std::sandbox::tasks(count: 256)`: epochs count.
+    let epochs = |fields: &str, n: &str| rl(fields).replace("iters = 12", &format!("iters = {n}"));
+    let ok = epochs("prompts = 16", "2 epochs");
+    assert!(!codes(&ok).contains(&"E0441"), "{:?}", codes(&ok));
+    let d = only(&epochs("prompts = unknown", "1 epochs"), "E0441");
+    assert!(d.message.ends_with("1 epoch with `prompts` unknown"), "{}", d.message);
+    let file = ok.replace("std::sandbox::tasks(count: 256)", "jsonl(\"t.jsonl\") { kind = tasks }");
+    let d = only(&file, "E0441");
+    assert!(d.message.contains("2 epochs of `tasks`, whose size"), "{}", d.message);
+    let counted = file.replace("{ kind = tasks }", "{ kind = tasks, count = 64 }");
+    assert!(!codes(&counted).contains(&"E0441"));
+}
+
+#[test]
 fn a_bare_mini_batch_is_warned_about() {
     let d = only(&rl("mini_batch = 64"), "W0214");
     assert!(d.labels[0].message.contains("64 turns at level turn"), "{:?}", d.labels);

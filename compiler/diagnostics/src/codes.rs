@@ -83,6 +83,7 @@ pub const CODES: &[CodeInfo] = &[
     live("E0417", Phase::Rules, "RL stage without phases"),
     live("E0418", Phase::Rules, "dynamic-sampling metric that no reward emits"),
     live("E0440", Phase::Rules, "mini-batch in a unit the stage's level does not train"),
+    live("E0441", Phase::Rules, "epochs over a task set whose size the recipe does not say"),
     // E045x — plan rules (the planner's checks of the stage graph)
     live("E0450", Phase::Rules, "stage input that nothing produces"),
     live("E0451", Phase::Rules, "RL agent with nothing to train"),

@@ -116,9 +116,26 @@ impl<'r> Lowering<'r> {
                 Some(V::Record { fields }) => {
                     for (k, v) in fields {
                         let p = c.val(v, k);
-                        if self.keeps(k) {
-                            params.insert(k.clone(), p);
+                        if !self.keeps(k) {
+                            continue;
                         }
+                        // `iters = 2 epochs`: the iterations two passes over the tasks take,
+                        // and the epochs beside them (the checker refuses what it cannot count).
+                        if let (true, V::Qty { value, .. }) = (k == "iters", &v.v)
+                            && matches!(p, PVal::Qty { ref unit, .. } if unit == "epochs")
+                        {
+                            let iters = wrl_check::epochs::epoch_iters(self.recipe, o, *value);
+                            params.insert(
+                                k.clone(),
+                                match iters {
+                                    Ok(n) => PVal::Qty { value: n as f64, unit: "iters".into() },
+                                    Err(_) => PVal::Unknown,
+                                },
+                            );
+                            params.insert("epochs".into(), p);
+                            continue;
+                        }
+                        params.insert(k.clone(), p);
                     }
                 }
                 _ => {

@@ -47,9 +47,10 @@ fn planner_fields(
         // A graph's body: its modules and edges.
         NodeKind::Agent if ctor == "graph" => (&["modules", "graph"], &[]),
         NodeKind::Sft => (&["stage"], &[]),
-        NodeKind::RlPhase => {
-            (&["stage", "phase", "phases", "resume", "binds", "iters", "horizon"], &["phases"])
-        }
+        NodeKind::RlPhase => (
+            &["stage", "phase", "phases", "resume", "binds", "iters", "epochs", "horizon"],
+            &["phases"],
+        ),
         NodeKind::Eval => (&["checkpoint", "binds"], &[]),
         NodeKind::LoadModel
         | NodeKind::LoadDataset

@@ -50,6 +50,17 @@ impl Ph<'_, '_> {
         self.c.wrl_in(self.al, &label, self.n, field, keys)
     }
 
+    /// `iters = N epochs`: the planner wrote the iterations; say so beside them.
+    fn epochs(&mut self, epochs: Option<params::Epochs>, iters: u64) {
+        if let Some(e) = epochs {
+            self.c.implied(
+                self.n,
+                "epochs",
+                format!("{e} over the task set, written as `iters` ({iters} steps)"),
+            );
+        }
+    }
+
     /// The fields every RL phase has.
     #[allow(clippy::too_many_arguments)]
     fn common(
@@ -406,6 +417,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 init: _,
                 tasks: _,
                 agent: _,
+                epochs,
                 iters,
                 horizon,
                 lr,
@@ -450,6 +462,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 seed,
             } = g;
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
+            ph.epochs(*epochs, iters.0);
             match process_reward {
                 None => {
                     ph.c.implied(ph.n, "process_reward", "none");
@@ -549,6 +562,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 init: _,
                 tasks: _,
                 agent: _,
+                epochs,
                 iters,
                 horizon,
                 lr,
@@ -583,6 +597,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 seed,
             } = d;
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
+            ph.epochs(*epochs, iters.0);
             ph.clip(clip);
             fixed(ph, &k(A, "clip_ratio_c"), json!(1e9));
             ph.kl(*kl, *kl_in, None);
@@ -608,6 +623,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 init: _,
                 tasks: _,
                 agent: _,
+                epochs,
                 iters,
                 horizon,
                 lr,
@@ -636,6 +652,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 seed,
             } = p;
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
+            ph.epochs(*epochs, iters.0);
             ph.clip(clip);
             // wrl's `ppo`: several epochs over old log-probs with GRPO advantages, no critic,
             // no dual clip, no entropy bonus, token-mean loss, one sample per turn.

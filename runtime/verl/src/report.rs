@@ -71,6 +71,13 @@ pub fn leaves(node: &Node) -> Vec<String> {
     };
     let mut out = Vec::new();
     for (name, s) in shape.fields() {
+        // A field the planner adds to a phase only when the recipe has it (`epochs`).
+        if node.kind == wrl_plan::NodeKind::RlPhase
+            && matches!(s, Shape::Option(_))
+            && !node.params.contains_key(name)
+        {
+            continue;
+        }
         // A record-valued field (`optimizer`, `timeout`, `clip`, `viewport`) is accounted for
         // field by field; an object (a tool set, a site) as a whole.
         let record = matches!(

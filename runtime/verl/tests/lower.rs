@@ -182,6 +182,28 @@ fn a_mini_batch_reaches_verl_in_prompts() {
     assert!(cfg_of("16 samples").contains("ppo_mini_batch_size: 4"));
 }
 
+/// `iters = 2 epochs` over 4 tasks, 2 per iteration, reaches verl as 4 training steps, and the
+/// report says where they came from.
+#[test]
+fn epochs_reach_verl_as_steps() {
+    let root = root();
+    let text = std::fs::read_to_string(root.join("tests/ui/lower/E0602_unknown_group.wrl"))
+        .unwrap()
+        .replace("group = unknown", "group = 4, prompts = 2")
+        .replace("iters = 1,", "iters = 2 epochs,");
+    let mut sources = SourceMap::new();
+    let id = sources.add("epochs.wrl".to_string(), text.clone());
+    let parsed = wrl_syntax::parse(id, &text);
+    let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+    assert!(checked.diagnostics.iter().all(|d| !d.is_error()), "{:?}", checked.diagnostics);
+    let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
+    let job = wrl_verl::lower(&plan);
+    let cfg = job.files.iter().find(|(k, _)| k.starts_with("config/")).map(|(_, v)| v);
+    let cfg = String::from_utf8(cfg.unwrap().clone()).unwrap();
+    assert!(cfg.contains("total_training_steps: 4"), "{cfg}");
+    assert!(job.table().contains("2 epochs over the task set, written as `iters` (4 steps)"));
+}
+
 /// The portability tables of the seed recipes in docs/scale.md, as the lowering writes them.
 #[test]
 fn the_portability_tables_in_docs_scale_md_are_current() {

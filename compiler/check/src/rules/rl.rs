@@ -16,6 +16,7 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
         if RL_CTORS.contains(&o.ctor.as_str()) {
             group(o, out);
             batch_unit(ctx, o, out);
+            epochs(ctx, decl, o, out);
             rl_batch(ctx, decl, o, out);
             inert_knobs(ctx, o, out);
         } else if o.ctor == "sft" {
@@ -179,6 +180,35 @@ fn batch_unit(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {
             out.push(d.help(fix));
         }
         _ => {}
+    }
+}
+
+/// E0441: a phase's `iters = N epochs` over a task set whose size the recipe does not say, or
+/// with `prompts` unknown.
+fn epochs(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic>) {
+    let Some(V::List { items }) = o.fields.get("phases").map(|p| &p.v) else { return };
+    for (i, phase) in items.iter().enumerate() {
+        let Some(it) = phase.field("iters") else { continue };
+        let V::Qty { dim: Dimension::Epochs, value } = &it.v else { continue };
+        let Err(why) = crate::epochs::epoch_iters(ctx.recipe, o, *value) else { continue };
+        let e =
+            if *value == 1.0 { "1 epoch".to_string() } else { format!("{} epochs", show(*value)) };
+        let (msg, label, help) = match why {
+            crate::epochs::Uncounted::Tasks(name) => {
+                let what = name.map_or("the task set".to_string(), |n| format!("`{n}`"));
+                (
+                    format!("phase {} of `{}`: {e} of {what}, whose size the recipe does not say", i + 1, decl.name),
+                    format!("{e}: how many tasks is that?"),
+                    format!("give {what} its `count` (the records of the file), or write the iterations: `iters = N`"),
+                )
+            }
+            crate::epochs::Uncounted::Prompts => (
+                format!("phase {} of `{}`: {e} with `prompts` unknown", i + 1, decl.name),
+                format!("{e}: how many iterations?"),
+                "an iteration draws `prompts` tasks: give `prompts`, or write the iterations: `iters = N`".to_string(),
+            ),
+        };
+        out.push(Diagnostic::new("E0441", msg).label(it.span, label).help(help));
     }
 }
 

@@ -300,6 +300,9 @@ macro_rules! phase_struct {
             pub tasks: NodeRef,
             pub agent: NodeRef,
             pub iters: Iters,
+            /// The epochs over the task set `iters` was written as (`iters = 2 epochs`).
+            #[serde(default)]
+            pub epochs: Option<Epochs>,
             pub horizon: Steps,
             pub lr: f64,
             pub stage: String,

@@ -55,6 +55,24 @@ impl<'a> Executor<'a> {
         let reward = self.reward_of(p.reward)?;
         let process = p.process_reward.map(|r| self.reward_of(r)).transpose()?;
         let (iters, horizon, prompts) = (p.iters, p.horizon, p.prompts);
+        // The planner counted `iters = N epochs` from the dataset's declared size: the tasks
+        // read must be that many, or the epochs are not what the recipe says.
+        if let Some(e) = p.epochs {
+            let n = all_tasks.len() as u64;
+            let want = (u64::from(e) * n).div_ceil(prompts.max(1) as u64).max(1);
+            if want != iters {
+                return Err(RunError::new(
+                    Fault::Data,
+                    format!(
+                        "stage `{}`: `iters = {e} epoch(s)` was planned as {iters} iterations from \
+                         the declared size of `{}`, but it holds {n} tasks ({want} iterations)",
+                        node.decl, p.tasks
+                    ),
+                )
+                .help("set the dataset's `count` to its number of records, or write the iterations (`iters = N`)")
+                .at(node, Some("phases"), "the phase given in epochs"));
+            }
+        }
         let resume_from = match &self.cursor.phase {
             Some((id, it)) if *id == node.id => *it,
             _ => 0,
