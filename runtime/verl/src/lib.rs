@@ -12,6 +12,7 @@ mod decode;
 mod evals;
 mod files;
 mod groups;
+mod knobs;
 mod nodes;
 mod phase;
 mod policy;

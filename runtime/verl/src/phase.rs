@@ -6,10 +6,7 @@
 
 use serde_json::{Value as Json, json};
 use wrl_plan::Node;
-use wrl_plan::params::{
-    self, Async, BatchSize, KlEstimator, Level, LossAgg, Optimizer, PolicyLoss, Range, RewardRef,
-    RlPhase, Schedule,
-};
+use wrl_plan::params::{self, Async, PolicyLoss, RewardRef, RlPhase};
 
 use crate::ctx::{Ctx, E_UNMAPPED, Run};
 use crate::groups::{drop_groups, dynamic, overlong_shaping, refill_groups};
@@ -25,10 +22,10 @@ pub(crate) struct Ph<'a, 'p> {
     pub max_turns: Option<u32>,
 }
 
-const A: &str = "actor_rollout_ref.actor";
-const R: &str = "actor_rollout_ref.rollout";
+pub(crate) const A: &str = "actor_rollout_ref.actor";
+pub(crate) const R: &str = "actor_rollout_ref.rollout";
 
-fn k(prefix: &str, key: &str) -> String {
+pub(crate) fn k(prefix: &str, key: &str) -> String {
     format!("{prefix}.{key}")
 }
 
@@ -171,232 +168,6 @@ impl Ph<'_, '_> {
             .note(
                 "verl seeds its data order; rollouts are not seeded per episode as in `wrlc run`",
             );
-    }
-
-    fn clip(&mut self, clip: &Range<f64>) {
-        self.map(
-            "clip.lo",
-            &[(&k(A, "clip_ratio_low"), json!(clip.lo)), (&k(A, "clip_ratio"), json!(clip.lo))],
-        );
-        self.map("clip.hi", &[(&k(A, "clip_ratio_high"), json!(clip.hi))]);
-    }
-
-    fn kl(&mut self, kl: f64, kl_in: params::KlIn, estimator: Option<KlEstimator>) {
-        let word = |e: KlEstimator| match e {
-            KlEstimator::K1 => "k1",
-            KlEstimator::K2 => "k2",
-            KlEstimator::K3 => "low_var_kl",
-        };
-        match kl_in {
-            params::KlIn::Loss => {
-                self.map(
-                    "kl",
-                    &[
-                        (&k(A, "use_kl_loss"), json!(kl > 0.0)),
-                        (&k(A, "kl_loss_coef"), json!(kl)),
-                        ("algorithm.use_kl_in_reward", json!(false)),
-                    ],
-                )
-                .note(
-                    "a KL loss term, as the candle trainer applies it; no reference model when 0",
-                );
-                self.map("kl_in", &[(&k(A, "use_kl_loss"), json!(kl > 0.0))]);
-                match estimator {
-                    Some(e) => {
-                        self.map("kl_estimator", &[(&k(A, "kl_loss_type"), json!(word(e)))]);
-                    }
-                    None => crate::ctx::set(self.cfg, &k(A, "kl_loss_type"), json!("low_var_kl")),
-                }
-            }
-            params::KlIn::Reward => {
-                self.map(
-                    "kl",
-                    &[
-                        (&k(A, "use_kl_loss"), json!(false)),
-                        ("algorithm.use_kl_in_reward", json!(kl > 0.0)),
-                        ("algorithm.kl_ctrl.type", json!("fixed")),
-                        ("algorithm.kl_ctrl.kl_coef", json!(kl)),
-                    ],
-                )
-                .note("a per-token penalty on the reward (fixed coefficient); no reference model when 0");
-                self.map("kl_in", &[("algorithm.use_kl_in_reward", json!(kl > 0.0))]);
-                // verl's reward penalty names its estimators `kl` (k1), `mse` (k2), `low_var_kl` (k3).
-                let penalty = |e: KlEstimator| match e {
-                    KlEstimator::K1 => "kl",
-                    KlEstimator::K2 => "mse",
-                    KlEstimator::K3 => "low_var_kl",
-                };
-                match estimator {
-                    Some(e) => {
-                        self.map("kl_estimator", &[("algorithm.kl_penalty", json!(penalty(e)))]);
-                    }
-                    None => crate::ctx::set(self.cfg, "algorithm.kl_penalty", json!("kl")),
-                }
-            }
-        }
-    }
-
-    fn ppo_epochs_and_batch(
-        &mut self,
-        ppo_epochs: u32,
-        mini_batch: BatchSize,
-        prompts: u32,
-        group: u32,
-    ) {
-        self.map("ppo_epochs", &[(&k(A, "ppo_epochs"), json!(ppo_epochs))]);
-        let key = k(A, "ppo_mini_batch_size");
-        // verl counts mini-batches in prompts: a count of prompts is written as it is.
-        let n = match mini_batch {
-            BatchSize::Prompts(p) => {
-                self.map("mini_batch", &[(&key, json!(p))])
-                    .note("verl counts mini-batches in prompts, each with its n rows");
-                return;
-            }
-            BatchSize::Trajectories(n) | BatchSize::Turns(n) | BatchSize::Samples(n) => n,
-        };
-        let exact = n as f64 / group.max(1) as f64;
-        let v = (exact.round() as u32).clamp(1, prompts.max(1));
-        let e = self.map("mini_batch", &[(&key, json!(v))]);
-        if (v as f64 - exact).abs() > 1e-9 {
-            e.note(format!(
-                "verl counts mini-batches in prompts (× n rows each) and at most a batch: \
-                 {mini_batch} / group {group} ≈ {exact:.2}, written {v}"
-            ));
-        } else {
-            e.note(format!(
-                "verl counts mini-batches in prompts, each with its n rows: {mini_batch} / group \
-                 {group}"
-            ));
-        }
-    }
-
-    fn sampling(&mut self, temperature: f64, top_p: f64) {
-        self.map("temperature", &[(&k(R, "temperature"), json!(temperature))]);
-        self.map("top_p", &[(&k(R, "top_p"), json!(top_p)), (&k(R, "top_k"), json!(-1))])
-            .note("top_k -1: the whole distribution, as `wrlc run` samples");
-    }
-
-    fn loss_agg(&mut self, a: LossAgg) {
-        let w = match a {
-            LossAgg::TokenMean => "token-mean",
-            LossAgg::SeqMeanTokenMean => "seq-mean-token-mean",
-            LossAgg::SeqMeanTokenSum => "seq-mean-token-sum",
-        };
-        self.map("loss_agg", &[(&k(A, "loss_agg_mode"), json!(w))]);
-    }
-
-    fn level(&mut self, l: Level) {
-        let (w, note) = match l {
-            Level::Turn => (
-                "turn",
-                "one training row per turn (the agent loop returns a list of outputs, each turn's prompt rebuilt as the agent sees it); verl copies the trajectory's reward to every row and computes GRPO advantages per trajectory",
-            ),
-            Level::Trajectory => (
-                "trajectory",
-                "one row per episode: assistant tokens trained, observation tokens masked",
-            ),
-        };
-        self.al("level", &[("level", json!(w))]).note(note);
-    }
-
-    fn schedule(&mut self, s: &Schedule, iters: u64) {
-        let later = self.run.resumes.is_some();
-        let warm = |w: f64| if w > 0.0 { ((w * iters as f64).round() as i64).max(1) } else { -1 };
-        let (kind, warmup, floor) = match s {
-            Schedule::Constant { warmup } => ("constant", warmup.0, None),
-            Schedule::Cosine { warmup, floor } => ("cosine", warmup.0, Some(*floor)),
-        };
-        let mut keys = vec![
-            (k(A, "optim.lr_scheduler_type"), json!(kind)),
-            (k(A, "optim.lr_warmup_steps"), json!(warm(warmup))),
-            (k(A, "optim.lr_warmup_steps_ratio"), json!(0.0)),
-        ];
-        if let Some(f) = floor {
-            keys.push((k(A, "optim.min_lr_ratio"), json!(f)));
-        }
-        let keys: Vec<(&str, Json)> = keys.iter().map(|(a, b)| (a.as_str(), b.clone())).collect();
-        let e = self.map("schedule", &keys);
-        e.note("warm-up in RL steps of this phase, as wrl counts it");
-        if later && floor.is_some() {
-            e.note("verl's cosine decays over the run's absolute total_training_steps, so a resumed phase's decay starts part-way: an approximation of wrl's per-phase cosine");
-        }
-    }
-
-    fn optimizer(&mut self, o: &Optimizer) {
-        let Optimizer { beta1, beta2, weight_decay, grad_clip } = o;
-        let betas = json!([beta1, beta2]);
-        self.map("optimizer.beta1", &[(&k(A, "optim.betas"), betas.clone())]);
-        self.map("optimizer.beta2", &[(&k(A, "optim.betas"), betas)]);
-        self.map("optimizer.weight_decay", &[(&k(A, "optim.weight_decay"), json!(weight_decay))]);
-        let clip = if *grad_clip > 0.0 { *grad_clip } else { 1e9 };
-        let e = self.map("optimizer.grad_clip", &[(&k(A, "optim.clip_grad"), json!(clip))]);
-        if *grad_clip <= 0.0 {
-            e.note("0 means no clipping in wrl; verl always clips, so a bound no gradient reaches");
-        }
-    }
-
-    fn checkpoints(&mut self, every: u64) {
-        let last = self.run.last_step;
-        let freq = if every > 0 { every } else { last };
-        self.map("checkpoint_every", &[("trainer.save_freq", json!(freq)), ("trainer.default_local_dir", json!(format!("checkpoints/{}", self.run.name)))])
-            .note("verl also saves the last step whenever save_freq > 0, which the next phase resumes from (with -1 it saves nothing)");
-    }
-
-    fn validate(&mut self, v: &params::OrOff<params::ValidationObj>) {
-        match v {
-            params::OrOff::Off => {
-                self.c.implied(self.n, "validate", "no validation during the phase; evaluations after the stage run at its end (trainer.test_freq)");
-            }
-            params::OrOff::Value(v) => {
-                let v = v.get();
-                let vk = "actor_rollout_ref.rollout.val_kwargs";
-                let tk = if v.top_k == 0 { -1 } else { i64::from(v.top_k) };
-                let (t, p, k, do_sample, topk, n) = (
-                    format!("{vk}.temperature"),
-                    format!("{vk}.top_p"),
-                    format!("{vk}.top_k"),
-                    format!("{vk}.do_sample"),
-                    tk,
-                    format!("{vk}.n"),
-                );
-                self.map(
-                    "validate",
-                    &[
-                        ("trainer.test_freq", json!(v.every.0)),
-                        ("trainer.val_before_train", json!(v.before_training)),
-                        ("data.val_files", json!(v.tasks.id())),
-                        (&t, json!(v.temperature)),
-                        (&do_sample, json!(v.temperature > 0.0)),
-                        (&p, json!(v.top_p)),
-                        (&k, json!(topk)),
-                        (&n, json!(v.k)),
-                    ],
-                )
-                .note("every N steps (absolute; verl also validates at the last step) on the validation tasks; verl reports its own metrics (val-core/…), and its val_kwargs have no response budget or repetition penalty of their own: validation replies get the rollout's response length and no penalty");
-            }
-        }
-    }
-
-    /// verl's multi-turn `response_mask` trains the model's replies only.
-    fn mask(&mut self, mask: &[params::MaskPart]) {
-        let missing = params::MaskPart::left_out(mask);
-        if missing.is_empty() {
-            self.c.implied(self.n, "mask", "verl's response_mask trains the replies only");
-        } else {
-            let what = format!(
-                "verl's multi-turn loss trains the model's replies only; it cannot train {}",
-                missing.join(", ")
-            );
-            self.c.not_mapped(self.n, "mask", &what, "the replies only").refuse(E_UNMAPPED);
-        }
-    }
-
-    fn frozen(&mut self, frozen: &[params::FrozenPart]) {
-        if frozen.is_empty() {
-            self.c.implied(self.n, "frozen", "nothing frozen: verl trains every parameter");
-        } else {
-            self.c.not_mapped(self.n, "frozen", "verl 0.9.1's FSDP engine trains every parameter: `actor.freeze_vision_tower` is declared in its config but never read", "the whole model is trained").refuse(E_UNMAPPED);
-        }
     }
 }
 
