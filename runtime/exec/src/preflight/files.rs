@@ -71,9 +71,13 @@ impl Records {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(crate) fn len(&self) -> usize {
         match self {
-            Records::Tasks(t) => t.is_empty(),
-            Records::Trajectories(t) => t.is_empty(),
+            Records::Tasks(t) => t.len(),
+            Records::Trajectories(t) => t.len(),
         }
     }
 }

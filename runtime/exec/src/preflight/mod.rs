@@ -140,12 +140,35 @@ fn dataset(n: &Node, d: &Dataset) -> Vec<RunError> {
         _ => None,
     };
     let mut errs: Vec<RunError> = path.and_then(|p| missing_file(n, p)).into_iter().collect();
-    let read = |path: &str, at: &str, errs: &mut Vec<RunError>| {
-        errs.extend(tables::read_records(path, kind_of(d)).err().map(|(message, label)| {
+    // The declared `count` is what the estimate and `iters = N epochs` count with: it must be
+    // the file's.
+    let declared = match d {
+        Dataset::Jsonl(f) | Dataset::Parquet(f) => f.count,
+        Dataset::HfDataset(h) => h.count,
+        _ => None,
+    };
+    let read = |path: &str, at: &str, errs: &mut Vec<RunError>| match tables::read_records(
+        path,
+        kind_of(d),
+    ) {
+        Err((message, label)) => errs.push(
             RunError::new(Fault::Data, format!("dataset `{}`: {message}", n.decl))
                 .help(tables::format_help(path))
-                .at(n, Some(at), label)
-        }));
+                .at(n, Some(at), label),
+        ),
+        Ok(records) if declared.is_some_and(|c| c != records.len() as u64) => {
+            let (c, len) = (declared.unwrap_or_default(), records.len());
+            let records = if len == 1 { "1 record".to_string() } else { format!("{len} records") };
+            errs.push(
+                RunError::new(
+                    Fault::Data,
+                    format!("dataset `{}` declares `count = {c}`, but `{path}` holds {records}", n.decl),
+                )
+                .help(format!("write `count = {len}` (or `count = unknown`): the estimate and phases given in epochs count with it"))
+                .at(n, Some("count"), format!("{records} in the file")),
+            )
+        }
+        Ok(_) => {}
     };
     match d {
         Dataset::Jsonl(f) | Dataset::Parquet(f) if errs.is_empty() => {
