@@ -70,6 +70,8 @@ pub struct Environment {
     /// The sandbox web, when an env targets it (it stops when the last holder drops: a search
     /// env's client holds only its URL).
     pub sandbox: Option<Arc<Sandbox>>,
+    /// `retriever(corpus)` search backends, by env node (each stops when this drops).
+    pub retrievers: BTreeMap<String, Arc<wrl_sandbox::retriever::Retriever>>,
 }
 
 /// Options the plan does not hold.
@@ -180,6 +182,7 @@ pub async fn environment(
     };
     let shared = Arc::new(rewards.clone());
     let mut nodes = BTreeMap::new();
+    let mut retrievers: BTreeMap<String, Arc<wrl_sandbox::retriever::Retriever>> = BTreeMap::new();
     for (node, decl, agent, horizon, (reward, process, exclude)) in scorers {
         let a = agents
             .get(&agent)
@@ -221,6 +224,17 @@ pub async fn environment(
                     (Site::SandboxSearch, Some(sb)) => {
                         format!("{}/api", sb.base_url().trim_end_matches('/'))
                     }
+                    (Site::Retriever { corpus, top_k, max_chars }, _) => {
+                        match retrievers.get(env_decl) {
+                            Some(r) => r.base_url(),
+                            None => {
+                                let r = retriever(env_decl, corpus, *top_k, *max_chars).await?;
+                                let base = r.base_url();
+                                retrievers.insert(env_decl.clone(), Arc::new(r));
+                                base
+                            }
+                        }
+                    }
                     _ => s.base_url.clone(),
                 };
                 let step_text = (s.step_text.0 as usize).max(1);
@@ -258,7 +272,22 @@ pub async fn environment(
         concurrency,
         pool,
         sandbox,
+        retrievers,
     })
+}
+
+/// Env `env`'s retriever over `corpus`, on a loopback port.
+async fn retriever(
+    env: &str,
+    corpus: &str,
+    top_k: u32,
+    max_chars: u32,
+) -> Result<wrl_sandbox::retriever::Retriever, ServiceError> {
+    let c = wrl_sandbox::retriever::Corpus::from_file(corpus)
+        .map_err(|why| ServiceError::Start(format!("env `{env}`: {why}")))?;
+    wrl_sandbox::retriever::Retriever::start(Arc::new(c), top_k as usize, max_chars as usize)
+        .await
+        .map_err(|e| ServiceError::Start(format!("env `{env}`: cannot start its retriever: {e}")))
 }
 
 /// The recipe's file name (never an absolute path: it is printed and sent to clients).

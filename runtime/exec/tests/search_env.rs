@@ -168,3 +168,40 @@ async fn the_reply_budget_ends_the_episode() {
     assert_eq!(t.outcome.reason, "agent_error");
     assert!(t.outcome.message.starts_with("trajectory_tokens"), "{}", t.outcome.message);
 }
+
+/// A `retriever(corpus)` backend speaks the same protocol: BM25 search over a corpus file the
+/// test writes, `visit` by the document's url; an agent answers from what it read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retriever_over_a_corpus_file_answers_like_the_sandbox_api() {
+    use wrl_sandbox::retriever::{Corpus, Retriever};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corpus.jsonl");
+    let docs = [
+        r#"{"url": "kb/basel", "title": "Basel", "text": "Basel lies on the Rhine. Basel was founded in 44 BC."}"#,
+        r#"{"url": "kb/oslo", "title": "Oslo", "text": "Oslo was founded in 1040. It is a capital."}"#,
+    ];
+    std::fs::write(&path, docs.join("\n")).unwrap();
+    let corpus = Corpus::from_file(path.to_str().unwrap()).unwrap();
+    let r = Retriever::start(std::sync::Arc::new(corpus), 5, 4000).await.unwrap();
+    let env = SearchEnv::new(&r.base_url(), 1500, Duration::from_secs(5)).unwrap();
+    let mut task =
+        generate_qa(wrl_sandbox::Sandbox::start(0, 0).await.unwrap().content(), Split::Test, 1, 0)
+            .remove(0);
+    task.goal = "In what year was Oslo founded?".into();
+    task.checker = wrl_sandbox::Checker::Answer {
+        expected: "1040".into(),
+        mode: wrl_sandbox::AnswerMode::Number,
+    };
+    let mut agent =
+        Script(vec!["search Oslo founded", "visit kb/oslo | when was Oslo founded", "answer 1040"]);
+    let t = env.run_task(&task, &mut agent, &cfg()).await;
+    assert!(t.outcome.success, "{:?}", t);
+    assert!(
+        t.steps[0].feedback.starts_with("[1] Oslo kb/oslo: Oslo was founded in 1040."),
+        "{:?}",
+        t.steps[0]
+    );
+    assert!(t.steps[1].feedback.starts_with("Oslo. Oslo was founded in 1040."), "{:?}", t.steps[1]);
+    let t = env.run_task(&task, &mut Script(vec!["visit kb/nowhere", "answer 1"]), &cfg()).await;
+    assert_eq!(t.steps[0].feedback, "error: no such document: kb/nowhere");
+}

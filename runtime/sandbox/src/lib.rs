@@ -18,6 +18,7 @@ pub mod content;
 mod forum;
 pub mod html;
 mod lab;
+pub mod retriever;
 pub mod search_api;
 pub mod server;
 mod shop;

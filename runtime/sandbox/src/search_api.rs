@@ -36,7 +36,7 @@ pub struct Hit {
 }
 
 /// Lower-case words of `text`, punctuation dropped.
-fn words(text: &str) -> Vec<String> {
+pub(crate) fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
@@ -206,19 +206,19 @@ pub fn expert_action(task: &Task, history: &[String], last_response: &str) -> Op
 #[derive(Debug, Deserialize, Default)]
 pub struct SearchParams {
     #[serde(default)]
-    q: String,
+    pub(crate) q: String,
 }
 
 /// Query of `GET /api/visit`.
 #[derive(Debug, Deserialize, Default)]
 pub struct VisitParams {
     #[serde(default)]
-    url: String,
+    pub(crate) url: String,
     #[serde(default)]
-    goal: String,
+    pub(crate) goal: String,
 }
 
-fn text(status: StatusCode, body: String) -> Response {
+pub(crate) fn text(status: StatusCode, body: String) -> Response {
     (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
 }
 

@@ -277,6 +277,8 @@ fn env_fields(c: &mut Ctx<'_>, env: &str, al: &mut Json) -> Option<u64> {
                 Site::SandboxSites { .. } | Site::SandboxWeb | Site::SandboxSearch => {
                     "the sandbox web on loopback".into()
                 }
+                // A browser cannot open a search API: the env service refuses it.
+                Site::Retriever { .. } => "a retriever (a search API, not a web site)".into(),
             };
             service(c, "target", &format!("{allow}; enforced in the browser by the env service"));
             tools_file(c, n, &tools);

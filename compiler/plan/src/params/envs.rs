@@ -112,6 +112,9 @@ pub enum Site {
     /// The sandbox wiki's search API.
     #[serde(rename = "std::sandbox::search")]
     SandboxSearch,
+    /// A local corpus behind the search API protocol (BM25 search, document reader).
+    #[serde(rename = "retriever")]
+    Retriever { corpus: String, top_k: u32, max_chars: u32 },
 }
 
 impl Site {
@@ -119,7 +122,7 @@ impl Site {
     pub fn is_sandbox(&self) -> bool {
         match self {
             Site::SandboxSites { .. } | Site::SandboxWeb | Site::SandboxSearch => true,
-            Site::Live { .. } | Site::Webarena { .. } => false,
+            Site::Live { .. } | Site::Webarena { .. } | Site::Retriever { .. } => false,
         }
     }
 }

@@ -18,6 +18,8 @@ use crate::error::{Fault, RunError};
 pub(super) struct Services {
     sandbox: Option<Arc<Sandbox>>,
     pool: Option<BrowserPool>,
+    /// `retriever(corpus)` search backends, by env node: started once, kept for the run.
+    retrievers: std::collections::BTreeMap<String, Arc<wrl_sandbox::retriever::Retriever>>,
 }
 
 impl<'a> Executor<'a> {
@@ -116,8 +118,14 @@ impl<'a> Executor<'a> {
         env: Option<(&Node, &params::SearchApi)>,
     ) -> Result<SearchEnv, RunError> {
         let base = match env {
-            Some((_, s)) if !matches!(s.target, Site::SandboxSearch) => s.base_url.clone(),
-            _ => format!("{}/api", self.sandbox().await?.base_url().trim_end_matches('/')),
+            Some((n, s)) => match &s.target {
+                Site::SandboxSearch => self.sandbox_api().await?,
+                Site::Retriever { corpus, top_k, max_chars } => {
+                    self.retriever(n, corpus, *top_k, *max_chars).await?
+                }
+                _ => s.base_url.clone(),
+            },
+            None => self.sandbox_api().await?,
         };
         let step_text = env.map_or(1500, |(_, s)| s.step_text.0 as usize).max(1);
         let step_timeout =
@@ -128,6 +136,45 @@ impl<'a> Executor<'a> {
             });
             RunError::new(Fault::Service, format!("{which}: cannot set up its HTTP client: {e}"))
         })
+    }
+
+    /// The sandbox's search API: `http://127.0.0.1:PORT/api`.
+    async fn sandbox_api(&mut self) -> Result<String, RunError> {
+        Ok(format!("{}/api", self.sandbox().await?.base_url().trim_end_matches('/')))
+    }
+
+    /// The base URL of env `node`'s retriever over `corpus`, started on first use.
+    async fn retriever(
+        &mut self,
+        node: &Node,
+        corpus: &str,
+        top_k: u32,
+        max_chars: u32,
+    ) -> Result<String, RunError> {
+        if let Some(r) = self.services.retrievers.get(&node.id) {
+            return Ok(r.base_url());
+        }
+        let c = wrl_sandbox::retriever::Corpus::from_file(corpus).map_err(|why| {
+            RunError::new(Fault::Data, format!("env `{}`: {why}", node.decl))
+                .help("a corpus is JSONL, one {\"url\", \"title\", \"text\"} document per line (docs/sandbox.md)")
+                .at(node, Some("target"), "this retriever's corpus")
+        })?;
+        let r = wrl_sandbox::retriever::Retriever::start(
+            Arc::new(c),
+            top_k as usize,
+            max_chars as usize,
+        )
+        .await
+        .map_err(|e| {
+            RunError::new(
+                Fault::Service,
+                format!("env `{}`: cannot start its retriever: {e}", node.decl),
+            )
+            .help("the retriever listens on a free port of 127.0.0.1; check that loopback works")
+        })?;
+        let base = r.base_url();
+        self.services.retrievers.insert(node.id.clone(), Arc::new(r));
+        Ok(base)
     }
 
     /// The run's search env, if it has one (the expert's search demonstrations are cut as it

@@ -73,6 +73,16 @@ pub fn preflight<'p>(
         if let Params::Dataset(d) = p {
             errs.extend(dataset(n, d));
         }
+        if let Params::Env(params::Env::SearchApi(s)) = p
+            && let params::Site::Retriever { corpus, .. } = &s.target
+            && let Err(why) = wrl_sandbox::retriever::Corpus::from_file(corpus)
+        {
+            errs.push(
+                RunError::new(Fault::Data, format!("env `{}`: {why}", n.decl))
+                    .help("a corpus is JSONL, one {\"url\", \"title\", \"text\"} document per line (docs/sandbox.md); paths are relative to the directory `wrlc run` is started in")
+                    .at(n, Some("target"), "this retriever's corpus"),
+            );
+        }
         errs.extend(refusals::refusals(&typed, n, p));
         errs.extend(rewards::inline(&typed, n, p));
     }

@@ -200,7 +200,16 @@ fn env(n: &Node, e: &Env) -> Vec<RunError> {
             let limits =
                 [("step", timeout.step), ("task", timeout.task), ("acquire", timeout.acquire)];
             errs.extend(zero_timeouts(n, &limits));
-            if !b.target.is_sandbox() {
+            if let params::Site::Retriever { .. } = b.target {
+                errs.push(
+                    RunError::new(
+                        Fault::Unsupported,
+                        format!("env `{}`: a retriever is a search API, not a web site", n.decl),
+                    )
+                    .help("make it the `target` of a `search_api` env, whose agent calls `search` and `visit`")
+                    .at(n, Some("target"), "a browser cannot open a retriever"),
+                );
+            } else if !b.target.is_sandbox() {
                 errs.push(
                     RunError::new(
                         Fault::Unsupported,
