@@ -89,6 +89,7 @@ impl<'a> Executor<'a> {
             },
             history: agent.history,
             window: agent.window,
+            hermes: agent.hermes.clone(),
             exclude: p.exclude.clone(),
             process,
             graph: self.graph_of(
