@@ -12,6 +12,7 @@ mod error;
 mod generate;
 mod request;
 mod stream;
+mod tools;
 
 use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs};
