@@ -48,6 +48,8 @@ fn webdancer_smoke_trains_a_hugging_face_qwen3_and_resumes() {
         "warmup.epochs=3",
         "warmup.lr=3e-3",
         "warmup.batch=4",
+        // Tied embeddings and head frozen in the warm-up: its checkpoint keeps them as loaded.
+        "warmup.frozen=[embeddings, lm_head]",
         "online.prompts=2",
         "online.group=2",
         "online.mini_batch=4",
@@ -95,6 +97,19 @@ fn webdancer_smoke_trains_a_hugging_face_qwen3_and_resumes() {
         assert_eq!(files.config.arch, wrl_trainer::hf::Arch::Qwen3);
         assert!(files.template.is_some());
     }
+    let embeddings = |t: &wrl_trainer::Trainer| -> Vec<f32> {
+        let w = t.model().params().get("model.embed_tokens.weight").unwrap();
+        w.flatten_all().unwrap().to_vec1::<f32>().unwrap()
+    };
+    let source = wrl_trainer::Trainer::new(wrl_trainer::TrainerConfig {
+        policy: wrl_trainer::PolicyConfig::Qwen3(wrl_trainer::PretrainedSource::new(&model)),
+        optim: wrl_trainer::OptimConfig::default(),
+        seed: 0,
+        device: wrl_trainer::DeviceChoice::Cpu,
+    })
+    .unwrap();
+    let warm = wrl_trainer::Trainer::load(&ckpts.join("stage-warmup")).unwrap();
+    assert_eq!(embeddings(&warm), embeddings(&source), "a frozen part moved in the warm-up");
     let (code, _, stderr) =
         wrl_cli::run_captured(["run".as_ref(), "--resume".as_ref(), out.as_os_str()]);
     assert_eq!(code, 0, "{stderr}");

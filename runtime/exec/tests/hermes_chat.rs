@@ -105,6 +105,22 @@ fn the_recipes_tools_reach_the_template_and_the_demonstrations_train_its_calls()
     assert!(names.contains(&"click") && names.contains(&"answer"), "{names:?}");
     let dancer = hermes_of(&plan("webdancer.wrl", "smoke"));
     assert_eq!((dancer.env, dancer.tools.answer_tag.as_str()), (EnvKind::Search, "answer"));
+    // bench/hf-parity renders these schemas with transformers' `apply_chat_template`.
+    let fixture =
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/hf-parity/recipe-tools.json"));
+    let want = serde_json::to_string_pretty(
+        &serde_json::json!({"elements": quick.schemas, "webdancer": dancer.schemas}),
+    )
+    .unwrap()
+        + "\n";
+    if std::env::var_os("WRL_BLESS").is_some() {
+        std::fs::write(fixture, &want).unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(fixture).unwrap_or_default(),
+        want,
+        "bench/hf-parity/recipe-tools.json is stale: WRL_BLESS=1 cargo test -p wrl-exec --test hermes_chat"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let t = tiny_qwen3(dir.path());

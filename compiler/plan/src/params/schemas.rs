@@ -76,9 +76,9 @@ struct Prop {
     #[serde(skip_serializing_if = "Option::is_none")]
     items: Option<Box<Prop>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    minimum: Option<f64>,
+    minimum: Option<Json>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    maximum: Option<f64>,
+    maximum: Option<Json>,
     #[serde(skip_serializing_if = "Option::is_none")]
     default: Option<Json>,
 }
@@ -130,10 +130,14 @@ fn describe(name: &str, ty: &str) -> String {
 
 /// The JSON schema of a parameter kind.
 fn kind_schema(kind: &ToolKind) -> Prop {
+    // An integer's bounds are written as integers (`"minimum": 0`), as JSON schemas write them.
+    let bound = |x: f64, int: bool| {
+        if int && x.fract() == 0.0 && x.abs() < 1e15 { json!(x as i64) } else { json!(x) }
+    };
     let bounded = |ty: &'static str, min: &Option<f64>, max: &Option<f64>| Prop {
         ty: Some(ty),
-        minimum: *min,
-        maximum: *max,
+        minimum: min.map(|x| bound(x, ty == "integer")),
+        maximum: max.map(|x| bound(x, ty == "integer")),
         ..Prop::default()
     };
     match kind {
@@ -192,7 +196,7 @@ mod tests {
         let p = &s["function"]["parameters"];
         assert_eq!(p["required"], json!(["point_2d"]));
         assert_eq!(p["properties"]["point_2d"]["items"], json!({"type": "number"}));
-        assert_eq!(p["properties"]["clicks"]["maximum"], json!(3.0));
+        assert_eq!(p["properties"]["clicks"]["maximum"], json!(3));
         assert_eq!(p["properties"]["clicks"]["default"], json!(1));
         assert_eq!(p["properties"]["button"]["enum"], json!(["left", "right"]));
         // The text a chat template is given: keys in schema order, properties in tool order.

@@ -30,8 +30,7 @@ impl<'a> Executor<'a> {
             images: _,
             mask: _,
             max_length,
-            // The preflight refuses parts the model has and this trainer cannot freeze.
-            frozen: _,
+            frozen,
             optimizer,
             // The executor commits a checkpoint at the end of the stage.
             checkpoint_every: _,
@@ -67,6 +66,14 @@ impl<'a> Executor<'a> {
         let steps = sft.steps_per_epoch(n_examples) * epochs;
         let optim = settings::optim(*lr, optimizer, schedule, steps as u64);
         let trainer = self.trainer_from(model.id(), optim)?;
+        // The stage's `frozen` parts get no gradient and no optimiser state; others thaw.
+        trainer
+            .lock()
+            .map_err(|_| RunError::poisoned())?
+            .set_frozen(&settings::frozen_parts(frozen))
+            .map_err(|e| {
+                RunError::model(&format!("stage `{}`: cannot freeze `frozen`", node.decl), e)
+            })?;
         let chat = trainer.lock().map_err(|_| RunError::poisoned())?.tokenizer().chat().is_some();
         let hermes = agent.and_then(|a| a.hermes).filter(|_| chat);
         let mut sets: Vec<(String, Vec<wrl_trainer::Trajectory>)> = Vec::new();

@@ -330,7 +330,8 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
     let cannot = |what: String, help: &str, field: &str| {
         unsupported(n, format!("stage `{}`: {what}", n.decl), help, field)
     };
-    let (validate, frozen) = match p {
+    // `frozen` is honoured by the executor (a text model has no vision tower or projector).
+    let validate = match p {
         RlPhase::Grpo(g) => {
             if g.asynchronous.staleness.0 != 0.0 || g.asynchronous.sync_every != 1 {
                 errs.push(cannot(
@@ -351,10 +352,10 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
                     "process_mix",
                 ));
             }
-            (&g.validate, &g.frozen)
+            &g.validate
         }
-        RlPhase::Dapo(d) => (&d.validate, &d.frozen),
-        RlPhase::Ppo(p) => (&params::OrOff::Off, &p.frozen),
+        RlPhase::Dapo(d) => &d.validate,
+        RlPhase::Ppo(_) => &params::OrOff::Off,
     };
     let mask = match p {
         RlPhase::Grpo(g) => &g.mask,
@@ -411,7 +412,6 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
             ));
         }
     }
-    errs.extend(frozen_parts(n, frozen));
     if let RlPhase::Dapo(d) = p
         && d.dynamic_sampling.metric != "reward"
     {
@@ -449,33 +449,11 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
     errs
 }
 
-/// Parts of the model a stage freezes: this runtime's models (`tiny_transformer` and Hugging
-/// Face Qwen text models) have no vision tower or projector, so there is nothing to freeze
-/// there; freezing the embeddings or the LM head per stage is not wired to the trainer yet.
-fn frozen_parts(n: &Node, frozen: &[params::FrozenPart]) -> Vec<RunError> {
-    frozen
-        .iter()
-        .filter_map(|f| match f {
-            params::FrozenPart::VisionTower | params::FrozenPart::Projector => None,
-            params::FrozenPart::Embeddings | params::FrozenPart::LmHead => Some(unsupported(
-                n,
-                format!(
-                    "stage `{}`: freezing part of the model (`frozen = [{}]`) is not implemented \
-                     by this runtime: every parameter of its text models is trained",
-                    n.decl,
-                    f.word()
-                ),
-                "freeze only `vision_tower` and `projector` (which a text model lacks), or \
-                 set `frozen = []` (a profile can)",
-                "frozen",
-            )),
-        })
-        .collect()
-}
-
 /// What an SFT stage asks for that the text policy's examples cannot do.
 fn sft(n: &Node, s: &params::Sft) -> Vec<RunError> {
-    let mut errs = frozen_parts(n, &s.frozen);
+    // `frozen` is honoured (the executor passes a stage's parts to the trainer); a text model
+    // has no `vision_tower` or `projector`, so those freeze nothing.
+    let mut errs = Vec::new();
     if !s.mask.contains(&params::MaskPart::Observations) {
         errs.push(unsupported(
             n,

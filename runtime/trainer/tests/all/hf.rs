@@ -198,6 +198,53 @@ fn frozen_parts_get_no_gradient_and_no_optimiser_state() {
 }
 
 #[test]
+fn a_stage_freezes_parts_of_a_live_policy_and_its_moments_go() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny_qwen3(dir.path(), TinySpec::default());
+    let mut t = trainer(dir.path(), Vec::new(), false);
+    let ex = chat::examples(t.tokenizer(), &conversation(), 10_000).unwrap();
+    let pairs: Vec<(&wrl_trainer::Example, f32)> = ex.iter().map(|e| (e, 1.0)).collect();
+    let emb = "model.embed_tokens.weight".to_string();
+    let moments = |t: &Trainer| {
+        let ck = tempfile::tempdir().unwrap();
+        t.save(ck.path()).unwrap();
+        candle_core::safetensors::load(
+            ck.path().join("optimizer.safetensors"),
+            &candle_core::Device::Cpu,
+        )
+        .unwrap()
+        .into_keys()
+        .collect::<std::collections::BTreeSet<String>>()
+    };
+    // A first stage trains everything; the embeddings get moments.
+    t.sft_step_on(&pairs, 2).unwrap();
+    assert!(moments(&t).contains(&format!("m.{emb}")));
+    // The next freezes them: no gradient, no moments, unchanged by its steps.
+    t.set_frozen(&[Frozen::Embeddings, Frozen::LmHead]).unwrap();
+    assert!(!moments(&t).contains(&format!("m.{emb}")));
+    let before = crate::common::snapshot(&t);
+    t.sft_step_on(&pairs, 2).unwrap();
+    assert_eq!(crate::common::unchanged(&before, &crate::common::snapshot(&t)), vec![emb.clone()]);
+    assert!(!moments(&t).contains(&format!("m.{emb}")));
+    // A checkpoint resumes with them frozen.
+    let ck = tempfile::tempdir().unwrap();
+    t.save(ck.path()).unwrap();
+    let mut back = Trainer::load(ck.path()).unwrap();
+    let before = crate::common::snapshot(&back);
+    back.sft_step_on(&pairs, 2).unwrap();
+    assert_eq!(
+        crate::common::unchanged(&before, &crate::common::snapshot(&back)),
+        vec![emb.clone()]
+    );
+    // A stage without `frozen` thaws them; tied parts freeze together or not at all.
+    t.set_frozen(&[]).unwrap();
+    let before = crate::common::snapshot(&t);
+    t.sft_step_on(&pairs, 2).unwrap();
+    assert!(crate::common::unchanged(&before, &crate::common::snapshot(&t)).is_empty());
+    assert!(t.set_frozen(&[Frozen::LmHead]).unwrap_err().to_string().contains("freeze both"));
+}
+
+#[test]
 fn a_checkpoint_is_a_model_directory_that_resumes_exactly() {
     let dir = tempfile::tempdir().unwrap();
     tiny_qwen3(dir.path(), TinySpec { tie: false, ..TinySpec::default() });
