@@ -18,7 +18,7 @@ pub fn refusals(plan: &TypedPlan<'_>, n: &Node, p: &Params) -> Vec<RunError> {
         Params::Agent(a) => agent(plan, n, a),
         Params::RlPhase(r) => phase(plan, n, r),
         Params::Reward(r) => super::rewards::reward(plan, n, &r.expr, "expr"),
-        Params::Sft(s) => sft(n, s),
+        Params::Sft(s) => sft(plan, n, s),
         Params::Eval(e) => eval(plan, n, e),
         Params::Dataset(_) | Params::Checkpoint(_) => Vec::new(),
     }
@@ -330,7 +330,14 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
     let cannot = |what: String, help: &str, field: &str| {
         unsupported(n, format!("stage `{}`: {what}", n.decl), help, field)
     };
-    // `frozen` is honoured by the executor (a text model has no vision tower or projector).
+    // `frozen` is honoured by the executor (a text model has no vision tower or projector);
+    // tied parts go together.
+    let (init, frozen) = match p {
+        RlPhase::Grpo(g) => (&g.init, &g.frozen),
+        RlPhase::Dapo(d) => (&d.init, &d.frozen),
+        RlPhase::Ppo(p) => (&p.init, &p.frozen),
+    };
+    errs.extend(crate::executor::hf::frozen_split(plan, n, init.id(), frozen));
     let validate = match p {
         RlPhase::Grpo(g) => {
             if g.asynchronous.staleness.0 != 0.0 || g.asynchronous.sync_every != 1 {
@@ -450,10 +457,11 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
 }
 
 /// What an SFT stage asks for that the text policy's examples cannot do.
-fn sft(n: &Node, s: &params::Sft) -> Vec<RunError> {
+fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
     // `frozen` is honoured (the executor passes a stage's parts to the trainer); a text model
-    // has no `vision_tower` or `projector`, so those freeze nothing.
-    let mut errs = Vec::new();
+    // has no `vision_tower` or `projector`, so those freeze nothing; tied parts go together.
+    let mut errs: Vec<RunError> =
+        crate::executor::hf::frozen_split(plan, n, s.model.id(), &s.frozen).into_iter().collect();
     if !s.mask.contains(&params::MaskPart::Observations) {
         errs.push(unsupported(
             n,
