@@ -36,8 +36,17 @@ pub(crate) fn offered(
         let at = if k.is_empty() { format!("tools[{i}]") } else { format!("tools[{i}].{k}") };
         ApiError::invalid("invalid_value", at.clone(), format!("`{at}` {what}"))
     };
-    let Some(list) = obj.get("tools").filter(|t| !t.is_null()) else {
-        return Ok(Offered::default());
+    let Some(list) = obj.get("tools").filter(|t| t.as_array().is_none_or(|a| !a.is_empty())) else {
+        // No tools: a `tool_choice` other than "none" has nothing to choose from.
+        return match obj.get("tool_choice").filter(|c| !c.is_null()) {
+            None => Ok(Offered::default()),
+            Some(Json::String(s)) if s == "none" => Ok(Offered::default()),
+            Some(_) => Err(ApiError::invalid(
+                "invalid_value",
+                "tool_choice",
+                "`tool_choice` is only allowed when `tools` are given",
+            )),
+        };
     };
     let list = list
         .as_array()

@@ -123,9 +123,10 @@ impl Hermes {
         let hermes: Vec<String> = calls
             .iter()
             .map(|c| {
+                let name = Json::String(c.name.clone());
                 format!(
-                    "<tool_call>{{\"name\": {:?}, \"arguments\": {}}}</tool_call>",
-                    c.name, c.arguments
+                    "<tool_call>{{\"name\": {name}, \"arguments\": {}}}</tool_call>",
+                    c.arguments
                 )
             })
             .collect();
