@@ -62,7 +62,8 @@ rm -rf "$RUN"
   --set "online.phases=[{ iters = 1, horizon = 2 steps, lr = 3e-4 }]" \
   --set "dancer.max_response=16 tokens" --set "gaia_eval.max_steps=2 steps" \
   --set "webwalker_eval.max_steps=2 steps" >&2
-CKPT="$RUN/checkpoints/$(sed -n 's/.*"checkpoint": *"\([^"]*\)".*/\1/p' "$RUN/state.json")"
+# The run's last checkpoint: state.json's first `checkpoint` (later ones are older fallbacks).
+CKPT="$RUN/checkpoints/$(sed -n 's/.*"checkpoint": *"\([^"]*\)".*/\1/p' "$RUN/state.json" | head -n1)"
 mkdir -p "$WORK/ckpt-out"
 "$PY" - "$WORK/job.json" "$CKPT" "$WORK/ckpt.json" <<'PYEOF'
 import json, sys

@@ -69,6 +69,24 @@ CHATS = [
     ("no tools, generation prompt, thinking off", False, True, [msg("user", "Hello")]),
 ]
 
+# The recipes' own tool sets, as `wrlc run` gives them to the template (written by
+# runtime/exec/tests/hermes_chat.rs from the quickstart's and WebDancer's plans), and turns as
+# the ReAct loop renders them: the policy's user prompt, then an expert step as tool calls.
+RECIPE_TOOLS = json.load(open(os.path.join(os.path.dirname(__file__), "recipe-tools.json")))
+PAGE = "url: /shop\n[1] link \"Blue mug\"\n[2] searchbox \"Search\"\ndone: click 1\ntask: Buy the blue mug."
+RECIPE_CHATS = [
+    ("quickstart tools, an expert step as a call", False, False, RECIPE_TOOLS["elements"], [
+        msg("user", PAGE),
+        msg("assistant", "", calls=[{"name": "type", "arguments": '{"id":2,"submit":true,"text":"blue mug"}'}],
+            train=True)]),
+    ("quickstart tools, the rollout prompt", False, True, RECIPE_TOOLS["elements"], [msg("user", PAGE)]),
+    ("webdancer tools, search then the answer tag", False, False, RECIPE_TOOLS["webdancer"], [
+        msg("user", "task: What is the population of Barvel?\n"),
+        msg("assistant", "", calls=[{"name": "search", "arguments": '{"query":["Barvel population"]}'}], train=True),
+        msg("user", "task: What is the population of Barvel?\nresult: Barvel: 12,400 people\n"),
+        msg("assistant", "<answer>12400</answer>", train=True)]),
+]
+
 
 def randomize(model):
     """Weights large enough that logits differ visibly: N(0, 0.3) matrices, norms near 1."""
@@ -111,6 +129,9 @@ def make(work, tokdir):
     for name, thinking, generation, messages in CHATS:
         job["chats"].append({"name": name, "thinking": thinking, "generation": generation,
                              "conversation": {"messages": messages, "tools": [json.dumps(t) for t in TOOLS]}})
+    for name, thinking, generation, tools, messages in RECIPE_CHATS:
+        job["chats"].append({"name": name, "thinking": thinking, "generation": generation,
+                             "conversation": {"messages": messages, "tools": tools}})
     job["sft"] = {"messages": BASE + [SEARCH, msg("tool", "Barvel: 12,400 people"),
                                       msg("assistant", "<answer>12400</answer>", train=True)],
                   "tools": [json.dumps(t) for t in TOOLS]}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `wrlc serve` under the official `openai` Python client (from PyPI, in a venv under target/):
-# chat and text completions, whole and streamed (`stream=True`), logprobs, errors with `param`.
+# chat and text completions, whole and streamed (`stream=True`), logprobs, errors with `param`,
+# and tool calls (`tools=`) from a tiny Hugging Face policy taught to call one (`tool_checkpoint`).
 # Usage: tests/scripts/openai-client.sh [--no-cli]   (from the workspace root; builds wrlc first,
 # or with --no-cli the wrl-serve example `serve_dir`, the same server without the whole CLI)
 set -euo pipefail
@@ -15,24 +16,34 @@ if [ "${1:-}" = --no-cli ]; then
   serve=(target/debug/examples/serve_dir)
 else
   cargo build -q -p wrl-cli --bin wrlc
-  cargo build -q -p wrl-serve --example tiny_checkpoint
+  cargo build -q -p wrl-serve --example tiny_checkpoint --example tool_checkpoint
   serve=(target/debug/wrlc serve)
 fi
 tmp=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
 target/debug/examples/tiny_checkpoint "$tmp/tiny"
-if [ "${1:-}" = --no-cli ]; then
-  "${serve[@]}" "$tmp/tiny" >"$tmp/out" 2>"$tmp/err" &
-else
-  "${serve[@]}" "$tmp/tiny" --addr 127.0.0.1:0 --model-name tiny >"$tmp/out" 2>"$tmp/err" &
-fi
-pid=$!
-for _ in $(seq 100); do
-  grep -q '^serving policy at ' "$tmp/out" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$tmp/err"; exit 1; }
-  sleep 0.1
-done
-base=$(sed -n 's/^serving policy at //p' "$tmp/out")
-[ -n "$base" ] || { echo "wrlc serve did not print its URL"; cat "$tmp/err"; exit 1; }
+target/debug/examples/tool_checkpoint "$tmp/tools"
+# start NAME: serves $tmp/NAME as model NAME and prints its base URL.
+start() {
+  if [ "$nocli" = 1 ]; then
+    "${serve[@]}" "$tmp/$1" >"$tmp/$1.out" 2>"$tmp/$1.err" &
+  else
+    "${serve[@]}" "$tmp/$1" --addr 127.0.0.1:0 --model-name "$1" >"$tmp/$1.out" 2>"$tmp/$1.err" &
+  fi
+  local pid=$!
+  pids+=("$pid")
+  for _ in $(seq 100); do
+    grep -q '^serving policy at ' "$tmp/$1.out" && break
+    kill -0 "$pid" 2>/dev/null || { cat "$tmp/$1.err" >&2; return 1; }
+    sleep 0.1
+  done
+}
+nocli=0; [ "${1:-}" = --no-cli ] && nocli=1
+start tiny
+start tools
+base=$(sed -n 's/^serving policy at //p' "$tmp/tiny.out")
+tools_base=$(sed -n 's/^serving policy at //p' "$tmp/tools.out")
+[ -n "$base" ] && [ -n "$tools_base" ] || { echo "wrlc serve did not print its URL"; cat "$tmp"/*.err; exit 1; }
 "$venv/bin/python" -c 'import openai; print("openai", openai.__version__)'
-WRL_BASE_URL="$base" "$venv/bin/python" tests/scripts/openai_client.py
+WRL_BASE_URL="$base" WRL_TOOLS_BASE_URL="$tools_base" "$venv/bin/python" tests/scripts/openai_client.py

@@ -1,6 +1,7 @@
 """`wrlc serve` through the official `openai` client: the shapes its parser expects, streamed
 answers equal to whole ones, logprobs, and errors carrying `param`. Run by openai-client.sh."""
 
+import json
 import math
 import os
 import sys
@@ -103,5 +104,34 @@ try:
     check(False, "another model was accepted")
 except openai.NotFoundError as err:
     check(err.body.get("param") == "model", "model_not_found names `model`")
+
+# Tool calls: a tiny Hugging Face policy taught to answer with a Hermes call of `click`.
+tools_client = openai.OpenAI(base_url=os.environ["WRL_TOOLS_BASE_URL"], api_key="unused", max_retries=0)
+tools_model = tools_client.models.list().data[0].id
+click = {"type": "function", "function": {"name": "click", "description": "Click an element.",
+         "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}}}
+ask = [{"role": "user", "content": "Open the cart."}]
+r = tools_client.chat.completions.create(model=tools_model, messages=ask, tools=[click], temperature=0)
+c = r.choices[0]
+check(c.finish_reason == "tool_calls", f"finish_reason tool_calls: {c}")
+check(c.message.content is None, "no content besides the call")
+call = c.message.tool_calls[0]
+check(call.type == "function" and call.function.name == "click", f"the call: {call}")
+check(json.loads(call.function.arguments) == {"id": 7}, "arguments are a JSON string")
+# The call and the tool's answer go back as the client's next turn.
+ask2 = ask + [c.message.model_dump(exclude_none=True),
+              {"role": "tool", "tool_call_id": call.id, "content": "opened"}]
+r2 = tools_client.chat.completions.create(model=tools_model, messages=ask2, tools=[click], temperature=0,
+                                          max_tokens=4)
+check(r2.usage.prompt_tokens > r.usage.prompt_tokens, "the history with the call is rendered")
+r3 = tools_client.chat.completions.create(model=tools_model, messages=ask, tools=[click], tool_choice="none",
+                                          temperature=0)
+check(r3.choices[0].message.tool_calls is None and "<tool_call>" in r3.choices[0].message.content,
+      "tool_choice none: the reply as content")
+try:
+    tools_client.chat.completions.create(model=tools_model, messages=ask, tools=[click], tool_choice="required")
+    check(False, "tool_choice required was accepted")
+except openai.BadRequestError as err:
+    check(err.body.get("param") == "tool_choice", "tool_choice required is refused")
 
 print(f"openai client: {checks} checks passed")

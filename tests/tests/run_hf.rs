@@ -48,6 +48,8 @@ fn webdancer_smoke_trains_a_hugging_face_qwen3_and_resumes() {
         "warmup.epochs=3",
         "warmup.lr=3e-3",
         "warmup.batch=4",
+        // Tied embeddings and head frozen in the warm-up: its checkpoint keeps them as loaded.
+        "warmup.frozen=[embeddings, lm_head]",
         "online.prompts=2",
         "online.group=2",
         "online.mini_batch=4",
@@ -95,6 +97,19 @@ fn webdancer_smoke_trains_a_hugging_face_qwen3_and_resumes() {
         assert_eq!(files.config.arch, wrl_trainer::hf::Arch::Qwen3);
         assert!(files.template.is_some());
     }
+    let embeddings = |t: &wrl_trainer::Trainer| -> Vec<f32> {
+        let w = t.model().params().get("model.embed_tokens.weight").unwrap();
+        w.flatten_all().unwrap().to_vec1::<f32>().unwrap()
+    };
+    let source = wrl_trainer::Trainer::new(wrl_trainer::TrainerConfig {
+        policy: wrl_trainer::PolicyConfig::Qwen3(wrl_trainer::PretrainedSource::new(&model)),
+        optim: wrl_trainer::OptimConfig::default(),
+        seed: 0,
+        device: wrl_trainer::DeviceChoice::Cpu,
+    })
+    .unwrap();
+    let warm = wrl_trainer::Trainer::load(&ckpts.join("stage-warmup")).unwrap();
+    assert_eq!(embeddings(&warm), embeddings(&source), "a frozen part moved in the warm-up");
     let (code, _, stderr) =
         wrl_cli::run_captured(["run".as_ref(), "--resume".as_ref(), out.as_os_str()]);
     assert_eq!(code, 0, "{stderr}");
@@ -105,4 +120,97 @@ fn webdancer_smoke_trains_a_hugging_face_qwen3_and_resumes() {
     let trainer = wrl_trainer::Trainer::load(dirs.last().unwrap()).expect("the last checkpoint");
     assert!(trainer.tokenizer().chat().is_some());
     eprintln!("SFT losses {losses:?}");
+}
+
+/// The quickstart in real Chromium with the tiny Qwen3 as its policy: the expert's element
+/// actions are taught as the template's `<tool_call>`s of `std::tools::elements`, the rollout
+/// prompts show those tools, and each turn is read as calls checked against their schemas: a
+/// turn that is not a valid call is the recipe's format error (reward −1), and none is run as
+/// a terse line.
+#[test]
+fn quickstart_in_chromium_calls_the_element_tools_as_hermes_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny-qwen3");
+    let corpus = [
+        "task: Buy the blue mug. [1] link \"Blue mug\" [2] button \"Add to cart\" url: /shop",
+        "<tool_call>\n{\"name\": \"click\", \"arguments\": {\"id\": 2}}\n</tool_call>",
+        "{\"name\": \"type\", \"arguments\": {\"id\": 3, \"submit\": true, \"text\": \"mug\"}}",
+        "{\"name\": \"answer\", \"arguments\": {\"text\": \"12.50\"}}",
+    ];
+    let spec = TinySpec {
+        hidden: 32,
+        intermediate: 64,
+        heads: 2,
+        kv_heads: 1,
+        head_dim: 16,
+        ..TinySpec::default()
+    };
+    let corpus = corpus.iter().map(|s| s.to_string()).collect();
+    wrl_trainer::hf::tiny::write(
+        &model,
+        &spec,
+        &TokenizerSource::Generated { corpus, merges: 300 },
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes/quickstart.wrl");
+    let policy = format!("policy=hf(\"{}\") {{ dtype = f32, family = qwen3 }}", model.display());
+    let sets = [
+        policy.as_str(),
+        "demos=std::sandbox::demos(count: 3)",
+        "heldout=std::sandbox::tasks(count: 1) { split = test }",
+        "warmup.epochs=2",
+        "online.prompts=2",
+        "online.group=2",
+        "online.phases=[{ iters = 1, horizon = 2 steps, lr = 3e-4 }]",
+        "actor.max_response=24 tokens",
+        // The first malformed turn ends the episode: the random model's turns are format errors.
+        "actor.max_parse_failures=1",
+    ];
+    let mut args: Vec<std::ffi::OsString> =
+        vec!["run".into(), recipe.into_os_string(), "--out".into(), out.clone().into_os_string()];
+    for s in sets {
+        args.extend(["--set".into(), s.into()]);
+    }
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    let run = RunDir::resume(&out).unwrap();
+    let losses: Vec<f64> = run
+        .read_metrics()
+        .unwrap()
+        .iter()
+        .filter_map(|m| match m {
+            MetricLine::Sft(s) => Some(s.loss),
+            _ => None,
+        })
+        .collect();
+    assert!(losses.last().unwrap() < losses.first().unwrap(), "SFT loss did not fall: {losses:?}");
+    let text = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
+    let lines: Vec<wrl_exec::TrajectoryLine> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rl: Vec<_> = lines.iter().filter(|l| !l.node.starts_with("eval:")).collect();
+    assert_eq!(rl.len(), 4, "2 prompts × group 2");
+    assert!(
+        rl.iter().any(|l| l.trajectory.outcome.reason == "agent_error"),
+        "the random policy wrote a valid call every time"
+    );
+    for l in &lines {
+        let t = &l.trajectory;
+        match t.outcome.reason.as_str() {
+            // A format error: the recipe's reward says −1 (evals score with the checker).
+            "agent_error" if !l.node.starts_with("eval:") => {
+                assert_eq!(
+                    l.reward,
+                    wrl_exec::rundir::records::Scored::Value(-1.0),
+                    "{:?}",
+                    t.outcome
+                )
+            }
+            _ => {}
+        }
+    }
+    eprintln!(
+        "SFT losses {losses:?}; episode ends {:?}",
+        lines.iter().map(|l| l.trajectory.outcome.reason.as_str()).collect::<Vec<_>>()
+    );
 }

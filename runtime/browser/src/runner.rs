@@ -24,6 +24,12 @@ pub trait TextPolicy: Send {
     fn gave_up(&mut self) -> Option<String> {
         None
     }
+    /// Why the turn `act` just returned is malformed, when the policy read it itself (a model
+    /// whose tool calls it checked against their schemas, returning the actions as terse
+    /// lines): the turn is rejected with this error, as a turn that does not parse is.
+    fn malformed(&mut self) -> Option<AgentError> {
+        None
+    }
 }
 
 /// The scripted expert as a [`TextPolicy`].
@@ -81,7 +87,11 @@ pub async fn run_task_with_screenshots(
         };
         keep_shot(obs.screenshot.take());
         let turn = policy.act(task, &obs, &history);
-        let result = match (policy.gave_up(), terse::parse_turn(&turn)) {
+        let read = match policy.malformed() {
+            Some(e) => Err(e),
+            None => terse::parse_turn(&turn),
+        };
+        let result = match (policy.gave_up(), read) {
             (Some(why), _) => ep.give_up(AgentError::GaveUp(why)),
             (None, Ok(actions)) => ep.act(&actions).await,
             (None, Err(e)) => ep.reject(e),

@@ -105,6 +105,7 @@ async fn episodes_ending_in_environment_errors_are_retried_then_counted() {
         sample: wrl_trainer::SampleParams::default(),
         history: History::ActionOnly,
         window: wrl_exec::agent::policy::Window::default(),
+        hermes: None,
         exclude: Vec::new(),
         process: None,
         graph: None,

@@ -117,7 +117,8 @@ async fn generate_for(s: Arc<AppState>, body: Body, endpoint: Endpoint) -> Respo
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
-    let req = match request::parse(&body, endpoint, &s.model, s.context) {
+    let templated = s.tokenizer.chat().is_some();
+    let req = match request::parse(&body, endpoint, &s.model, s.context, templated) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -252,12 +253,30 @@ fn whole(
             let d = drawn.get(i).unwrap_or(&none);
             let (kept, offs) = visible_tokens(tok, c, d, text.len());
             match a.endpoint {
-                Endpoint::Chat => json!({
-                    "index": i,
-                    "message": {"role": "assistant", "content": text, "refusal": Json::Null},
-                    "logprobs": req.logprobs.map(|_| chat_logprobs(tok, kept)),
-                    "finish_reason": finish_reason(&c.finish),
-                }),
+                Endpoint::Chat => {
+                    // Hermes calls in the reply of a request with tools: OpenAI's `tool_calls`.
+                    let calls = req
+                        .tools
+                        .parse_reply
+                        .then(|| crate::tools::reply_calls(&text, &req.tools, &format!("{}_{i}", a.id)))
+                        .flatten();
+                    let (message, finish) = match calls {
+                        Some((content, calls)) => (
+                            json!({"role": "assistant", "content": content, "refusal": Json::Null, "tool_calls": calls}),
+                            "tool_calls",
+                        ),
+                        None => (
+                            json!({"role": "assistant", "content": text, "refusal": Json::Null}),
+                            finish_reason(&c.finish),
+                        ),
+                    };
+                    json!({
+                        "index": i,
+                        "message": message,
+                        "logprobs": req.logprobs.map(|_| chat_logprobs(tok, kept)),
+                        "finish_reason": finish,
+                    })
+                }
                 Endpoint::Completions => {
                     let prompt = if req.echo {
                         prompt_texts.get(c.prompt_index).cloned().unwrap_or_default()
@@ -296,7 +315,7 @@ mod tests {
 
     #[test]
     fn requests_are_validated() {
-        let ok = |b: &str| parse(b.as_bytes(), Endpoint::Chat, "m", 100);
+        let ok = |b: &str| parse(b.as_bytes(), Endpoint::Chat, "m", 100, false);
         let r = ok(r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":"x","max_tokens":5}"#)
             .unwrap();
         assert_eq!(r.params.stop, vec!["x".to_string()]);
@@ -341,7 +360,7 @@ mod tests {
         .unwrap();
         assert!(r.stream && r.include_usage);
         assert_eq!(r.logprobs, Some(3));
-        let text = |b: &str| parse(b.as_bytes(), Endpoint::Completions, "m", 100);
+        let text = |b: &str| parse(b.as_bytes(), Endpoint::Completions, "m", 100, true);
         let r = text(r#"{"prompt":"abc","logprobs":2}"#).unwrap();
         assert_eq!((r.params.max_tokens, r.logprobs), (16, Some(2)));
         assert!(text(r#"{"prompt":[[1,2],[3]],"n":2,"best_of":2}"#).is_ok());

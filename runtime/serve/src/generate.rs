@@ -44,7 +44,7 @@ pub(crate) fn prepare(
 ) -> Result<Prompts, ApiError> {
     let (tokens, param) = match &req.input {
         Input::Chat(history) => {
-            let p = wrl_trainer::render_prompt(tok, history)
+            let p = wrl_trainer::render_prompt_with(tok, history, &req.tools.schemas)
                 .map_err(|e| ApiError::server(format!("cannot render the messages: {e}")))?;
             (vec![p], "messages")
         }

@@ -1,7 +1,8 @@
 //! `wrlc serve`: an OpenAI-compatible HTTP endpoint over a trained policy, so judges and frozen
 //! agent modules can call a local checkpoint through the same client code as a hosted model.
 //! `POST /v1/chat/completions`, `POST /v1/completions` (whole or streamed), `GET /v1/models`,
-//! `GET /health`; chat messages are rendered with the trainer's own `render_prompt`, sampling
+//! `GET /health`; chat messages are rendered with the trainer's own `render_prompt_with` (a
+//! templated policy's `tools` included, its calls returned as `tool_calls`: `tools`), sampling
 //! runs on a blocking thread holding the trainer lock, at most `max_concurrency` requests are
 //! admitted at once (the rest get 429), and connections are capped and timed out (`conn`).
 
@@ -12,6 +13,7 @@ mod error;
 mod generate;
 mod request;
 mod stream;
+mod tools;
 
 use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs};

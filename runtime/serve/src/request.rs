@@ -6,6 +6,7 @@ use serde_json::{Map, Value as Json};
 use wrl_trainer::{Role, SampleParams, Segment};
 
 use crate::error::ApiError;
+use crate::tools::{self, Offered};
 
 /// Most completions one request may ask for.
 const MAX_N: u64 = 64;
@@ -49,6 +50,8 @@ pub(crate) struct GenRequest {
     pub(crate) logprobs: Option<usize>,
     /// `/v1/completions` `echo`: the prompt text comes first in the answer.
     pub(crate) echo: bool,
+    /// The tools a chat request offers a policy with a chat template (`tools.rs`).
+    pub(crate) tools: Offered,
 }
 
 type Obj = Map<String, Json>;
@@ -143,12 +146,14 @@ const TEXT_FIELDS: &[&str] = &[
     "logit_bias",
 ];
 
-/// Parses and validates a request body for `endpoint`.
+/// Parses and validates a request body for `endpoint`; `templated`: the policy renders chats
+/// with its own chat template, so a chat request may offer tools.
 pub(crate) fn parse(
     body: &[u8],
     endpoint: Endpoint,
     served: &str,
     context: usize,
+    templated: bool,
 ) -> Result<GenRequest, ApiError> {
     let v: Json = serde_json::from_slice(body).map_err(|e| {
         ApiError::body("invalid_json", format!("the request body is not valid JSON: {e}"))
@@ -180,8 +185,16 @@ pub(crate) fn parse(
             return Err(ApiError::model_not_found(m, served));
         }
     }
-    refuse_unhonoured(obj)?;
+    let with_tools = templated && endpoint == Endpoint::Chat;
+    refuse_unhonoured(obj, with_tools)?;
+    let offered = if with_tools { tools::offered(body, obj)? } else { Offered::default() };
     let stream = boolean(obj, "stream")?.unwrap_or(false);
+    if stream && offered.parse_reply {
+        return Err(unsupported(
+            "stream",
+            "tool calls are read from the whole reply; ask with `tools` without `stream`",
+        ));
+    }
     let include_usage = match field(obj, "stream_options") {
         None => false,
         Some(o) => {
@@ -225,7 +238,7 @@ pub(crate) fn parse(
                 ));
             }
             let lp = logprobs.then(|| top.unwrap_or(0) as usize);
-            (Input::Chat(parse_messages(obj)?), lp, false)
+            (Input::Chat(parse_messages(obj, templated)?), lp, false)
         }
         Endpoint::Completions => {
             if field(obj, "suffix").and_then(Json::as_str).is_some_and(|s| !s.is_empty()) {
@@ -292,12 +305,15 @@ pub(crate) fn parse(
         include_usage,
         logprobs,
         echo,
+        tools: offered,
     })
 }
 
-/// Fields with a value this server cannot honour: tools, structured output, penalties, biases.
-fn refuse_unhonoured(obj: &Obj) -> Result<(), ApiError> {
-    for k in ["tools", "functions"] {
+/// Fields with a value this server cannot honour: tools (but `with_tools`: a chat template's,
+/// read by `tools.rs`), legacy functions, structured output, penalties, biases.
+fn refuse_unhonoured(obj: &Obj, with_tools: bool) -> Result<(), ApiError> {
+    let offered: &[&str] = if with_tools { &["functions"] } else { &["tools", "functions"] };
+    for &k in offered {
         if let Some(t) = field(obj, k)
             && t.as_array().is_none_or(|a| !a.is_empty())
         {
@@ -305,13 +321,20 @@ fn refuse_unhonoured(obj: &Obj) -> Result<(), ApiError> {
                 "tools_not_supported",
                 k,
                 format!(
-                    "`{k}` is not supported: this policy's chat template has no tool format, so \
-                     it cannot answer with `tool_calls`; describe the tools in the messages instead"
+                    "`{k}` is not supported: {}",
+                    if with_tools {
+                        "send the functions as `tools`"
+                    } else {
+                        "this policy has no chat template with a tool format, so it cannot \
+                         answer with `tool_calls`; describe the tools in the messages instead"
+                    }
                 ),
             ));
         }
     }
-    for k in ["tool_choice", "function_call"] {
+    let choices: &[&str] =
+        if with_tools { &["function_call"] } else { &["tool_choice", "function_call"] };
+    for &k in choices {
         match field(obj, k) {
             None => {}
             Some(Json::String(s)) if s == "none" => {}
@@ -423,7 +446,7 @@ fn parse_prompts(obj: &Obj) -> Result<Vec<PromptText>, ApiError> {
     Ok(prompts)
 }
 
-fn parse_messages(obj: &Obj) -> Result<Vec<Segment>, ApiError> {
+fn parse_messages(obj: &Obj, templated: bool) -> Result<Vec<Segment>, ApiError> {
     let messages = field(obj, "messages")
         .ok_or_else(|| {
             ApiError::invalid("missing_required_parameter", "messages", "`messages` is required")
@@ -435,10 +458,10 @@ fn parse_messages(obj: &Obj) -> Result<Vec<Segment>, ApiError> {
     if messages.is_empty() {
         return Err(ApiError::invalid("invalid_value", "messages", "`messages` must not be empty"));
     }
-    messages.iter().enumerate().map(|(i, m)| parse_message(i, m)).collect()
+    messages.iter().enumerate().map(|(i, m)| parse_message(i, m, templated)).collect()
 }
 
-fn parse_message(i: usize, m: &Json) -> Result<Segment, ApiError> {
+fn parse_message(i: usize, m: &Json, templated: bool) -> Result<Segment, ApiError> {
     let at = |k: &str| format!("messages[{i}].{k}");
     let role = m.get("role").and_then(Json::as_str).ok_or_else(|| {
         ApiError::invalid("invalid_value", at("role"), format!("`{}` is required", at("role")))
@@ -459,13 +482,21 @@ fn parse_message(i: usize, m: &Json) -> Result<Segment, ApiError> {
             ));
         }
     };
-    if m.get("tool_calls").is_some_and(|t| !t.is_null()) {
-        return Err(ApiError::invalid(
-            "tools_not_supported",
-            at("tool_calls"),
-            "`tool_calls` in a message are not supported: this policy's chat template has no tool format",
-        ));
-    }
+    let calls = match m.get("tool_calls").filter(|t| !t.is_null()) {
+        None => Vec::new(),
+        Some(c) if templated && role == Role::Assistant => tools::message_calls(i, c)?,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "tools_not_supported",
+                at("tool_calls"),
+                if templated {
+                    "`tool_calls` belong to assistant messages"
+                } else {
+                    "`tool_calls` in a message are not supported: this policy has no chat template with a tool format"
+                },
+            ));
+        }
+    };
     let text = match m.get("content") {
         None | Some(Json::Null) => String::new(),
         Some(Json::String(s)) => s.clone(),
@@ -513,5 +544,5 @@ fn parse_message(i: usize, m: &Json) -> Result<Segment, ApiError> {
             ));
         }
     };
-    Ok(Segment::new(role, text))
+    Ok(Segment { tool_calls: calls, ..Segment::new(role, text) })
 }

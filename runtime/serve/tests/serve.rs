@@ -363,3 +363,94 @@ async fn a_hugging_face_checkpoint_is_served_with_its_chat_template() {
     assert_eq!(content(&v), content(&again), "greedy decoding is deterministic");
     server.stop().await.unwrap();
 }
+
+#[path = "../examples/tool_checkpoint.rs"]
+mod tool_checkpoint;
+
+#[tokio::test]
+async fn tool_calls_come_back_in_openais_shape() {
+    use tool_checkpoint::{CLICK, REPLY, taught};
+    let tmp = tempfile::tempdir().unwrap();
+    let ckpt = tmp.path().join("tools-1");
+    taught(&tmp.path().join("work")).unwrap().save(&ckpt).unwrap();
+    let server = serve(&ckpt, "tools-1").await;
+    let base = server.base_url();
+    let tools: Json = json!([serde_json::from_str::<Json>(CLICK).unwrap()]);
+    let user = json!([{"role": "user", "content": "Open the cart."}]);
+    let body = json!({"model": "tools-1", "messages": user, "tools": tools, "temperature": 0.0});
+    let (status, v) = chat(&base, body.clone()).await;
+    assert_eq!(status, 200, "{v}");
+    let choice = &v["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls", "{v}");
+    assert_eq!(choice["message"]["content"], Json::Null);
+    let call = &choice["message"]["tool_calls"][0];
+    assert_eq!(call["type"], "function");
+    assert_eq!(call["function"]["name"], "click");
+    assert_eq!(call["function"]["arguments"], "{\"id\": 7}");
+    assert!(call["id"].as_str().unwrap().starts_with("call_chatcmpl-"), "{call}");
+    // The prompt is the template's, with the client's tool schema in its `tools`.
+    let trainer = load_policy(&ckpt).unwrap();
+    let tok = trainer.tokenizer();
+    let prompt = wrl_trainer::render_prompt_with(
+        tok,
+        &[Segment::new(Role::User, "Open the cart.")],
+        &[serde_json::to_string(&tools[0]).unwrap()],
+    )
+    .unwrap();
+    assert_eq!(v["usage"]["prompt_tokens"], prompt.len());
+    // `tool_choice: "none"`: the same reply, as content.
+    let mut none = body.clone();
+    none["tool_choice"] = json!("none");
+    let (_, v) = chat(&base, none).await;
+    assert_eq!(content(&v), REPLY);
+    assert_eq!(v["choices"][0]["finish_reason"], "stop");
+    // Without the tool offered, the call names a tool the request does not have: content.
+    let mut other = body.clone();
+    other["tools"][0]["function"]["name"] = json!("type");
+    let (_, v) = chat(&base, other).await;
+    assert_eq!(
+        (content(&v), &v["choices"][0]["finish_reason"]),
+        (REPLY.to_string(), &json!("stop"))
+    );
+    // The call and its result go back into the conversation through the template.
+    let history = json!([
+        {"role": "user", "content": "Open the cart."},
+        {"role": "assistant", "content": null, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": "opened"},
+    ]);
+    let (status, v) = chat(
+        &base,
+        json!({"messages": history, "tools": tools, "temperature": 0.0, "max_tokens": 4}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    let text = tok
+        .chat()
+        .unwrap()
+        .prompt_text(&wrl_trainer::chat::Conversation {
+            messages: vec![
+                wrl_trainer::chat::Message::new(
+                    wrl_trainer::chat::ChatRole::User,
+                    "Open the cart.",
+                ),
+                wrl_trainer::chat::Message {
+                    tool_calls: vec![wrl_trainer::chat::CallText {
+                        name: "click".into(),
+                        arguments: "{\"id\": 7}".into(),
+                    }],
+                    ..wrl_trainer::chat::Message::new(wrl_trainer::chat::ChatRole::Assistant, "")
+                },
+                wrl_trainer::chat::Message::new(wrl_trainer::chat::ChatRole::Tool, "opened"),
+            ],
+            tools: vec![serde_json::to_string(&tools[0]).unwrap()],
+        })
+        .unwrap();
+    assert!(text.contains("<tool_response>\nopened\n</tool_response>"), "{text}");
+    assert_eq!(v["usage"]["prompt_tokens"], tok.encode(&text).unwrap().len());
+    // Tool calls are read from the whole reply: not streamed.
+    let mut streamed = body;
+    streamed["stream"] = json!(true);
+    let (status, v) = chat(&base, streamed).await;
+    assert_eq!((status, &v["error"]["param"]), (400, &json!("stream")), "{v}");
+    server.stop().await.unwrap();
+}

@@ -22,12 +22,16 @@ pub struct Segment {
     /// Override the loss mask: by default only assistant segments are trained on.
     #[serde(default)]
     pub train: Option<bool>,
+    /// The tool calls of an assistant segment, after its text (a chat template renders them in
+    /// the model's own call format; without one they are not rendered).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::chat::CallText>,
 }
 
 impl Segment {
     /// A segment with the default mask for its role.
     pub fn new(role: Role, text: impl Into<String>) -> Self {
-        Segment { role, text: text.into(), train: None }
+        Segment { role, text: text.into(), train: None, tool_calls: Vec::new() }
     }
     /// Whether its content tokens carry loss.
     pub fn trained(&self) -> bool {
@@ -41,6 +45,17 @@ pub struct Trajectory {
     /// Its segments in order.
     #[serde(alias = "messages")]
     pub segments: Vec<Segment>,
+    /// The tools the conversation may call (JSON texts of function schemas), shown by a chat
+    /// template's `tools`; ignored without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+}
+
+impl Trajectory {
+    /// A trajectory without tools.
+    pub fn new(segments: Vec<Segment>) -> Trajectory {
+        Trajectory { segments, tools: Vec::new() }
+    }
 }
 
 /// A tokenised training example: `weights[j]` is the loss weight for predicting `tokens[j]`
@@ -67,7 +82,7 @@ impl Example {
 pub fn render(tok: &Tokenizer, traj: &Trajectory, max_len: usize) -> Result<Example> {
     if tok.chat().is_some() {
         // The model's own template: one sequence when it renders every trained turn as written.
-        let conv = crate::chat::conversation_of(&traj.segments);
+        let conv = crate::chat::conversation_of(&traj.segments, &traj.tools);
         let mut out = crate::chat::examples(tok, &conv, max_len)?;
         if out.len() != 1 {
             return Err(TrainerError::Data(format!(
@@ -105,10 +120,21 @@ pub fn render(tok: &Tokenizer, traj: &Trajectory, max_len: usize) -> Result<Exam
 /// Render a prompt for generation: the history followed by an assistant header (with a chat
 /// template, its generation prompt).
 pub fn render_prompt(tok: &Tokenizer, history: &[Segment]) -> Result<Vec<u32>> {
+    render_prompt_with(tok, history, &[])
+}
+
+/// [`render_prompt`] with the tools the conversation may call (JSON texts of function
+/// schemas), given to a chat template's `tools`; a tokenizer without a template has no place
+/// for them and renders the prompt without.
+pub fn render_prompt_with(
+    tok: &Tokenizer,
+    history: &[Segment],
+    tools: &[String],
+) -> Result<Vec<u32>> {
     if tok.chat().is_some() {
-        return crate::chat::prompt(tok, &crate::chat::conversation_of(history));
+        return crate::chat::prompt(tok, &crate::chat::conversation_of(history, tools));
     }
-    let mut tokens = render(tok, &Trajectory { segments: history.to_vec() }, usize::MAX)?.tokens;
+    let mut tokens = render(tok, &Trajectory::new(history.to_vec()), usize::MAX)?.tokens;
     tokens.extend(tok.turn_header(Role::Assistant)?);
     Ok(tokens)
 }
@@ -152,7 +178,7 @@ pub fn per_turn(traj: &Trajectory, history: &ObservationHistory) -> Vec<Trajecto
             }
             segs.push(s);
         }
-        out.push(Trajectory { segments: segs });
+        out.push(Trajectory { segments: segs, tools: traj.tools.clone() });
     }
     out
 }

@@ -43,7 +43,7 @@ pub mod trainer;
 
 pub use data::{
     Dataset, Example, Mixture, MixtureWeights, ObservationHistory, Segment, Trajectory, per_turn,
-    render, render_prompt,
+    render, render_prompt, render_prompt_with,
 };
 pub use device::DeviceChoice;
 pub use error::{Result, TrainerError};

@@ -160,6 +160,14 @@ impl AdamW {
     }
 
     /// Apply one update to `params` from `grads` (clipped first). `step` picks the scheduled LR.
+    /// Drops the moments of `names` (parameters that were just frozen keep no state).
+    pub fn forget(&mut self, names: &[String]) {
+        for n in names {
+            self.m.remove(n);
+            self.v.remove(n);
+        }
+    }
+
     pub fn step(&mut self, params: &ParamStore, grads: &Grads, step: u64) -> Result<StepInfo> {
         let norm = grad_norm(grads)?;
         if !norm.is_finite() {

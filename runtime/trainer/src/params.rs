@@ -93,6 +93,12 @@ impl ParamStore {
         Ok(())
     }
 
+    /// Freezes exactly the named parameters (each must exist), thawing the others.
+    pub fn set_frozen(&mut self, names: &[String]) -> Result<()> {
+        let before = std::mem::take(&mut self.frozen);
+        self.freeze(names).inspect_err(|_| self.frozen = before)
+    }
+
     /// Whether a parameter is frozen.
     pub fn is_frozen(&self, name: &str) -> bool {
         self.frozen.contains(name)

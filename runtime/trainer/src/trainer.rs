@@ -195,6 +195,20 @@ impl Trainer {
         Sampler::new(self.model.clone(), self.tokenizer.clone(), rng_from_seed(seed))
     }
 
+    /// Freezes exactly `parts` from now on (a stage's `frozen`; others thaw): no gradient
+    /// reaches them and the optimiser drops and keeps no state for them. A Qwen source records
+    /// them, so a checkpoint resumes with the same parts frozen.
+    pub fn set_frozen(&mut self, parts: &[crate::models::Frozen]) -> Result<()> {
+        let names = self.model.frozen_names(parts)?;
+        self.model.params_mut().set_frozen(&names)?;
+        self.optimizer.forget(&names);
+        match &mut self.config.policy {
+            PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) => src.frozen = parts.to_vec(),
+            PolicyConfig::Tiny(_) => {}
+        }
+        Ok(())
+    }
+
     /// Snapshot the current weights as the frozen KL reference.
     pub fn set_reference_to_current(&mut self) -> Result<()> {
         self.reference = Some(self.model.with_params(self.model.params().deep_copy()?)?);

@@ -4,7 +4,8 @@
 //! stdlib's types, required unless they have a default. Written once here so every consumer of
 //! the plan (the verl lowering, the env service, a chat template) shows a model the same tools.
 
-use serde_json::{Map, Value as Json, json};
+use serde::Serialize;
+use serde_json::{Value as Json, json};
 
 use super::tools::{Coordinates, Literal, Tool, ToolKind, Toolset};
 
@@ -13,24 +14,93 @@ impl Toolset {
     pub fn function_schemas(&self) -> Vec<Json> {
         self.tools.iter().map(|t| t.function_schema(self.coordinates)).collect()
     }
+
+    /// Every tool's function schema as JSON text with its keys in the order transformers'
+    /// `get_json_schema` writes them (`type`, `function`; `name`, `description`, `parameters`;
+    /// each property's `type` first) and the properties in the tool's order: what a chat
+    /// template's `tools` is given, so the model reads its tools as it was trained to.
+    pub fn function_schema_texts(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .map(|t| serde_json::to_string(&t.schema(self.coordinates)).unwrap_or_default())
+            .collect()
+    }
+}
+
+/// `{"type": "function", "function": {…}}`, fields in schema order.
+#[derive(Serialize)]
+struct Schema<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: String,
+    parameters: Parameters<'a>,
+}
+
+#[derive(Serialize)]
+struct Parameters<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    properties: Properties<'a>,
+    required: Vec<&'a str>,
+}
+
+/// The parameters by name, in the tool's order.
+struct Properties<'a>(Vec<(&'a str, Prop)>);
+
+impl Serialize for Properties<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// The JSON schema of one parameter (or of a list's items).
+#[derive(Serialize, Default)]
+struct Prop {
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    ty: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(rename = "enum", skip_serializing_if = "Option::is_none")]
+    words: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    items: Option<Box<Prop>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    minimum: Option<Json>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    maximum: Option<Json>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    default: Option<Json>,
 }
 
 impl Tool {
     /// The tool's function schema; `coordinates` says what its points mean.
     pub fn function_schema(&self, coordinates: Coordinates) -> Json {
-        let mut properties = Map::new();
+        serde_json::to_value(self.schema(coordinates)).unwrap_or(Json::Null)
+    }
+
+    fn schema(&self, coordinates: Coordinates) -> Schema<'_> {
+        let mut properties = Vec::new();
         let mut required = Vec::new();
         for p in &self.params {
-            let mut s = kind_schema(&p.ty.kind);
-            if let Json::Object(m) = &mut s {
-                m.insert("description".into(), Json::String(describe(&p.name, &p.ty.text)));
-                if let Some(d) = &p.default {
-                    m.insert("default".into(), literal(d));
-                }
-            }
-            properties.insert(p.name.clone(), s);
+            let prop = Prop {
+                description: Some(describe(&p.name, &p.ty.text)),
+                default: p.default.as_ref().map(literal),
+                ..kind_schema(&p.ty.kind)
+            };
+            properties.push((p.name.as_str(), prop));
             if p.default.is_none() {
-                required.push(Json::String(p.name.clone()));
+                required.push(p.name.as_str());
             }
         }
         let space = match coordinates {
@@ -39,14 +109,18 @@ impl Tool {
             Coordinates::ElementIds => "elements are the ids of the page's element list",
         };
         let ends = if self.terminal { "; calling it ends the episode" } else { "" };
-        json!({
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": format!("`{}` ({space}){ends}", self.name),
-                "parameters": {"type": "object", "properties": properties, "required": required},
-            }
-        })
+        Schema {
+            ty: "function",
+            function: Function {
+                name: &self.name,
+                description: format!("`{}` ({space}){ends}", self.name),
+                parameters: Parameters {
+                    ty: "object",
+                    properties: Properties(properties),
+                    required,
+                },
+            },
+        }
     }
 }
 
@@ -55,26 +129,29 @@ fn describe(name: &str, ty: &str) -> String {
 }
 
 /// The JSON schema of a parameter kind.
-fn kind_schema(kind: &ToolKind) -> Json {
-    let bounded = |ty: &str, min: &Option<f64>, max: &Option<f64>| {
-        let mut m = Map::new();
-        m.insert("type".into(), Json::String(ty.into()));
-        if let Some(x) = min {
-            m.insert("minimum".into(), json!(x));
-        }
-        if let Some(x) = max {
-            m.insert("maximum".into(), json!(x));
-        }
-        Json::Object(m)
+fn kind_schema(kind: &ToolKind) -> Prop {
+    // An integer's bounds are written as integers (`"minimum": 0`), as JSON schemas write them.
+    let bound = |x: f64, int: bool| {
+        if int && x.fract() == 0.0 && x.abs() < 1e15 { json!(x as i64) } else { json!(x) }
+    };
+    let bounded = |ty: &'static str, min: &Option<f64>, max: &Option<f64>| Prop {
+        ty: Some(ty),
+        minimum: min.map(|x| bound(x, ty == "integer")),
+        maximum: max.map(|x| bound(x, ty == "integer")),
+        ..Prop::default()
     };
     match kind {
         ToolKind::Int { min, max } => bounded("integer", min, max),
         ToolKind::Float { min, max } => bounded("number", min, max),
-        ToolKind::Bool => json!({"type": "boolean"}),
-        ToolKind::Str => json!({"type": "string"}),
-        ToolKind::Enum(words) => json!({"type": "string", "enum": words}),
-        ToolKind::List(item) => json!({"type": "array", "items": kind_schema(item)}),
-        ToolKind::Any => json!({}),
+        ToolKind::Bool => Prop { ty: Some("boolean"), ..Prop::default() },
+        ToolKind::Str => Prop { ty: Some("string"), ..Prop::default() },
+        ToolKind::Enum(words) => {
+            Prop { ty: Some("string"), words: Some(words.clone()), ..Prop::default() }
+        }
+        ToolKind::List(item) => {
+            Prop { ty: Some("array"), items: Some(Box::new(kind_schema(item))), ..Prop::default() }
+        }
+        ToolKind::Any => Prop::default(),
     }
 }
 
@@ -119,8 +196,13 @@ mod tests {
         let p = &s["function"]["parameters"];
         assert_eq!(p["required"], json!(["point_2d"]));
         assert_eq!(p["properties"]["point_2d"]["items"], json!({"type": "number"}));
-        assert_eq!(p["properties"]["clicks"]["maximum"], json!(3.0));
+        assert_eq!(p["properties"]["clicks"]["maximum"], json!(3));
         assert_eq!(p["properties"]["clicks"]["default"], json!(1));
         assert_eq!(p["properties"]["button"]["enum"], json!(["left", "right"]));
+        // The text a chat template is given: keys in schema order, properties in tool order.
+        let text = &set.function_schema_texts()[0];
+        assert!(text.starts_with(r#"{"type":"function","function":{"name":"click","description""#));
+        assert!(text.contains(r#""properties":{"point_2d":{"type":"array","description":"point_2d: list(float)","items":{"type":"number"}},"clicks":{"type":"integer","#), "{text}");
+        assert_eq!(serde_json::from_str::<Json>(text).unwrap(), *s);
     }
 }

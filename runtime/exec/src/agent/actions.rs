@@ -112,9 +112,10 @@ impl TurnError {
             TurnError::Call(CallError::UnknownTool { name, .. }) => {
                 AgentError::UnknownTool(name.clone())
             }
-            TurnError::Call(c @ (CallError::NoCall(_) | CallError::Malformed { .. })) => {
-                AgentError::Parse(c.to_string())
-            }
+            TurnError::Call(
+                c
+                @ (CallError::NoCall(_) | CallError::Malformed { .. } | CallError::TooMany { .. }),
+            ) => AgentError::Parse(c.to_string()),
             TurnError::Call(
                 c @ (CallError::UnknownArg { .. }
                 | CallError::MissingArg { .. }

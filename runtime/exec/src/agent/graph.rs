@@ -258,7 +258,7 @@ impl GraphPolicy {
         self.calls += 1;
         let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.calls));
         match self.brains.get(&m.name) {
-            Some(Brain::Local(t)) => match sample_turn(t, prompt, &params, stream) {
+            Some(Brain::Local(t)) => match sample_turn(t, prompt, &params, stream, &[]) {
                 Some((turn, text)) => {
                     if m.trainable {
                         self.turns.push(Turn { step: self.steps, role: m.role.clone(), ..turn });

@@ -5,6 +5,7 @@
 pub mod actions;
 pub mod brains;
 pub mod graph;
+pub mod hermes;
 pub mod policy;
 pub mod toolcall;
 
@@ -32,9 +33,18 @@ pub struct AgentCfg {
     pub env: String,
     /// Each role of the graph trains its own weights (`weights = per_role`).
     pub per_role: bool,
+    /// The tool set of a ReAct agent's env, as an instruction-tuned policy calls it (see
+    /// `hermes`; set by the executor, which sees the env).
+    pub hermes: Option<Arc<hermes::Hermes>>,
 }
 
 impl AgentCfg {
+    /// The settings of an agent node of `plan`, its env's tool set included.
+    pub fn in_plan(agent: &params::Agent, plan: &params::TypedPlan<'_>) -> AgentCfg {
+        let hermes = hermes::Hermes::of_agent(agent, plan).map(Arc::new);
+        AgentCfg { hermes, ..AgentCfg::new(agent) }
+    }
+
     /// The settings of an agent node. A ReAct agent's `prompt` is refused by the preflight
     /// when set (the tiny policy's prompt is fixed); `step_response` is the checker's (E0404);
     /// its `policy` is bound by the stage or eval that runs it.
@@ -67,6 +77,7 @@ impl AgentCfg {
                     graph: None,
                     env: env.id().to_string(),
                     per_role: false,
+                    hermes: None,
                 }
             }
             params::Agent::Graph(g) => {
@@ -85,6 +96,7 @@ impl AgentCfg {
                         params::Weights::Shared => false,
                         params::Weights::PerRole => true,
                     },
+                    hermes: None,
                 }
             }
         }

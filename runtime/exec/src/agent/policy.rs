@@ -5,10 +5,12 @@
 
 use std::sync::{Arc, Mutex};
 
+use wrl_browser::AgentError;
 use wrl_plan::params;
 use wrl_sandbox::Task;
-use wrl_trainer::{Role, SampleParams, Segment, Trainer, Trajectory, render_prompt};
+use wrl_trainer::{Role, SampleParams, Segment, Trainer, Trajectory, render_prompt_with};
 
+use super::hermes::Hermes;
 use crate::env::Agent;
 
 /// How much of the episode so far the prompt carries.
@@ -197,25 +199,30 @@ pub fn compose(page: &str, tail: &str) -> String {
 }
 
 /// Per-turn SFT examples from an expert trajectory: the same prompts the policy will see (an
-/// over-long one is cut, never dropped: a demonstration is imitated whole).
+/// over-long one is cut, never dropped: a demonstration is imitated whole). With `hermes` (an
+/// instruction-tuned policy), each step is the tool calls the template renders and the example
+/// carries the tool set's schemas, as the policy's rollout prompts do; a step the tool set
+/// cannot call is an error naming it.
 pub fn sft_examples(
     traj: &wrl_sandbox::Trajectory,
     mode: History,
     window: Window,
-) -> Vec<Trajectory> {
+    hermes: Option<&Hermes>,
+) -> Result<Vec<Trajectory>, String> {
     let mut history: Vec<String> = Vec::new();
     let mut past: Vec<String> = Vec::new();
     let mut out = Vec::new();
     for step in &traj.steps {
         let user = prompt_cut(&step.observation, &past, &history, mode, window);
-        let action = step.actions.join("\n");
-        out.push(Trajectory {
-            segments: vec![Segment::new(Role::User, user), Segment::new(Role::Assistant, action)],
-        });
+        let (assistant, tools) = match hermes {
+            Some(h) => (h.demo(&step.actions, &traj.goal)?, h.schemas.clone()),
+            None => (Segment::new(Role::Assistant, step.actions.join("\n")), Vec::new()),
+        };
+        out.push(Trajectory { segments: vec![Segment::new(Role::User, user), assistant], tools });
         history.extend(step.actions.iter().cloned());
         past.push(split_task(&step.observation).1.to_string());
     }
-    out
+    Ok(out)
 }
 
 /// One sampled turn.
@@ -242,6 +249,11 @@ pub struct TrainerPolicy {
     seen: Vec<String>,
     /// Why the last turn could not be prompted (`context_overflow`), for [`Agent::gave_up`].
     overflowed: Option<String>,
+    /// The tool set an instruction-tuned policy calls (its prompts show it, its turns are read
+    /// as its calls); `None`: the tiny policy's terse turns.
+    hermes: Option<Arc<Hermes>>,
+    /// Why the last turn is not a turn of the tool set, for [`Agent::malformed`].
+    malformed: Option<AgentError>,
     name: String,
     /// The episode's sampling stream (each turn draws from its own sub-stream), or `None` to
     /// fork the trainer's RNG per turn.
@@ -264,6 +276,8 @@ impl TrainerPolicy {
             window: Window::default(),
             seen: Vec::new(),
             overflowed: None,
+            hermes: None,
+            malformed: None,
             name: name.to_string(),
             stream: None,
             turns: Vec::new(),
@@ -273,6 +287,14 @@ impl TrainerPolicy {
     /// Keeps past pages and handles over-long prompts as the agent's `window` says.
     pub fn with_window(mut self, window: Window) -> TrainerPolicy {
         self.window = window;
+        self
+    }
+
+    /// Calls `hermes`'s tools as an instruction-tuned policy does, when the policy has a chat
+    /// template (an `hf(…)` model); the tiny policy keeps its terse turns.
+    pub fn with_hermes(mut self, hermes: Option<Arc<Hermes>>) -> TrainerPolicy {
+        let chat = self.trainer.lock().is_ok_and(|t| t.tokenizer().chat().is_some());
+        self.hermes = hermes.filter(|_| chat);
         self
     }
 
@@ -312,13 +334,21 @@ impl TrainerPolicy {
             params.max_tokens = params.max_tokens.min(left);
         }
         let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.turns.len() as u64));
-        match sample_turn(&self.trainer, text, &params, stream) {
-            Some((turn, out)) => {
-                let step = self.turns.len();
-                self.turns.push(Turn { step, ..turn });
+        let tools = self.hermes.as_ref().map_or(&[][..], |h| &h.schemas[..]);
+        let Some((turn, out)) = sample_turn(&self.trainer, text, &params, stream, tools) else {
+            return String::new();
+        };
+        let step = self.turns.len();
+        self.turns.push(Turn { step, ..turn });
+        // An instruction-tuned policy's calls reach the env as the lines it runs; a malformed
+        // turn is returned as written, with why (a format error).
+        match self.hermes.as_ref().map(|h| h.read(&out)) {
+            Some(Ok(lines)) => lines,
+            Some(Err(e)) => {
+                self.malformed = Some(e);
                 out
             }
-            None => String::new(),
+            None => out,
         }
     }
 }
@@ -335,10 +365,15 @@ impl Agent for TrainerPolicy {
     fn gave_up(&mut self) -> Option<String> {
         self.overflowed.take()
     }
+
+    fn malformed(&mut self) -> Option<AgentError> {
+        self.malformed.take()
+    }
 }
 
-/// One sampled turn of the candle policy on a user prompt: the turn's tokens and log-probs, and
-/// its text trimmed. `None` when the trainer is unusable (poisoned lock, a prompt it cannot
+/// One sampled turn of the candle policy on a user prompt (with `tools`, JSON function schemas
+/// a chat template shows; none for the tiny policy): the turn's tokens and log-probs, and its
+/// text trimmed. `None` when the trainer is unusable (poisoned lock, a prompt it cannot
 /// tokenise or that does not fit): the caller's episode then ends as an agent error. With a
 /// `stream`, the draw is that stream of the model's seed (reproducible whatever else runs);
 /// without, a fork of the trainer's RNG.
@@ -347,6 +382,7 @@ pub fn sample_turn(
     text: String,
     params: &SampleParams,
     stream: Option<u64>,
+    tools: &[String],
 ) -> Option<(Turn, String)> {
     // The lock is held only to fork a sampler, so concurrent episodes decode in parallel; it is
     // taken inside `blocking` since waiting for it (during an update) is blocking too.
@@ -358,7 +394,8 @@ pub fn sample_turn(
                 None => t.sampler(),
             }
         };
-        let prompt = render_prompt(sampler.tokenizer(), &[Segment::new(Role::User, text)]).ok()?;
+        let user = [Segment::new(Role::User, text)];
+        let prompt = render_prompt_with(sampler.tokenizer(), &user, tools).ok()?;
         let mut outs = sampler.sample(std::slice::from_ref(&prompt), params).ok()?;
         if outs.is_empty() {
             return None;
@@ -423,7 +460,7 @@ mod tests {
             },
             elapsed_ms: 1,
         };
-        let ex = sft_examples(&traj, History::ActionOnly, Window::default());
+        let ex = sft_examples(&traj, History::ActionOnly, Window::default(), None).unwrap();
         assert_eq!(ex.len(), 2);
         assert_eq!(ex[1].segments[0].text, "[2] button\ndone: click 1\ntask: g");
         assert_eq!(ex[1].segments[1].text, "answer 3");

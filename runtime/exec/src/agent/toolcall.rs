@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value as Json;
-use wrl_plan::params::{Literal, Tool, ToolKind, Toolset};
+use wrl_plan::params::{CallsPerTurn, Literal, Tool, ToolKind, Toolset};
 
 /// One checked call: the tool and its arguments, defaults filled.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,6 +49,10 @@ pub enum CallError {
     NoCall(Option<String>),
     #[error("tool call {index}: {reason}")]
     Malformed { index: usize, reason: String },
+    #[error(
+        "the turn makes {count} tool calls; the tool set takes one a turn (`calls_per_turn = one`)"
+    )]
+    TooMany { count: usize },
     #[error("tool call {index}: there is no tool `{name}` (the tools are {known})")]
     UnknownTool { index: usize, name: String, known: String },
     #[error("tool call {index}: `{tool}` takes no argument `{arg}`")]
@@ -97,6 +101,9 @@ pub fn parse_turn(text: &str, tools: &Toolset) -> Result<Turn, CallError> {
     }
     if turn.calls.is_empty() && turn.answer.is_none() {
         return Err(CallError::NoCall(tag.map(str::to_string)));
+    }
+    if tools.calls_per_turn == CallsPerTurn::One && turn.calls.len() > 1 {
+        return Err(CallError::TooMany { count: turn.calls.len() });
     }
     Ok(turn)
 }
@@ -232,7 +239,7 @@ fn literal(l: &Literal) -> Arg {
 
 #[cfg(test)]
 mod tests {
-    use wrl_plan::params::{CallsPerTurn, Coordinates, ToolParam, ToolTy};
+    use wrl_plan::params::{Coordinates, ToolParam, ToolTy};
 
     use super::*;
 
@@ -314,6 +321,15 @@ mod tests {
             err("<tool_call>{\"name\":\"click\",\"arguments\":{\"x\":1}}</tool_call>")
                 .contains("no argument `x`")
         );
+        // One call a turn where the tool set says so.
+        let one = Toolset { calls_per_turn: CallsPerTurn::One, ..tools("") };
+        let two =
+            "<tool_call>{\"name\": \"done\", \"arguments\": {\"response\": \"a\"}}</tool_call>";
+        assert_eq!(
+            parse_turn(&format!("{two}\n{two}"), &one).unwrap_err(),
+            CallError::TooMany { count: 2 }
+        );
+        assert_eq!(parse_turn(two, &one).unwrap().calls.len(), 1);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The `browser` environment: sandbox tasks in real Chromium, on the run's browser pool. An
-//! [`Agent`] acts through `wrl-browser`'s runner, which reads each turn as terse actions.
+//! [`Agent`] acts through `wrl-browser`'s runner, which reads each turn as terse actions (an
+//! agent that read its turn itself says when it was malformed).
 
 use std::sync::Arc;
 
@@ -31,6 +32,10 @@ impl TextPolicy for AsPolicy<'_> {
 
     fn gave_up(&mut self) -> Option<String> {
         self.0.gave_up()
+    }
+
+    fn malformed(&mut self) -> Option<wrl_browser::AgentError> {
+        self.0.malformed()
     }
 }
 

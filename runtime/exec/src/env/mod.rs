@@ -25,6 +25,12 @@ pub trait Agent: Send {
     fn gave_up(&mut self) -> Option<String> {
         None
     }
+    /// Why the turn `act` just returned is not a turn of the tool set, when the agent read it
+    /// itself (an instruction-tuned policy's calls checked against the schemas): the env then
+    /// counts it as a malformed turn with this error, as it does a turn it cannot parse.
+    fn malformed(&mut self) -> Option<wrl_browser::AgentError> {
+        None
+    }
 }
 
 /// A finished episode: its trajectory and the screenshots it kept (oldest first, the final

@@ -215,7 +215,11 @@ impl SearchEnv {
                 url: String::new(),
             };
             history.push(turn.clone());
-            match parse_call(&turn) {
+            let call = match agent.malformed() {
+                Some(e) => Err(e.to_string()),
+                None => parse_call(&turn),
+            };
+            match call {
                 Err(why) => {
                     errors += 1;
                     response = format!("error: {why}");

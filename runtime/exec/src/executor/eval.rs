@@ -88,6 +88,7 @@ impl<'a> Executor<'a> {
             },
             history: agent.history,
             window: agent.window,
+            hermes: agent.hermes.clone(),
             exclude: Vec::new(),
             process: None,
             graph: self.graph_of(&node.decl, &agent, binds, &[], trainer.as_ref(), &roles)?,

@@ -206,3 +206,57 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
         Arch::Qwen3 => PolicyConfig::Qwen3(src),
     })
 }
+
+/// The `hf(…)` model a stage trains (`input`: its `model` or `init`), following earlier stages
+/// back to their model node; `None` for another kind of model.
+fn trained_hf<'p>(
+    plan: &'p params::TypedPlan<'_>,
+    input: &str,
+) -> Option<(&'p Node, &'p params::Hf)> {
+    let mut id = input.to_string();
+    // A chain of stages is at most as long as the plan.
+    for _ in 0..=plan.nodes.len() {
+        match plan.node(&id)? {
+            (n, params::Params::Model(params::Model::Hf(h))) => return Some((n, h)),
+            (_, params::Params::Sft(s)) => id = s.model.id().to_string(),
+            (_, params::Params::RlPhase(p)) => {
+                id = super::settings::phase_settings(p, 0).init.id().to_string()
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// A stage's `frozen` that splits an `hf(…)` model's tied embeddings and LM head (one tensor):
+/// E0515 at the stage's `frozen`.
+pub(crate) fn frozen_split(
+    plan: &params::TypedPlan<'_>,
+    n: &Node,
+    input: &str,
+    frozen: &[params::FrozenPart],
+) -> Option<RunError> {
+    let emb = frozen.contains(&params::FrozenPart::Embeddings);
+    let head = frozen.contains(&params::FrozenPart::LmHead);
+    if emb == head {
+        return None;
+    }
+    let (m, h) = trained_hf(plan, input)?;
+    let files = hf::resolve(&h.id, RepoKind::Model).and_then(|dir| hf::inspect(&dir)).ok()?;
+    if !files.config.tie_word_embeddings {
+        return None;
+    }
+    let (has, lacks) = if emb { ("embeddings", "lm_head") } else { ("lm_head", "embeddings") };
+    Some(
+        RunError::new(
+            Fault::HfSetting,
+            format!(
+                "stage `{}`: model `{}` ties its LM head to its embeddings (one tensor), so \
+                 `frozen` cannot hold `{has}` without `{lacks}`",
+                n.decl, m.decl
+            ),
+        )
+        .help("freeze both (`frozen = [embeddings, lm_head]`) or neither")
+        .at(n, Some("frozen"), "splits a tied tensor"),
+    )
+}

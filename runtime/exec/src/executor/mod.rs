@@ -144,7 +144,7 @@ impl<'a> Executor<'a> {
                 Params::Dataset(d) => self.load_dataset(node, d).await?,
                 Params::Env(e) => self.env(node, e)?,
                 Params::Agent(a) => {
-                    self.built.agents.insert(node.id.clone(), AgentCfg::new(a));
+                    self.built.agents.insert(node.id.clone(), AgentCfg::in_plan(a, self.plan));
                 }
                 Params::Reward(r) => {
                     self.built.rewards.insert(node.id.clone(), r.expr.clone());

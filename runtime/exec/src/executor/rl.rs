@@ -91,6 +91,10 @@ impl<'a> Executor<'a> {
             Some(t) if start > 0 => t,
             _ => self.trainer_from(p.init.id(), optim(start + 1))?,
         };
+        // The phase's `frozen` parts get no gradient and no optimiser state; others thaw.
+        trainer.lock().map_err(|_| RunError::poisoned())?.set_frozen(&p.frozen).map_err(|e| {
+            RunError::model(&format!("stage `{}`: cannot freeze `frozen`", node.decl), e)
+        })?;
         let roles = match self.built.roles.get(&node.id).cloned() {
             Some(r) if start > 0 => r,
             _ => self.fork_roles(&agent, node, &p, &trainer, optim(start + 1))?,
@@ -107,6 +111,7 @@ impl<'a> Executor<'a> {
             },
             history: agent.history,
             window: agent.window,
+            hermes: agent.hermes.clone(),
             exclude: p.exclude.clone(),
             process,
             graph: self.graph_of(

@@ -45,6 +45,22 @@ pub struct PhaseSettings<'p> {
     pub validate: Option<&'p params::Validation>,
     /// The update.
     pub rl: RlConfig,
+    /// The parts of the policy this phase freezes (`frozen`).
+    pub frozen: Vec<wrl_trainer::models::Frozen>,
+}
+
+/// A stage's `frozen` as the trainer's parts: `vision_tower` and `projector` are parts a text
+/// model does not have (nothing to freeze; the preflight says which models lack them).
+pub fn frozen_parts(parts: &[params::FrozenPart]) -> Vec<wrl_trainer::models::Frozen> {
+    use wrl_trainer::models::Frozen;
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            params::FrozenPart::Embeddings => Some(Frozen::Embeddings),
+            params::FrozenPart::LmHead => Some(Frozen::LmHead),
+            params::FrozenPart::VisionTower | params::FrozenPart::Projector => None,
+        })
+        .collect()
 }
 
 /// The trainer's `KlEstimator` for the stdlib's.
@@ -137,8 +153,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 warn_excluded,
                 schedule,
                 optimizer,
-                // The preflight refuses parts the model has and this trainer cannot freeze.
-                frozen: _,
+                frozen,
                 // The preflight refuses a mask that trains text the policy did not write.
                 mask: _,
                 trainable,
@@ -176,6 +191,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 ..RlConfig::default()
             };
             PhaseSettings {
+                frozen: frozen_parts(frozen),
                 init,
                 tasks,
                 agent,
@@ -239,7 +255,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 warn_excluded,
                 schedule,
                 optimizer,
-                frozen: _,
+                frozen,
                 // The preflight refuses a mask that trains text the policy did not write.
                 mask: _,
                 validate,
@@ -270,6 +286,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 ..RlConfig::default()
             };
             PhaseSettings {
+                frozen: frozen_parts(frozen),
                 init,
                 tasks,
                 agent,
@@ -324,7 +341,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 warn_excluded,
                 schedule,
                 optimizer,
-                frozen: _,
+                frozen,
                 // The preflight refuses a mask that trains text the policy did not write.
                 mask: _,
                 checkpoint_every: _,
@@ -349,6 +366,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 ..RlConfig::default()
             };
             PhaseSettings {
+                frozen: frozen_parts(frozen),
                 init,
                 tasks,
                 agent,

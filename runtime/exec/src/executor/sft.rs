@@ -30,8 +30,7 @@ impl<'a> Executor<'a> {
             images: _,
             mask: _,
             max_length,
-            // The preflight refuses parts the model has and this trainer cannot freeze.
-            frozen: _,
+            frozen,
             optimizer,
             // The executor commits a checkpoint at the end of the stage.
             checkpoint_every: _,
@@ -48,27 +47,17 @@ impl<'a> Executor<'a> {
                 ));
             }
         };
-        // The prompts carry the history and pages the run's (first) agent keeps.
-        let (history, window) = self
-            .plan
-            .nodes
-            .iter()
-            .find_map(|(_, p)| match p {
-                Params::Agent(a) => {
-                    let cfg = crate::agent::AgentCfg::new(a);
-                    Some((cfg.history, cfg.window))
-                }
-                _ => None,
-            })
-            .unwrap_or((History::ActionOnly, Window::default()));
-        let sets: Vec<(String, Vec<wrl_trainer::Trajectory>)> = parts
-            .iter()
-            .map(|(name, d)| {
-                let examples = d.iter().flat_map(|t| sft_examples(t, history, window)).collect();
-                (name.clone(), examples)
-            })
-            .collect();
-        let n_examples: usize = sets.iter().map(|(_, e)| e.len()).sum();
+        // The prompts carry the history and pages the run's (first) agent keeps, and an
+        // instruction-tuned policy's examples its env's tool set (`agent::hermes`).
+        let agent = self.plan.nodes.iter().find_map(|(_, p)| match p {
+            Params::Agent(a) => Some(crate::agent::AgentCfg::in_plan(a, self.plan)),
+            _ => None,
+        });
+        let (history, window) = agent
+            .as_ref()
+            .map_or((History::ActionOnly, Window::default()), |a| (a.history, a.window));
+        // One example per demonstrated step, whatever the policy.
+        let n_examples: usize = parts.iter().flat_map(|(_, d)| d).map(|t| t.steps.len()).sum();
         let n_demos: usize = parts.iter().map(|(_, d)| d.len()).sum();
         let epochs = epochs.0.max(1) as usize;
         let batch = (*batch).max(1) as usize;
@@ -77,6 +66,30 @@ impl<'a> Executor<'a> {
         let steps = sft.steps_per_epoch(n_examples) * epochs;
         let optim = settings::optim(*lr, optimizer, schedule, steps as u64);
         let trainer = self.trainer_from(model.id(), optim)?;
+        // The stage's `frozen` parts get no gradient and no optimiser state; others thaw.
+        trainer
+            .lock()
+            .map_err(|_| RunError::poisoned())?
+            .set_frozen(&settings::frozen_parts(frozen))
+            .map_err(|e| {
+                RunError::model(&format!("stage `{}`: cannot freeze `frozen`", node.decl), e)
+            })?;
+        let chat = trainer.lock().map_err(|_| RunError::poisoned())?.tokenizer().chat().is_some();
+        let hermes = agent.and_then(|a| a.hermes).filter(|_| chat);
+        let mut sets: Vec<(String, Vec<wrl_trainer::Trajectory>)> = Vec::new();
+        for (name, d) in &parts {
+            let mut examples = Vec::new();
+            for t in d {
+                let ex = sft_examples(t, history, window, hermes.as_deref()).map_err(|e| {
+                    RunError::new(
+                        Fault::Data,
+                        format!("stage `{}`: dataset `{name}`: {e}", node.decl),
+                    )
+                })?;
+                examples.extend(ex);
+            }
+            sets.push((name.clone(), examples));
+        }
         self.say(&format!(
             "stage {}: SFT on {} examples ({} demos), {epochs} epochs, {steps} steps",
             node.decl, n_examples, n_demos

@@ -18,7 +18,7 @@ pub fn refusals(plan: &TypedPlan<'_>, n: &Node, p: &Params) -> Vec<RunError> {
         Params::Agent(a) => agent(plan, n, a),
         Params::RlPhase(r) => phase(plan, n, r),
         Params::Reward(r) => super::rewards::reward(plan, n, &r.expr, "expr"),
-        Params::Sft(s) => sft(n, s),
+        Params::Sft(s) => sft(plan, n, s),
         Params::Eval(e) => eval(plan, n, e),
         Params::Dataset(_) | Params::Checkpoint(_) => Vec::new(),
     }
@@ -339,7 +339,15 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
     let cannot = |what: String, help: &str, field: &str| {
         unsupported(n, format!("stage `{}`: {what}", n.decl), help, field)
     };
-    let (validate, frozen) = match p {
+    // `frozen` is honoured by the executor (a text model has no vision tower or projector);
+    // tied parts go together.
+    let (init, frozen) = match p {
+        RlPhase::Grpo(g) => (&g.init, &g.frozen),
+        RlPhase::Dapo(d) => (&d.init, &d.frozen),
+        RlPhase::Ppo(p) => (&p.init, &p.frozen),
+    };
+    errs.extend(crate::executor::hf::frozen_split(plan, n, init.id(), frozen));
+    let validate = match p {
         RlPhase::Grpo(g) => {
             if g.asynchronous.staleness.0 != 0.0 || g.asynchronous.sync_every != 1 {
                 errs.push(cannot(
@@ -360,10 +368,10 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
                     "process_mix",
                 ));
             }
-            (&g.validate, &g.frozen)
+            &g.validate
         }
-        RlPhase::Dapo(d) => (&d.validate, &d.frozen),
-        RlPhase::Ppo(p) => (&params::OrOff::Off, &p.frozen),
+        RlPhase::Dapo(d) => &d.validate,
+        RlPhase::Ppo(_) => &params::OrOff::Off,
     };
     let mask = match p {
         RlPhase::Grpo(g) => &g.mask,
@@ -438,7 +446,6 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
             ));
         }
     }
-    errs.extend(frozen_parts(n, frozen));
     if let RlPhase::Dapo(d) = p
         && d.dynamic_sampling.metric != "reward"
     {
@@ -476,33 +483,12 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
     errs
 }
 
-/// Parts of the model a stage freezes: this runtime's models (`tiny_transformer` and Hugging
-/// Face Qwen text models) have no vision tower or projector, so there is nothing to freeze
-/// there; freezing the embeddings or the LM head per stage is not wired to the trainer yet.
-fn frozen_parts(n: &Node, frozen: &[params::FrozenPart]) -> Vec<RunError> {
-    frozen
-        .iter()
-        .filter_map(|f| match f {
-            params::FrozenPart::VisionTower | params::FrozenPart::Projector => None,
-            params::FrozenPart::Embeddings | params::FrozenPart::LmHead => Some(unsupported(
-                n,
-                format!(
-                    "stage `{}`: freezing part of the model (`frozen = [{}]`) is not implemented \
-                     by this runtime: every parameter of its text models is trained",
-                    n.decl,
-                    f.word()
-                ),
-                "freeze only `vision_tower` and `projector` (which a text model lacks), or \
-                 set `frozen = []` (a profile can)",
-                "frozen",
-            )),
-        })
-        .collect()
-}
-
 /// What an SFT stage asks for that the text policy's examples cannot do.
-fn sft(n: &Node, s: &params::Sft) -> Vec<RunError> {
-    let mut errs = frozen_parts(n, &s.frozen);
+fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
+    // `frozen` is honoured (the executor passes a stage's parts to the trainer); a text model
+    // has no `vision_tower` or `projector`, so those freeze nothing; tied parts go together.
+    let mut errs: Vec<RunError> =
+        crate::executor::hf::frozen_split(plan, n, s.model.id(), &s.frozen).into_iter().collect();
     if !s.mask.contains(&params::MaskPart::Observations) {
         errs.push(unsupported(
             n,

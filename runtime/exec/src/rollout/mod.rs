@@ -12,6 +12,7 @@ use wrl_sandbox::{Task, TrajOutcome, Trajectory};
 use wrl_trainer::{SampleParams, Trainer};
 
 use crate::agent::graph::{GraphPolicy, GraphRun};
+use crate::agent::hermes::Hermes;
 use crate::agent::policy::{History, TrainerPolicy, Turn, Window};
 use crate::env::{Agent, Env};
 use crate::reward::judges::Judges;
@@ -102,6 +103,8 @@ pub struct RolloutCfg {
     pub history: History,
     /// The ReAct agent's past pages and over-long prompts.
     pub window: Window,
+    /// The ReAct agent's tool set, as an instruction-tuned policy calls it (`agent::hermes`).
+    pub hermes: Option<Arc<Hermes>>,
     /// Failure classes (`env_error`, `infra_timeout`, …) whose samples leave the loss.
     pub exclude: Vec<String>,
     /// The per-step process reward, added to each turn's outcome reward.
@@ -290,6 +293,7 @@ async fn attempt(
             Some(t) => Box::new(
                 TrainerPolicy::new(t, cfg.sample.clone(), cfg.history, "policy")
                     .with_window(cfg.window)
+                    .with_hermes(cfg.hermes.clone())
                     .with_stream(stream),
             ),
             None => return Episode::unrunnable(group, task, "no policy to run this agent"),

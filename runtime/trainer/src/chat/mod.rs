@@ -86,9 +86,10 @@ pub fn examples(tok: &Tokenizer, c: &Conversation, max_len: usize) -> Result<Vec
     Ok(out)
 }
 
-/// A trainer trajectory as a conversation: observations are the user's, tool output the
-/// tool's; a segment is trained as it says.
-pub fn conversation_of(segments: &[crate::data::Segment]) -> Conversation {
+/// A trainer trajectory as a conversation with `tools` (JSON texts of function schemas):
+/// observations are the user's, tool output the tool's; an assistant segment's tool calls are
+/// its message's; a segment is trained as it says.
+pub fn conversation_of(segments: &[crate::data::Segment], tools: &[String]) -> Conversation {
     use crate::tokenizer::Role;
     let messages = segments
         .iter()
@@ -99,8 +100,12 @@ pub fn conversation_of(segments: &[crate::data::Segment]) -> Conversation {
                 Role::Assistant => ChatRole::Assistant,
                 Role::Tool => ChatRole::Tool,
             };
-            Message { train: s.trained(), ..Message::new(role, s.text.clone()) }
+            Message {
+                train: s.trained(),
+                tool_calls: s.tool_calls.clone(),
+                ..Message::new(role, s.text.clone())
+            }
         })
         .collect();
-    Conversation { messages, tools: Vec::new() }
+    Conversation { messages, tools: tools.to_vec() }
 }

@@ -258,6 +258,29 @@ impl Model {
         }
     }
 
+    /// The parameter names the parts `parts` cover: the token embeddings and the LM head
+    /// (tied ones together, see `qwen::frozen_names`).
+    pub fn frozen_names(&self, parts: &[Frozen]) -> Result<Vec<String>> {
+        match self {
+            Model::Tiny(_) => Ok(parts
+                .iter()
+                .map(|p| match p {
+                    Frozen::Embeddings => "tok_emb.weight".to_string(),
+                    Frozen::LmHead => "lm_head.weight".to_string(),
+                })
+                .collect()),
+            Model::Qwen(m) => qwen::frozen_names(&m.config, parts),
+        }
+    }
+
+    /// The parameter store, to freeze parts of it.
+    pub(crate) fn params_mut(&mut self) -> &mut ParamStore {
+        match self {
+            Model::Tiny(m) => &mut m.params,
+            Model::Qwen(m) => &mut m.params,
+        }
+    }
+
     /// The trainable parameters.
     pub fn params(&self) -> &ParamStore {
         match self {

@@ -110,6 +110,7 @@ fn cpu_independent_training_ignores_the_thread_count() {
                             Segment::new(Role::Observation, "[1] link Blue mug  [2] button Buy"),
                             Segment::new(Role::Assistant, format!("click(id: {})", i % 3)),
                         ],
+                        tools: Vec::new(),
                     };
                     render(t.tokenizer(), &tr, 64).unwrap()
                 })

@@ -168,6 +168,7 @@ fn models_agree(f: wrl_trainer::PolicyConfig, r: wrl_trainer::PolicyConfig) {
             Segment::new(Role::User, "compare"),
             Segment::new(Role::Assistant, "the two paths"),
         ],
+        tools: Vec::new(),
     };
     let ex = render(fused.tokenizer(), &tr, 64).unwrap();
     let (lf, logits_f) = fused.sft_loss(&[&ex]).unwrap();

@@ -73,6 +73,7 @@ fn check_all(make: &dyn Fn() -> Trainer, label: &str) {
     let mut t = make();
     let tr = Trajectory {
         segments: vec![Segment::new(Role::User, "hello"), Segment::new(Role::Assistant, "world!")],
+        tools: Vec::new(),
     };
     let ex = render(t.tokenizer(), &tr, 64).unwrap();
     let before = snapshot(&t);

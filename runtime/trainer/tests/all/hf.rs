@@ -119,6 +119,48 @@ fn the_template_renders_as_qwen3s_and_trains_exactly_the_assistant_spans() {
 }
 
 #[test]
+fn a_trajectory_carries_its_tools_and_calls_into_the_template() {
+    use wrl_trainer::{Role, Segment, Trajectory};
+    let dir = tempfile::tempdir().unwrap();
+    tiny_qwen3(dir.path(), TinySpec::default());
+    let t = trainer(dir.path(), Vec::new(), false);
+    let tok = t.tokenizer();
+    let call = CallText { name: "search".into(), arguments: r#"{"query": ["Barvel"]}"#.into() };
+    let traj = Trajectory {
+        segments: vec![
+            Segment::new(Role::User, "Find Barvel."),
+            Segment { tool_calls: vec![call], ..Segment::new(Role::Assistant, "") },
+        ],
+        tools: vec![TOOL.to_string()],
+    };
+    let ex = wrl_trainer::render(tok, &traj, 10_000).unwrap();
+    let head = format!(
+        "<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{TOOL}{INSTRUCTIONS}<|im_start|>user\nFind Barvel.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    );
+    let call = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": [\"Barvel\"]}}\n</tool_call><|im_end|>";
+    assert_eq!(ex.tokens, tok.encode(&format!("{head}{call}\n")).unwrap());
+    let trained: Vec<u32> =
+        ex.tokens.iter().zip(&ex.weights).filter(|(_, w)| **w != 0.0).map(|(t, _)| *t).collect();
+    assert_eq!(trained, tok.encode(call).unwrap(), "only the template's call and its end token");
+    // The prompt of that turn, with the same tools: the example's untrained head.
+    let prompt = wrl_trainer::render_prompt_with(tok, &traj.segments[..1], &traj.tools).unwrap();
+    assert_eq!(prompt, tok.encode(&head).unwrap());
+    assert_eq!(&ex.tokens[..prompt.len()], &prompt[..]);
+    // Without a template there is nowhere to show tools: the tiny byte model ignores them.
+    let plain = wrl_trainer::render_prompt_with(
+        &wrl_trainer::tokenizer::Tokenizer::Bytes,
+        &traj.segments[..1],
+        &traj.tools,
+    )
+    .unwrap();
+    assert_eq!(
+        plain,
+        wrl_trainer::render_prompt(&wrl_trainer::tokenizer::Tokenizer::Bytes, &traj.segments[..1])
+            .unwrap()
+    );
+}
+
+#[test]
 fn frozen_parts_get_no_gradient_and_no_optimiser_state() {
     let dir = tempfile::tempdir().unwrap();
     tiny_qwen3(dir.path(), TinySpec::default());
@@ -153,6 +195,53 @@ fn frozen_parts_get_no_gradient_and_no_optimiser_state() {
         device: DeviceChoice::Cpu,
     };
     assert!(Trainer::new(cfg).unwrap_err().to_string().contains("freeze both"));
+}
+
+#[test]
+fn a_stage_freezes_parts_of_a_live_policy_and_its_moments_go() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny_qwen3(dir.path(), TinySpec::default());
+    let mut t = trainer(dir.path(), Vec::new(), false);
+    let ex = chat::examples(t.tokenizer(), &conversation(), 10_000).unwrap();
+    let pairs: Vec<(&wrl_trainer::Example, f32)> = ex.iter().map(|e| (e, 1.0)).collect();
+    let emb = "model.embed_tokens.weight".to_string();
+    let moments = |t: &Trainer| {
+        let ck = tempfile::tempdir().unwrap();
+        t.save(ck.path()).unwrap();
+        candle_core::safetensors::load(
+            ck.path().join("optimizer.safetensors"),
+            &candle_core::Device::Cpu,
+        )
+        .unwrap()
+        .into_keys()
+        .collect::<std::collections::BTreeSet<String>>()
+    };
+    // A first stage trains everything; the embeddings get moments.
+    t.sft_step_on(&pairs, 2).unwrap();
+    assert!(moments(&t).contains(&format!("m.{emb}")));
+    // The next freezes them: no gradient, no moments, unchanged by its steps.
+    t.set_frozen(&[Frozen::Embeddings, Frozen::LmHead]).unwrap();
+    assert!(!moments(&t).contains(&format!("m.{emb}")));
+    let before = crate::common::snapshot(&t);
+    t.sft_step_on(&pairs, 2).unwrap();
+    assert_eq!(crate::common::unchanged(&before, &crate::common::snapshot(&t)), vec![emb.clone()]);
+    assert!(!moments(&t).contains(&format!("m.{emb}")));
+    // A checkpoint resumes with them frozen.
+    let ck = tempfile::tempdir().unwrap();
+    t.save(ck.path()).unwrap();
+    let mut back = Trainer::load(ck.path()).unwrap();
+    let before = crate::common::snapshot(&back);
+    back.sft_step_on(&pairs, 2).unwrap();
+    assert_eq!(
+        crate::common::unchanged(&before, &crate::common::snapshot(&back)),
+        vec![emb.clone()]
+    );
+    // A stage without `frozen` thaws them; tied parts freeze together or not at all.
+    t.set_frozen(&[]).unwrap();
+    let before = crate::common::snapshot(&t);
+    t.sft_step_on(&pairs, 2).unwrap();
+    assert!(crate::common::unchanged(&before, &crate::common::snapshot(&t)).is_empty());
+    assert!(t.set_frozen(&[Frozen::LmHead]).unwrap_err().to_string().contains("freeze both"));
 }
 
 #[test]

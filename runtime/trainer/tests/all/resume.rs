@@ -19,6 +19,7 @@ fn mixture(t: &Trainer) -> Mixture {
                         Segment::new(Role::User, "q"),
                         Segment::new(Role::Assistant, *s),
                     ],
+                    tools: Vec::new(),
                 };
                 render(t.tokenizer(), &tr, 64).unwrap()
             })

@@ -18,6 +18,7 @@ fn traj() -> Trajectory {
             Segment::new(Role::Observation, "page2"),
             Segment::new(Role::Assistant, "done"),
         ],
+        tools: Vec::new(),
     }
 }
 
@@ -157,6 +158,7 @@ fn grad_accumulation_matches_one_big_batch() {
         .iter()
         .map(|s| Trajectory {
             segments: vec![Segment::new(Role::User, "q"), Segment::new(Role::Assistant, *s)],
+            tools: Vec::new(),
         })
         .collect();
     let exs: Vec<Example> =
@@ -182,6 +184,7 @@ fn sft_memorises_a_small_set() {
                 Segment::new(Role::Observation, "<page>"),
                 Segment::new(Role::Assistant, *s),
             ],
+            tools: Vec::new(),
         })
         .collect();
     let mut t = trainer(tiny(2, 64, OpsMode::Auto), 3e-3, 0.0, 11);
@@ -236,6 +239,7 @@ fn the_copy_head_learns_to_type_unseen_words() {
                     Segment::new(Role::User, u.clone()),
                     Segment::new(Role::Assistant, a.clone()),
                 ],
+                tools: Vec::new(),
             };
             render(t.tokenizer(), &tr, 64).unwrap()
         })

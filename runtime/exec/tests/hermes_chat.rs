@@ -1,0 +1,217 @@
+//! An instruction-tuned policy's turns through its own chat template, token by token, on the
+//! tiny random Qwen3 the trainer writes (its own BPE and Qwen3's template): the recipe's typed
+//! tools (quickstart's `elements`, WebDancer's `webdancer`, decoded from the real plans) are
+//! the template's `tools`; an expert step becomes the template's tool calls, trained exactly on
+//! the assistant span the template produced; the rollout prompt is that example's prompt,
+//! token for token; and a turn the model writes that is not a call is a format error.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use wrl_check::FsLoader;
+use wrl_diagnostics::SourceMap;
+use wrl_exec::agent::AgentCfg;
+use wrl_exec::agent::hermes::{EnvKind, Hermes};
+use wrl_exec::agent::policy::{History, TrainerPolicy, Window, sft_examples};
+use wrl_exec::env::Agent;
+use wrl_plan::params::{Params, TypedPlan};
+use wrl_trainer::chat::{self, ChatRole, Conversation, Message};
+use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
+use wrl_trainer::{
+    DeviceChoice, OptimConfig, PolicyConfig, PretrainedSource, Role, SampleParams, Segment,
+    Trainer, TrainerConfig,
+};
+
+fn plan(name: &str, profile: &str) -> wrl_plan::Plan {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let text = std::fs::read_to_string(root.join("recipes").join(name)).unwrap();
+    let mut sources = SourceMap::new();
+    let id = sources.add(format!("recipes/{name}"), text.clone());
+    let parsed = wrl_syntax::parse(id, &text);
+    let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+    let recipe = checked.recipes.into_iter().next().unwrap();
+    let recipe = if profile.is_empty() { recipe } else { recipe.with_profile(profile).unwrap() };
+    wrl_plan::lower(&recipe).unwrap()
+}
+
+/// The tool set of the recipe's first ReAct agent, as the executor gives it to the policy.
+fn hermes_of(plan: &wrl_plan::Plan) -> Hermes {
+    let typed = TypedPlan::decode(plan).unwrap();
+    let agent = typed
+        .nodes
+        .iter()
+        .find_map(|(_, p)| match p {
+            Params::Agent(a) => Some(AgentCfg::in_plan(a, &typed)),
+            _ => None,
+        })
+        .unwrap();
+    agent.hermes.as_deref().unwrap().clone()
+}
+
+fn tiny_qwen3(dir: &Path) -> Trainer {
+    let corpus = vec![
+        "[1] link \"Blue mug\" [2] button \"Buy\" task: buy the blue mug".to_string(),
+        "<tool_call>\n{\"name\": \"click\", \"arguments\": {\"id\": 2}}\n</tool_call>".into(),
+    ];
+    wrl_trainer::hf::tiny::write(
+        dir,
+        &TinySpec::default(),
+        &TokenizerSource::Generated { corpus, merges: 60 },
+    )
+    .unwrap();
+    Trainer::new(TrainerConfig {
+        policy: PolicyConfig::Qwen3(PretrainedSource::new(dir)),
+        optim: OptimConfig::default(),
+        seed: 5,
+        device: DeviceChoice::Cpu,
+    })
+    .unwrap()
+}
+
+fn step(observation: &str, action: &str) -> wrl_sandbox::TrajStep {
+    wrl_sandbox::TrajStep {
+        observation: observation.into(),
+        actions: vec![action.into()],
+        feedback: String::new(),
+        url: "/".into(),
+    }
+}
+
+fn demo(steps: Vec<wrl_sandbox::TrajStep>) -> wrl_sandbox::Trajectory {
+    wrl_sandbox::Trajectory {
+        task_id: "t".into(),
+        template: "x".into(),
+        goal: "buy the blue mug".into(),
+        agent: "expert".into(),
+        steps,
+        outcome: wrl_sandbox::TrajOutcome {
+            reason: "completed".into(),
+            message: String::new(),
+            answer: None,
+            success: true,
+            detail: String::new(),
+        },
+        elapsed_ms: 1,
+    }
+}
+
+#[test]
+fn the_recipes_tools_reach_the_template_and_the_demonstrations_train_its_calls() {
+    let quick = hermes_of(&plan("quickstart.wrl", ""));
+    assert_eq!(quick.env, EnvKind::Browser);
+    let names: Vec<&str> = quick.tools.tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"click") && names.contains(&"answer"), "{names:?}");
+    let dancer = hermes_of(&plan("webdancer.wrl", "smoke"));
+    assert_eq!((dancer.env, dancer.tools.answer_tag.as_str()), (EnvKind::Search, "answer"));
+    // bench/hf-parity renders these schemas with transformers' `apply_chat_template`.
+    let fixture =
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/hf-parity/recipe-tools.json"));
+    let want = serde_json::to_string_pretty(
+        &serde_json::json!({"elements": quick.schemas, "webdancer": dancer.schemas}),
+    )
+    .unwrap()
+        + "\n";
+    if std::env::var_os("WRL_BLESS").is_some() {
+        std::fs::write(fixture, &want).unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(fixture).unwrap_or_default(),
+        want,
+        "bench/hf-parity/recipe-tools.json is stale: WRL_BLESS=1 cargo test -p wrl-exec --test hermes_chat"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let t = tiny_qwen3(dir.path());
+    let tok = t.tokenizer();
+    let d = demo(vec![
+        step("task: buy the blue mug\n[1] link \"Blue mug\"", "click 1"),
+        step("task: buy the blue mug\n[2] button \"Buy\"", "type! 2 one mug"),
+    ]);
+    let examples = sft_examples(&d, History::ActionOnly, Window::default(), Some(&quick)).unwrap();
+    assert_eq!(examples.len(), 2);
+    for ex in &examples {
+        assert_eq!(ex.tools, quick.schemas);
+        let rendered = wrl_trainer::render(tok, ex, 100_000).unwrap();
+        // The whole example is the template's text of the conversation, token for token.
+        let user = ex.segments[0].text.clone();
+        let call = &ex.segments[1].tool_calls[0];
+        let conv = Conversation {
+            messages: vec![
+                Message::new(ChatRole::User, user.clone()),
+                Message {
+                    tool_calls: vec![call.clone()],
+                    train: true,
+                    ..Message::new(ChatRole::Assistant, "")
+                },
+            ],
+            tools: quick.schemas.clone(),
+        };
+        let text = tok.chat().unwrap().text(&conv).unwrap();
+        assert_eq!(rendered.tokens, tok.encode(&text).unwrap());
+        // The tools block shows every schema, as Python's `json.dumps` writes it.
+        let first: serde_json::Value = serde_json::from_str(&quick.schemas[0]).unwrap();
+        assert!(
+            text.contains("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"click\"")
+        );
+        assert!(text.contains(&format!("\"name\": {}", first["function"]["name"])));
+        // Trained: exactly the template's call and its end token.
+        let trained: Vec<u32> = rendered
+            .tokens
+            .iter()
+            .zip(&rendered.weights)
+            .filter(|(_, w)| **w != 0.0)
+            .map(|(t, _)| *t)
+            .collect();
+        let args = chat::template::value_of_json(&call.arguments).unwrap();
+        let style = chat::pyjson::Style { indent: None, ensure_ascii: false, sort_keys: false };
+        let python = chat::pyjson::dumps(&args, style).unwrap();
+        let span = format!(
+            "<tool_call>\n{{\"name\": \"{}\", \"arguments\": {python}}}\n</tool_call><|im_end|>",
+            call.name
+        );
+        assert_eq!(trained, tok.encode(&span).unwrap(), "{text}");
+        // The untrained head is the prompt the policy is given in the loop, token for token.
+        let head: Vec<u32> = rendered
+            .tokens
+            .iter()
+            .zip(&rendered.weights)
+            .take_while(|(_, w)| **w == 0.0)
+            .map(|(t, _)| *t)
+            .collect();
+        let prompt =
+            wrl_trainer::render_prompt_with(tok, &[Segment::new(Role::User, user)], &quick.schemas)
+                .unwrap();
+        assert_eq!(head, prompt);
+        let before = Conversation { messages: conv.messages[..1].to_vec(), tools: conv.tools };
+        assert_eq!(prompt, chat::prompt(tok, &before).unwrap());
+    }
+    // The second step's call as the template renders it.
+    assert_eq!(examples[1].segments[1].tool_calls[0].name, "type");
+    // A step the tool set cannot call is refused, naming it.
+    let bad = demo(vec![step("task: x\n[1] link", "hover 1")]);
+    let e = sft_examples(&bad, History::ActionOnly, Window::default(), Some(&quick)).unwrap_err();
+    assert!(e.contains("`hover 1`"), "{e}");
+}
+
+#[test]
+fn a_policy_with_a_template_calls_tools_and_a_stray_turn_is_a_format_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let quick = Arc::new(hermes_of(&plan("quickstart.wrl", "")));
+    let trainer = Arc::new(Mutex::new(tiny_qwen3(dir.path())));
+    let params = SampleParams { max_tokens: 12, ..SampleParams::default() };
+    let mut p = TrainerPolicy::new(trainer.clone(), params, History::ActionOnly, "policy")
+        .with_hermes(Some(quick.clone()))
+        .with_stream(Some(9));
+    let out = p.act_text("task: buy the blue mug\n[1] link \"Blue mug\"", &[]);
+    let turn = p.turns[0].clone();
+    // The prompt carried the tools; the random model's reply is no call of them.
+    let tok = trainer.lock().unwrap().tokenizer().clone();
+    let prompt = tok.decode(&turn.prompt_tokens).unwrap();
+    assert!(prompt.contains("<tools>") && prompt.contains("\"name\": \"click\""), "{prompt}");
+    let err = p.malformed().expect("a random reply is a format error");
+    assert_eq!(out, tok.decode(&turn.completion_tokens).unwrap().trim(), "returned as written");
+    assert_eq!(quick.read(&out).unwrap_err(), err);
+    assert!(p.malformed().is_none(), "taken once");
+}
