@@ -87,6 +87,6 @@ fn judge_failures_are_counted_in_metrics_summary_and_report() {
     assert!(summary.warnings[0].contains("`warn_excluded` = 0.5"), "{:?}", summary.warnings);
     assert!(summary.describe().contains("4 episodes left out of the loss (4 judge_error)"));
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(report.contains("<td>judge_error</td><td>4</td>"), "no exclusion table");
+    assert!(report.contains("<td>judge_error</td><td class=\"n\">4</td>"), "no exclusion table");
     assert!(report.contains("<b>warning:</b>"), "no warning in the report");
 }

@@ -2,7 +2,6 @@
 //! held-out evaluations side by side, the configuration parameters that differ, every curve
 //! with one line per run, and how episodes ended per run.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::config::{self, Difference, NodeConfig};
@@ -69,7 +68,7 @@ pub fn render(runs: &[Compared<'_>]) -> Result<String, RunDirError> {
         h.push_str(&chart::render(&c));
     }
     h.push_str("</div></section>");
-    endings(&mut h, runs, &figures);
+    endings(&mut h, runs);
     h.push_str("</body></html>\n");
     Ok(h)
 }
@@ -144,23 +143,14 @@ fn differences(h: &mut String, labels: &[&str], diffs: &[Difference]) {
     h.push_str("</table></section>");
 }
 
-fn endings(h: &mut String, runs: &[Compared<'_>], figures: &[Summary]) {
+fn endings(h: &mut String, runs: &[Compared<'_>]) {
     h.push_str("<section id=\"endings\"><h2>How episodes ended</h2>");
-    let labels: Vec<&str> = runs.iter().map(|r| r.label.as_str()).collect();
-    let classes: BTreeSet<&str> =
-        figures.iter().flat_map(|s| s.failures.keys().map(String::as_str)).collect();
-    if !classes.is_empty() {
-        h.push_str("<h3>RL episodes by ending</h3>");
-        header(h, "ending", &labels);
-        for k in classes {
-            let _ = write!(h, "<tr><td>{}</td>", esc(k));
-            for s in figures {
-                let n = s.failures.get(k).copied().unwrap_or(0);
-                let _ = write!(h, "<td class=\"n\">{n}</td>");
-            }
-            h.push_str("</tr>");
+    for r in runs {
+        let c = tables::by_source(&r.view.trajectories);
+        if !c.rows.is_empty() {
+            let _ = write!(h, "<h3><code>{}</code>: all episodes</h3>", esc(&r.label));
+            html::counts(h, "episodes", &c);
         }
-        h.push_str("</table>");
     }
     for r in runs {
         for (group, c) in tables::by_template(&r.view.trajectories) {

@@ -137,14 +137,15 @@ pub fn counts(h: &mut String, first: &str, c: &Counts) {
 fn endings(h: &mut String, d: &ReportData) {
     h.push_str("<section id=\"endings\"><h2>How episodes ended</h2>");
     let s = &d.summary;
-    if !s.failures.is_empty() {
-        h.push_str(
-            "<h3>RL episodes by ending</h3><table><tr><th>ending</th><th>episodes</th></tr>",
-        );
-        for (k, v) in &s.failures {
-            let _ = write!(h, "<tr><td>{}</td><td class=\"n\">{v}</td></tr>", esc(k));
-        }
-        h.push_str("</table>");
+    h.push_str(
+        "<p class=\"muted\">Classes: <code>solved</code>; <code>wrong_answer</code> (it answered, \
+         the checker said no); the browser's endings <code>max_steps</code>, \
+         <code>agent_error</code> (format errors), <code>env_error</code>, \
+         <code>infra_timeout</code>.</p>",
+    );
+    if !d.by_source.rows.is_empty() {
+        h.push_str("<h3>All episodes</h3>");
+        counts(h, "episodes", &d.by_source);
     }
     if !s.excluded.is_empty() {
         h.push_str(
@@ -256,6 +257,15 @@ fn config(h: &mut String, d: &ReportData) {
     h.push_str(
         "<section id=\"config\"><h2>Resolved configuration</h2><p class=\"muted\">Every node of \
          <code>plan.json</code> with every parameter, defaults filled.</p>",
+    );
+    let _ = write!(
+        h,
+        "<table><tr><td>recipe</td><td><code>{}</code></td></tr><tr><td>profile</td><td>{}</td></tr>\
+         <tr><td>run started</td><td>{}</td></tr><tr><td>report by</td><td>wrlc {}</td></tr></table>",
+        esc(&d.recipe),
+        esc(d.profile.as_deref().unwrap_or("(none)")),
+        esc(d.started.as_deref().unwrap_or("(nothing logged yet)")),
+        env!("CARGO_PKG_VERSION")
     );
     for n in &d.config {
         let _ =
@@ -371,6 +381,7 @@ mod tests {
             assert!(html.contains(&format!("<section id=\"{id}\">")), "{id}");
         }
         assert!(html.contains("<td>judge_timeout</td><td class=\"n\">12</td>"), "{html}");
+        assert!(html.contains("<td>run started</td><td>(nothing logged yet)</td>"));
         assert!(html.contains("<b>warning:</b> iteration 1: 12 of 16"));
         assert!(html.contains("<polyline") && html.contains("50.0%"));
         assert!(html.contains("<td class=\"n\">25.0%</td>"), "solved share of the iteration");

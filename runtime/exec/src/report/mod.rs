@@ -67,8 +67,12 @@ pub struct ReportData {
     pub summary: Summary,
     pub config: Vec<NodeConfig>,
     pub charts: Vec<Chart>,
+    /// Episodes by class: training, then each evaluation.
+    pub by_source: Counts,
     pub by_iteration: Counts,
     pub by_template: Vec<(String, Counts)>,
+    /// When the run logged its first line (UTC), if it has.
+    pub started: Option<String>,
     /// Per evaluation (its name), the episodes chosen to show.
     pub chosen: Vec<(String, Vec<EpisodeView>)>,
     /// Pages linked rather than embedded because the page would pass [`EMBED_BUDGET`].
@@ -120,7 +124,9 @@ pub fn build(view: &RunView) -> Result<ReportData, RunDirError> {
         summary: view.figures(),
         config: config::nodes(&plan),
         charts: series::charts(&[(String::new(), &view.metrics)]),
+        by_source: tables::by_source(&view.trajectories),
         by_iteration: tables::by_iteration(&view.trajectories),
+        started: view.metrics.first().map(|m| utc(m.stamp().1)),
         by_template: tables::by_template(&view.trajectories),
         chosen,
         linked_pages: linked,
@@ -134,6 +140,12 @@ pub fn write(root: &Path) -> Result<std::path::PathBuf, RunDirError> {
     let path = root.join("report.html");
     crate::rundir::write_atomic(&path, page.as_bytes())?;
     Ok(path)
+}
+
+/// Unix seconds as `2026-12-01 18:07 UTC`.
+fn utc(secs: f64) -> String {
+    chrono::DateTime::from_timestamp(secs as i64, 0)
+        .map_or_else(|| "an unknown time".into(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())
 }
 
 fn scored(s: &Scored) -> Option<f64> {

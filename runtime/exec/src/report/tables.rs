@@ -67,15 +67,38 @@ pub fn by_iteration(trajs: &[TrajectoryLine]) -> Counts {
 /// Template → class → episodes.
 type ByTemplate = BTreeMap<String, BTreeMap<String, u64>>;
 
+/// Episodes by class: a row for all training episodes, then one per evaluation.
+pub fn by_source(trajs: &[TrajectoryLine]) -> Counts {
+    let mut rows: Vec<(String, BTreeMap<String, u64>)> = Vec::new();
+    for t in trajs {
+        let name = source(t);
+        let at = match rows.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                rows.push((name, BTreeMap::new()));
+                rows.len() - 1
+            }
+        };
+        *rows[at].1.entry(class(&t.trajectory).to_string()).or_default() += 1;
+    }
+    rows.sort_by_key(|(n, _)| *n != "training episodes");
+    Counts::from_rows(rows)
+}
+
+/// `training episodes`, or `evaluation NAME`.
+fn source(t: &TrajectoryLine) -> String {
+    if is_eval(t) {
+        format!("evaluation {}", node_name(&t.node))
+    } else {
+        "training episodes".to_string()
+    }
+}
+
 /// Episodes by task template: one table for all training episodes, then one per evaluation.
 pub fn by_template(trajs: &[TrajectoryLine]) -> Vec<(String, Counts)> {
     let mut groups: Vec<(String, ByTemplate)> = Vec::new();
     for t in trajs {
-        let group = if is_eval(t) {
-            format!("evaluation {}", node_name(&t.node))
-        } else {
-            "training episodes".to_string()
-        };
+        let group = source(t);
         let at = match groups.iter().position(|(g, _)| *g == group) {
             Some(i) => i,
             None => {
@@ -146,5 +169,9 @@ mod tests {
         assert_eq!(groups, ["training episodes", "evaluation after_sft", "evaluation after_rl"]);
         assert_eq!(t[0].1.rows[0], ("shop_price".to_string(), vec![1, 0, 1]));
         assert_eq!(t[2].1.rows, vec![("shop_price".to_string(), vec![1])]);
+        let s = by_source(&ls);
+        assert_eq!(s.columns, ["solved", "max_steps", "wrong_answer"]);
+        assert_eq!(s.rows[0], ("training episodes".to_string(), vec![1, 1, 1]));
+        assert_eq!(s.rows[1], ("evaluation after_sft".to_string(), vec![0, 1, 0]));
     }
 }
