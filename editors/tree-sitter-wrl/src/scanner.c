@@ -304,7 +304,7 @@ static enum Found scan_unit(TSLexer *lexer, const bool *valid) {
         (lexer->lookahead >= 'A' && lexer->lookahead <= 'Z') || lexer->lookahead == '_')) {
     return NOT_A_WORD;
   }
-  char word[8];
+  char word[16];  // longer than the longest unit (`trajectories`), magnitude and keyword
   size_t n = 0;
   while (is_word_char(lexer->lookahead)) {
     if (n < sizeof word - 1) word[n] = (char)lexer->lookahead;
@@ -312,7 +312,7 @@ static enum Found scan_unit(TSLexer *lexer, const bool *valid) {
     lexer->advance(lexer, false);
   }
   lexer->mark_end(lexer);
-  bool long_word = n >= sizeof word;  // longer than every unit, magnitude and keyword
+  bool long_word = n >= sizeof word;
   word[long_word ? sizeof word - 1 : n] = '\0';
 
   if (!long_word && !spaced && valid[MAGNITUDE] &&
