@@ -24,8 +24,8 @@ async def test_hover(client: LanguageClient):
     uri, text = open_file(client, OWRL)
     h = await hover(client, uri, pos(text, "mini_batch = 256", 1))
     assert "field of `grpo` (stage)" in h
-    assert "**value** `256`" in h
-    assert "profile `smoke`: `32`, set by `online.mini_batch = 32`" in h
+    assert "**value** `256 turns`" in h
+    assert "profile `smoke`: `32 turns`, set by `online.mini_batch = 32 turns`" in h
     h = await hover(client, uri, pos(text, "concurrency = 90", 1))
     assert "`int(min: 1, max: 1024)`, default `8`" in h and "profile `smoke`: `4`" in h
     h = await hover(client, uri, pos(text, "36864 tokens", 7))
