@@ -192,6 +192,59 @@ fn webdancer_smoke_runs_offline_with_search_and_visit() {
     assert!(out.join("report.html").exists());
 }
 
+/// WebDancer's smoke run with its search API replaced by a retriever over a corpus file: the
+/// sandbox wiki's articles written as documents. The scripted expert's demonstrations, the RL
+/// rollouts and the evaluations all search and visit through the retriever.
+#[test]
+fn webdancer_smoke_runs_on_a_retriever_over_a_corpus_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("wiki.jsonl");
+    let content = wrl_sandbox::Content::new(0);
+    let docs: Vec<String> = content
+        .towns
+        .iter()
+        .map(|t| {
+            let text = format!(
+                "{n} is a town on the river {r}. {n} was founded in {f}. {n} has a population of {p}.",
+                n = t.name,
+                r = t.river,
+                f = t.founded,
+                p = t.population
+            );
+            let doc = serde_json::json!({"url": format!("/wiki/article/{}", t.slug), "title": t.name, "text": text});
+            doc.to_string()
+        })
+        .collect();
+    std::fs::write(&corpus, docs.join("\n")).unwrap();
+    let out = dir.path().join("run");
+    let target = format!("web.target=retriever(\"{}\")", corpus.display());
+    let sets = [
+        "trajectories=std::sandbox::demos(count: 4) { env = search_api }",
+        "gaia=std::sandbox::qa(count: 2) { split = test }",
+        "webwalker=std::sandbox::qa(count: 2) { split = test, seed = 1 }",
+        "warmup.epochs=1",
+        "online.phases[0].iters=1",
+        target.as_str(),
+    ];
+    let (code, _, stderr) = smoke_run("webdancer.wrl", &out, &sets);
+    assert_eq!(code, 0, "{stderr}");
+    let plan = std::fs::read_to_string(out.join("plan.json")).unwrap();
+    assert!(plan.contains("\"ctor\": \"retriever\"") || plan.contains("retriever"), "{plan}");
+    // The expert answered every question from the retriever's documents.
+    let demos = std::fs::read_to_string(out.join("data/trajectories.jsonl")).unwrap();
+    let solved: Vec<wrl_sandbox::Trajectory> =
+        demos.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(solved.len(), 4, "{demos}");
+    for t in &solved {
+        assert!(t.outcome.success, "{:?}", t.outcome);
+        assert!(t.steps[0].feedback.starts_with("[1] "), "{:?}", t.steps[0]);
+        assert!(t.steps[1].url.starts_with("/wiki/article/"), "{:?}", t.steps[1]);
+    }
+    let (summary, _, trajs) = records(&out);
+    assert_eq!(summary.status, "finished");
+    assert!(trajs.iter().any(|t| t.node.starts_with("eval:")));
+}
+
 #[test]
 fn opagent_smoke_trains_planner_and_grounder_as_separate_weights() {
     let dir = tempfile::tempdir().unwrap();

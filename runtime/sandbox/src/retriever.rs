@@ -17,7 +17,7 @@ use axum::routing::get;
 use serde::Deserialize;
 use tokio::sync::oneshot;
 
-use crate::search_api::{Hit, SearchParams, VisitParams, render_hits, text, words};
+use crate::search_api::{Hit, STOP, SearchParams, VisitParams, render_hits, text, words};
 
 /// One document of a corpus file (a JSONL line).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -120,10 +120,15 @@ impl Corpus {
     }
 
     /// Document `url` read for `goal`: its sentences, those sharing the most words with the
-    /// goal first (ties keep document order), at most `max_chars` characters.
+    /// goal first (words of three letters or more, the question words every goal has left out;
+    /// ties keep document order), at most `max_chars` characters.
     pub fn visit(&self, url: &str, goal: &str, max_chars: usize) -> Option<String> {
         let d = self.docs.iter().find(|d| d.url == url.trim())?;
-        let g: Vec<String> = words(goal).into_iter().filter(|w| w.len() >= 3).collect();
+        // Words every question shares (`the`, `what`) say nothing about which sentence it asks.
+        let g: Vec<String> = words(goal)
+            .into_iter()
+            .filter(|w| w.len() >= 3 && !STOP.contains(&w.as_str()))
+            .collect();
         let sentences: Vec<&str> = d
             .text
             .split_inclusive(['.', '!', '?'])

@@ -102,7 +102,7 @@ fn path_of(url: &str) -> &str {
 }
 
 /// Words a goal shares with every page, which say nothing about what it asks.
-const STOP: [&str; 12] =
+pub(crate) const STOP: [&str; 12] =
     ["the", "what", "which", "does", "was", "how", "many", "and", "for", "with", "from", "that"];
 
 /// A page read for a goal, as a reader service would: the page's sentences, those sharing the
