@@ -112,19 +112,34 @@ fn jobs_have_their_files_and_are_deterministic() {
     }
 }
 
+/// `tests/ui/lower/E0602_unknown_group.wrl` (a small grpo job on the sandbox) with `edit`.
+fn variant(edit: impl Fn(String) -> String) -> String {
+    edit(std::fs::read_to_string(root().join("tests/ui/lower/E0602_unknown_group.wrl")).unwrap())
+}
+
+/// The verl job of a recipe's text, which must check without errors.
+fn job_of(text: &str) -> wrl_verl::Job {
+    let mut sources = SourceMap::new();
+    let id = sources.add("variant.wrl".to_string(), text.to_string());
+    let parsed = wrl_syntax::parse(id, text);
+    let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+    assert!(checked.diagnostics.iter().all(|d| !d.is_error()), "{:?}", checked.diagnostics);
+    wrl_verl::lower(&wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap())
+}
+
+/// The job's (one) RL run config.
+fn config_of(job: &wrl_verl::Job) -> String {
+    let cfg = job.files.iter().find(|(k, _)| k.starts_with("config/")).map(|(_, v)| v);
+    String::from_utf8(cfg.unwrap().clone()).unwrap()
+}
+
 #[test]
 fn an_unknown_turn_budget_caps_nothing() {
-    let root = root();
-    let text = std::fs::read_to_string(root.join("tests/ui/lower/E0602_unknown_group.wrl"))
-        .unwrap()
-        .replace("group = unknown", "group = 4")
-        .replace("max_turns = 3 turns", "max_turns = unknown");
-    let mut sources = SourceMap::new();
-    let id = sources.add("unknown_turns.wrl".to_string(), text.clone());
-    let parsed = wrl_syntax::parse(id, &text);
-    let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
-    let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
-    let job = wrl_verl::lower(&plan);
+    let text = variant(|t| {
+        t.replace("group = unknown", "group = 4")
+            .replace("max_turns = 3 turns", "max_turns = unknown")
+    });
+    let job = job_of(&text);
     let loops = String::from_utf8(job.files["agent_loops.yaml"].clone()).unwrap();
     assert!(loops.contains("max_steps: 3"), "the horizon (3 steps) is the budget: {loops}");
 }
@@ -133,26 +148,12 @@ fn an_unknown_turn_budget_caps_nothing() {
 /// estimator; `kl_in = loss` its KL loss, never both.
 #[test]
 fn the_kl_goes_where_the_recipe_says() {
-    let root = root();
-    let base = std::fs::read_to_string(root.join("tests/ui/lower/E0602_unknown_group.wrl"))
-        .unwrap()
-        .replace("group = unknown", "group = 4, kl = 0.01, kl_estimator = k2");
-    let job_of = |text: String| {
-        let mut sources = SourceMap::new();
-        let id = sources.add("kl.wrl".to_string(), text.clone());
-        let parsed = wrl_syntax::parse(id, &text);
-        let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
-        assert!(checked.diagnostics.iter().all(|d| !d.is_error()), "{:?}", checked.diagnostics);
-        let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
-        let job = wrl_verl::lower(&plan);
-        let cfg = job.files.iter().find(|(k, _)| k.starts_with("config/")).map(|(_, v)| v);
-        String::from_utf8(cfg.unwrap().clone()).unwrap()
-    };
-    let reward = job_of(base.replace("kl = 0.01,", "kl = 0.01, kl_in = reward,"));
+    let base = variant(|t| t.replace("group = unknown", "group = 4, kl = 0.01, kl_estimator = k2"));
+    let reward = config_of(&job_of(&base.replace("kl = 0.01,", "kl = 0.01, kl_in = reward,")));
     assert!(reward.contains("use_kl_in_reward: true"), "{reward}");
     assert!(reward.contains("use_kl_loss: false"), "{reward}");
     assert!(reward.contains("kl_penalty: mse"), "{reward}");
-    let loss = job_of(base);
+    let loss = config_of(&job_of(&base));
     assert!(loss.contains("use_kl_in_reward: false"), "{loss}");
     assert!(loss.contains("use_kl_loss: true") && loss.contains("kl_loss_type: k2"), "{loss}");
 }
@@ -161,22 +162,10 @@ fn the_kl_goes_where_the_recipe_says() {
 /// one in trajectories is divided by the group.
 #[test]
 fn a_mini_batch_reaches_verl_in_prompts() {
-    let root = root();
-    let base = std::fs::read_to_string(root.join("tests/ui/lower/E0602_unknown_group.wrl"))
-        .unwrap()
-        .replace("group = unknown", "group = 4, prompts = 16, level = trajectory, MB");
-    let cfg_of = |mb: &str| {
-        let text = base.replace("MB", &format!("mini_batch = {mb}"));
-        let mut sources = SourceMap::new();
-        let id = sources.add("mb.wrl".to_string(), text.clone());
-        let parsed = wrl_syntax::parse(id, &text);
-        let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
-        assert!(checked.diagnostics.iter().all(|d| !d.is_error()), "{:?}", checked.diagnostics);
-        let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
-        let job = wrl_verl::lower(&plan);
-        let cfg = job.files.iter().find(|(k, _)| k.starts_with("config/")).map(|(_, v)| v);
-        String::from_utf8(cfg.unwrap().clone()).unwrap()
-    };
+    let base = variant(|t| {
+        t.replace("group = unknown", "group = 4, prompts = 16, level = trajectory, MB")
+    });
+    let cfg_of = |mb: &str| config_of(&job_of(&base.replace("MB", &format!("mini_batch = {mb}"))));
     assert!(cfg_of("8 prompts").contains("ppo_mini_batch_size: 8"));
     assert!(cfg_of("32 trajectories").contains("ppo_mini_batch_size: 8"));
     assert!(cfg_of("16 samples").contains("ppo_mini_batch_size: 4"));
@@ -186,20 +175,12 @@ fn a_mini_batch_reaches_verl_in_prompts() {
 /// report says where they came from.
 #[test]
 fn epochs_reach_verl_as_steps() {
-    let root = root();
-    let text = std::fs::read_to_string(root.join("tests/ui/lower/E0602_unknown_group.wrl"))
-        .unwrap()
-        .replace("group = unknown", "group = 4, prompts = 2")
-        .replace("iters = 1,", "iters = 2 epochs,");
-    let mut sources = SourceMap::new();
-    let id = sources.add("epochs.wrl".to_string(), text.clone());
-    let parsed = wrl_syntax::parse(id, &text);
-    let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
-    assert!(checked.diagnostics.iter().all(|d| !d.is_error()), "{:?}", checked.diagnostics);
-    let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
-    let job = wrl_verl::lower(&plan);
-    let cfg = job.files.iter().find(|(k, _)| k.starts_with("config/")).map(|(_, v)| v);
-    let cfg = String::from_utf8(cfg.unwrap().clone()).unwrap();
+    let text = variant(|t| {
+        t.replace("group = unknown", "group = 4, prompts = 2")
+            .replace("iters = 1,", "iters = 2 epochs,")
+    });
+    let job = job_of(&text);
+    let cfg = config_of(&job);
     assert!(cfg.contains("total_training_steps: 4"), "{cfg}");
     assert!(job.table().contains("2 epochs over the task set, written as `iters` (4 steps)"));
 }
