@@ -18,14 +18,7 @@ fn tiny_model(dir: &Path) {
         "visit /wiki/barvel\nanswer 1543\n<answer>1543</answer>",
         "[1] Barvel - a town in the north. Population 1543. Founded 1820.",
     ];
-    let spec = TinySpec {
-        hidden: 32,
-        intermediate: 64,
-        heads: 2,
-        kv_heads: 1,
-        head_dim: 16,
-        ..TinySpec::default()
-    };
+    let spec = TinySpec::narrow();
     let corpus = corpus.iter().map(|s| s.to_string()).collect();
     wrl_trainer::hf::tiny::write(dir, &spec, &TokenizerSource::Generated { corpus, merges: 300 })
         .expect("the tiny model");
@@ -137,14 +130,7 @@ fn quickstart_in_chromium_calls_the_element_tools_as_hermes_calls() {
         "{\"name\": \"type\", \"arguments\": {\"id\": 3, \"submit\": true, \"text\": \"mug\"}}",
         "{\"name\": \"answer\", \"arguments\": {\"text\": \"12.50\"}}",
     ];
-    let spec = TinySpec {
-        hidden: 32,
-        intermediate: 64,
-        heads: 2,
-        kv_heads: 1,
-        head_dim: 16,
-        ..TinySpec::default()
-    };
+    let spec = TinySpec::narrow();
     let corpus = corpus.iter().map(|s| s.to_string()).collect();
     wrl_trainer::hf::tiny::write(
         &model,

@@ -38,14 +38,7 @@ pub const REPLY: &str =
 /// Writes the model under `work`, then trains it until greedy decoding gives [`REPLY`].
 pub fn taught(work: &Path) -> Result<Trainer, String> {
     let corpus = vec!["Open the cart.".to_string(), REPLY.to_string(), CLICK.to_string()];
-    let spec = TinySpec {
-        hidden: 32,
-        intermediate: 64,
-        heads: 2,
-        kv_heads: 1,
-        head_dim: 16,
-        ..TinySpec::default()
-    };
+    let spec = TinySpec::narrow();
     let src = work.join("tiny-qwen3");
     wrl_trainer::hf::tiny::write(&src, &spec, &TokenizerSource::Generated { corpus, merges: 120 })
         .map_err(|e| e.to_string())?;

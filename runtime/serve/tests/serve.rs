@@ -323,7 +323,7 @@ async fn a_hugging_face_checkpoint_is_served_with_its_chat_template() {
     let corpus = vec!["Open the cart. You are a web agent.".to_string()];
     wrl_trainer::hf::tiny::write(
         &model,
-        &TinySpec { hidden: 32, intermediate: 64, heads: 2, kv_heads: 1, ..TinySpec::default() },
+        &TinySpec::narrow(),
         &TokenizerSource::Generated { corpus, merges: 20 },
     )
     .unwrap();

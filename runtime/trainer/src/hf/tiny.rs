@@ -48,6 +48,21 @@ pub struct TinySpec {
     pub seed: u64,
 }
 
+impl TinySpec {
+    /// Width 32, 2 query heads of 16 sharing 1 key/value head (still grouped-query attention):
+    /// the model end-to-end tests and examples train on a CPU in seconds.
+    pub fn narrow() -> TinySpec {
+        TinySpec {
+            hidden: 32,
+            intermediate: 64,
+            heads: 2,
+            kv_heads: 1,
+            head_dim: 16,
+            ..TinySpec::default()
+        }
+    }
+}
+
 impl Default for TinySpec {
     /// 2 layers, width 64, 4 query and 2 key/value heads of 16, context 32 Ki (the recipe
     /// default: only the RoPE positions it may reach), tied embeddings.
