@@ -220,14 +220,6 @@ mod tests {
     #[test]
     fn html_is_escaped_and_keeps_ids() {
         let snap = Snapshot {
-            url: "/".into(),
-            title: String::new(),
-            vw: 0,
-            vh: 0,
-            sx: 0,
-            sy: 0,
-            sw: 0,
-            sh: 0,
             items: vec![
                 Item::Element {
                     id: 7,
@@ -247,6 +239,7 @@ mod tests {
                 },
                 Item::Text { text: "Total: 5 & 6".into() },
             ],
+            ..Snapshot::blank("/")
         };
         assert_eq!(
             snap.render_html_max(8),

@@ -114,13 +114,7 @@ fn layout(
     window: Window,
 ) -> (String, usize) {
     let (task, page) = split_task(observation);
-    let mut tail = String::new();
-    if mode == History::ActionOnly && !history.is_empty() {
-        tail.push_str("done: ");
-        tail.push_str(&history.join("; "));
-        tail.push('\n');
-    }
-    tail.push_str(task);
+    let tail = tail(task, history, mode);
     let kept = window.pages.map_or(past.len(), |p| (p as usize).saturating_sub(1).min(past.len()));
     let first = past.len() - kept;
     let mut earlier = String::new();
@@ -155,6 +149,11 @@ fn layout(
 /// the page is cut, never the task or the actions.
 pub fn prompt_text(observation: &str, history: &[String], mode: History) -> String {
     let (task, page) = split_task(observation);
+    compose(page, &tail(task, history, mode))
+}
+
+/// What follows the page and is never cut: the actions so far (`action_only`), then the task.
+fn tail(task: &str, history: &[String], mode: History) -> String {
     let mut tail = String::new();
     if mode == History::ActionOnly && !history.is_empty() {
         tail.push_str("done: ");
@@ -162,7 +161,7 @@ pub fn prompt_text(observation: &str, history: &[String], mode: History) -> Stri
         tail.push('\n');
     }
     tail.push_str(task);
-    compose(page, &tail)
+    tail
 }
 
 /// An observation's `task: …` first line and the page after it.
