@@ -4,12 +4,10 @@
 
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
-
 use super::html::esc;
 
 /// How a series is drawn.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Style {
     #[default]
     Line,
@@ -18,32 +16,29 @@ pub enum Style {
 }
 
 /// A line of a chart: points (x, y) in run order.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
-    #[serde(default)]
     pub style: Style,
     /// Its colour's index: a series keeps its colour on every chart of a page.
-    #[serde(default)]
     pub color: usize,
 }
 
 /// A vertical mark at `x` with a label (an evaluation at that global step).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default)]
 pub struct Mark {
     pub x: f64,
     pub label: String,
 }
 
 /// A chart: a title, axis names, its lines and its marks.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default)]
 pub struct Chart {
     pub title: String,
     pub x: String,
     pub y: String,
     pub series: Vec<Series>,
-    #[serde(default)]
     pub marks: Vec<Mark>,
 }
 

@@ -88,11 +88,12 @@ pub fn choose(c: &[Candidate<'_>]) -> Vec<(usize, Vec<String>)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use wrl_sandbox::{TrajOutcome, TrajStep};
 
-    fn traj(reason: &str, success: bool, steps: usize) -> Trajectory {
+    /// An episode of `template` that ended for `reason` after `steps` empty steps.
+    pub(crate) fn episode(template: &str, reason: &str, success: bool, steps: usize) -> Trajectory {
         let step = TrajStep {
             observation: String::new(),
             actions: vec![],
@@ -101,7 +102,7 @@ mod tests {
         };
         Trajectory {
             task_id: String::new(),
-            template: "t".into(),
+            template: template.into(),
             goal: String::new(),
             agent: "policy".into(),
             steps: vec![step; steps],
@@ -114,6 +115,10 @@ mod tests {
             },
             elapsed_ms: 0,
         }
+    }
+
+    fn traj(reason: &str, success: bool, steps: usize) -> Trajectory {
+        episode("t", reason, success, steps)
     }
 
     #[test]

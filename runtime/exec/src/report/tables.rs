@@ -71,18 +71,27 @@ type ByTemplate = BTreeMap<String, BTreeMap<String, u64>>;
 pub fn by_source(trajs: &[TrajectoryLine]) -> Counts {
     let mut rows: Vec<(String, BTreeMap<String, u64>)> = Vec::new();
     for t in trajs {
-        let name = source(t);
-        let at = match rows.iter().position(|(n, _)| *n == name) {
-            Some(i) => i,
-            None => {
-                rows.push((name, BTreeMap::new()));
-                rows.len() - 1
-            }
-        };
-        *rows[at].1.entry(class(&t.trajectory).to_string()).or_default() += 1;
+        *row(&mut rows, source(t)).entry(class(&t.trajectory).to_string()).or_default() += 1;
     }
-    rows.sort_by_key(|(n, _)| *n != "training episodes");
+    training_first(&mut rows);
     Counts::from_rows(rows)
+}
+
+/// The row named `name`, appended (empty) the first time: rows stay in run order.
+fn row<V: Default>(rows: &mut Vec<(String, V)>, name: String) -> &mut V {
+    let at = match rows.iter().position(|(n, _)| *n == name) {
+        Some(i) => i,
+        None => {
+            rows.push((name, V::default()));
+            rows.len() - 1
+        }
+    };
+    &mut rows[at].1
+}
+
+/// The training episodes' row first, then the evaluations in run order.
+fn training_first<V>(rows: &mut [(String, V)]) {
+    rows.sort_by_key(|(n, _)| *n != "training episodes");
 }
 
 /// `training episodes`, or `evaluation NAME`.
@@ -98,27 +107,19 @@ fn source(t: &TrajectoryLine) -> String {
 pub fn by_template(trajs: &[TrajectoryLine]) -> Vec<(String, Counts)> {
     let mut groups: Vec<(String, ByTemplate)> = Vec::new();
     for t in trajs {
-        let group = source(t);
-        let at = match groups.iter().position(|(g, _)| *g == group) {
-            Some(i) => i,
-            None => {
-                groups.push((group, BTreeMap::new()));
-                groups.len() - 1
-            }
-        };
-        let row = groups[at].1.entry(t.trajectory.template.clone()).or_default();
-        *row.entry(class(&t.trajectory).to_string()).or_default() += 1;
+        let by_class =
+            row(&mut groups, source(t)).entry(t.trajectory.template.clone()).or_default();
+        *by_class.entry(class(&t.trajectory).to_string()).or_default() += 1;
     }
-    // Training first, then the evaluations in run order.
-    groups.sort_by_key(|(g, _)| *g != "training episodes");
+    training_first(&mut groups);
     groups.into_iter().map(|(g, rows)| (g, Counts::from_rows(rows.into_iter().collect()))).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::chosen::tests::episode;
     use crate::rundir::records::Scored;
-    use wrl_sandbox::{TrajOutcome, Trajectory};
 
     fn line(node: &str, iter: u64, template: &str, reason: &str, success: bool) -> TrajectoryLine {
         TrajectoryLine {
@@ -127,21 +128,7 @@ mod tests {
             iter,
             group: 0,
             reward: Scored::Value(0.0),
-            trajectory: Trajectory {
-                task_id: String::new(),
-                template: template.into(),
-                goal: String::new(),
-                agent: "policy".into(),
-                steps: vec![],
-                outcome: TrajOutcome {
-                    reason: reason.into(),
-                    message: String::new(),
-                    answer: None,
-                    success,
-                    detail: String::new(),
-                },
-                elapsed_ms: 0,
-            },
+            trajectory: episode(template, reason, success, 0),
             screenshots: None,
         }
     }
