@@ -207,10 +207,7 @@ impl RunDir {
             let p = root.join(f);
             OpenOptions::new().append(true).open(&p).map_err(io("open", &p))
         };
-        let mp = root.join(METRICS);
-        let text = fs::read_to_string(&mp).map_err(io("read", &mp))?;
-        let limit = (committed.metrics_len as usize).min(text.len());
-        let lines: Vec<MetricLine> = read_lines(&mp, text.get(..limit).unwrap_or(""))?;
+        let lines: Vec<MetricLine> = read_committed(root, METRICS, committed.metrics_len)?;
         let global_step = lines.iter().filter(|l| l.is_training()).count() as u64;
         let start = lines.first().map_or_else(unix_now, |l| l.stamp().1);
         let ep = root.join(EVENTS);
@@ -333,17 +330,31 @@ impl RunDir {
         self.read_log(TRAJ, self.committed.trajectories_len)
     }
 
-    /// The committed lines of a log, each a `T`; a line that is not is named by its number.
     fn read_log<T: serde::de::DeserializeOwned>(
         &self,
         name: &str,
         committed: u64,
     ) -> Result<Vec<T>, RunDirError> {
-        let p = self.root.join(name);
-        let text = fs::read_to_string(&p).map_err(io("read", &p))?;
-        let limit = (committed as usize).min(text.len());
-        read_lines(&p, text.get(..limit).unwrap_or(""))
+        read_committed(&self.root, name, committed)
     }
+}
+
+/// The first `committed` bytes of log `name` in `root`, each line a `T` (a line that is not is
+/// named by its number). Only the committed part must be UTF-8: a write killed mid-line may
+/// have left half a character after it.
+pub(crate) fn read_committed<T: serde::de::DeserializeOwned>(
+    root: &Path,
+    name: &str,
+    committed: u64,
+) -> Result<Vec<T>, RunDirError> {
+    let p = root.join(name);
+    let bytes = fs::read(&p).map_err(io("read", &p))?;
+    let cut = bytes.get(..committed as usize).unwrap_or(&bytes);
+    let text = std::str::from_utf8(cut).map_err(|e| RunDirError::Damaged {
+        path: p.display().to_string(),
+        reason: format!("byte {} is not UTF-8", e.valid_up_to()),
+    })?;
+    read_lines(&p, text)
 }
 
 /// Every non-empty line of `text` (the content of `path`) as a `T`.
@@ -483,6 +494,25 @@ mod tests {
             RunDir::create(&root, "{}").is_err(),
             "a second run in the same directory is refused"
         );
+    }
+
+    /// A write killed mid-line can leave half a UTF-8 character after the last commit: the
+    /// committed lines still read, and resume rolls the torn tail back.
+    #[test]
+    fn a_torn_multibyte_tail_after_the_commit_is_rolled_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("run");
+        let mut run = RunDir::create(&root, "{\"version\":1}").unwrap();
+        run.append_metrics(&[step(0)]).unwrap();
+        run.commit(None, &Cursor::default(), false).unwrap();
+        drop(run);
+        let mut f = OpenOptions::new().append(true).open(root.join(METRICS)).unwrap();
+        f.write_all(&"{\"stage\":\"é".as_bytes()[..11]).unwrap(); // the first byte of `é`
+        drop(f);
+        let view = view::RunView::read(&root).unwrap();
+        assert_eq!(view.metrics.len(), 1);
+        let run = RunDir::resume(&root).unwrap();
+        assert_eq!(steps(&run), vec![0]);
     }
 
     /// A second writer is refused while the first has the run open, naming its pid; the

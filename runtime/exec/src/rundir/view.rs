@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::records::{MetricLine, Summary, TrajectoryLine};
-use super::{Committed, METRICS, RunDir, RunDirError, TRAJ, io, read_lines, without_place};
+use super::{Committed, METRICS, RunDir, RunDirError, TRAJ, io, read_committed, without_place};
 
 /// What a run directory has committed, read once.
 #[derive(Clone, Debug)]
@@ -26,17 +26,8 @@ impl RunView {
     pub fn read(root: &Path) -> Result<RunView, RunDirError> {
         let committed = RunDir::inspect(root)?;
         let plan_json = RunDir::read_plan(root)?;
-        let log = |name: &str, len: u64| -> Result<String, RunDirError> {
-            let p = root.join(name);
-            let bytes = fs::read(&p).map_err(io("read", &p))?;
-            let cut = bytes.get(..len as usize).unwrap_or(&bytes);
-            String::from_utf8(cut.to_vec()).map_err(|e| RunDirError::Damaged {
-                path: p.display().to_string(),
-                reason: format!("byte {} is not UTF-8", e.utf8_error().valid_up_to()),
-            })
-        };
-        let metrics = read_lines(&root.join(METRICS), &log(METRICS, committed.metrics_len)?)?;
-        let trajectories = read_lines(&root.join(TRAJ), &log(TRAJ, committed.trajectories_len)?)?;
+        let metrics = read_committed(root, METRICS, committed.metrics_len)?;
+        let trajectories = read_committed(root, TRAJ, committed.trajectories_len)?;
         let sp = root.join("summary.json");
         let summary = match fs::read_to_string(&sp) {
             Ok(text) if committed.finished => {
