@@ -128,6 +128,28 @@ impl Checker<'_> {
                     }
                     _ => {}
                 }
+                // Counts are whole in their canonical unit (`1.5k tokens` is 1500 tokens; half an
+                // epoch or iteration is not a count the runtime can run).
+                if value.fract() != 0.0 && !matches!(dim, Dimension::Time | Dimension::Ratio) {
+                    let unit = dim.canonical_unit();
+                    self.diags.push(
+                        Diagnostic::new(
+                            "E0308",
+                            format!(
+                                "expected a whole number of {}, found {} {unit}",
+                                dim.describe(),
+                                show_num(value)
+                            ),
+                        )
+                        .label(span, "not a whole number")
+                        .help(format!(
+                            "use {} {unit} or {} {unit}",
+                            show_num(value.floor()),
+                            show_num(value.ceil())
+                        )),
+                    );
+                    return Val::new(V::Unknown, span);
+                }
                 let unit = if *dim == Dimension::Ratio { "" } else { dim.canonical_unit() };
                 self.in_range(value, *min, *max, unit, span, ty);
                 Val::new(V::Qty { value, dim: *dim }, span)
@@ -270,7 +292,8 @@ impl Checker<'_> {
                 if matches!(val.v, V::Unknown) {
                     return val;
                 }
-                // An option the value fits but for its range: that is the error to report.
+                // An option the value fits but for its range or wholeness: that is the error to
+                // report.
                 let mut out_of_range = None;
                 for opt in options {
                     let before = self.diags.len();
@@ -279,7 +302,9 @@ impl Checker<'_> {
                         return out;
                     }
                     let found: Vec<Diagnostic> = self.diags.drain(before..).collect();
-                    if out_of_range.is_none() && found.iter().all(|d| d.code == "E0306") {
+                    if out_of_range.is_none()
+                        && found.iter().all(|d| matches!(d.code, "E0306" | "E0308"))
+                    {
                         out_of_range = Some(found);
                     }
                 }

@@ -64,6 +64,11 @@ pub fn epoch_iters(
     let n = tasks.and_then(|t| dataset_size(recipe, t)).ok_or(Uncounted::Tasks(name))?;
     let prompts = stage.fields.get("prompts").and_then(whole).filter(|p| *p > 0);
     let prompts = prompts.ok_or(Uncounted::Prompts)?;
-    let iters = (epochs * n as f64 / prompts as f64).ceil();
-    Ok((iters as u64).max(1))
+    Ok(iters_for(epochs as u64, n, prompts))
+}
+
+/// ⌈epochs × tasks / prompts⌉ iterations, at least one: the one formula the planner writes
+/// and `wrlc run` checks the tasks it read against.
+pub fn iters_for(epochs: u64, tasks: u64, prompts: u64) -> u64 {
+    epochs.saturating_mul(tasks).div_ceil(prompts.max(1)).max(1)
 }

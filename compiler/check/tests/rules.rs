@@ -87,6 +87,10 @@ fn epochs_need_a_counted_task_set() {
     assert!(d.message.contains("2 epochs of `tasks`, whose size"), "{}", d.message);
     let counted = file.replace("{ kind = tasks }", "{ kind = tasks, count = 64 }");
     assert!(!codes(&counted).contains(&"E0441"));
+    // A count is whole: half an epoch is refused where it is written, not by the runtime.
+    let d = only(&epochs("prompts = 16", "1.5 epochs"), "E0308");
+    assert_eq!(d.message, "expected a whole number of epochs, found 1.5 epochs");
+    assert!(codes(&epochs("prompts = 16", "1.5k")).is_empty(), "1.5k iterations are 1500");
 }
 
 #[test]

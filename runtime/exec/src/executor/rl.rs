@@ -59,7 +59,7 @@ impl<'a> Executor<'a> {
         // read must be that many, or the epochs are not what the recipe says.
         if let Some(e) = p.epochs {
             let n = all_tasks.len() as u64;
-            let want = (u64::from(e) * n).div_ceil(prompts.max(1) as u64).max(1);
+            let want = wrl_plan::iters_for(u64::from(e), n, prompts as u64);
             if want != iters {
                 return Err(RunError::new(
                     Fault::Data,
