@@ -228,7 +228,15 @@ pub async fn environment(
                         match retrievers.get(env_decl) {
                             Some(r) => r.base_url(),
                             None => {
-                                let r = retriever(env_decl, corpus, *top_k, *max_chars).await?;
+                                let r = wrl_sandbox::retriever::Retriever::serve_file(
+                                    corpus,
+                                    *top_k as usize,
+                                    *max_chars as usize,
+                                )
+                                .await
+                                .map_err(|why| {
+                                    ServiceError::Start(format!("env `{env_decl}`: {why}"))
+                                })?;
                                 let base = r.base_url();
                                 retrievers.insert(env_decl.clone(), Arc::new(r));
                                 base
@@ -274,20 +282,6 @@ pub async fn environment(
         sandbox,
         retrievers,
     })
-}
-
-/// Env `env`'s retriever over `corpus`, on a loopback port.
-async fn retriever(
-    env: &str,
-    corpus: &str,
-    top_k: u32,
-    max_chars: u32,
-) -> Result<wrl_sandbox::retriever::Retriever, ServiceError> {
-    let c = wrl_sandbox::retriever::Corpus::from_file(corpus)
-        .map_err(|why| ServiceError::Start(format!("env `{env}`: {why}")))?;
-    wrl_sandbox::retriever::Retriever::start(Arc::new(c), top_k as usize, max_chars as usize)
-        .await
-        .map_err(|e| ServiceError::Start(format!("env `{env}`: cannot start its retriever: {e}")))
 }
 
 /// The recipe's file name (never an absolute path: it is printed and sent to clients).

@@ -39,46 +39,58 @@ pub struct Corpus {
 /// Characters of a document's text a search hit shows.
 const SNIPPET: usize = 160;
 
+/// The documents of JSONL text, one [`Doc`] per line, at least one and no url twice; a bad
+/// line is `(line, why)`, a bad corpus `(0, why)`.
+pub fn parse_docs(text: &str) -> Result<Vec<Doc>, (usize, String)> {
+    let mut docs = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let doc: Doc = serde_json::from_str(line).map_err(|e| {
+            let place = format!(" at line {} column {}", e.line(), e.column());
+            let why = e.to_string();
+            let why = why.strip_suffix(&place).unwrap_or(&why);
+            let what = "not a document {\"url\", \"title\", \"text\"}";
+            (i + 1, format!("column {}: {what}: {why}", e.column()))
+        })?;
+        docs.push(doc);
+    }
+    if docs.is_empty() {
+        return Err((0, "the corpus holds no document".into()));
+    }
+    let mut urls: Vec<&str> = docs.iter().map(|d| d.url.as_str()).collect();
+    urls.sort_unstable();
+    if let Some(w) = urls.windows(2).find(|w| w[0] == w[1]) {
+        return Err((0, format!("two documents have the url `{}`", w[0])));
+    }
+    Ok(docs)
+}
+
+/// The documents of the corpus file at `path` ([`parse_docs`]); why not, with the path and
+/// the line. What the preflight checks, without building the index.
+pub fn read_docs(path: &str) -> Result<Vec<Doc>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the corpus `{path}`: {e}"))?;
+    parse_docs(&text).map_err(|(line, why)| match line {
+        0 => format!("the corpus `{path}`: {why}"),
+        l => format!("the corpus `{path}` line {l}: {why}"),
+    })
+}
+
 impl Corpus {
-    /// A corpus from JSONL text, one [`Doc`] per line; a bad line is `(line, why)`.
+    /// A corpus from JSONL text ([`parse_docs`]).
     pub fn from_jsonl(text: &str) -> Result<Corpus, (usize, String)> {
-        let mut docs = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let doc: Doc = serde_json::from_str(line).map_err(|e| {
-                let place = format!(" at line {} column {}", e.line(), e.column());
-                let why = e.to_string();
-                let why = why.strip_suffix(&place).unwrap_or(&why);
-                let what = "not a document {\"url\", \"title\", \"text\"}";
-                (i + 1, format!("column {}: {what}: {why}", e.column()))
-            })?;
-            docs.push(doc);
-        }
-        Corpus::new(docs).map_err(|why| (0, why))
+        Corpus::new(parse_docs(text)?).map_err(|why| (0, why))
     }
 
-    /// The corpus in the JSONL file at `path`; why not, with the path and the line.
+    /// The corpus in the JSONL file at `path` ([`read_docs`]).
     pub fn from_file(path: &str) -> Result<Corpus, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the corpus `{path}`: {e}"))?;
-        Corpus::from_jsonl(&text).map_err(|(line, why)| match line {
-            0 => format!("the corpus `{path}`: {why}"),
-            l => format!("the corpus `{path}` line {l}: {why}"),
-        })
+        Corpus::new(read_docs(path)?).map_err(|why| format!("the corpus `{path}`: {why}"))
     }
 
-    /// The index of `docs` (at least one; two documents may not share a URL).
+    /// The BM25+ index of `docs` (as [`parse_docs`] gives them).
     pub fn new(docs: Vec<Doc>) -> Result<Corpus, String> {
-        if docs.is_empty() {
-            return Err("the corpus holds no document".into());
-        }
-        let mut urls: Vec<&str> = docs.iter().map(|d| d.url.as_str()).collect();
-        urls.sort_unstable();
-        if let Some(w) = urls.windows(2).find(|w| w[0] == w[1]) {
-            return Err(format!("two documents have the url `{}`", w[0]));
-        }
         let mut b = rank_bm25::Builder::new(rank_bm25::Params::plus());
         for d in &docs {
             let tokens = words(&format!("{} {}", d.title, d.text));
@@ -192,6 +204,18 @@ impl Retriever {
             }
         });
         Ok(Retriever { addr, stop: Some(tx) })
+    }
+
+    /// The corpus file at `path` indexed and served ([`Corpus::from_file`], [`Retriever::start`]).
+    pub async fn serve_file(
+        path: &str,
+        top_k: usize,
+        max_chars: usize,
+    ) -> Result<Retriever, String> {
+        let corpus = Corpus::from_file(path)?;
+        Retriever::start(Arc::new(corpus), top_k, max_chars)
+            .await
+            .map_err(|e| format!("cannot start the retriever: {e}"))
     }
 
     /// `http://127.0.0.1:PORT`: a `search_api` env's base URL.

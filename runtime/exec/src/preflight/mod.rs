@@ -75,7 +75,7 @@ pub fn preflight<'p>(
         }
         if let Params::Env(params::Env::SearchApi(s)) = p
             && let params::Site::Retriever { corpus, .. } = &s.target
-            && let Err(why) = wrl_sandbox::retriever::Corpus::from_file(corpus)
+            && let Err(why) = wrl_sandbox::retriever::read_docs(corpus)
         {
             errs.push(
                 RunError::new(Fault::Data, format!("env `{}`: {why}", n.decl))
