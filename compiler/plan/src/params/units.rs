@@ -160,28 +160,34 @@ pub struct Quantity {
 
 impl<'de> Deserialize<'de> for Quantity {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Fields {
-            value: f64,
-            unit: String,
-        }
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Quantity;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a quantity")
-            }
-            fn visit_newtype_struct<D: Deserializer<'de>>(
-                self,
-                d: D,
-            ) -> Result<Quantity, D::Error> {
-                let f = Fields::deserialize(d)?;
-                Ok(Quantity { value: f.value, unit: f.unit })
-            }
-        }
-        d.deserialize_newtype_struct(super::view::QTY, V)
+        let (value, unit) = value_and_unit(d, super::view::QTY, "a quantity")?;
+        Ok(Quantity { value, unit })
     }
+}
+
+/// The `{ value, unit }` the decoder gives inside the newtype `name` (a quantity, a batch size).
+fn value_and_unit<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+    d: D,
+    name: &'static str,
+    what: &'static str,
+) -> Result<(T, String), D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Fields<T> {
+        value: T,
+        unit: String,
+    }
+    struct V<T>(&'static str, std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+        type Value = (T, String);
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+        fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<(T, String), D::Error> {
+            Fields::<T>::deserialize(d).map(|f| (f.value, f.unit))
+        }
+    }
+    d.deserialize_newtype_struct(name, V(what, std::marker::PhantomData))
 }
 
 /// An RL stage's `mini_batch`: samples per optimiser step, in the unit the recipe counts them.
@@ -224,35 +230,17 @@ impl fmt::Display for BatchSize {
 
 impl<'de> Deserialize<'de> for BatchSize {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Fields {
-            value: u32,
-            unit: String,
+        let what = "a batch size in prompts, trajectories, turns or samples";
+        let (n, unit): (u32, String) = value_and_unit(d, super::view::BATCH, what)?;
+        match unit.as_str() {
+            "prompts" => Ok(BatchSize::Prompts(n)),
+            "trajectories" => Ok(BatchSize::Trajectories(n)),
+            "turns" => Ok(BatchSize::Turns(n)),
+            "samples" => Ok(BatchSize::Samples(n)),
+            other => Err(serde::de::Error::custom(format!(
+                "a batch size is in prompts, trajectories, turns or samples, not {other}"
+            ))),
         }
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = BatchSize;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a batch size in prompts, trajectories, turns or samples")
-            }
-            fn visit_newtype_struct<D: Deserializer<'de>>(
-                self,
-                d: D,
-            ) -> Result<BatchSize, D::Error> {
-                let f = Fields::deserialize(d)?;
-                match f.unit.as_str() {
-                    "prompts" => Ok(BatchSize::Prompts(f.value)),
-                    "trajectories" => Ok(BatchSize::Trajectories(f.value)),
-                    "turns" => Ok(BatchSize::Turns(f.value)),
-                    "samples" => Ok(BatchSize::Samples(f.value)),
-                    other => Err(serde::de::Error::custom(format!(
-                        "a batch size is in prompts, trajectories, turns or samples, not {other}"
-                    ))),
-                }
-            }
-        }
-        d.deserialize_newtype_struct(super::view::BATCH, V)
     }
 }
 
