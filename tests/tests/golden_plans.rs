@@ -226,6 +226,95 @@ fn prices_add_money() {
     assert!(err.contains("not a prices file"), "{err}");
 }
 
+/// `wrlc estimate`'s models part: the quickstart's tiny policy counted from the plan, a
+/// Hugging Face model from its `config.json` (its count checked against the tensors its
+/// safetensors file holds), frozen parts without gradients or optimiser state, and a model not
+/// on this machine unknown with the reason.
+#[test]
+fn estimates_count_parameters_and_training_memory() {
+    let e = estimate("recipes/quickstart.wrl", None);
+    let models = e["models"].as_array().unwrap();
+    assert_eq!(models.len(), 1, "{models:?}");
+    let m = &models[0];
+    assert_eq!((m["id"].as_str(), m["source"].as_str()), (Some("model:policy"), Some("recipe")));
+    let total = m["shape"]["params"]["total"].as_u64().unwrap();
+    let stages: Vec<&str> =
+        m["stages"].as_array().unwrap().iter().filter_map(|s| s["id"].as_str()).collect();
+    assert_eq!(stages, ["stage:warmup", "stage:online/phase:1"]);
+    let warmup = &m["stages"][0];
+    // One demonstration per forward (`micro_batch`), cut at the policy's 1 Ki context (its
+    // `max_length` is longer); RL scores 32 Ki padded tokens per forward.
+    assert_eq!((warmup["sequences"].as_u64(), warmup["length"].as_u64()), (Some(1), Some(1024)));
+    assert_eq!(m["stages"][1]["sequences"].as_u64(), Some(32));
+    assert_eq!(warmup["trained_parameters"].as_u64(), Some(total));
+    assert_eq!(warmup["memory"]["f32"]["weights"].as_u64(), Some(4 * total));
+    assert_eq!(warmup["memory"]["f32"]["optimizer"].as_u64(), Some(8 * total));
+
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny-qwen3");
+    let spec = wrl_trainer::hf::tiny::TinySpec::narrow();
+    let corpus = vec!["click the blue mug".to_string()];
+    let tok = wrl_trainer::hf::tiny::TokenizerSource::Generated { corpus, merges: 20 };
+    wrl_trainer::hf::tiny::write(&model, &spec, &tok).unwrap();
+    let bytes = std::fs::read(model.join("model.safetensors")).unwrap();
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: Value = serde_json::from_slice(&bytes[8..8 + header_len]).unwrap();
+    let written: u64 = header
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| *k != "__metadata__")
+        .map(|(_, t)| {
+            t["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).product::<u64>()
+        })
+        .sum();
+    let policy = format!("policy=hf(\"{}\") {{ dtype = bf16, family = qwen3 }}", model.display());
+    let hf = |extra: &[&str]| {
+        let mut args = vec!["estimate", "recipes/quickstart.wrl", "--format", "json"];
+        args.extend(["--set", policy.as_str()]);
+        for x in extra {
+            args.extend(["--set", x]);
+        }
+        let (code, out, err) = wrlc(&args);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<Value>(&out).unwrap()
+    };
+    let e = hf(&[]);
+    let m = &e["models"][0];
+    assert_eq!((m["source"].as_str(), m["dtype"].as_str()), (Some("config.json"), Some("bf16")));
+    assert_eq!(m["shape"]["params"]["total"].as_u64(), Some(written));
+    let sft = &m["stages"][0]["memory"];
+    assert_eq!(sft["bf16"]["weights"].as_u64(), Some(2 * written));
+    assert_eq!(sft["f32"]["weights"].as_u64(), Some(4 * written));
+    assert!(sft["bf16"]["activations"].as_u64() < sft["f32"]["activations"].as_u64());
+    let (text_code, text, _) =
+        wrlc(["estimate", "recipes/quickstart.wrl", "--set", policy.as_str()]);
+    assert_eq!(text_code, 0);
+    assert!(
+        text.contains("model:policy (hf), trained in bf16") && text.contains("bf16 *"),
+        "{text}"
+    );
+    // Frozen tied embeddings and head: only the blocks train.
+    let e = hf(&["warmup.frozen=[embeddings, lm_head]"]);
+    let m = &e["models"][0];
+    let blocks = m["shape"]["params"]["blocks"].as_u64();
+    assert_eq!(m["stages"][0]["trained_parameters"].as_u64(), blocks);
+    let gone = written - blocks.unwrap();
+    let frozen = &m["stages"][0]["memory"]["bf16"];
+    assert_eq!(frozen["gradients"].as_u64(), Some(2 * (written - gone)));
+    assert_eq!(frozen["optimizer"].as_u64(), Some(8 * (written - gone)));
+
+    let missing = dir.path().join("not-here");
+    let policy = format!("policy=hf(\"{}\") {{ family = qwen3 }}", missing.display());
+    let (code, out, err) =
+        wrlc(["estimate", "recipes/quickstart.wrl", "--format", "json", "--set", policy.as_str()]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let m = &v["models"][0];
+    assert!(m["shape"].is_null() && m["stages"].as_array().unwrap().is_empty(), "{m}");
+    assert!(m["source"].as_str().unwrap().starts_with("unknown: "), "{m}");
+}
+
 /// Node blocks of a text plan, by id.
 fn blocks(text: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();

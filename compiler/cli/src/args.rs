@@ -252,6 +252,9 @@ pub struct EstimateCmd {
     /// A JSON file of prices (per judge call, per 1M tokens, per GPU-hour) to add money
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
+    /// Override a value as `wrlc run --set` does: `--set 'policy=hf("Qwen/Qwen3-8B")'`
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
 }
 
 #[derive(Debug, Args)]

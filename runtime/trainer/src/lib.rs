@@ -27,6 +27,7 @@ pub mod checkpoint;
 pub mod data;
 pub mod device;
 pub mod error;
+pub mod footprint;
 pub mod hf;
 pub mod metrics;
 pub mod models;

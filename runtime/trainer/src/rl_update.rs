@@ -63,7 +63,7 @@ fn prepare(s: &Sample, adv: f64, context: usize) -> Result<Prepared> {
 }
 
 /// Padded tokens one forward pass may hold when `micro_batch` is 0 ("as large as fits").
-const TOKENS_PER_FORWARD: usize = 32 * 1024;
+pub const TOKENS_PER_FORWARD: usize = 32 * 1024;
 
 /// Splits a mini-batch (indices into `prepared`) into forward batches: shortest sequences
 /// first, so each batch pads to a similar length; `micro` samples per batch when set, else as

@@ -1,8 +1,10 @@
-//! `wrlc estimate FILE [--profile NAME] [--format text|json] [--prices FILE]`: what a recipe
-//! will cost, computed from its plan alone (see `wrl_plan::estimate`).
+//! `wrlc estimate FILE [--profile NAME] [--set PATH=VALUE]… [--format text|json] [--prices FILE]`: what a recipe
+//! will cost, computed from its plan alone (see `wrl_plan::estimate`), and what each trained
+//! model holds in memory (`footprint.rs`).
 
 use crate::args::{EstimateCmd, EstimateFormat, GlobalOpts};
 use crate::commands::plan::plan_file;
+use crate::commands::run::plan_for;
 use crate::{EXIT_OK, EXIT_USAGE, Io};
 
 pub fn run(cmd: EstimateCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
@@ -16,19 +18,38 @@ pub fn run(cmd: EstimateCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         },
         None => None,
     };
-    let plan = match plan_file(&cmd.file, cmd.profile.as_deref(), global, io) {
+    let planned = if cmd.set.is_empty() {
+        plan_file(&cmd.file, cmd.profile.as_deref(), global, io)
+    } else {
+        plan_for(&cmd.file, cmd.profile.as_deref(), &cmd.set, global, io).map(|p| p.plan)
+    };
+    let plan = match planned {
         Ok(p) => p,
         Err(code) => return code,
     };
     let est = wrl_plan::estimate(&plan, prices.as_ref());
+    let models = super::footprint::models(&plan);
     let text = match cmd.format {
-        EstimateFormat::Text => wrl_plan::estimate::render_text(&est),
-        EstimateFormat::Json => wrl_plan::estimate::render_json(&est),
+        EstimateFormat::Text => {
+            wrl_plan::estimate::render_text(&est) + &super::footprint::render_text(&models)
+        }
+        EstimateFormat::Json => json(&est, &models),
     };
     match io.out.write_all(text.as_bytes()) {
         Ok(()) => EXIT_OK,
         Err(_) => EXIT_USAGE,
     }
+}
+
+/// The plan's estimate with a `models` key: each model's parameters and training memory.
+fn json(est: &wrl_plan::Estimate, models: &[super::footprint::ModelFootprint]) -> String {
+    let mut v = serde_json::to_value(est).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("models".into(), serde_json::to_value(models).unwrap_or_default());
+    }
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    s
 }
 
 fn read_prices(path: &std::path::Path) -> Result<wrl_plan::Prices, String> {

@@ -4,6 +4,7 @@ pub mod check;
 pub mod env;
 pub mod estimate;
 pub mod fmt;
+pub mod footprint;
 pub mod lower;
 pub mod lsp;
 pub mod plan;

@@ -19,7 +19,7 @@ use crate::model::{Node, NodeKind, Plan};
 use crate::value::PVal;
 
 pub use prices::{Cost, Prices, TokenPrice};
-pub use render::{render_json, render_text};
+pub use render::{group_digits, render_json, render_text};
 
 /// A count that may be unknown.
 pub type Count = Option<u64>;

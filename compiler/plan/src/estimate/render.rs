@@ -91,7 +91,7 @@ fn prices_sum(parts: [Option<f64>; 3]) -> Option<f64> {
 }
 
 /// `684000` → `684,000`.
-fn group_digits(n: u64) -> String {
+pub fn group_digits(n: u64) -> String {
     let d = n.to_string();
     let mut out = String::new();
     for (i, ch) in d.chars().enumerate() {

@@ -18,6 +18,7 @@ mod sft;
 mod validate;
 
 pub use data::check_cached_inputs;
+pub use models::tiny_config;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -19,31 +19,11 @@ impl<'a> Executor<'a> {
                 self.built.apis.insert(node.id.clone(), api.clone());
             }
             Model::Tiny(t) => {
-                let params::TinyTransformer {
-                    layers,
-                    d_model,
-                    heads,
-                    context,
-                    positions,
-                    copy,
-                    seed,
-                } = t;
-                let policy = TinyConfig {
-                    layers: *layers as usize,
-                    d_model: *d_model as usize,
-                    heads: *heads as usize,
-                    context: context.0 as usize,
-                    positions: match positions {
-                        Positions::Learned => wrl_trainer::Positions::Learned,
-                        Positions::Alibi => wrl_trainer::Positions::Alibi,
-                    },
-                    copy: *copy,
-                    ..TinyConfig::default()
-                };
+                let policy = tiny_config(t);
                 let cfg = TrainerConfig {
                     policy: PolicyConfig::Tiny(policy),
                     optim: OptimConfig::default(),
-                    seed: *seed,
+                    seed: t.seed,
                     device: Default::default(),
                 };
                 self.built.models.insert(node.id.clone(), cfg);
@@ -81,5 +61,23 @@ impl<'a> Executor<'a> {
         cfg.optim = optim;
         let t = Trainer::new(cfg).map_err(|e| RunError::model("cannot build the policy", e))?;
         Ok(Arc::new(Mutex::new(t)))
+    }
+}
+
+/// The trainer's configuration of a `tiny_transformer` node (what the run builds, what the
+/// preflight validates and what `wrlc estimate` counts).
+pub fn tiny_config(t: &params::TinyTransformer) -> TinyConfig {
+    let params::TinyTransformer { layers, d_model, heads, context, positions, copy, seed: _ } = t;
+    TinyConfig {
+        layers: *layers as usize,
+        d_model: *d_model as usize,
+        heads: *heads as usize,
+        context: context.0 as usize,
+        positions: match positions {
+            Positions::Learned => wrl_trainer::Positions::Learned,
+            Positions::Alibi => wrl_trainer::Positions::Alibi,
+        },
+        copy: *copy,
+        ..TinyConfig::default()
     }
 }

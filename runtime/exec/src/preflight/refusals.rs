@@ -6,7 +6,6 @@
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Agent, Env, Observation, Params, RlPhase, TypedPlan};
-use wrl_trainer::TinyConfig;
 
 use crate::error::{Fault, RunError};
 
@@ -43,13 +42,7 @@ fn model(n: &Node, m: &params::Model) -> Vec<RunError> {
         }
         params::Model::Tiny(t) => t,
     };
-    let cfg = TinyConfig {
-        layers: t.layers as usize,
-        d_model: t.d_model as usize,
-        heads: t.heads as usize,
-        context: t.context.0 as usize,
-        ..TinyConfig::default()
-    };
+    let cfg = crate::executor::tiny_config(t);
     let Err(e) = cfg.validate() else { return Vec::new() };
     let cannot = format!("model `{}` cannot be built", n.decl);
     vec![if cfg.heads > 0 && !cfg.d_model.is_multiple_of(cfg.heads) {
