@@ -82,9 +82,11 @@ pub enum Command {
                       (nothing on stdout), 2 usage or internal error."
     )]
     Plan(PlanCmd),
-    /// Estimate what a recipe costs before it runs: trajectories, env steps, tokens, judge calls
+    /// Estimate what a recipe costs before it runs: trajectories, env steps, tokens, judge
+    /// calls, and each trained model's parameters and memory per dtype
     #[command(after_help = "Examples:\n  wrlc estimate recipes/openwebrl.wrl\n  wrlc estimate \
-                      recipes/openwebrl.wrl --format json --prices prices.json\n\nPrices (JSON, every \
+                      recipes/openwebrl.wrl --format json --prices prices.json\n  wrlc estimate \
+                      recipes/quickstart.wrl --set 'policy=hf(\"./my-qwen3\") { family = qwen3 }'\n\nPrices (JSON, every \
                       field optional): {\"judge_call\": 0.01, \"judge_call_by_model\": {\"gpt-4.1\": \
                       0.02}, \"per_million_tokens\": 0.5, \"gpu_hour\": 3.0, \
                       \"gpu_hours_per_million_tokens\": 0.2}; see docs/plan-format.md.\n\nExit status: 0 \
