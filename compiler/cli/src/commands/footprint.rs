@@ -82,9 +82,8 @@ pub fn models(plan: &Plan) -> Vec<ModelFootprint> {
         let mut stages = Vec::new();
         for t in trains.iter().filter(|t| t.model == n.id) {
             let Some(shape) = &shape else { continue };
-            // RL scores whole episodes: up to the model's context, as many per forward as
-            // the trainer's token budget holds.
-            // No sequence is longer than the model's context.
+            // No sequence is longer than the model's context; RL scores whole episodes, up to
+            // it, as many per forward as the trainer's token budget holds.
             let length = t.length.map_or(context, |l| l.min(context)).max(1);
             let per_forward = wrl_trainer::rl_update::TOKENS_PER_FORWARD as u64;
             let sequences = t.sequences.unwrap_or((per_forward / length).max(1));
@@ -119,12 +118,8 @@ pub fn models(plan: &Plan) -> Vec<ModelFootprint> {
 /// A Hugging Face model's `config.json`, found as `wrlc run` finds the model; the config is
 /// all the estimate reads, so a snapshot holding only it (`huggingface-cli download ORG/NAME
 /// config.json`) is enough.
-fn config(id: &str) -> Result<wrl_trainer::hf::QwenConfig, String> {
-    let dir = hf::resolve(id, RepoKind::Model).map_err(|e| e.to_string())?;
-    let path = dir.join("config.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    wrl_trainer::hf::QwenConfig::parse(&text).map_err(|e| format!("`{}`: {e}", path.display()))
+fn config(id: &str) -> Result<wrl_trainer::hf::QwenConfig, hf::HfError> {
+    hf::read_config(&hf::resolve(id, RepoKind::Model)?)
 }
 
 fn trains(plan: &Plan, n: &wrl_plan::Node, p: &Params) -> Option<Trains> {

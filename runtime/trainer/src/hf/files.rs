@@ -39,8 +39,9 @@ fn json_file(path: &Path) -> Result<Json, HfError> {
         .map_err(|e| HfError::Files(format!("`{}` is not valid JSON: {e}", path.display())))
 }
 
-/// Reads and checks the model directory `dir` (see the module doc).
-pub fn inspect(dir: &Path) -> Result<ModelFiles, HfError> {
+/// Reads and checks the `config.json` of the model directory `dir`, and nothing else
+/// (`wrlc estimate` needs only the sizes).
+pub fn read_config(dir: &Path) -> Result<QwenConfig, HfError> {
     let config_path = dir.join("config.json");
     if !config_path.is_file() {
         return Err(HfError::NotFound(format!(
@@ -48,7 +49,12 @@ pub fn inspect(dir: &Path) -> Result<ModelFiles, HfError> {
             dir.display()
         )));
     }
-    let config = QwenConfig::parse(&read(&config_path)?)?;
+    QwenConfig::parse(&read(&config_path)?)
+}
+
+/// Reads and checks the model directory `dir` (see the module doc).
+pub fn inspect(dir: &Path) -> Result<ModelFiles, HfError> {
+    let config = read_config(dir)?;
     let weights = shards(dir)?;
     check_tensors(&config, &weights)?;
     let tokenizer = dir.join("tokenizer.json");

@@ -10,7 +10,7 @@ pub mod tiny;
 use std::path::{Path, PathBuf};
 
 pub use config::{Arch, QwenConfig, RopeKind};
-pub use files::{ModelFiles, inspect};
+pub use files::{ModelFiles, inspect, read_config};
 
 /// Why a Hugging Face model (or dataset) cannot be used. Each kind is one runtime code.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
