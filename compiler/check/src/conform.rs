@@ -37,18 +37,7 @@ impl Checker<'_> {
             Ty::Int { min, max } => match val.v {
                 V::Num { value } => {
                     if value.fract() != 0.0 {
-                        self.diags.push(
-                            Diagnostic::new(
-                                "E0308",
-                                format!("expected a whole number, found {}", show_num(value)),
-                            )
-                            .label(span, "not a whole number")
-                            .help(format!(
-                                "use {} or {}",
-                                show_num(value.floor()),
-                                show_num(value.ceil())
-                            )),
-                        );
+                        self.diags.push(not_whole(value, "a whole number", "", span));
                         return Val::new(V::Unknown, span);
                     }
                     self.in_range(value, *min, *max, "", span, ty);
@@ -131,23 +120,9 @@ impl Checker<'_> {
                 // Counts are whole in their canonical unit (`1.5k tokens` is 1500 tokens; half an
                 // epoch or iteration is not a count the runtime can run).
                 if value.fract() != 0.0 && !matches!(dim, Dimension::Time | Dimension::Ratio) {
-                    let unit = dim.canonical_unit();
-                    self.diags.push(
-                        Diagnostic::new(
-                            "E0308",
-                            format!(
-                                "expected a whole number of {}, found {} {unit}",
-                                dim.describe(),
-                                show_num(value)
-                            ),
-                        )
-                        .label(span, "not a whole number")
-                        .help(format!(
-                            "use {} {unit} or {} {unit}",
-                            show_num(value.floor()),
-                            show_num(value.ceil())
-                        )),
-                    );
+                    let what = format!("a whole number of {}", dim.describe());
+                    let unit = format!(" {}", dim.canonical_unit());
+                    self.diags.push(not_whole(value, &what, &unit, span));
                     return Val::new(V::Unknown, span);
                 }
                 let unit = if *dim == Dimension::Ratio { "" } else { dim.canonical_unit() };
@@ -445,4 +420,12 @@ fn example(dim: Dimension) -> &'static str {
         Dimension::Bytes => "80 GiB",
         Dimension::Ratio => "10%",
     }
+}
+
+/// E0308 for a fractional count: `what` was expected (`a whole number of epochs`), `unit`
+/// (with its leading space, or empty) follows each number shown.
+fn not_whole(value: f64, what: &str, unit: &str, span: Span) -> Diagnostic {
+    Diagnostic::new("E0308", format!("expected {what}, found {}{unit}", show_num(value)))
+        .label(span, "not a whole number")
+        .help(format!("use {}{unit} or {}{unit}", show_num(value.floor()), show_num(value.ceil())))
 }
