@@ -216,6 +216,14 @@ impl Checker<'_> {
                 }
                 _ => self.mismatch(m, val, ty),
             },
+            Ty::Map(elem) => match val.v {
+                V::Record { fields } => {
+                    let fields =
+                        fields.into_iter().map(|(k, v)| (k, self.conform(m, v, elem))).collect();
+                    Val::new(V::Record { fields }, span)
+                }
+                _ => self.mismatch(m, val, ty),
+            },
             Ty::Range(elem) => match val.v {
                 V::Range { lo, hi } => {
                     let lo = self.conform(m, *lo, elem);

@@ -33,6 +33,7 @@ pub use fields::{Defaults, Fields};
 pub use loader::{FsLoader, Loader, MemLoader, join_relative};
 pub use model::{CheckedDecl, Override, Profile, Recipe, Seg};
 pub use name::Name;
+pub use rules::columns::{RECORD_FIELDS, record_fields};
 pub use slice::ProfileSlicer;
 pub use stdlib::MODULES as STDLIB_MODULES;
 pub use stdlib_doc::stdlib_doc;

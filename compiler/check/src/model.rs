@@ -116,7 +116,10 @@ fn walk_mut<'a>(v: &'a mut Val, path: &[Seg]) -> Option<&'a mut Val> {
     };
     let next = match (first, &mut v.v) {
         (Seg::Field(f), V::Obj(o)) => std::sync::Arc::make_mut(o).fields.get_mut(f)?,
-        (Seg::Field(f), V::Record { fields }) => fields.get_mut(f)?,
+        // A `map(T)` field takes names it does not hold yet (the override was checked).
+        (Seg::Field(f), V::Record { fields }) => {
+            fields.entry(f.clone()).or_insert_with(|| Val::new(V::Unknown, v.span))
+        }
         (Seg::Index(i), V::List { items }) => items.get_mut(*i)?,
         (Seg::Module(name), V::Obj(o)) => {
             &mut std::sync::Arc::make_mut(o).modules.iter_mut().find(|m| m.name == *name)?.value

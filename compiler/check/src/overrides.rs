@@ -134,6 +134,7 @@ impl Checker<'_> {
                                 .iter()
                                 .find(|(f, _)| *f == n.name)
                                 .map(|(_, t)| (t.clone(), fields.get(&n.name).cloned())),
+                            Ty::Map(t) => Some(((**t).clone(), fields.get(&n.name).cloned())),
                             _ => None,
                         },
                         _ => None,

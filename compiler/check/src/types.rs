@@ -28,6 +28,9 @@ pub enum Ty {
     Enum(Vec<String>),
     List(Box<Ty>),
     Record(Vec<(String, Ty)>),
+    /// A record whose field names are the user's (`map(string)`: `{ question = "prompt" }`),
+    /// each value of the inner type; which names are allowed is a rule's business.
+    Map(Box<Ty>),
     Range(Box<Ty>),
     OneOf(Vec<Ty>),
     Dims,
@@ -100,6 +103,7 @@ impl Ty {
                 let names: Vec<String> = fs.iter().map(|(n, _)| format!("`{n}`")).collect();
                 format!("a record with {}", names.join(", "))
             }
+            Ty::Map(t) => format!("a record whose every field is {}", t.describe()),
             Ty::Range(t) => format!("a range `lo .. hi` of {}", strip_article(&t.describe())),
             Ty::OneOf(ts) => {
                 let ds: Vec<String> = ts.iter().map(Ty::describe).collect();
@@ -167,7 +171,7 @@ pub fn parse_type(e: &Expr) -> Result<Ty, Diagnostic> {
     let bad = |span: Span, what: String| {
         Diagnostic::new("E0300", format!("invalid type in a builtin signature: {what}"))
             .label(span, "not a type")
-            .help("types are int, float, prob, bool, string, path, any, unit types like steps(min: 1), enum(…), list(T), record(…), range(T), one_of(…), dims, or a kind")
+            .help("types are int, float, prob, bool, string, path, any, unit types like steps(min: 1), enum(…), list(T), record(…), map(T), range(T), one_of(…), dims, or a kind")
     };
     let (name, args) = match &e.kind {
         ExprKind::Path(segs) if segs.len() == 1 => (segs[0].name.as_str(), &[][..]),
@@ -211,6 +215,7 @@ pub fn parse_type(e: &Expr) -> Result<Ty, Diagnostic> {
         ),
         "list" => Ty::List(Box::new(one_arg(args, e.span, &bad)?)),
         "range" => Ty::Range(Box::new(one_arg(args, e.span, &bad)?)),
+        "map" => Ty::Map(Box::new(one_arg(args, e.span, &bad)?)),
         "one_of" => {
             Ty::OneOf(positional().map(|a| parse_type(&a.value)).collect::<Result<_, _>>()?)
         }

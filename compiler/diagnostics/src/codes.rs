@@ -82,6 +82,7 @@ pub const CODES: &[CodeInfo] = &[
     live("E0416", Phase::Rules, "stage dependency cycle"),
     live("E0417", Phase::Rules, "RL stage without phases"),
     live("E0418", Phase::Rules, "dynamic-sampling metric that no reward emits"),
+    live("E0419", Phase::Rules, "dataset `columns` entry with no such field or no column name"),
     live("E0440", Phase::Rules, "mini-batch in a unit the stage's level does not train"),
     live("E0441", Phase::Rules, "epochs over a task set whose size the recipe does not say"),
     // E045x — plan rules (the planner's checks of the stage graph)

@@ -1,6 +1,7 @@
 //! Completion: the fields of the enclosing constructor (with types and defaults), record
-//! fields, constructors and declarations of the kind a slot takes, the enum words valid at
-//! that field, `std::` paths, override paths in profiles, and units after a number.
+//! fields (in a dataset's `columns`, its record kind's fields), constructors and declarations of
+//! the kind a slot takes, the enum words valid at that field, `std::` paths, override paths in
+//! profiles, and units after a number.
 
 use lsp_types::{
     CompletionItem, CompletionItemKind, CompletionResponse, Documentation, MarkupContent,
@@ -100,6 +101,16 @@ pub fn complete(view: &View<'_>, pos: Position) -> Option<CompletionResponse> {
                             Some(format!("{name} = ")),
                         ));
                     }
+                } else if let Some(Ty::Map(_)) = p.ty.as_ref() {
+                    for name in map_keys(an, &p).iter().filter(|n| !keys.iter().any(|k| k == *n)) {
+                        items.push(item(
+                            name,
+                            CompletionItemKind::FIELD,
+                            Some("a column name (a string)".into()),
+                            None,
+                            Some(format!("{name} = \"")),
+                        ));
+                    }
                 }
             }
             (Some(Frame::List { .. } | Frame::Overrides { .. }) | None, _) => {}
@@ -183,6 +194,24 @@ fn builtin(an: &Analysis, ctor: &[String]) -> Option<BuiltinInfo> {
     match an.tables.resolve(DOC, &names)? {
         Resolved::Builtin(b) => Some(b),
         Resolved::Decl(_) | Resolved::Module(_) => None,
+    }
+}
+
+/// The names a `map(…)` record may hold at `p`: a dataset's `columns` takes the fields of its
+/// record kind, read from the checked recipe.
+fn map_keys(an: &Analysis, p: &Place) -> Vec<&'static str> {
+    let (Some(recipe), Some((decl, path))) = (an.recipe.as_ref(), p.path.as_ref()) else {
+        return Vec::new();
+    };
+    let Some((Seg::Field(last), owner)) = path.split_last() else { return Vec::new() };
+    let value = recipe.decls.iter().find(|d| d.name.as_str() == decl).map(|d| &d.value);
+    let kind = value.and_then(|v| wrl_check::query::value_at(v, owner)).and_then(|o| match &o.v {
+        V::Obj(o) if o.kind == "dataset" && last == "columns" => o.fields.get("kind"),
+        _ => None,
+    });
+    match kind.map(|k| &k.v) {
+        Some(V::Enum { value }) => wrl_check::record_fields(value).unwrap_or_default().to_vec(),
+        _ => Vec::new(),
     }
 }
 

@@ -205,6 +205,7 @@ fn default_field(d: &'static ast::Expr, name: &str) -> Option<&'static ast::Expr
 fn record_field(ty: &Ty, name: &str) -> Option<Ty> {
     match ty {
         Ty::Record(fs) => fs.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone()),
+        Ty::Map(t) => Some((**t).clone()),
         Ty::OneOf(ts) => ts.iter().find_map(|t| record_field(t, name)),
         _ => None,
     }

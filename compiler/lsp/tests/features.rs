@@ -194,6 +194,18 @@ fn completion_of_fields_values_and_units() {
     let p = pos(&edited, "std::\n", 0, 5);
     let got = labels(&s.request("textDocument/completion", doc_pos(&uri, p)).expect("completion"));
     assert!(got.contains(&"models".to_string()) && got.contains(&"rewards".to_string()), "{got:?}");
+    // Inside a dataset's `columns`, the fields of its record kind (tasks), less those written.
+    let at = base.find("  count = 595\n").expect("webvoyager");
+    let edited =
+        format!("{}  columns = {{ goal = \"instruction\",  }}\n{}", &base[..at], &base[at..]);
+    s.notify("textDocument/didChange", json!({ "textDocument": { "uri": uri, "version": 7 }, "contentChanges": [{ "text": edited }] }));
+    let p = pos(&edited, "\"instruction\",  }", 0, 15);
+    let got = labels(&s.request("textDocument/completion", doc_pos(&uri, p)).expect("completion"));
+    assert!(got.contains(&"start_path".to_string()) && got.contains(&"id".to_string()), "{got:?}");
+    assert!(
+        !got.contains(&"goal".to_string()) && !got.contains(&"question".to_string()),
+        "{got:?}"
+    );
     assert_eq!(s.finish(), 0);
 }
 

@@ -84,6 +84,7 @@ fn agrees(ty: &Ty, shape: &Shape) -> Result<(), String> {
             }
         }
         (Ty::List(t), Shape::List(s)) => agrees(t, s).map_err(|e| format!("items: {e}")),
+        (Ty::Map(t), Shape::Map(s)) => agrees(t, s).map_err(|e| format!("values: {e}")),
         (Ty::Record(fields), Shape::Struct(have)) => {
             let want: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
             let names: Vec<&str> = have.iter().map(|(n, _)| n.as_str()).collect();

@@ -1,6 +1,7 @@
 //! wrl-sandbox: the offline sandbox web (shop, forum, wiki, lab) served on 127.0.0.1 with axum,
 //! with deterministic content from a seed, per-episode resettable state, task generators with
-//! programmatic checkers and a train/test split, and the task and trajectory JSONL formats.
+//! programmatic checkers and a train/test split, and the task and trajectory JSONL formats (and
+//! a dataset's column mapping onto them).
 //!
 //! It does not depend on a browser; `wrl-browser` drives it through Chromium.
 //!
@@ -14,6 +15,7 @@
 
 pub mod augment;
 pub mod checker;
+pub mod columns;
 pub mod content;
 mod forum;
 pub mod html;

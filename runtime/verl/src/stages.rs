@@ -299,8 +299,11 @@ pub(crate) fn tasks_of(c: &mut Ctx<'_>, id: &str) -> Result<Vec<Task>, String> {
             let text = std::fs::read_to_string(&f.path).map_err(|e| {
                 format!("`{}` cannot be read here ({e}), so no rows were written", f.path)
             })?;
-            let mut tasks =
-                wrl_sandbox::parse_jsonl(&text).map_err(|e| format!("`{}`: {e}", f.path))?;
+            let mut tasks = if f.columns.is_empty() {
+                wrl_sandbox::parse_jsonl(&text).map_err(|e| format!("`{}`: {e}", f.path))?
+            } else {
+                mapped_tasks(&text, &f.columns).map_err(|e| format!("`{}`: {e}", f.path))?
+            };
             if let Some(n) = f.count {
                 tasks.truncate(n as usize);
             }
@@ -316,6 +319,23 @@ pub(crate) fn tasks_of(c: &mut Ctx<'_>, id: &str) -> Result<Vec<Task>, String> {
         )),
         _ => Err("the dataset does not decode".into()),
     }
+}
+
+/// Task JSONL whose keys a dataset's `columns` renames to the task's fields.
+fn mapped_tasks(
+    text: &str,
+    columns: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<Task>, String> {
+    let fields = wrl_plan::params::RecordKind::Tasks.fields();
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let at = |e: String| format!("line {}: {e}", i + 1);
+        let row: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+        let row = wrl_sandbox::columns::select(&row, fields, columns).map_err(at)?;
+        out.push(serde_json::from_value(row.into()).map_err(|e| at(e.to_string()))?);
+    }
+    Ok(out)
 }
 
 /// The system message of an agent's prompt: its `prompt`, else how to act with its tools.

@@ -212,3 +212,38 @@ fn the_portability_tables_in_docs_scale_md_are_current() {
         "docs/scale.md's portability tables are stale: WRL_BLESS=1 cargo test -p wrl-verl --test lower"
     );
 }
+
+/// A task file whose keys differ from the task's fields reaches verl's rows through the
+/// dataset's `columns`; without the mapping it is refused at its path.
+#[test]
+fn a_column_mapping_renames_task_keys_in_the_rows() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("tasks.jsonl");
+    let tasks =
+        wrl_sandbox::generate(&wrl_sandbox::Content::new(0), wrl_sandbox::Split::Train, 2, 0);
+    let lines: Vec<String> = tasks
+        .iter()
+        .map(|t| serde_json::to_string(t).unwrap().replace("\"goal\":", "\"instruction\":"))
+        .collect();
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let with = |columns: &str| {
+        variant(|t| {
+            t.replace("group = unknown", "group = 4").replace(
+                "std::sandbox::tasks(count: 4) { sites = [shop] }",
+                &format!("jsonl(\"{}\") {{ kind = tasks{columns} }}", path.display()),
+            )
+        })
+    };
+    let job = job_of(&with(", columns = { goal = \"instruction\" }"));
+    let (_, bytes) = job.files.iter().find(|(k, _)| k.ends_with(".parquet")).unwrap();
+    let file = tmp.path().join("rows.parquet");
+    std::fs::write(&file, bytes).unwrap();
+    let reader = SerializedFileReader::new(std::fs::File::open(&file).unwrap()).unwrap();
+    let rows: Vec<String> =
+        reader.get_row_iter(None).unwrap().map(|r| r.unwrap().to_string()).collect();
+    assert_eq!(rows.len(), 2);
+    assert!(rows[0].contains(&format!("task: {}", tasks[0].goal)), "{}", rows[0]);
+    let refused = job_of(&with("")).table();
+    assert!(refused.contains("missing field `goal`"), "{refused}");
+}

@@ -4,6 +4,7 @@
 //! and on every profile-applied variant of it; one file per family of rules.
 
 pub(crate) mod budget;
+pub(crate) mod columns;
 mod data;
 mod graph;
 mod lints;
@@ -173,6 +174,7 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     rl::check(ctx, &mut out);
     budget::check(ctx, &mut out);
     data::check(ctx, &mut out);
+    columns::check(ctx, &mut out);
     tools::check(ctx, &mut out);
     graph::check(ctx, &mut out);
     stages::check(ctx, &mut out);

@@ -1,6 +1,8 @@
 //! The dataset constructors the runtime reads: files (`jsonl`, `parquet`), Hugging Face
 //! datasets, mixtures, and the sandbox's generators (`std::sandbox::tasks`, `demos`, `qa`).
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 
 use super::units::NodeRef;
@@ -12,6 +14,22 @@ pub enum RecordKind {
     Trajectories,
     Tasks,
     Qa,
+}
+
+impl RecordKind {
+    pub fn word(self) -> &'static str {
+        match self {
+            RecordKind::Trajectories => "trajectories",
+            RecordKind::Tasks => "tasks",
+            RecordKind::Qa => "qa",
+        }
+    }
+
+    /// The fields of a row of this kind: what a `columns` mapping may name (the checker's list,
+    /// which the language defines; `wrl-exec` holds its record types to it).
+    pub fn fields(self) -> &'static [&'static str] {
+        wrl_check::record_fields(self.word()).unwrap_or_default()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -28,6 +46,8 @@ pub enum Split {
 pub struct File {
     pub path: String,
     pub kind: RecordKind,
+    /// Record field → the column it is read from (empty: every field by its own name).
+    pub columns: BTreeMap<String, String>,
     #[serde(deserialize_with = "super::opt")]
     pub count: Option<u64>,
     pub split: Split,
@@ -40,6 +60,8 @@ pub struct HfDataset {
     pub id: String,
     pub file: String,
     pub kind: RecordKind,
+    /// Record field → the column it is read from (empty: every field by its own name).
+    pub columns: BTreeMap<String, String>,
     #[serde(deserialize_with = "super::opt")]
     pub count: Option<u64>,
     pub split: Split,

@@ -91,6 +91,7 @@ impl ToolKind {
             Ty::List(t) => ToolKind::List(Box::new(ToolKind::of(t))),
             Ty::Any
             | Ty::Record(_)
+            | Ty::Map(_)
             | Ty::Range(_)
             | Ty::OneOf(_)
             | Ty::Dims

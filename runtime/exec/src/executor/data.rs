@@ -91,13 +91,13 @@ impl<'a> Executor<'a> {
                 Data::Mixture(parts, weights)
             }
             Dataset::Jsonl(f) | Dataset::Parquet(f) => {
-                records(read_records(&f.path, f.kind), format_help(&f.path))?
+                records(read_records(&f.path, f.kind, &f.columns), format_help(&f.path))?
             }
             Dataset::HfDataset(h) => {
                 let path = hf_dataset_file(&h.id, &h.file, h.split).map_err(|why| {
                     RunError::new(Fault::Data, format!("dataset `{}`: {why}", node.decl))
                 })?;
-                records(read_records(&path, h.kind), format_help(&path))?
+                records(read_records(&path, h.kind, &h.columns), format_help(&path))?
             }
         };
         self.built.data.insert(node.id.clone(), data);

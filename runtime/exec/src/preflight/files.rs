@@ -1,9 +1,12 @@
 //! The files a run reads before it starts and the directory it writes into: task, QA and
-//! trajectory JSONL (every line checked, a bad one named by file, line and column), and the run
-//! directory a new run may use.
+//! trajectory rows (every JSONL line checked, a bad one named by file, line and field; a
+//! dataset's `columns` mapping read here for JSONL and Parquet alike), and the run directory a
+//! new run may use.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use serde_json::Value as Json;
 use wrl_plan::params::RecordKind;
 use wrl_sandbox::{Task, Trajectory};
 
@@ -15,50 +18,41 @@ pub(crate) enum Records {
     Trajectories(Vec<Trajectory>),
 }
 
-/// Reads a task (`kind = tasks`) or trajectory JSONL file; on failure, the message and a label
-/// for the place: a file that cannot be read, a malformed line (with its line and column), or
-/// a file with no records.
-pub(crate) fn read_jsonl(path: &str, kind: RecordKind) -> Result<Records, (String, String)> {
+/// Reads a task, QA or trajectory JSONL file, each line's keys renamed by `columns`; on
+/// failure, the message and a label for the place: a file that cannot be read, a line that is
+/// not JSON (with its column) or not a record (with the field), or a file with no records.
+pub(crate) fn read_jsonl(
+    path: &str,
+    kind: RecordKind,
+    columns: &Columns,
+) -> Result<Records, (String, String)> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| (format!("cannot read `{path}`: {e}"), "cannot be read".to_string()))?;
-    let mut tasks = Vec::new();
-    let mut trajectories = Vec::new();
+    let mut out = Records::empty(kind);
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let parsed = match kind {
-            RecordKind::Tasks => serde_json::from_str::<Task>(line).map(|t| tasks.push(t)),
-            RecordKind::Qa => {
-                serde_json::from_str::<QaPair>(line).map(|q| tasks.push(q.task(i + 1)))
-            }
-            RecordKind::Trajectories => {
-                serde_json::from_str::<Trajectory>(line).map(|t| trajectories.push(t))
-            }
+        let malformed = |why: String| {
+            (
+                format!("`{path}` line {}{why}", i + 1),
+                format!("line {} of this file is malformed", i + 1),
+            )
         };
-        if let Err(e) = parsed {
-            let what = match kind {
-                RecordKind::Tasks => "task",
-                RecordKind::Qa => "QA",
-                RecordKind::Trajectories => "trajectory",
-            };
-            let message = format!(
-                "`{path}` line {}, column {}: not a valid {what} record: {}",
-                i + 1,
+        let row = serde_json::from_str::<serde_json::Value>(line).map_err(|e| {
+            malformed(format!(
+                ", column {}: not JSON: {}",
                 e.column(),
                 crate::rundir::without_place(&e)
-            );
-            return Err((message, format!("line {} of this file is malformed", i + 1)));
-        }
+            ))
+        })?;
+        parse_record(row, kind, columns, i + 1, &mut out)
+            .map_err(|why| malformed(format!(": {why}")))?;
     }
-    if tasks.is_empty() && trajectories.is_empty() {
+    if out.is_empty() {
         return Err((format!("`{path}` holds no records"), "this file is empty".into()));
     }
-    // The same split as the parse above: tasks and QA pairs are tasks, the rest trajectories.
-    Ok(match kind {
-        RecordKind::Tasks | RecordKind::Qa => Records::Tasks(tasks),
-        RecordKind::Trajectories => Records::Trajectories(trajectories),
-    })
+    Ok(out)
 }
 
 impl Records {
@@ -82,11 +76,16 @@ impl Records {
     }
 }
 
+/// A dataset's `columns`: record field → the column it is read from.
+pub(crate) type Columns = BTreeMap<String, String>;
+
 /// Parses one record of `kind` (the `n`-th, 1-based, which names a QA pair without an id) from
-/// a JSON value (a Parquet row's columns) into `out`; on failure, why, without a place.
+/// a row (a JSONL line, a Parquet row's columns) read through `columns` into `out`; on failure,
+/// why, without a place.
 pub(crate) fn parse_record(
-    v: serde_json::Value,
+    row: Json,
     kind: RecordKind,
+    columns: &Columns,
     n: usize,
     out: &mut Records,
 ) -> Result<(), String> {
@@ -95,16 +94,35 @@ pub(crate) fn parse_record(
         RecordKind::Qa => "QA",
         RecordKind::Trajectories => "trajectory",
     };
-    let bad = |e: serde_json::Error| {
-        format!("not a valid {what} record: {}", crate::rundir::without_place(&e))
+    let row = match row {
+        Json::Object(m) if !columns.is_empty() => {
+            Json::Object(wrl_sandbox::columns::select(&m, kind.fields(), columns)?)
+        }
+        other => other,
+    };
+    let bad = |e: serde_path_to_error::Error<serde_json::Error>| {
+        let inner = crate::rundir::without_place(e.inner());
+        let mut field = e.path().to_string();
+        // An unknown key's path ends in the key, which the message already names.
+        if inner.starts_with("unknown field") {
+            field = field.rsplit_once('.').map_or(".".into(), |(parent, _)| parent.to_string());
+        }
+        if field == "." {
+            return format!("not a valid {what} record: {inner}");
+        }
+        let top = field.split(['.', '[']).next().unwrap_or_default();
+        let column = columns.get(top).map(|c| format!(" (column `{c}`)")).unwrap_or_default();
+        format!("not a valid {what} record: `{field}`{column}: {inner}")
     };
     match (kind, out) {
-        (RecordKind::Tasks, Records::Tasks(t)) => t.push(serde_json::from_value(v).map_err(bad)?),
+        (RecordKind::Tasks, Records::Tasks(t)) => {
+            t.push(serde_path_to_error::deserialize(row).map_err(bad)?)
+        }
         (RecordKind::Qa, Records::Tasks(t)) => {
-            t.push(serde_json::from_value::<QaPair>(v).map_err(bad)?.task(n))
+            t.push(serde_path_to_error::deserialize::<_, QaPair>(row).map_err(bad)?.task(n))
         }
         (RecordKind::Trajectories, Records::Trajectories(t)) => {
-            t.push(serde_json::from_value(v).map_err(bad)?)
+            t.push(serde_path_to_error::deserialize(row).map_err(bad)?)
         }
         _ => return Err(format!("a {what} record in a dataset of another kind")),
     }
@@ -191,14 +209,19 @@ mod tests {
         let p = dir.path().join("t.jsonl");
         std::fs::write(&p, "\n{\"nope\": 1}\n").unwrap();
         let path = p.to_string_lossy().into_owned();
-        let (message, label) = read_jsonl(&path, RecordKind::Tasks).err().unwrap();
-        assert!(message.starts_with(&format!("`{path}` line 2, column ")), "{message}");
-        assert!(message.contains("missing field"), "{message}");
-        assert!(!message.contains(" at line 1"), "{message}");
+        let (message, label) = read_jsonl(&path, RecordKind::Tasks, &Columns::new()).err().unwrap();
+        assert_eq!(
+            message,
+            format!("`{path}` line 2: not a valid task record: missing field `id`")
+        );
         assert_eq!(label, "line 2 of this file is malformed");
         std::fs::write(&p, "\n\n").unwrap();
         assert!(
-            read_jsonl(&path, RecordKind::Tasks).err().unwrap().0.ends_with("holds no records")
+            read_jsonl(&path, RecordKind::Tasks, &Columns::new())
+                .err()
+                .unwrap()
+                .0
+                .ends_with("holds no records")
         );
     }
 
@@ -210,14 +233,103 @@ mod tests {
                      {\"id\": \"q2\", \"question\": \"2+2?\", \"answer\": \"4\"}\n";
         std::fs::write(&p, lines).unwrap();
         let path = p.to_string_lossy().into_owned();
-        let Ok(Records::Tasks(tasks)) = read_jsonl(&path, RecordKind::Qa) else {
+        let Ok(Records::Tasks(tasks)) = read_jsonl(&path, RecordKind::Qa, &Columns::new()) else {
             panic!("not tasks")
         };
         assert_eq!((tasks[0].id.as_str(), tasks[1].id.as_str()), ("qa-00001", "q2"));
         assert_eq!(crate::rollout::reference(&tasks[0]), Some("Paris"));
         std::fs::write(&p, "{\"question\": \"x\"}\n").unwrap();
-        let (message, _) = read_jsonl(&path, RecordKind::Qa).err().unwrap();
+        let (message, _) = read_jsonl(&path, RecordKind::Qa, &Columns::new()).err().unwrap();
         assert!(message.contains("not a valid QA record: missing field `answer`"), "{message}");
+    }
+
+    #[test]
+    fn a_column_mapping_reads_fields_from_keys_of_other_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("qa.jsonl");
+        let path = p.to_string_lossy().into_owned();
+        let columns: Columns = [("question", "prompt"), ("answer", "ground_truth")]
+            .map(|(f, c)| (f.to_string(), c.to_string()))
+            .into();
+        let row =
+            "{\"prompt\": \"Capital of France?\", \"ground_truth\": \"Paris\", \"level\": 3}\n";
+        std::fs::write(&p, row).unwrap();
+        let Ok(Records::Tasks(tasks)) = read_jsonl(&path, RecordKind::Qa, &columns) else {
+            panic!("not tasks")
+        };
+        assert_eq!(tasks[0].goal, "Capital of France?");
+        assert_eq!(crate::rollout::reference(&tasks[0]), Some("Paris"));
+        // Without the mapping the keys are not a QA record's.
+        let (message, _) = read_jsonl(&path, RecordKind::Qa, &Columns::new()).err().unwrap();
+        assert!(
+            message.contains("line 1: not a valid QA record: unknown field `ground_truth`"),
+            "{message}"
+        );
+        // A mapped column a row lacks, and a value of the wrong type, are named by line and field.
+        std::fs::write(&p, format!("{row}{{\"prompt\": \"x\", \"answer\": \"y\"}}\n")).unwrap();
+        let (message, label) = read_jsonl(&path, RecordKind::Qa, &columns).err().unwrap();
+        assert_eq!(
+            message,
+            format!(
+                "`{path}` line 2: no column `ground_truth`, which `columns` reads as `answer` \
+                 (the row has `answer`, `prompt`)"
+            )
+        );
+        assert_eq!(label, "line 2 of this file is malformed");
+        std::fs::write(&p, "{\"prompt\": \"x\", \"ground_truth\": 4}\n").unwrap();
+        let (message, _) = read_jsonl(&path, RecordKind::Qa, &columns).err().unwrap();
+        assert!(
+            message.ends_with(
+                "line 1: not a valid QA record: `answer` (column `ground_truth`): invalid type: \
+                 integer `4`, expected a string"
+            ),
+            "{message}"
+        );
+        // A line that is not JSON keeps its column.
+        std::fs::write(&p, "{\"prompt\": \n").unwrap();
+        let (message, _) = read_jsonl(&path, RecordKind::Qa, &columns).err().unwrap();
+        assert!(message.contains("line 1, column 11: not JSON: EOF"), "{message}");
+    }
+
+    #[test]
+    fn the_record_types_have_the_fields_the_language_lists() {
+        let fields = |v: serde_json::Value| -> Vec<String> {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let sorted = |kind: RecordKind| -> Vec<String> {
+            let mut k: Vec<String> = kind.fields().iter().map(|f| f.to_string()).collect();
+            k.sort();
+            k
+        };
+        let task =
+            wrl_sandbox::generate(&wrl_sandbox::Content::new(0), wrl_sandbox::Split::Train, 1, 0);
+        assert_eq!(fields(serde_json::to_value(&task[0]).unwrap()), sorted(RecordKind::Tasks));
+        let trajectory = wrl_sandbox::Trajectory {
+            task_id: String::new(),
+            template: String::new(),
+            goal: String::new(),
+            agent: String::new(),
+            steps: Vec::new(),
+            outcome: wrl_sandbox::TrajOutcome {
+                reason: "completed".into(),
+                message: String::new(),
+                answer: None,
+                success: true,
+                detail: String::new(),
+            },
+            elapsed_ms: 0,
+        };
+        assert_eq!(
+            fields(serde_json::to_value(&trajectory).unwrap()),
+            sorted(RecordKind::Trajectories)
+        );
+        // A QA pair takes exactly the listed keys (it refuses others).
+        let qa: serde_json::Map<String, serde_json::Value> =
+            RecordKind::Qa.fields().iter().map(|f| (f.to_string(), "x".into())).collect();
+        let mut out = Records::empty(RecordKind::Qa);
+        parse_record(qa.into(), RecordKind::Qa, &Columns::new(), 1, &mut out).unwrap();
     }
 
     #[test]

@@ -160,6 +160,7 @@ fn dataset(n: &Node, d: &Dataset) -> Vec<RunError> {
     let read = |path: &str, at: &str, errs: &mut Vec<RunError>| match tables::read_records(
         path,
         kind_of(d),
+        columns_of(d),
     ) {
         Err((message, label)) => errs.push(
             RunError::new(Fault::Data, format!("dataset `{}`: {message}", n.decl))
@@ -207,6 +208,16 @@ fn kind_of(d: &Dataset) -> params::RecordKind {
         Dataset::Jsonl(f) | Dataset::Parquet(f) => f.kind,
         Dataset::HfDataset(h) => h.kind,
         _ => params::RecordKind::Tasks,
+    }
+}
+
+/// The column mapping of a file dataset (none for the rest).
+fn columns_of(d: &Dataset) -> &files::Columns {
+    static NONE: files::Columns = files::Columns::new();
+    match d {
+        Dataset::Jsonl(f) | Dataset::Parquet(f) => &f.columns,
+        Dataset::HfDataset(h) => &h.columns,
+        _ => &NONE,
     }
 }
 

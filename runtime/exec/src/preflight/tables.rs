@@ -12,7 +12,7 @@ use parquet::record::Field;
 use serde_json::{Map, Value as Json};
 use wrl_plan::params::{RecordKind, Split};
 
-use super::files::{Records, parse_record};
+use super::files::{Columns, Records, parse_record};
 
 /// A column value as JSON: numbers, strings, lists and groups as they are; other types
 /// (binary, decimals, dates, timestamps) are not fields of any record kind.
@@ -52,7 +52,11 @@ fn json_of(name: &str, f: &Field) -> Result<Json, String> {
 
 /// Reads a Parquet file of records of `kind`; on failure, the message and a label for the
 /// place, as [`super::files::read_jsonl`] gives them (the row is 1-based).
-pub(crate) fn read_parquet(path: &str, kind: RecordKind) -> Result<Records, (String, String)> {
+pub(crate) fn read_parquet(
+    path: &str,
+    kind: RecordKind,
+    columns: &Columns,
+) -> Result<Records, (String, String)> {
     let file = std::fs::File::open(path)
         .map_err(|e| (format!("cannot read `{path}`: {e}"), "cannot be read".to_string()))?;
     let reader = SerializedFileReader::new(file).map_err(|e| {
@@ -71,7 +75,7 @@ pub(crate) fn read_parquet(path: &str, kind: RecordKind) -> Result<Records, (Str
         for (k, v) in row.get_column_iter() {
             m.insert(k.clone(), json_of(k, v).map_err(&at)?);
         }
-        parse_record(Json::Object(m), kind, i + 1, &mut out).map_err(at)?;
+        parse_record(Json::Object(m), kind, columns, i + 1, &mut out).map_err(at)?;
     }
     if out.is_empty() {
         return Err((format!("`{path}` holds no records"), "this file is empty".into()));
@@ -79,22 +83,27 @@ pub(crate) fn read_parquet(path: &str, kind: RecordKind) -> Result<Records, (Str
     Ok(out)
 }
 
-/// Reads a data file by its extension: `.parquet`, else JSONL.
-pub(crate) fn read_records(path: &str, kind: RecordKind) -> Result<Records, (String, String)> {
+/// Reads a data file by its extension (`.parquet`, else JSONL), through its `columns`.
+pub(crate) fn read_records(
+    path: &str,
+    kind: RecordKind,
+    columns: &Columns,
+) -> Result<Records, (String, String)> {
     if path.ends_with(".parquet") {
-        read_parquet(path, kind)
+        read_parquet(path, kind, columns)
     } else {
-        super::files::read_jsonl(path, kind)
+        super::files::read_jsonl(path, kind, columns)
     }
 }
 
 /// Where the records of a data file are described.
 pub(crate) fn format_help(path: &str) -> &'static str {
     if path.ends_with(".parquet") {
-        "docs/sandbox.md describes the task and trajectory records; a Parquet file's columns are \
-         their fields, by name"
+        "docs/sandbox.md describes the task, QA and trajectory records; a Parquet file's columns \
+         are their fields, by name, or as the dataset's `columns = { field = \"column\" }` maps them"
     } else {
-        "docs/sandbox.md describes the task and trajectory JSONL formats"
+        "docs/sandbox.md describes the task, QA and trajectory JSONL formats; a dataset's \
+         `columns = { field = \"column\" }` reads a field from a key of another name"
     }
 }
 
@@ -167,36 +176,69 @@ pub fn hf_dataset_file_in(
 mod tests {
     use super::*;
 
+    fn none() -> Columns {
+        Columns::new()
+    }
+
     fn fixture(name: &str) -> String {
         format!("{}/../../tests/ui/run/data/{name}", env!("CARGO_MANIFEST_DIR"))
     }
 
     #[test]
     fn parquet_rows_are_records_and_a_bad_row_is_named() {
-        let Ok(Records::Tasks(t)) = read_parquet(&fixture("qa.parquet"), RecordKind::Qa) else {
+        let Ok(Records::Tasks(t)) = read_parquet(&fixture("qa.parquet"), RecordKind::Qa, &none())
+        else {
             panic!("qa.parquet holds QA pairs")
         };
         assert_eq!(t.len(), 3);
         assert_eq!(t[0].id, "qa-00001");
         let (message, label) =
-            read_parquet(&fixture("qa-wrong-columns.parquet"), RecordKind::Qa).err().unwrap();
+            read_parquet(&fixture("qa-wrong-columns.parquet"), RecordKind::Qa, &none())
+                .err()
+                .unwrap();
         assert!(message.contains("row 1: not a valid QA record"), "{message}");
         assert!(message.contains("prompt"), "{message}");
         assert_eq!(label, "row 1 of this file");
-        let (message, _) = read_parquet(&fixture("demos.jsonl"), RecordKind::Qa).err().unwrap();
+        let (message, _) =
+            read_parquet(&fixture("demos.jsonl"), RecordKind::Qa, &none()).err().unwrap();
         assert!(message.contains("is not a Parquet file"), "{message}");
         // Nested columns: a trajectory's steps (a list of structs with a list of actions).
         let Ok(Records::Trajectories(d)) =
-            read_parquet(&fixture("demos.parquet"), RecordKind::Trajectories)
+            read_parquet(&fixture("demos.parquet"), RecordKind::Trajectories, &none())
         else {
             panic!("demos.parquet holds trajectories")
         };
-        let Ok(Records::Trajectories(j)) =
-            super::super::files::read_jsonl(&fixture("demos.jsonl"), RecordKind::Trajectories)
-        else {
+        let Ok(Records::Trajectories(j)) = super::super::files::read_jsonl(
+            &fixture("demos.jsonl"),
+            RecordKind::Trajectories,
+            &none(),
+        ) else {
             panic!("demos.jsonl holds trajectories")
         };
         assert_eq!(serde_json::to_value(&d).unwrap(), serde_json::to_value(&j).unwrap());
+    }
+
+    #[test]
+    fn a_column_mapping_reads_parquet_columns_of_other_names() {
+        // The file's questions are in a column `prompt`; the other columns are read by name.
+        let columns = Columns::from([("question".to_string(), "prompt".to_string())]);
+        let Ok(Records::Tasks(t)) =
+            read_parquet(&fixture("qa-wrong-columns.parquet"), RecordKind::Qa, &columns)
+        else {
+            panic!("the mapped file holds QA pairs")
+        };
+        assert!(!t.is_empty() && t.iter().all(|q| !q.goal.is_empty()));
+        let wrong = Columns::from([("answer".to_string(), "ground_truth".to_string())]);
+        let (message, label) =
+            read_parquet(&fixture("qa.parquet"), RecordKind::Qa, &wrong).err().unwrap();
+        assert!(
+            message.ends_with(
+                "row 1: no column `ground_truth`, which `columns` reads as `answer` \
+                 (the row has `answer`, `question`)"
+            ),
+            "{message}"
+        );
+        assert_eq!(label, "row 1 of this file");
     }
 
     #[test]
@@ -213,7 +255,7 @@ mod tests {
         let all = hf_dataset_file_in("Org/Qa", "", Split::All, c).unwrap_err();
         assert!(all.contains("2 data files") && all.contains("`file`"), "{all}");
         let named = hf_dataset_file_in("Org/Qa", "data/test-00000-of-00001.parquet", Split::All, c);
-        assert!(read_records(&named.unwrap(), RecordKind::Qa).is_ok());
+        assert!(read_records(&named.unwrap(), RecordKind::Qa, &none()).is_ok());
         let missing = hf_dataset_file_in("Org/Other", "", Split::All, c).unwrap_err();
         assert!(missing.contains("never downloads"), "{missing}");
     }

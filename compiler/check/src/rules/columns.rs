@@ -1,0 +1,116 @@
+//! Dataset column mappings (E0419): `columns = { question = "prompt" }` names fields of the
+//! dataset's record kind, each read from a column that has a name. The runtime reads what the
+//! mapping says; a field that is not one of the kind's would be read into nothing.
+
+use wrl_diagnostics::{Diagnostic, Span};
+
+use super::{Ctx, word};
+use crate::suggest::did_you_mean;
+use crate::value::{Obj, V};
+
+/// The fields of each record kind's rows (docs/sandbox.md): what a `columns` mapping may name.
+/// The runtime's record types are held to these lists by a test in `wrl-exec`.
+pub const RECORD_FIELDS: &[(&str, &[&str])] = &[
+    (
+        "tasks",
+        &[
+            "id",
+            "split",
+            "template",
+            "site",
+            "start_path",
+            "goal",
+            "params",
+            "checker",
+            "max_steps",
+            "content_seed",
+        ],
+    ),
+    ("trajectories", &["task_id", "template", "goal", "agent", "steps", "outcome", "elapsed_ms"]),
+    ("qa", &["id", "question", "answer"]),
+];
+
+/// The fields of records of `kind`, if it is a record kind.
+pub fn record_fields(kind: &str) -> Option<&'static [&'static str]> {
+    RECORD_FIELDS.iter().find(|(k, _)| *k == kind).map(|(_, f)| *f)
+}
+
+/// How a record kind reads in messages.
+fn records(kind: &str) -> &str {
+    match kind {
+        "tasks" => "task records",
+        "trajectories" => "trajectory records",
+        "qa" => "QA records",
+        other => other,
+    }
+}
+
+pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+    for d in &ctx.recipe.decls {
+        if let V::Obj(o) = &d.value.v {
+            dataset(ctx, o, out);
+        }
+    }
+}
+
+/// One dataset object and the datasets written in place inside it (a mixture's parts).
+fn dataset(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {
+    if o.kind != "dataset" {
+        return;
+    }
+    if let Some(V::List { items }) = o.fields.get("parts").map(|p| &p.v) {
+        for part in items {
+            if let V::Obj(p) = &part.v {
+                dataset(ctx, p, out);
+            }
+        }
+    }
+    let (Some(cols), Some(kind)) = (o.fields.get("columns"), o.fields.get("kind").and_then(word))
+    else {
+        return;
+    };
+    let (V::Record { fields: map }, Some(allowed)) = (&cols.v, record_fields(kind)) else {
+        return;
+    };
+    for (field, column) in map {
+        if !allowed.contains(&field.as_str()) {
+            // The key where the record is written; an entry set from the command line (into
+            // the stdlib's `{}`) is shown at its value.
+            let key = ctx.find_word(cols.span, field);
+            let at = if key == cols.span { column.span } else { key };
+            out.push(not_a_field(at, field, kind, allowed));
+        }
+        if let V::Str { value } = &column.v
+            && value.trim().is_empty()
+        {
+            out.push(
+                Diagnostic::new("E0419", format!("the column for `{field}` has no name"))
+                    .label(column.span, "an empty column name")
+                    .help(format!(
+                        "write the name of the column `{field}` is read from, or leave `{field}` \
+                         out of `columns` to read the column named `{field}`"
+                    )),
+            );
+        }
+    }
+}
+
+fn not_a_field(at: Span, field: &str, kind: &str, allowed: &[&str]) -> Diagnostic {
+    let list = allowed.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    let fields = format!("{} have {list} (docs/sandbox.md)", records(kind));
+    let elsewhere = RECORD_FIELDS.iter().find(|(k, fs)| *k != kind && fs.contains(&field));
+    let help = match (did_you_mean(field, allowed.iter().copied()), elsewhere) {
+        (Some(dym), _) => format!("{dym} {fields}"),
+        (None, Some((k, _))) => format!(
+            "`{field}` is a field of {}, and this dataset is `kind = {kind}`: {fields}",
+            records(k)
+        ),
+        (None, None) => format!("{fields}; a mapping is `field = \"column\"`"),
+    };
+    Diagnostic::new(
+        "E0419",
+        format!("`columns` maps `{field}`, which is not a field of {}", records(kind)),
+    )
+    .label(at, format!("not a field of `kind = {kind}`"))
+    .help(help)
+}
