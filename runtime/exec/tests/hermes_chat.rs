@@ -215,3 +215,46 @@ fn a_policy_with_a_template_calls_tools_and_a_stray_turn_is_a_format_error() {
     assert_eq!(quick.read(&out).unwrap_err(), err);
     assert!(p.malformed().is_none(), "taken once");
 }
+
+/// A policy with a chat template gets the room its context leaves, not the tiny policy's 900
+/// bytes: a long page reaches it whole, and a model of a shorter context has the page cut to fit
+/// (the task kept), with room for its reply.
+#[test]
+fn a_chat_policy_prompts_with_the_room_its_context_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let quick = Arc::new(hermes_of(&plan("quickstart.wrl", "")));
+    let page = "[1] link \"Blue mug\"\n".repeat(150);
+    let observation = format!("task: buy the blue mug\n{page}");
+    let params = SampleParams { max_tokens: 4, ..SampleParams::default() };
+    let prompt_of = |trainer: Trainer| {
+        let trainer = Arc::new(Mutex::new(trainer));
+        let mut p = TrainerPolicy::new(trainer.clone(), params.clone(), History::ActionOnly, "p")
+            .with_window(Window::default())
+            .with_hermes(Some(quick.clone()));
+        p.act_text(&observation, &[]);
+        let tokens = p.turns.first().map(|t| t.prompt_tokens.clone()).unwrap_or_default();
+        let text = trainer.lock().unwrap().tokenizer().decode(&tokens).unwrap();
+        (tokens.len(), text)
+    };
+    let whole = tiny_qwen3(dir.path());
+    assert!(observation.len() > wrl_exec::agent::policy::MAX_PROMPT_BYTES);
+    // The template's own tokens with the tool set (this tokeniser has few merges).
+    let overhead = 1 << 20usize;
+    let overhead = overhead - Window::default().fit(&whole, overhead, 0, &quick.schemas).room;
+    let (_, text) = prompt_of(whole);
+    assert!(text.contains(&format!("{page}task: buy the blue mug")), "{text}");
+    let context = overhead + 4 + 1000;
+    let short = Trainer::new(TrainerConfig {
+        policy: PolicyConfig::Qwen3(PretrainedSource {
+            context: Some(context),
+            ..PretrainedSource::new(dir.path())
+        }),
+        optim: OptimConfig::default(),
+        seed: 5,
+        device: DeviceChoice::Cpu,
+    })
+    .unwrap();
+    let (n, text) = prompt_of(short);
+    assert!(n > overhead && n + 4 <= context, "{n} prompt tokens, {overhead} of the template");
+    assert!(text.contains("task: buy the blue mug") && !text.contains(&page), "{text}");
+}

@@ -35,7 +35,8 @@ impl From<params::History> for History {
     }
 }
 
-/// The largest prompt, in bytes, kept for the tiny byte-level policy's context.
+/// The largest prompt, in bytes, kept for the tiny byte-level policy's context (a policy with
+/// a chat template gets the room its context leaves: [`Window::fit`]).
 pub const MAX_PROMPT_BYTES: usize = 900;
 
 /// Which past text observations a ReAct agent's prompt keeps (`pages`, `older_pages`), and
@@ -51,11 +52,20 @@ pub struct Window {
     pub end_on_overflow: bool,
     /// The tokens the policy may write over the episode (`trajectory_tokens`); `None`: no cap.
     pub reply_budget: Option<usize>,
+    /// The bytes a turn's user text may take: [`MAX_PROMPT_BYTES`] for the tiny policy, what
+    /// the context leaves for a policy with a chat template ([`Window::fit`]).
+    pub room: usize,
 }
 
 impl Default for Window {
     fn default() -> Window {
-        Window { pages: Some(1), placeholder: false, end_on_overflow: false, reply_budget: None }
+        Window {
+            pages: Some(1),
+            placeholder: false,
+            end_on_overflow: false,
+            reply_budget: None,
+            room: MAX_PROMPT_BYTES,
+        }
     }
 }
 
@@ -67,13 +77,29 @@ impl Window {
             placeholder: r.older_pages == params::OlderPages::Placeholder,
             end_on_overflow: r.overflow == params::Overflow::EndEpisode,
             reply_budget: r.trajectory_tokens.value().map(|t| t.0 as usize),
+            room: MAX_PROMPT_BYTES,
         }
+    }
+
+    /// The window as `trainer`'s policy fills it: a policy with a chat template (an `hf(…)`
+    /// model) gets the room `length` tokens (its context, or SFT's `max_length`) leave after
+    /// its reply (`reply` tokens) and the template's own tokens (the prompt rendered with an
+    /// empty user text and `tools`). A token covers at least one byte, so a user text of that
+    /// many bytes always fits. The tiny policy keeps [`MAX_PROMPT_BYTES`].
+    pub fn fit(self, trainer: &Trainer, length: usize, reply: usize, tools: &[String]) -> Window {
+        let tok = trainer.tokenizer();
+        if tok.chat().is_none() {
+            return self;
+        }
+        let empty = [Segment::new(Role::User, String::new())];
+        let overhead = render_prompt_with(tok, &empty, tools).map_or(length, |p| p.len());
+        Window { room: length.saturating_sub(reply.saturating_add(overhead)), ..self }
     }
 }
 
 /// The prompt of a turn with the pages seen before it (`past`, oldest first, each without its
 /// task line), as `window` keeps them: kept pages come before the current one, each under a
-/// `[page N]` line; with `end_on_overflow`, a prompt past [`MAX_PROMPT_BYTES`] is an
+/// `[page N]` line; with `end_on_overflow`, a prompt past the window's `room` is an
 /// `Err` naming the overflow, otherwise the oldest text is cut first (then the current page's
 /// end, as [`compose`] does), never the actions or the task.
 pub fn prompt_in(
@@ -84,10 +110,11 @@ pub fn prompt_in(
     window: Window,
 ) -> Result<String, String> {
     let (text, need) = layout(observation, past, history, mode, window);
-    if window.end_on_overflow && need > MAX_PROMPT_BYTES {
+    if window.end_on_overflow && need > window.room {
         return Err(format!(
             "context_overflow: the turn's prompt needs {need} bytes, more than the policy's \
-             {MAX_PROMPT_BYTES}"
+             {}",
+            window.room
         ));
     }
     Ok(text)
@@ -105,7 +132,7 @@ pub fn prompt_cut(
     layout(observation, past, history, mode, window).0
 }
 
-/// The window's prompt, cut to [`MAX_PROMPT_BYTES`], and the bytes it needed uncut.
+/// The window's prompt, cut to its room, and the bytes it needed uncut.
 fn layout(
     observation: &str,
     past: &[String],
@@ -133,14 +160,14 @@ fn layout(
     }
     let need = earlier.len() + page.len() + 1 + tail.len();
     // The oldest text goes first: what is left of the room after the current page and the tail.
-    let room = MAX_PROMPT_BYTES.saturating_sub(page.len() + 1 + tail.len());
+    let room = window.room.saturating_sub(page.len() + 1 + tail.len());
     let mut cut = earlier.len().saturating_sub(room);
     while !earlier.is_char_boundary(cut) {
         cut += 1;
     }
     let mut pages = earlier.split_off(cut);
     pages.push_str(page);
-    (compose(&pages, &tail), need)
+    (compose_in(&pages, &tail, window.room), need)
 }
 
 /// The user turn the policy sees: the page (URL, elements, feedback), then the actions so far,
@@ -175,8 +202,13 @@ pub fn split_task(observation: &str) -> (&str, &str) {
 /// `page` then `tail`, at most [`MAX_PROMPT_BYTES`]: the page is cut first, never the tail
 /// (which ends with the task).
 pub fn compose(page: &str, tail: &str) -> String {
+    compose_in(page, tail, MAX_PROMPT_BYTES)
+}
+
+/// [`compose`] in `room` bytes.
+fn compose_in(page: &str, tail: &str, room: usize) -> String {
     // One byte stays free for the newline between the page and the tail.
-    let mut keep = MAX_PROMPT_BYTES.saturating_sub(tail.len() + 1).min(page.len());
+    let mut keep = room.saturating_sub(tail.len() + 1).min(page.len());
     while !page.is_char_boundary(keep) {
         keep -= 1;
     }
@@ -187,8 +219,8 @@ pub fn compose(page: &str, tail: &str) -> String {
         s.push('\n');
     }
     s.push_str(tail);
-    if s.len() > MAX_PROMPT_BYTES {
-        let mut cut = s.len() - MAX_PROMPT_BYTES;
+    if s.len() > room {
+        let mut cut = s.len() - room;
         while !s.is_char_boundary(cut) {
             cut += 1;
         }
@@ -283,9 +315,11 @@ impl TrainerPolicy {
         }
     }
 
-    /// Keeps past pages and handles over-long prompts as the agent's `window` says.
+    /// Keeps past pages and handles over-long prompts as the agent's `window` says, in the
+    /// room the policy's context leaves ([`Window::fit`]).
     pub fn with_window(mut self, window: Window) -> TrainerPolicy {
         self.window = window;
+        self.fit();
         self
     }
 
@@ -294,7 +328,18 @@ impl TrainerPolicy {
     pub fn with_hermes(mut self, hermes: Option<Arc<Hermes>>) -> TrainerPolicy {
         let chat = self.trainer.lock().is_ok_and(|t| t.tokenizer().chat().is_some());
         self.hermes = hermes.filter(|_| chat);
+        self.fit();
         self
+    }
+
+    /// The window's room for this policy: its context less the reply and the template with
+    /// the tools it shows.
+    fn fit(&mut self) {
+        let tools = self.hermes.as_ref().map_or(&[][..], |h| &h.schemas[..]);
+        if let Ok(t) = self.trainer.lock() {
+            let window = Window { room: MAX_PROMPT_BYTES, ..self.window };
+            self.window = window.fit(&t, t.model().context(), self.params.max_tokens, tools);
+        }
     }
 
     /// Samples from the episode's own stream: the same turns whatever other episodes run
@@ -478,6 +523,7 @@ mod tests {
             placeholder,
             end_on_overflow: end,
             reply_budget: None,
+            room: MAX_PROMPT_BYTES,
         };
         // The default is the prompt without a window: the current page only.
         let one = prompt_in(obs, &past, &[], History::None, Window::default()).unwrap();

@@ -75,7 +75,16 @@ impl<'a> Executor<'a> {
                 RunError::model(&format!("stage `{}`: cannot freeze `frozen`", node.decl), e)
             })?;
         let chat = trainer.lock().map_err(|_| RunError::poisoned())?.tokenizer().chat().is_some();
+        let reply = agent.as_ref().map_or(0, |a| a.max_response);
         let hermes = agent.and_then(|a| a.hermes).filter(|_| chat);
+        // The prompts get the room the example's length leaves after the reply, as the
+        // rollouts' do (the tiny policy's stays `MAX_PROMPT_BYTES`).
+        let window = {
+            let t = trainer.lock().map_err(|_| RunError::poisoned())?;
+            let length = t.model().context().min(max_length.0 as usize);
+            let tools = hermes.as_ref().map_or(&[][..], |h| &h.schemas[..]);
+            window.fit(&t, length, reply, tools)
+        };
         let mut sets: Vec<(String, Vec<wrl_trainer::Trajectory>)> = Vec::new();
         for (name, d) in &parts {
             let mut examples = Vec::new();
