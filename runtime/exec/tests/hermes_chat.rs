@@ -258,3 +258,53 @@ fn a_chat_policy_prompts_with_the_room_its_context_leaves() {
     assert!(n > overhead && n + 4 <= context, "{n} prompt tokens, {overhead} of the template");
     assert!(text.contains("task: buy the blue mug") && !text.contains(&page), "{text}");
 }
+
+/// A graph's acting module on a policy with a chat template is shown its tool set and its turn
+/// is read as calls: a random reply is a format error, as in a ReAct loop. Its trained turn is
+/// recorded with the prompt that showed the tools.
+#[test]
+fn a_graph_module_with_a_template_calls_its_tools() {
+    use std::collections::BTreeMap;
+    use wrl_exec::agent::graph::{Brain, EdgeSpec, GraphPolicy, GraphSpec, ModuleSpec};
+    use wrl_plan::params::ModuleInput;
+    let dir = tempfile::tempdir().unwrap();
+    let quick = Arc::new(hermes_of(&plan("quickstart.wrl", "")));
+    let trainer = Arc::new(Mutex::new(tiny_qwen3(dir.path())));
+    let actor = ModuleSpec {
+        name: "actor".into(),
+        model: "model:policy".into(),
+        frozen: false,
+        trainable: true,
+        acts: true,
+        emits: Vec::new(),
+        inputs: vec![ModuleInput::Url, ModuleInput::Feedback, ModuleInput::History],
+        max_response: 12,
+        prompt: String::new(),
+        role: "actor".into(),
+        hermes: Some(quick.clone()),
+    };
+    let edge = |from: &str, to: &str| EdgeSpec {
+        from: from.into(),
+        to: to.into(),
+        when: Vec::new(),
+        limit: None,
+    };
+    let spec = GraphSpec {
+        modules: BTreeMap::from([("actor".to_string(), actor)]),
+        edges: vec![edge("start", "actor"), edge("actor", "actor")],
+        max_parse_failures: 2,
+    };
+    let brains = BTreeMap::from([("actor".to_string(), Brain::Local(trainer.clone()))]);
+    let params = SampleParams { max_tokens: 12, ..SampleParams::default() };
+    let mut g =
+        GraphPolicy::new(Arc::new(spec), Arc::new(brains), params, "g").with_stream(Some(9));
+    let task =
+        wrl_sandbox::generate(&wrl_sandbox::Content::new(0), wrl_sandbox::Split::Train, 1, 0);
+    let out = g.act(&task[0], "task: buy the blue mug\n[1] link \"Blue mug\"", &[]);
+    let tok = trainer.lock().unwrap().tokenizer().clone();
+    let prompt = tok.decode(&g.turns[0].prompt_tokens).unwrap();
+    assert!(prompt.contains("<tools>") && prompt.contains("\"name\": \"click\""), "{prompt}");
+    assert!(prompt.contains("role: actor\ntask: buy the blue mug"), "{prompt}");
+    let err = g.malformed().expect("a random reply is a format error");
+    assert_eq!(quick.read(&out).unwrap_err(), err);
+}

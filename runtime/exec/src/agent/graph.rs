@@ -3,7 +3,10 @@
 //! summarizer) until one that holds tools (a grounder) writes the turn's actions, or the walk
 //! reaches `end`. Trainable modules sample from the stage's candle policy and their turns are
 //! recorded for the update; frozen modules (`llm(model)`) run a local policy or call an
-//! OpenAI-compatible endpoint.
+//! OpenAI-compatible endpoint. An acting module whose policy has a chat template (an `hf(…)`
+//! model) is shown its tool set's schemas and calls them as it was trained to (Hermes
+//! `<tool_call>`s, checked against the tools; a malformed turn is a format error), in the room
+//! its context leaves; the tiny policy writes terse lines in 900 bytes.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -12,7 +15,8 @@ use wrl_plan::params::{self, Module, ModuleInput};
 use wrl_sandbox::Task;
 use wrl_trainer::{SampleParams, Trainer};
 
-use super::policy::{Turn, compose, sample_turn, split_task};
+use super::hermes::{EnvKind, Hermes};
+use super::policy::{MAX_PROMPT_BYTES, Turn, Window, compose_in, sample_turn, split_task};
 use crate::env::Agent;
 use crate::reward::client::JudgeClient;
 
@@ -35,6 +39,9 @@ pub struct ModuleSpec {
     pub max_response: usize,
     pub prompt: String,
     pub role: String,
+    /// An acting module's tool set as a policy with a chat template calls it (graphs run in
+    /// browsers); `None` for a module that only writes text.
+    pub hermes: Option<Arc<Hermes>>,
 }
 
 /// One edge: `from -> to [when v | w]`, taken at most `limit` times per episode.
@@ -80,6 +87,7 @@ impl GraphSpec {
                     max_response: (l.max_response.0 as usize).max(1),
                     prompt: l.prompt.clone(),
                     role: name.clone(),
+                    hermes: None,
                 },
                 Module::PolicyOf(p) => ModuleSpec {
                     name: name.clone(),
@@ -93,6 +101,10 @@ impl GraphSpec {
                     max_response: (p.max_response.0 as usize).max(1),
                     prompt: p.prompt.clone(),
                     role: if p.role.is_empty() { name.clone() } else { p.role.clone() },
+                    hermes: p
+                        .tools
+                        .value()
+                        .map(|t| Arc::new(Hermes::new(t.clone(), EnvKind::Browser))),
                 },
             };
             specs.insert(name.clone(), spec);
@@ -117,6 +129,9 @@ impl GraphSpec {
                 .iter()
                 .any(|e| e.from == m.name && e.when.is_empty() && holds.contains(&e.to));
             m.acts = m.acts && (emits_acting || !feeds_actor);
+            if !m.acts {
+                m.hermes = None;
+            }
         }
         GraphSpec { modules: specs, edges, max_parse_failures: (*max_parse_failures).max(1) }
     }
@@ -165,6 +180,8 @@ pub struct GraphPolicy {
     /// so far, each of which draws from its own sub-stream.
     stream: Option<u64>,
     calls: u64,
+    /// Why the last acting turn is not a call of its tool set, for [`Agent::malformed`].
+    malformed: Option<wrl_browser::AgentError>,
 }
 
 impl GraphPolicy {
@@ -189,6 +206,7 @@ impl GraphPolicy {
             gave_up: None,
             stream: None,
             calls: 0,
+            malformed: None,
         }
     }
 
@@ -221,7 +239,7 @@ impl GraphPolicy {
     }
 
     /// The prompt of `m`: the page (when its inputs show it), then notes, instruction, the
-    /// actions so far, its role, and the task last.
+    /// actions so far, its role, and the task last, in the room its brain has.
     fn prompt(&self, m: &ModuleSpec, observation: &str, history: &[String]) -> String {
         let (task, page) = split_task(observation);
         let shows = |k: ModuleInput| m.inputs.contains(&k);
@@ -249,7 +267,29 @@ impl GraphPolicy {
         }
         tail.push_str(&format!("role: {}\n", m.role));
         tail.push_str(task);
-        compose(page, &tail)
+        compose_in(page, &tail, self.room(m))
+    }
+
+    /// The tool schemas `m`'s prompt shows: its tool set's, when its brain is a local policy
+    /// with a chat template; none for the tiny policy, text modules and API models.
+    fn tools<'s>(&'s self, m: &'s ModuleSpec) -> &'s [String] {
+        match (self.brains.get(&m.name), &m.hermes) {
+            (Some(Brain::Local(t)), Some(h)) if chat(t) => &h.schemas,
+            _ => &[],
+        }
+    }
+
+    /// The bytes `m`'s user text may take: what a local chat policy's context leaves
+    /// ([`Window::fit`]); [`MAX_PROMPT_BYTES`] otherwise.
+    fn room(&self, m: &ModuleSpec) -> usize {
+        // The tools first: finding them takes the trainer's lock too.
+        let tools = self.tools(m);
+        match self.brains.get(&m.name) {
+            Some(Brain::Local(t)) => t.lock().map_or(MAX_PROMPT_BYTES, |t| {
+                Window::default().fit(&t, t.model().context(), m.max_response, tools).room
+            }),
+            _ => MAX_PROMPT_BYTES,
+        }
     }
 
     /// The text module `m` writes for `prompt` (empty when its brain fails).
@@ -258,7 +298,7 @@ impl GraphPolicy {
         self.calls += 1;
         let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.calls));
         match self.brains.get(&m.name) {
-            Some(Brain::Local(t)) => match sample_turn(t, prompt, &params, stream, &[]) {
+            Some(Brain::Local(t)) => match sample_turn(t, prompt, &params, stream, self.tools(m)) {
                 Some((turn, text)) => {
                     if m.trainable {
                         self.turns.push(Turn { step: self.steps, role: m.role.clone(), ..turn });
@@ -321,6 +361,15 @@ impl Agent for GraphPolicy {
     fn gave_up(&mut self) -> Option<String> {
         self.gave_up.take()
     }
+
+    fn malformed(&mut self) -> Option<wrl_browser::AgentError> {
+        self.malformed.take()
+    }
+}
+
+/// Whether a local policy renders prompts with a chat template (an `hf(…)` model).
+fn chat(t: &Mutex<Trainer>) -> bool {
+    t.lock().is_ok_and(|t| t.tokenizer().chat().is_some())
 }
 
 impl GraphPolicy {
@@ -343,8 +392,21 @@ impl GraphPolicy {
                 return Err(format!("its graph has no module `{}`", self.current));
             };
             let prompt = self.prompt(&m, observation, history);
-            let text = self.generate(&m, prompt);
+            let mut text = self.generate(&m, prompt);
             if m.acts {
+                // A chat policy's calls become the lines the browser runs; a turn that is no
+                // call of the tool set is a format error the env counts.
+                if !self.tools(&m).is_empty()
+                    && let Some(h) = &m.hermes
+                {
+                    match h.read(&text) {
+                        Ok(lines) => text = lines,
+                        Err(e) => {
+                            self.malformed = Some(e);
+                            return Ok(text);
+                        }
+                    }
+                }
                 let verdict = match wrl_browser::terse::parse_turn(&text) {
                     Ok(actions) if actions.last().is_some_and(|a| a.is_terminal()) => "answered",
                     Ok(_) => "acted",

@@ -33,16 +33,24 @@ pub struct AgentCfg {
     pub env: String,
     /// Each role of the graph trains its own weights (`weights = per_role`).
     pub per_role: bool,
-    /// The tool set of a ReAct agent's env, as an instruction-tuned policy calls it (see
-    /// `hermes`; set by the executor, which sees the env).
+    /// The tool set of a ReAct agent's env (a graph: of its trainable acting module), as an
+    /// instruction-tuned policy calls it (see `hermes`; set by [`AgentCfg::in_plan`], which
+    /// sees the env). A ReAct rollout's policy calls it; a graph's modules hold their own.
     pub hermes: Option<Arc<hermes::Hermes>>,
 }
 
 impl AgentCfg {
-    /// The settings of an agent node of `plan`, its env's tool set included.
+    /// The settings of an agent node of `plan`, its env's tool set included (a graph's: its
+    /// trainable acting module's, which SFT's examples call as that module does).
     pub fn in_plan(agent: &params::Agent, plan: &params::TypedPlan<'_>) -> AgentCfg {
-        let hermes = hermes::Hermes::of_agent(agent, plan).map(Arc::new);
-        AgentCfg { hermes, ..AgentCfg::new(agent) }
+        let cfg = AgentCfg::new(agent);
+        let hermes = match &cfg.graph {
+            Some(g) => {
+                g.modules.values().find(|m| m.trainable && m.acts).and_then(|m| m.hermes.clone())
+            }
+            None => hermes::Hermes::of_agent(agent, plan).map(Arc::new),
+        };
+        AgentCfg { hermes, ..cfg }
     }
 
     /// The settings of an agent node. A ReAct agent's `prompt` is refused by the preflight

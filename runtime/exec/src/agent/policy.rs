@@ -206,7 +206,7 @@ pub fn compose(page: &str, tail: &str) -> String {
 }
 
 /// [`compose`] in `room` bytes.
-fn compose_in(page: &str, tail: &str, room: usize) -> String {
+pub fn compose_in(page: &str, tail: &str, room: usize) -> String {
     // One byte stays free for the newline between the page and the tail.
     let mut keep = room.saturating_sub(tail.len() + 1).min(page.len());
     while !page.is_char_boundary(keep) {
