@@ -308,3 +308,46 @@ fn a_graph_module_with_a_template_calls_its_tools() {
     let err = g.malformed().expect("a random reply is a format error");
     assert_eq!(quick.read(&out).unwrap_err(), err);
 }
+
+/// `history = full_text` with a chat template: the episode is a conversation. SFT's second
+/// example is the first page, the first call (not trained), the second page as the tool's
+/// response and the trained second call; a rollout's second prompt holds its first turn as the
+/// assistant's message and the new page as a tool response.
+#[test]
+fn full_text_history_is_a_conversation_of_turns_and_tool_responses() {
+    let quick = Arc::new(hermes_of(&plan("quickstart.wrl", "")));
+    let full = History::Conversation { hide_thinking: false };
+    let d = demo(vec![
+        step("task: buy the blue mug\n[1] link \"Blue mug\"", "click 1"),
+        step("task: buy the blue mug\n[2] button \"Buy\"", "click 2"),
+    ]);
+    let window = Window { room: 8000, ..Window::default() };
+    let examples = sft_examples(&d, full, window, Some(&quick)).unwrap();
+    let roles: Vec<Role> = examples[1].segments.iter().map(|s| s.role).collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::Assistant]);
+    let trained: Vec<bool> = examples[1].segments.iter().map(|s| s.trained()).collect();
+    assert_eq!(trained, [false, false, false, true]);
+    assert_eq!(examples[1].segments[2].text, "[2] button \"Buy\"");
+    assert_eq!(examples[1].segments[1].tool_calls[0].name, "click");
+    // The tiny policy has no template: its prompt lists the actions, as before.
+    let tiny = sft_examples(&d, full, Window::default(), None).unwrap();
+    assert_eq!(
+        tiny[1].segments[0].text,
+        "[2] button \"Buy\"\ndone: click 1\ntask: buy the blue mug"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let trainer = Arc::new(Mutex::new(tiny_qwen3(dir.path())));
+    let params = SampleParams { max_tokens: 8, ..SampleParams::default() };
+    let mut p = TrainerPolicy::new(trainer.clone(), params, full, "policy")
+        .with_hermes(Some(quick.clone()))
+        .with_stream(Some(3));
+    let first = p.act_text("task: buy the blue mug\n[1] link \"Blue mug\"", &[]);
+    p.act_text("task: buy the blue mug\n[2] button \"Buy\"", std::slice::from_ref(&first));
+    let tok = trainer.lock().unwrap().tokenizer().clone();
+    let prompt = tok.decode(&p.turns[1].prompt_tokens).unwrap();
+    let said = tok.decode(&p.turns[0].completion_tokens).unwrap();
+    assert!(prompt.contains(said.trim()), "the first turn is in the second prompt: {prompt}");
+    assert!(prompt.contains("<tool_response>\n[2] button \"Buy\"\n</tool_response>"), "{prompt}");
+    assert!(!prompt.contains("done: "), "{prompt}");
+}

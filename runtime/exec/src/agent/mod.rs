@@ -1,12 +1,14 @@
 //! Agents: the trainable candle policy acting in a ReAct loop ([`policy`]), module graphs that
 //! walk their modules each turn ([`graph`]), and the frozen models graph modules call
-//! ([`brains`]); a model's tool calls as browser actions ([`actions`]). [`AgentCfg`] is an agent node's settings as a rollout uses them.
+//! ([`brains`]); an instruction-tuned policy's episode as a conversation ([`conversation`]); a model's tool calls as browser actions ([`actions`]). [`AgentCfg`] is an agent node's settings as a rollout uses them.
 
 pub mod actions;
 pub mod brains;
+pub mod conversation;
 pub mod graph;
 pub mod hermes;
 pub mod policy;
+pub mod sample;
 pub mod toolcall;
 
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! The trainable policy as an agent: renders the text observation and the actions so far into a
-//! prompt, samples one turn of terse actions from the candle policy, and records the tokens and
+//! prompt (for a policy with a chat template and a full history, the episode's conversation:
+//! `agent::conversation`), samples one turn from the candle policy, and records the tokens and
 //! log-probs of every turn for the RL update. SFT examples are rendered with the same prompt, so
 //! what the policy imitates is exactly what it later sees.
 
@@ -10,7 +11,9 @@ use wrl_plan::params;
 use wrl_sandbox::Task;
 use wrl_trainer::{Role, SampleParams, Segment, Trainer, Trajectory, render_prompt_with};
 
+use super::conversation::Chat;
 use super::hermes::Hermes;
+pub use super::sample::{blocking, sample_on, sample_turn};
 use crate::env::Agent;
 
 /// How much of the episode so far the prompt carries.
@@ -20,17 +23,29 @@ pub enum History {
     None,
     /// The current observation and the actions taken so far (`history = action_only`).
     ActionOnly,
+    /// The whole episode (`full_text`; `hide_thinking` without past reasoning): a policy with
+    /// a chat template sees it as a conversation (`agent::conversation`); the tiny policy,
+    /// which has none and whose turns are its actions, sees the actions so far.
+    Conversation { hide_thinking: bool },
+}
+
+impl History {
+    /// Whether a one-message prompt lists the actions so far.
+    fn keeps_actions(self) -> bool {
+        match self {
+            History::None => false,
+            History::ActionOnly | History::Conversation { .. } => true,
+        }
+    }
 }
 
 impl From<params::History> for History {
-    /// A recipe's `history` (`full_text` and `hide_thinking` keep the actions too: a text
-    /// policy's turns are its actions).
     fn from(h: params::History) -> History {
         match h {
             params::History::None => History::None,
-            params::History::ActionOnly
-            | params::History::FullText
-            | params::History::HideThinking => History::ActionOnly,
+            params::History::ActionOnly => History::ActionOnly,
+            params::History::FullText => History::Conversation { hide_thinking: false },
+            params::History::HideThinking => History::Conversation { hide_thinking: true },
         }
     }
 }
@@ -182,7 +197,7 @@ pub fn prompt_text(observation: &str, history: &[String], mode: History) -> Stri
 /// What follows the page and is never cut: the actions so far (`action_only`), then the task.
 fn tail(task: &str, history: &[String], mode: History) -> String {
     let mut tail = String::new();
-    if mode == History::ActionOnly && !history.is_empty() {
+    if mode.keeps_actions() && !history.is_empty() {
         tail.push_str("done: ");
         tail.push_str(&history.join("; "));
         tail.push('\n');
@@ -243,13 +258,32 @@ pub fn sft_examples(
     let mut history: Vec<String> = Vec::new();
     let mut past: Vec<String> = Vec::new();
     let mut out = Vec::new();
+    let mut chat = match (mode, hermes) {
+        (History::Conversation { hide_thinking }, Some(_)) => Some(Chat::new(hide_thinking)),
+        _ => None,
+    };
     for step in &traj.steps {
-        let user = prompt_cut(&step.observation, &past, &history, mode, window);
         let (assistant, tools) = match hermes {
             Some(h) => (h.demo(&step.actions, &traj.goal)?, h.schemas.clone()),
             None => (Segment::new(Role::Assistant, step.actions.join("\n")), Vec::new()),
         };
-        out.push(Trajectory { segments: vec![Segment::new(Role::User, user), assistant], tools });
+        let mut segments = match chat.as_mut() {
+            // Earlier turns are context: only this step's calls are trained.
+            Some(c) => {
+                let mut segs = c.prompt(&step.observation, window);
+                for s in segs.iter_mut().filter(|s| s.role == Role::Assistant) {
+                    s.train = Some(false);
+                }
+                c.answered(assistant.clone());
+                segs
+            }
+            None => {
+                let user = prompt_cut(&step.observation, &past, &history, mode, window);
+                vec![Segment::new(Role::User, user)]
+            }
+        };
+        segments.push(assistant);
+        out.push(Trajectory { segments, tools });
         history.extend(step.actions.iter().cloned());
         past.push(split_task(&step.observation).1.to_string());
     }
@@ -291,6 +325,9 @@ pub struct TrainerPolicy {
     stream: Option<u64>,
     /// Every turn sampled in this episode, in order.
     pub turns: Vec<Turn>,
+    /// The episode as a conversation, for a policy with a chat template and `history =
+    /// full_text` / `hide_thinking`.
+    chat: Option<Chat>,
 }
 
 impl TrainerPolicy {
@@ -312,6 +349,7 @@ impl TrainerPolicy {
             name: name.to_string(),
             stream: None,
             turns: Vec::new(),
+            chat: None,
         }
     }
 
@@ -328,6 +366,10 @@ impl TrainerPolicy {
     pub fn with_hermes(mut self, hermes: Option<Arc<Hermes>>) -> TrainerPolicy {
         let chat = self.trainer.lock().is_ok_and(|t| t.tokenizer().chat().is_some());
         self.hermes = hermes.filter(|_| chat);
+        self.chat = match (self.mode, &self.hermes) {
+            (History::Conversation { hide_thinking }, Some(_)) => Some(Chat::new(hide_thinking)),
+            _ => None,
+        };
         self.fit();
         self
     }
@@ -354,13 +396,18 @@ impl TrainerPolicy {
     /// One turn on a text observation (`task: …` first, then the page or tool response), with
     /// the turns so far; an empty turn when the trainer cannot sample.
     pub fn act_text(&mut self, observation: &str, history: &[String]) -> String {
-        let prompt = prompt_in(observation, &self.seen, history, self.mode, self.window);
-        self.seen.push(split_task(observation).1.to_string());
-        let text = match prompt {
-            Ok(t) => t,
-            Err(why) => {
-                self.overflowed = Some(why);
-                return String::new();
+        let segments = match self.chat.as_mut() {
+            Some(c) => c.prompt(observation, self.window),
+            None => {
+                let prompt = prompt_in(observation, &self.seen, history, self.mode, self.window);
+                self.seen.push(split_task(observation).1.to_string());
+                match prompt {
+                    Ok(t) => vec![Segment::new(Role::User, t)],
+                    Err(why) => {
+                        self.overflowed = Some(why);
+                        return String::new();
+                    }
+                }
             }
         };
         // A reply is cut to what is left of the episode's budget; nothing left ends it.
@@ -379,11 +426,14 @@ impl TrainerPolicy {
         }
         let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.turns.len() as u64));
         let tools = self.hermes.as_ref().map_or(&[][..], |h| &h.schemas[..]);
-        let Some((turn, out)) = sample_turn(&self.trainer, text, &params, stream, tools) else {
+        let Some((turn, out)) = sample_on(&self.trainer, &segments, &params, stream, tools) else {
             return String::new();
         };
         let step = self.turns.len();
         self.turns.push(Turn { step, ..turn });
+        if let Some(c) = self.chat.as_mut() {
+            c.answered(Segment::new(Role::Assistant, out.clone()));
+        }
         // An instruction-tuned policy's calls reach the env as the lines it runs; a malformed
         // turn is returned as written, with why (a format error).
         match self.hermes.as_ref().map(|h| h.read(&out)) {
@@ -412,61 +462,6 @@ impl Agent for TrainerPolicy {
 
     fn malformed(&mut self) -> Option<AgentError> {
         self.malformed.take()
-    }
-}
-
-/// One sampled turn of the candle policy on a user prompt (with `tools`, JSON function schemas
-/// a chat template shows; none for the tiny policy): the turn's tokens and log-probs, and its
-/// text trimmed. `None` when the trainer is unusable (poisoned lock, a prompt it cannot
-/// tokenise or that does not fit): the caller's episode then ends as an agent error. With a
-/// `stream`, the draw is that stream of the model's seed (reproducible whatever else runs);
-/// without, a fork of the trainer's RNG.
-pub fn sample_turn(
-    trainer: &Mutex<Trainer>,
-    text: String,
-    params: &SampleParams,
-    stream: Option<u64>,
-    tools: &[String],
-) -> Option<(Turn, String)> {
-    // The lock is held only to fork a sampler, so concurrent episodes decode in parallel; it is
-    // taken inside `blocking` since waiting for it (during an update) is blocking too.
-    blocking(|| {
-        let mut sampler = {
-            let mut t = trainer.lock().ok()?;
-            match stream {
-                Some(s) => t.sampler_for(s),
-                None => t.sampler(),
-            }
-        };
-        let user = [Segment::new(Role::User, text)];
-        let prompt = render_prompt_with(sampler.tokenizer(), &user, tools).ok()?;
-        let mut outs = sampler.sample(std::slice::from_ref(&prompt), params).ok()?;
-        if outs.is_empty() {
-            return None;
-        }
-        let c = outs.swap_remove(0);
-        let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
-        let text = c.text.trim().to_string();
-        let turn = Turn {
-            prompt_tokens: prompt,
-            completion_tokens: c.tokens,
-            logprobs: c.logprobs,
-            truncated,
-            step: 0,
-            role: String::new(),
-        };
-        Some((turn, text))
-    })
-}
-
-/// Runs CPU-bound `f` (a sampling turn) so that the other tasks of a multi-threaded tokio
-/// runtime move to another worker meanwhile; on any other runtime, or none, it just runs `f`.
-pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
     }
 }
 

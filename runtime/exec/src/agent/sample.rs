@@ -1,0 +1,74 @@
+//! One sampled turn of the candle policy: the prompt rendered (a user message, or a whole
+//! conversation, with the tools a chat template shows), a sampler forked from the trainer, and
+//! the turn's tokens and log-probs for the RL update, run so that other episodes go on.
+
+use std::sync::Mutex;
+
+use wrl_trainer::{Role, SampleParams, Segment, Trainer, render_prompt_with};
+
+use super::policy::Turn;
+
+/// One sampled turn of the candle policy on a user prompt (with `tools`, JSON function schemas
+/// a chat template shows; none for the tiny policy): the turn's tokens and log-probs, and its
+/// text trimmed. `None` when the trainer is unusable (poisoned lock, a prompt it cannot
+/// tokenise or that does not fit): the caller's episode then ends as an agent error. With a
+/// `stream`, the draw is that stream of the model's seed (reproducible whatever else runs);
+/// without, a fork of the trainer's RNG.
+pub fn sample_turn(
+    trainer: &Mutex<Trainer>,
+    text: String,
+    params: &SampleParams,
+    stream: Option<u64>,
+    tools: &[String],
+) -> Option<(Turn, String)> {
+    sample_on(trainer, &[Segment::new(Role::User, text)], params, stream, tools)
+}
+
+/// [`sample_turn`] on a conversation (`agent::conversation`) instead of one user message.
+pub fn sample_on(
+    trainer: &Mutex<Trainer>,
+    segments: &[Segment],
+    params: &SampleParams,
+    stream: Option<u64>,
+    tools: &[String],
+) -> Option<(Turn, String)> {
+    // The lock is held only to fork a sampler, so concurrent episodes decode in parallel; it is
+    // taken inside `blocking` since waiting for it (during an update) is blocking too.
+    blocking(|| {
+        let mut sampler = {
+            let mut t = trainer.lock().ok()?;
+            match stream {
+                Some(s) => t.sampler_for(s),
+                None => t.sampler(),
+            }
+        };
+        let prompt = render_prompt_with(sampler.tokenizer(), segments, tools).ok()?;
+        let mut outs = sampler.sample(std::slice::from_ref(&prompt), params).ok()?;
+        if outs.is_empty() {
+            return None;
+        }
+        let c = outs.swap_remove(0);
+        let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
+        let text = c.text.trim().to_string();
+        let turn = Turn {
+            prompt_tokens: prompt,
+            completion_tokens: c.tokens,
+            logprobs: c.logprobs,
+            truncated,
+            step: 0,
+            role: String::new(),
+        };
+        Some((turn, text))
+    })
+}
+
+/// Runs CPU-bound `f` (a sampling turn) so that the other tasks of a multi-threaded tokio
+/// runtime move to another worker meanwhile; on any other runtime, or none, it just runs `f`.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
