@@ -282,6 +282,15 @@ impl Checker<'_> {
                     let before = self.diags.len();
                     let out = self.conform(m, val.clone(), opt);
                     if self.diags.len() == before {
+                        // Phases given as a rule are laid out as the phases they stand for.
+                        if let V::Obj(o) = &out.v
+                            && o.kind == "curriculum"
+                        {
+                            return crate::curricula::phases(o, out.span).unwrap_or_else(|d| {
+                                self.diags.push(d);
+                                Val::new(V::Unknown, out.span)
+                            });
+                        }
                         return out;
                     }
                     let found: Vec<Diagnostic> = self.diags.drain(before..).collect();

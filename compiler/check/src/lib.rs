@@ -5,6 +5,7 @@
 mod builtins;
 mod checker;
 mod conform;
+mod curricula;
 mod driver;
 pub mod epochs;
 mod eval;

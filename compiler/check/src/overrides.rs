@@ -157,10 +157,10 @@ impl Checker<'_> {
                         }
                     }
                 }
-                PathSegment::Index { index, span } => match (&current.v, &ty) {
-                    (V::List { items }, Ty::List(elem)) if (*index as usize) < items.len() => {
+                PathSegment::Index { index, span } => match (&current.v, list_elem(&ty)) {
+                    (V::List { items }, Some(elem)) if (*index as usize) < items.len() => {
                         let item = items[*index as usize].clone();
-                        ty = (**elem).clone();
+                        ty = elem;
                         current = item;
                         out_path.push(Seg::Index(*index as usize));
                     }
@@ -419,4 +419,14 @@ fn find_containing(v: &Val, span: Span, path: &mut Vec<Seg>) -> bool {
         path.pop();
     }
     true
+}
+
+/// The item type of a list type, also as one alternative of a `one_of` (phases: a list, or a
+/// curriculum the checker lays out as one).
+fn list_elem(ty: &Ty) -> Option<Ty> {
+    match ty {
+        Ty::List(t) => Some((**t).clone()),
+        Ty::OneOf(ts) => ts.iter().find_map(list_elem),
+        _ => None,
+    }
 }

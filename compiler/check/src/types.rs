@@ -58,6 +58,7 @@ pub const KINDS: &[&str] = &[
     "condition",
     "checkpoint",
     "validation",
+    "curriculum",
 ];
 
 const UNIT_TYPES: &[(&str, Dimension)] = &[

@@ -85,6 +85,7 @@ pub const CODES: &[CodeInfo] = &[
     live("E0419", Phase::Rules, "dataset `columns` entry with no such field or no column name"),
     live("E0440", Phase::Rules, "mini-batch in a unit the stage's level does not train"),
     live("E0441", Phase::Rules, "epochs over a task set whose size the recipe does not say"),
+    live("E0442", Phase::Rules, "horizon curriculum that cannot be laid out as phases"),
     // E045x — plan rules (the planner's checks of the stage graph)
     live("E0450", Phase::Rules, "stage input that nothing produces"),
     live("E0451", Phase::Rules, "RL agent with nothing to train"),

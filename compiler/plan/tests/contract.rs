@@ -102,6 +102,14 @@ fn agrees(ty: &Ty, shape: &Shape) -> Result<(), String> {
             _ => Err(format!("a range, but the type is {shape:?}")),
         },
         (Ty::Dims, Shape::Struct(have)) if have.len() == 2 => Ok(()),
+        // Phases as a rule: the checker lays a curriculum out as the list it stands for.
+        (Ty::OneOf(alts), s) if alts.contains(&Ty::Kind("curriculum".into())) => {
+            match alts.iter().filter(|t| **t != Ty::Kind("curriculum".into())).collect::<Vec<_>>()[..]
+            {
+                [one] => agrees(one, s),
+                _ => Err(format!("a curriculum or one of {alts:?}, but the type is {s:?}")),
+            }
+        }
         (Ty::OneOf(alts), Shape::Option(inner)) if alts.contains(&Ty::UnknownLit) => {
             let rest: Vec<&Ty> = alts.iter().filter(|t| **t != Ty::UnknownLit).collect();
             match rest.as_slice() {
