@@ -6,7 +6,7 @@ use wrl_diagnostics::{Diagnostic, Span};
 
 use super::{Ctx, word};
 use crate::suggest::did_you_mean;
-use crate::value::{Obj, V};
+use crate::value::{Obj, V, Val};
 
 /// The fields of each record kind's rows (docs/sandbox.md): what a `columns` mapping may name.
 /// The runtime's record types are held to these lists by a test in `wrl-exec`.
@@ -46,24 +46,31 @@ fn records(kind: &str) -> &str {
 }
 
 pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
-    for d in &ctx.recipe.decls {
-        if let V::Obj(o) = &d.value.v {
-            dataset(ctx, o, out);
-        }
+    for d in ctx.recipe.decls.iter().filter(|d| !d.std) {
+        visit(ctx, &d.value, out);
     }
 }
 
-/// One dataset object and the datasets written in place inside it (a mixture's parts).
+/// Every dataset object written in `v`: a declaration's, or one written in place (a stage's
+/// `data`, a mixture's parts). References are not followed: their declaration is visited.
+fn visit(ctx: &Ctx<'_>, v: &Val, out: &mut Vec<Diagnostic>) {
+    match &v.v {
+        V::Obj(o) => {
+            dataset(ctx, o, out);
+            for (_, f) in o.fields.iter() {
+                visit(ctx, f, out);
+            }
+        }
+        V::List { items } => items.iter().for_each(|i| visit(ctx, i, out)),
+        V::Record { fields } => fields.values().for_each(|f| visit(ctx, f, out)),
+        _ => {}
+    }
+}
+
+/// One dataset object's `columns`.
 fn dataset(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {
     if o.kind != "dataset" {
         return;
-    }
-    if let Some(V::List { items }) = o.fields.get("parts").map(|p| &p.v) {
-        for part in items {
-            if let V::Obj(p) = &part.v {
-                dataset(ctx, p, out);
-            }
-        }
     }
     let (Some(cols), Some(kind)) = (o.fields.get("columns"), o.fields.get("kind").and_then(word))
     else {
