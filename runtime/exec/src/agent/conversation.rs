@@ -43,6 +43,23 @@ impl Chat {
         fitted(&self.log, window.room)
     }
 
+    /// [`Chat::prompt`] for a rollout: with `overflow = end_episode`, a conversation that does
+    /// not fit whole is an `Err` naming the overflow (the episode ends as `context_overflow`),
+    /// as a one-message prompt's is; otherwise it is cut.
+    pub fn prompt_in(&mut self, observation: &str, window: Window) -> Result<Vec<Segment>, String> {
+        let page = if self.log.is_empty() { observation } else { split_task(observation).1 };
+        let need = self.log.iter().map(size).sum::<usize>() + page.len() + MESSAGE_BYTES;
+        let segments = self.prompt(observation, window);
+        if window.end_on_overflow && need > window.room {
+            return Err(format!(
+                "context_overflow: the turn's conversation needs {need} bytes, more than the \
+                 policy's {}",
+                window.room
+            ));
+        }
+        Ok(segments)
+    }
+
     /// Records the turn the policy wrote, as the assistant's message of the conversation (its
     /// reasoning dropped with `hide_thinking`).
     pub fn answered(&mut self, turn: Segment) {
@@ -145,6 +162,19 @@ mod tests {
         let last = chat.prompt("task: t\npage 20", small);
         assert!(last[0].text.contains("page 0") && last[1].text != "call 0", "{last:?}");
         assert_eq!(last[last.len() - 2].text, "call 19");
+    }
+
+    #[test]
+    fn an_episode_that_ends_on_overflow_is_not_cut() {
+        let end = Window { room: 300, end_on_overflow: true, ..Window::default() };
+        let mut chat = Chat::new(false);
+        assert!(chat.prompt_in("task: t\npage 0", end).is_ok());
+        chat.answered(Segment::new(Role::Assistant, "call 0"));
+        let long = format!("task: t\n{}", "x".repeat(400));
+        let err = chat.prompt_in(&long, end).unwrap_err();
+        assert!(err.starts_with("context_overflow: the turn's conversation needs"), "{err}");
+        let cut = Window { end_on_overflow: false, ..end };
+        assert!(Chat::new(false).prompt_in(&long, cut).is_ok());
     }
 
     #[test]

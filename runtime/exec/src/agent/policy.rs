@@ -397,7 +397,13 @@ impl TrainerPolicy {
     /// the turns so far; an empty turn when the trainer cannot sample.
     pub fn act_text(&mut self, observation: &str, history: &[String]) -> String {
         let segments = match self.chat.as_mut() {
-            Some(c) => c.prompt(observation, self.window),
+            Some(c) => match c.prompt_in(observation, self.window) {
+                Ok(segments) => segments,
+                Err(why) => {
+                    self.overflowed = Some(why);
+                    return String::new();
+                }
+            },
             None => {
                 let prompt = prompt_in(observation, &self.seen, history, self.mode, self.window);
                 self.seen.push(split_task(observation).1.to_string());
