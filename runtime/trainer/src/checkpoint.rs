@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::critic::Critic;
 use crate::error::{Result, TrainerError};
 use crate::optim::AdamW;
 use crate::rng::{RngState, rng_restore, rng_state};
@@ -36,10 +37,29 @@ pub struct TrainerState {
     pub cursor: DataCursor,
     /// Whether `reference.safetensors` is present.
     pub has_reference: bool,
+    /// PPO's critic, when the trainer has one: its weights are `critic.safetensors`, its
+    /// optimiser's moments `critic_optimizer.safetensors`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critic: Option<CriticState>,
     /// Each tensor file's FNV-1a 64 checksum (hex), checked on load; absent in checkpoints
     /// written before checksums were.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub checksums: BTreeMap<String, String>,
+}
+
+/// The JSON part of a saved critic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CriticState {
+    /// Its architecture.
+    pub policy: crate::PolicyConfig,
+    /// Its optimiser's settings.
+    pub optim: crate::OptimConfig,
+    /// AdamW update count.
+    pub optimizer_t: u64,
+    /// Optimiser steps taken.
+    pub step: u64,
+    /// RL updates it took part in.
+    pub updates: u64,
 }
 
 /// FNV-1a, 64 bits: a checksum against damage (truncation, flipped bits), not against tampering.
@@ -94,6 +114,10 @@ impl Trainer {
         if let Some(r) = &self.reference {
             r.params().save(&dir.join("reference.safetensors"))?;
         }
+        if let Some(c) = &self.critic {
+            c.model.params().save(&dir.join("critic.safetensors"))?;
+            c.optimizer.save(&dir.join("critic_optimizer.safetensors"))?;
+        }
         // Every file the checkpoint holds (a model directory's config and tokenizer included),
         // durable and checksummed before the state that names them.
         let mut checksums = BTreeMap::new();
@@ -111,6 +135,13 @@ impl Trainer {
             rng: rng_state(&self.rng),
             cursor: self.cursor,
             has_reference: self.reference.is_some(),
+            critic: self.critic.as_ref().map(|c| CriticState {
+                policy: c.policy.clone(),
+                optim: c.optimizer.config.clone(),
+                optimizer_t: c.optimizer.t,
+                step: c.step,
+                updates: c.updates,
+            }),
             checksums,
         };
         let tmp = dir.join("trainer_state.json.tmp");
@@ -137,6 +168,13 @@ impl Trainer {
             step: self.step,
             cursor: self.cursor,
             reference: self.reference.clone(),
+            critic: match &self.critic {
+                Some(c) => Some(Critic {
+                    model: c.model.with_params(c.model.params().deep_copy()?)?,
+                    ..c.clone()
+                }),
+                None => None,
+            },
         })
     }
 
@@ -180,6 +218,19 @@ impl Trainer {
             let r = t.model.with_params(t.model.params().deep_copy()?)?;
             r.params().load_into(&dir.join("reference.safetensors"))?;
             t.reference = Some(r);
+        }
+        if let Some(c) = &state.critic {
+            let optimizer = AdamW::load(
+                c.optim.clone(),
+                c.optimizer_t,
+                &dir.join("critic_optimizer.safetensors"),
+                &device,
+            )?;
+            let mut critic = Critic::shell(&c.policy, optimizer, state.config.device)?;
+            critic.model.params().load_into(&dir.join("critic.safetensors"))?;
+            critic.step = c.step;
+            critic.updates = c.updates;
+            t.critic = Some(critic);
         }
         Ok(t)
     }

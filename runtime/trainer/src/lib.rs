@@ -24,10 +24,12 @@
 pub mod batch;
 pub mod chat;
 pub mod checkpoint;
+pub mod critic;
 pub mod data;
 pub mod device;
 pub mod error;
 pub mod footprint;
+pub mod gae;
 pub mod hf;
 pub mod metrics;
 pub mod models;
@@ -35,6 +37,7 @@ pub mod ops;
 pub mod optim;
 pub mod params;
 pub mod rl;
+mod rl_advantage;
 pub mod rl_update;
 pub mod rng;
 pub mod sample;
@@ -42,12 +45,14 @@ mod stage;
 pub mod tokenizer;
 pub mod trainer;
 
+pub use critic::Critic;
 pub use data::{
     Dataset, Example, Mixture, MixtureWeights, ObservationHistory, Segment, Trajectory, per_turn,
     render, render_prompt, render_prompt_with,
 };
 pub use device::DeviceChoice;
 pub use error::{Result, TrainerError};
+pub use gae::Advantage;
 pub use metrics::Metrics;
 pub use models::{PolicyConfig, Positions, PretrainedSource, TinyConfig};
 pub use ops::OpsMode;

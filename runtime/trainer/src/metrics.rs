@@ -59,4 +59,19 @@ pub struct Metrics {
     /// RL: optimiser steps taken in this call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimizer_steps: Option<usize>,
+    /// PPO with a critic: the clipped value loss (mean over the critic's steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_loss: Option<f64>,
+    /// PPO with a critic: fraction of tokens whose value loss took the clipped branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_clip_frac: Option<f64>,
+    /// PPO with a critic: the critic's gradient norm before clipping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_grad_norm: Option<f64>,
+    /// PPO with a critic: mean value before the update.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_mean: Option<f64>,
+    /// PPO with a critic: mean return (the critic's target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_mean: Option<f64>,
 }

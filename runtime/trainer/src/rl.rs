@@ -177,6 +177,13 @@ pub struct RlConfig {
     /// KL penalty to the reference policy.
     #[serde(default)]
     pub kl: Option<KlConfig>,
+    /// The KL acts as a per-token penalty β·KL(old, ref) subtracted from the reward (PPO's
+    /// `use_kl_in_reward`) instead of as a term of the loss.
+    #[serde(default)]
+    pub kl_in_reward: bool,
+    /// How advantages are estimated (group-relative, or GAE from the trainer's critic).
+    #[serde(default)]
+    pub advantage: crate::gae::Advantage,
     /// Entropy bonus coefficient (loss −= coef · entropy).
     #[serde(default)]
     pub entropy_coef: f64,
@@ -213,6 +220,8 @@ impl Default for RlConfig {
             policy_loss: PolicyLoss::Clip,
             micro_batch: 0,
             kl: None,
+            kl_in_reward: false,
+            advantage: crate::gae::Advantage::Group,
             entropy_coef: 0.0,
             temperature: 1.0,
             use_rollout_logprobs: true,
@@ -250,6 +259,13 @@ impl RlConfig {
             && !((0.0..=1.0).contains(&ratio) && coef >= 0.0)
         {
             return Err(config_err("kl_cov ratio must be in [0, 1] and its coefficient ≥ 0"));
+        }
+        if let crate::gae::Advantage::Gae { gamma, lambda, value_clip, .. } = self.advantage
+            && !((0.0..=1.0).contains(&gamma)
+                && (0.0..=1.0).contains(&lambda)
+                && value_clip.is_none_or(|c| c >= 0.0))
+        {
+            return Err(config_err("GAE needs γ and λ in [0, 1] and a value clip ≥ 0"));
         }
         Ok(())
     }
@@ -450,6 +466,16 @@ fn clip_token_loss(
         dpg = 0.0;
     }
     with_kl(pg, dpg, low, high, lp, reference)
+}
+
+/// The KL estimate of one token between log-probs `lp` (the policy's) and `ref_lp`.
+pub fn kl_estimate(lp: f64, ref_lp: f64, est: KlEstimator) -> f64 {
+    let delta = ref_lp - lp;
+    match est {
+        KlEstimator::K1 => -delta,
+        KlEstimator::K2 => 0.5 * delta * delta,
+        KlEstimator::K3 => delta.exp() - delta - 1.0,
+    }
 }
 
 /// Adds β·KL(lp, ref) to a policy-gradient loss.

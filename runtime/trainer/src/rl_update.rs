@@ -5,28 +5,35 @@ use candle_core::Tensor;
 
 use crate::batch::TokenBatch;
 use crate::error::{Result, config_err};
+use crate::gae::Advantage;
 use crate::metrics::Metrics;
 use crate::models::Model;
 use crate::ops::reference;
 use crate::optim::Grads;
 use crate::rl::{
     PolicyLoss, RlConfig, Sample, SampleLevel, constant_groups, grouped_aggregation_coefficients,
-    grpo_advantages, is_active, kl_cov_selection, kl_cov_token_loss, shaped_rewards, token_loss,
+    is_active, kl_cov_selection, kl_cov_token_loss, shaped_rewards, token_loss,
 };
+use crate::rl_advantage::{self, kl_penalties};
 use crate::trainer::{Trainer, accumulate};
 
 /// A sample prepared for the loss: full sequence and the positions of its loss tokens.
-struct Prepared {
-    seq: Vec<u32>,
+pub(crate) struct Prepared {
+    pub seq: Vec<u32>,
     /// Positions j in `seq` of loss tokens.
-    positions: Vec<usize>,
+    pub positions: Vec<usize>,
     /// Rollout log-prob per loss token.
-    rollout_lp: Vec<f32>,
-    advantage: f64,
-    trajectory: u64,
+    pub rollout_lp: Vec<f32>,
+    /// Advantage per loss token.
+    pub advantages: Vec<f64>,
+    pub trajectory: u64,
+    /// Its index in the update's samples.
+    pub sample: usize,
+    /// Its (shaped) reward.
+    pub reward: f64,
 }
 
-fn prepare(s: &Sample, adv: f64, context: usize) -> Result<Prepared> {
+fn prepare(s: &Sample, sample: usize, reward: f64, context: usize) -> Result<Prepared> {
     let c = s.completion_tokens.len();
     if s.old_logprobs.len() != c {
         return Err(config_err(format!(
@@ -59,7 +66,15 @@ fn prepare(s: &Sample, adv: f64, context: usize) -> Result<Prepared> {
             rollout_lp.push(s.old_logprobs[i]);
         }
     }
-    Ok(Prepared { seq, positions, rollout_lp, advantage: adv, trajectory: s.trajectory_id })
+    Ok(Prepared {
+        seq,
+        positions,
+        rollout_lp,
+        advantages: Vec::new(),
+        trajectory: s.trajectory_id,
+        sample,
+        reward,
+    })
 }
 
 /// Padded tokens one forward pass may hold when `micro_batch` is 0 ("as large as fits").
@@ -69,7 +84,11 @@ pub const TOKENS_PER_FORWARD: usize = 32 * 1024;
 /// first, so each batch pads to a similar length; `micro` samples per batch when set, else as
 /// many as fit [`TOKENS_PER_FORWARD`] padded tokens. Gradients add up over the batches, so the
 /// split changes the cost, not the result.
-fn forward_batches(prepared: &[Prepared], mb: &[usize], micro: usize) -> Vec<Vec<usize>> {
+pub(crate) fn forward_batches(
+    prepared: &[Prepared],
+    mb: &[usize],
+    micro: usize,
+) -> Vec<Vec<usize>> {
     let mut order = mb.to_vec();
     order.sort_by_key(|&i| prepared[i].seq.len());
     if micro > 0 {
@@ -134,8 +153,10 @@ struct Acc {
 
 impl Trainer {
     /// One RL update over `samples`: rewards shaped (overlong), groups filtered (dynamic
-    /// sampling), GRPO advantages (per trajectory, broadcast to its turns), then `ppo_epochs`
-    /// passes of `minibatches` optimiser steps over the clipped surrogate (+ KL, − entropy).
+    /// sampling), advantages per loss token (GRPO's per trajectory, broadcast to its turns; or
+    /// GAE from the critic, which then takes its own `ppo_epochs` × mini-batches of value-loss
+    /// steps first), then `ppo_epochs` passes of `minibatches` optimiser steps over the clipped
+    /// surrogate (+ KL unless it is a reward penalty, − entropy).
     /// Samples flagged `excluded` (or truncated with overlong filtering) take no part.
     pub fn rl_update(&mut self, samples: &[Sample], cfg: &RlConfig) -> Result<Metrics> {
         cfg.validate()?;
@@ -155,7 +176,6 @@ impl Trainer {
                 s.excluded = true;
             }
         }
-        let adv = grpo_advantages(&view, &rewards, cfg);
         let context = self.model.context();
         let mut prepared = Vec::new();
         let mut reward_sum = 0.0;
@@ -163,7 +183,7 @@ impl Trainer {
             if !is_active(s, cfg) {
                 continue;
             }
-            let p = prepare(s, adv[i], context)?;
+            let p = prepare(s, i, rewards[i], context)?;
             if !p.positions.is_empty() {
                 reward_sum += rewards[i];
                 prepared.push(p);
@@ -181,8 +201,6 @@ impl Trainer {
             return Ok(metrics);
         }
         metrics.reward_mean = Some(reward_sum / prepared.len() as f64);
-        metrics.advantage_abs_mean =
-            Some(prepared.iter().map(|p| p.advantage.abs()).sum::<f64>() / prepared.len() as f64);
 
         let kl = cfg.kl_coef();
         if kl.is_some() && self.reference.is_none() {
@@ -212,13 +230,67 @@ impl Trainer {
             metrics.logprob_gap = Some(gap / n.max(1) as f64);
             metrics.logprob_gap_max = Some(gmax);
         }
+        // The KL as a reward penalty (then not a loss term), and the advantages.
+        let penalties = match (&ref_lp, kl) {
+            (Some(r), Some(k)) if cfg.kl_in_reward => Some(kl_penalties(&old, r, k)),
+            _ => None,
+        };
+        let loss_kl = kl.filter(|_| !cfg.kl_in_reward);
+        let (units, unit_of) = loss_units(&prepared, cfg.level);
+        let per_mb =
+            if cfg.mini_batch > 0 { cfg.mini_batch } else { units.len().div_ceil(cfg.minibatches) };
+        match cfg.advantage {
+            Advantage::Group => {
+                rl_advantage::group(&mut prepared, &view, &rewards, penalties.as_deref(), cfg)
+            }
+            Advantage::Gae { gamma, lambda, value_clip, warmup } => {
+                let mut critic = self.critic.take().ok_or_else(|| {
+                    config_err("GAE advantages need a critic: this trainer has none")
+                })?;
+                let values = critic.values_no_grad(&prepared, micro, pad)?;
+                let returns = rl_advantage::generalised(
+                    &mut prepared,
+                    &values,
+                    penalties.as_deref(),
+                    (gamma, lambda),
+                );
+                let stats = critic.update(
+                    &prepared,
+                    (&values, &returns),
+                    (&units, &unit_of, per_mb),
+                    cfg.ppo_epochs,
+                    (micro, pad),
+                    cfg.aggregation,
+                    value_clip,
+                );
+                let warming = critic.updates <= warmup;
+                self.critic = Some(critic);
+                let stats = stats?;
+                let (n, vs, rs) =
+                    values.iter().zip(&returns).fold((0usize, 0.0, 0.0), |a, (v, r)| {
+                        (
+                            a.0 + v.len(),
+                            a.1 + v.iter().map(|&x| x as f64).sum::<f64>(),
+                            a.2 + r.iter().sum::<f64>(),
+                        )
+                    });
+                metrics.value_loss = Some(stats.loss);
+                metrics.value_clip_frac = Some(stats.clip_frac);
+                metrics.value_grad_norm = Some(stats.grad_norm);
+                metrics.value_mean = Some(vs / n.max(1) as f64);
+                metrics.return_mean = Some(rs / n.max(1) as f64);
+                if warming {
+                    // The critic's warm-up: the policy does not move yet.
+                    metrics.advantage_abs_mean = Some(abs_mean(&prepared));
+                    return Ok(metrics);
+                }
+            }
+        }
+        metrics.advantage_abs_mean = Some(abs_mean(&prepared));
 
         let ops = self.model.ops();
         let device = self.device();
         let mut acc = Acc::default();
-        let (units, unit_of) = loss_units(&prepared, cfg.level);
-        let per_mb =
-            if cfg.mini_batch > 0 { cfg.mini_batch } else { units.len().div_ceil(cfg.minibatches) };
         for _epoch in 0..cfg.ppo_epochs {
             for mb_units in units.chunks(per_mb.max(1)) {
                 let mb: Vec<usize> = mb_units.iter().flatten().copied().collect();
@@ -247,10 +319,7 @@ impl Trainer {
                             let lps: Vec<f64> = lp_vals.iter().map(|&v| v as f64).collect();
                             let advs: Vec<f64> = chunk
                                 .iter()
-                                .flat_map(|&i| {
-                                    let p = &prepared[i];
-                                    std::iter::repeat_n(p.advantage, p.positions.len())
-                                })
+                                .flat_map(|&i| prepared[i].advantages.iter().copied())
                                 .collect();
                             kl_cov_selection(&lps, &advs, ratio)
                         }
@@ -260,16 +329,17 @@ impl Trainer {
                         let p = &prepared[i];
                         let coef = coef_of[&i];
                         for t in 0..p.positions.len() {
-                            let refr = match (&ref_lp, kl) {
+                            let refr = match (&ref_lp, loss_kl) {
                                 (Some(r), Some((beta, est))) => Some((r[i][t] as f64, beta, est)),
                                 _ => None,
                             };
                             let (lp, o) = (lp_vals[k] as f64, old[i][t] as f64);
+                            let a = p.advantages[t];
                             let tl = match cfg.policy_loss {
-                                PolicyLoss::Clip => token_loss(lp, o, p.advantage, refr, cfg),
+                                PolicyLoss::Clip => token_loss(lp, o, a, refr, cfg),
                                 PolicyLoss::KlCov { coef, .. } => {
                                     let sel = selected.get(k).copied().unwrap_or(false);
-                                    kl_cov_token_loss(lp, o, p.advantage, refr, sel.then_some(coef))
+                                    kl_cov_token_loss(lp, o, a, refr, sel.then_some(coef))
                                 }
                             };
                             let c = coef[t];
@@ -330,7 +400,15 @@ impl Trainer {
         metrics.clip_frac = Some((acc.clip_low + acc.clip_high) as f64 / toks);
         metrics.clip_frac_low = Some(acc.clip_low as f64 / toks);
         metrics.clip_frac_high = Some(acc.clip_high as f64 / toks);
-        metrics.kl = Some(acc.kl / toks);
+        metrics.kl = Some(match (&penalties, kl) {
+            // On the reward: the mean KL(old, ref) the penalties were made of.
+            (Some(p), Some((beta, _))) if beta != 0.0 => {
+                p.iter().flatten().sum::<f64>()
+                    / beta
+                    / p.iter().map(Vec::len).sum::<usize>().max(1) as f64
+            }
+            _ => acc.kl / toks,
+        });
         metrics.entropy = Some(acc.entropy / toks);
         metrics.optimizer_steps = Some(acc.steps);
         tracing::debug!(step = self.step, loss = metrics.loss, "rl update");
@@ -356,6 +434,13 @@ fn loss_units(prepared: &[Prepared], level: SampleLevel) -> (Vec<Vec<usize>>, Ve
         unit_of.push(u);
     }
     (units, unit_of)
+}
+
+/// Mean |advantage| over the loss tokens.
+fn abs_mean(prepared: &[Prepared]) -> f64 {
+    let n: usize = prepared.iter().map(|p| p.advantages.len()).sum();
+    let sum: f64 = prepared.iter().flat_map(|p| p.advantages.iter()).map(|a| a.abs()).sum();
+    sum / n.max(1) as f64
 }
 
 /// (sum of |pre − rollout|, max, count) over all loss tokens.

@@ -85,6 +85,8 @@ pub struct Trainer {
     pub(crate) step: u64,
     pub(crate) cursor: DataCursor,
     pub(crate) reference: Option<Model>,
+    /// PPO's value function (`advantage = gae(…)`).
+    pub(crate) critic: Option<crate::critic::Critic>,
 }
 
 /// Collect the gradients of every parameter from a candle gradient store into `acc`.
@@ -126,6 +128,7 @@ impl Trainer {
             step: 0,
             cursor: DataCursor::default(),
             reference: None,
+            critic: None,
         })
     }
 

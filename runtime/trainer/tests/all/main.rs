@@ -9,6 +9,7 @@ mod cpu_independent;
 mod fused;
 mod grads;
 mod hf;
+mod ppo_critic;
 mod qwen;
 mod resume;
 mod rl_loss;

@@ -1,0 +1,234 @@
+//! PPO's critic: a value function V(s), a copy of a policy network with a scalar head on its
+//! final hidden states, trained by its own AdamW on the clipped value loss of [`crate::gae`].
+//! A trainer holds at most one; its checkpoint saves it beside the policy.
+
+use candle_core::Tensor;
+
+use crate::batch::TokenBatch;
+use crate::error::Result;
+use crate::gae::value_token_loss;
+use crate::models::{Model, PolicyConfig};
+use crate::optim::{AdamW, Grads, OptimConfig};
+use crate::params::Init;
+use crate::rl::{LossAggregation, grouped_aggregation_coefficients};
+use crate::rl_update::{Prepared, forward_batches};
+use crate::trainer::{Trainer, accumulate};
+
+/// The value head's parameters, in the critic network's own store.
+pub const HEAD_WEIGHT: &str = "value_head.weight";
+/// The value head's bias.
+pub const HEAD_BIAS: &str = "value_head.bias";
+
+/// A learned value function and its optimiser.
+#[derive(Debug, Clone)]
+pub struct Critic {
+    /// The architecture (rebuilt on load; its weights are the critic's own).
+    pub(crate) policy: PolicyConfig,
+    /// The network; its store also holds [`HEAD_WEIGHT`] and [`HEAD_BIAS`].
+    pub(crate) model: Model,
+    pub(crate) optimizer: AdamW,
+    /// Optimiser steps taken.
+    pub(crate) step: u64,
+    /// RL updates it took part in (the warm-up counts them).
+    pub(crate) updates: u64,
+}
+
+/// What one critic pass did.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CriticStats {
+    pub loss: f64,
+    pub clip_frac: f64,
+    pub grad_norm: f64,
+    pub steps: usize,
+}
+
+/// The width of a network's final hidden states.
+fn hidden_width(model: &Model) -> usize {
+    match model {
+        Model::Tiny(m) => m.config.d_model,
+        Model::Qwen(m) => m.config.hidden_size,
+    }
+}
+
+impl Critic {
+    /// A critic whose network is a copy of `from`'s policy (its weights at this moment) with a
+    /// zero value head, so every value starts at 0; `optim` is its own optimiser's.
+    pub fn from_policy(from: &Trainer, optim: OptimConfig) -> Result<Critic> {
+        let mut model = from.model.with_params(from.model.params().deep_copy()?)?;
+        let d = hidden_width(&model);
+        let device = model.device();
+        let mut rng = crate::rng::rng_from_seed(0);
+        let store = model.params_mut();
+        // Whatever the stage froze in the policy, the critic trains all of itself.
+        store.set_frozen(&[])?;
+        store.create(HEAD_WEIGHT, &[d, 1], Init::Zeros, &mut rng, &device)?;
+        store.create(HEAD_BIAS, &[1], Init::Zeros, &mut rng, &device)?;
+        Ok(Critic {
+            policy: from.config.policy.clone(),
+            model,
+            optimizer: AdamW::new(optim),
+            step: 0,
+            updates: 0,
+        })
+    }
+
+    /// Rebuilds a critic of architecture `policy` whose weights (head included) are read from
+    /// `weights` afterwards by the caller.
+    pub(crate) fn shell(
+        policy: &PolicyConfig,
+        optimizer: AdamW,
+        device: crate::device::DeviceChoice,
+    ) -> Result<Critic> {
+        let config = crate::trainer::TrainerConfig {
+            policy: policy.clone(),
+            optim: optimizer.config.clone(),
+            seed: 0,
+            device,
+        };
+        let t = Trainer::new(config)?;
+        let mut c = Critic::from_policy(&t, optimizer.config.clone())?;
+        c.optimizer = optimizer;
+        Ok(c)
+    }
+
+    /// The optimiser's settings from now on (moments kept).
+    pub fn set_optim(&mut self, optim: OptimConfig) {
+        self.optimizer.config = optim;
+    }
+
+    /// Optimiser steps taken.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+
+    /// V at each selected target's position (the state before that token), (M), with grad.
+    pub(crate) fn values(&self, batch: &TokenBatch) -> Result<Tensor> {
+        let h = self.model.hidden(&batch.inputs)?;
+        let (b, t, d) = h.dims3()?;
+        let device = h.device().clone();
+        let rows = Tensor::from_vec(batch.rows.clone(), batch.rows.len(), &device)?;
+        let h = h.reshape((b * t, d))?.index_select(&rows, 0)?;
+        let p = self.model.params();
+        let v = h.matmul(&p.get(HEAD_WEIGHT)?)?.squeeze(1)?;
+        Ok(v.broadcast_add(&p.get(HEAD_BIAS)?)?)
+    }
+
+    /// V (no gradient) at every loss token of `prepared`, in forward batches.
+    pub(crate) fn values_no_grad(
+        &self,
+        prepared: &[Prepared],
+        micro: usize,
+        pad: u32,
+    ) -> Result<Vec<Vec<f32>>> {
+        let device = self.model.device();
+        let mut out = vec![Vec::new(); prepared.len()];
+        let all: Vec<usize> = (0..prepared.len()).collect();
+        for chunk in forward_batches(prepared, &all, micro) {
+            let batch = batch_of(prepared, &chunk, pad, &device)?;
+            let v: Vec<f32> = self.values(&batch)?.detach().to_vec1()?;
+            let mut k = 0;
+            for &i in &chunk {
+                let n = prepared[i].positions.len();
+                out[i] = v[k..k + n].to_vec();
+                k += n;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `epochs` passes of one optimiser step per mini-batch (`units` chunked by `per_mb`) on
+    /// the clipped value loss against `returns`, aggregated like the policy's loss.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn update(
+        &mut self,
+        prepared: &[Prepared],
+        (old, returns): (&[Vec<f32>], &[Vec<f64>]),
+        (units, unit_of, per_mb): (&[Vec<usize>], &[usize], usize),
+        epochs: usize,
+        (micro, pad): (usize, u32),
+        aggregation: LossAggregation,
+        value_clip: Option<f64>,
+    ) -> Result<CriticStats> {
+        let device = self.model.device();
+        let mut stats = CriticStats::default();
+        let (mut tokens, mut clipped) = (0usize, 0usize);
+        for _ in 0..epochs {
+            for mb_units in units.chunks(per_mb.max(1)) {
+                let mb: Vec<usize> = mb_units.iter().flatten().copied().collect();
+                let counts: Vec<usize> = mb.iter().map(|&i| prepared[i].positions.len()).collect();
+                let mb_unit: Vec<usize> = mb.iter().map(|&i| unit_of[i]).collect();
+                let coefs = grouped_aggregation_coefficients(&counts, &mb_unit, aggregation);
+                let coef_of: std::collections::BTreeMap<usize, &Vec<f64>> =
+                    mb.iter().copied().zip(&coefs).collect();
+                let mut grads = Grads::new();
+                for chunk in forward_batches(prepared, &mb, micro) {
+                    let batch = batch_of(prepared, &chunk, pad, &device)?;
+                    let v = self.values(&batch)?;
+                    let vals: Vec<f32> = v.to_vec1()?;
+                    let mut g = Vec::with_capacity(vals.len());
+                    let mut k = 0;
+                    for &i in &chunk {
+                        for t in 0..prepared[i].positions.len() {
+                            let c = coef_of[&i][t];
+                            let (l, dl, was_clipped) = value_token_loss(
+                                vals[k] as f64,
+                                old[i][t] as f64,
+                                returns[i][t],
+                                value_clip,
+                            );
+                            stats.loss += c * l;
+                            clipped += usize::from(was_clipped);
+                            tokens += 1;
+                            g.push((c * dl) as f32);
+                            k += 1;
+                        }
+                    }
+                    let m = g.len();
+                    let surrogate = (v * Tensor::from_vec(g, m, &device)?)?.sum_all()?;
+                    accumulate(&self.model, &surrogate.backward()?, &mut grads)?;
+                }
+                let info = self.optimizer.step(self.model.params(), &grads, self.step)?;
+                self.step += 1;
+                stats.grad_norm += info.grad_norm;
+                stats.steps += 1;
+            }
+        }
+        self.updates += 1;
+        let steps = stats.steps.max(1) as f64;
+        stats.loss /= steps;
+        stats.grad_norm /= steps;
+        stats.clip_frac = clipped as f64 / tokens.max(1) as f64;
+        Ok(stats)
+    }
+}
+
+/// The forward batch of `chunk` (indices into `prepared`).
+fn batch_of(
+    prepared: &[Prepared],
+    chunk: &[usize],
+    pad: u32,
+    device: &candle_core::Device,
+) -> Result<TokenBatch> {
+    let seqs: Vec<&[u32]> = chunk.iter().map(|&i| prepared[i].seq.as_slice()).collect();
+    let sel: Vec<Vec<usize>> = chunk.iter().map(|&i| prepared[i].positions.clone()).collect();
+    TokenBatch::new(&seqs, &sel, pad, device)
+}
+
+impl Trainer {
+    /// Gives this trainer a critic (replacing any): PPO's `advantage = gae(…)` updates need one.
+    pub fn set_critic(&mut self, critic: Critic) {
+        self.critic = Some(critic);
+    }
+
+    /// The trainer's critic, if it has one.
+    pub fn critic(&self) -> Option<&Critic> {
+        self.critic.as_ref()
+    }
+
+    /// The critic's optimiser settings from now on.
+    pub fn set_critic_optim(&mut self, optim: OptimConfig) {
+        if let Some(c) = &mut self.critic {
+            c.set_optim(optim);
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! The advantage of every loss token of an RL update: group-relative (GRPO) or GAE from the
+//! critic's values, with the KL to the reference subtracted from the reward where the recipe
+//! puts it there (`kl_in = reward`) instead of in the loss.
+
+use std::collections::BTreeMap;
+
+use crate::gae::{gae, whiten};
+use crate::rl::{KlEstimator, RlConfig, Sample, grpo_advantages, kl_estimate};
+use crate::rl_update::Prepared;
+
+/// β·KL(old, ref) of every loss token: the per-token reward penalty of `kl_in = reward`.
+pub(crate) fn kl_penalties(
+    old: &[Vec<f32>],
+    reference: &[Vec<f32>],
+    (beta, est): (f64, KlEstimator),
+) -> Vec<Vec<f64>> {
+    old.iter()
+        .zip(reference)
+        .map(|(o, r)| {
+            o.iter().zip(r).map(|(&o, &r)| beta * kl_estimate(o as f64, r as f64, est)).collect()
+        })
+        .collect()
+}
+
+/// Group-relative advantages for `prepared` from the samples' rewards, each trajectory's reward
+/// first lowered by its tokens' summed penalty when there are penalties (verl's GRPO scores a
+/// trajectory by its token-level rewards' sum).
+pub(crate) fn group(
+    prepared: &mut [Prepared],
+    view: &[Sample],
+    rewards: &[f64],
+    penalties: Option<&[Vec<f64>]>,
+    cfg: &RlConfig,
+) {
+    let mut rewards = rewards.to_vec();
+    if let Some(pen) = penalties {
+        let mut per_trajectory: BTreeMap<u64, f64> = BTreeMap::new();
+        for (p, pen) in prepared.iter().zip(pen) {
+            *per_trajectory.entry(p.trajectory).or_default() += pen.iter().sum::<f64>();
+        }
+        for (r, s) in rewards.iter_mut().zip(view) {
+            *r -= per_trajectory.get(&s.trajectory_id).copied().unwrap_or(0.0);
+        }
+    }
+    let adv = grpo_advantages(view, &rewards, cfg);
+    for p in prepared.iter_mut() {
+        p.advantages = vec![adv[p.sample]; p.positions.len()];
+    }
+}
+
+/// GAE over each trajectory's loss tokens in order (its turns concatenated), the trajectory's
+/// reward on its last token and each token's penalty subtracted; advantages whitened over the
+/// batch. Returns the returns (the critic's targets), per loss token.
+pub(crate) fn generalised(
+    prepared: &mut [Prepared],
+    values: &[Vec<f32>],
+    penalties: Option<&[Vec<f64>]>,
+    (gamma, lambda): (f64, f64),
+) -> Vec<Vec<f64>> {
+    let mut chains: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, p) in prepared.iter().enumerate() {
+        chains.entry(p.trajectory).or_default().push(i);
+    }
+    let mut returns: Vec<Vec<f64>> =
+        prepared.iter().map(|p| vec![0.0; p.positions.len()]).collect();
+    for members in chains.values() {
+        let mut r = Vec::new();
+        let mut v = Vec::new();
+        for &i in members {
+            for t in 0..prepared[i].positions.len() {
+                r.push(-penalties.map_or(0.0, |p| p[i][t]));
+                v.push(values[i][t] as f64);
+            }
+        }
+        if let (Some(last), Some(&i)) = (r.last_mut(), members.last()) {
+            *last += prepared[i].reward;
+        }
+        let (adv, ret) = gae(&r, &v, gamma, lambda);
+        let mut k = 0;
+        for &i in members {
+            let n = prepared[i].positions.len();
+            prepared[i].advantages = adv[k..k + n].to_vec();
+            returns[i] = ret[k..k + n].to_vec();
+            k += n;
+        }
+    }
+    let mut all: Vec<f64> = prepared.iter().flat_map(|p| p.advantages.iter().copied()).collect();
+    whiten(&mut all);
+    let mut k = 0;
+    for p in prepared.iter_mut() {
+        let n = p.advantages.len();
+        p.advantages.copy_from_slice(&all[k..k + n]);
+        k += n;
+    }
+    returns
+}
