@@ -59,6 +59,8 @@ pub const KINDS: &[&str] = &[
     "checkpoint",
     "validation",
     "curriculum",
+    "advantage",
+    "critic",
 ];
 
 const UNIT_TYPES: &[(&str, Dimension)] = &[

@@ -86,6 +86,7 @@ pub const CODES: &[CodeInfo] = &[
     live("E0440", Phase::Rules, "mini-batch in a unit the stage's level does not train"),
     live("E0441", Phase::Rules, "epochs over a task set whose size the recipe does not say"),
     live("E0442", Phase::Rules, "horizon curriculum that cannot be laid out as phases"),
+    live("E0443", Phase::Rules, "GAE advantages without a critic"),
     // E045x — plan rules (the planner's checks of the stage graph)
     live("E0450", Phase::Rules, "stage input that nothing produces"),
     live("E0451", Phase::Rules, "RL agent with nothing to train"),
@@ -133,6 +134,7 @@ pub const CODES: &[CodeInfo] = &[
     live("W0212", Phase::Warning, "a model context in thousands where a power of two is meant"),
     live("W0213", Phase::Warning, "`k` that the chosen metric does not read"),
     live("W0214", Phase::Warning, "mini-batch that does not say what it counts"),
+    live("W0215", Phase::Warning, "critic that nothing reads (advantages are group-relative)"),
 ];
 
 /// The registry entry for a code.

@@ -156,8 +156,16 @@ fn agrees(ty: &Ty, shape: &Shape) -> Result<(), String> {
         // modules are enums of their constructors (checked constructor by constructor below).
         (Ty::Kind(k), Shape::Struct(_)) if k == "tools" => Ok(()),
         (Ty::Kind(k), Shape::Enum(_))
-            if ["site", "observation", "schedule", "module", "validation"]
-                .contains(&k.as_str()) =>
+            if [
+                "site",
+                "observation",
+                "schedule",
+                "module",
+                "validation",
+                "advantage",
+                "critic",
+            ]
+            .contains(&k.as_str()) =>
         {
             Ok(())
         }
@@ -292,6 +300,8 @@ fn every_object_constructor_matches_its_stdlib_signature() {
         "policy_of",
         "std::rewards::judge",
         "validation",
+        "gae",
+        "critic",
         "std::rewards::eval_types",
     ] {
         assert!(seen.contains(ctor), "`{ctor}` was not checked");

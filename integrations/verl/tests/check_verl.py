@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 SEEDS = ["quickstart", "openwebrl", "opagent", "webdancer", "openwebrl-8b"]
+EXTRA = [("ppo-critic", "tests/ui/ok/ppo_critic.wrl")]
 
 
 def lower_all(wrlc: str, work: str) -> list[tuple[str, str]]:
@@ -50,6 +51,13 @@ def lower_all(wrlc: str, work: str) -> list[tuple[str, str]]:
             r = subprocess.run(cmd, capture_output=True, text=True)
             assert r.returncode == 0, f"wrlc lower {label}: {r.stderr}"
             jobs.append((label, out))
+    # Constructs no seed recipe uses: PPO with a critic and GAE, KL on the reward.
+    for label, rel in EXTRA:
+        out = os.path.join(work, "jobs", label)
+        r = subprocess.run([wrlc, "lower", os.path.join(ROOT, rel), "--to", "verl", "--allow-unmapped",
+                            "--out", out], capture_output=True, text=True)
+        assert r.returncode == 0, f"wrlc lower {label}: {r.stderr}"
+        jobs.append((label, out))
     return jobs
 
 

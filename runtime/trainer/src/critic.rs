@@ -96,6 +96,11 @@ impl Critic {
         self.optimizer.config = optim;
     }
 
+    /// Its network.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
     /// Optimiser steps taken.
     pub fn steps(&self) -> u64 {
         self.step
@@ -215,9 +220,10 @@ fn batch_of(
 }
 
 impl Trainer {
-    /// Gives this trainer a critic (replacing any): PPO's `advantage = gae(…)` updates need one.
-    pub fn set_critic(&mut self, critic: Critic) {
-        self.critic = Some(critic);
+    /// Gives this trainer a critic, or none (replacing any): PPO's `advantage = gae(…)`
+    /// updates need one.
+    pub fn set_critic(&mut self, critic: Option<Critic>) {
+        self.critic = critic;
     }
 
     /// The trainer's critic, if it has one.

@@ -7,6 +7,7 @@
 //! carried by the wrl side, implied, or not mapped (refused with a code unless the caller allows
 //! it). Nothing here touches the disk: [`lower`] returns the job's files.
 
+mod critic;
 mod ctx;
 mod decode;
 mod evals;

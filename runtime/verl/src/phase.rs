@@ -391,7 +391,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
         }
         RlPhase::Ppo(p) => {
             let params::PpoPhase {
-                init: _,
+                init,
                 tasks: _,
                 agent: _,
                 epochs,
@@ -406,6 +406,8 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 prompts,
                 group,
                 reward,
+                advantage,
+                critic,
                 clip,
                 kl,
                 kl_in,
@@ -425,8 +427,10 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
             ph.epochs(*epochs, iters.0);
             ph.clip(clip);
-            // wrl's `ppo`: several epochs over old log-probs with GRPO advantages, no critic,
-            // no dual clip, no entropy bonus, token-mean loss, one sample per turn.
+            // wrl's `ppo`: several epochs over old log-probs with GRPO or GAE advantages, no
+            // dual clip, no entropy bonus, token-mean loss, one sample per turn.
+            ph.advantage(advantage);
+            ph.critic(critic, init);
             fixed(ph, &k(A, "clip_ratio_c"), json!(1e9));
             ph.kl(*kl, *kl_in, None);
             fixed(ph, &k(A, "entropy_coeff"), json!(0));

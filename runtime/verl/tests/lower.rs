@@ -247,3 +247,44 @@ fn a_column_mapping_renames_task_keys_in_the_rows() {
     let refused = job_of(&with("")).table();
     assert!(refused.contains("missing field `goal`"), "{refused}");
 }
+
+/// `ppo` with `advantage = gae(…)` and a critic started from the policy is verl's GAE with its
+/// critic worker (the actor's model path, the critic's optimiser, value clipping, warm-up);
+/// group-relative advantages keep the critic off; a critic started from weights the job does
+/// not produce is refused, never dropped.
+#[test]
+fn a_critic_reaches_verl_as_its_critic_worker() {
+    let ppo = |fields: &str| {
+        variant(|t| {
+            t.replace("grpo(", "ppo(")
+                .replace("group = unknown", &format!("group = 1, mini_batch = 8 turns, {fields}"))
+        })
+    };
+    let gae = ppo(
+        "advantage = gae(lambda: 0.95), critic = critic(policy) { lr = 2e-5, value_clip = 0.2, warmup = 1 iters }",
+    );
+    let job = job_of(&gae);
+    let cfg = config_of(&job);
+    for want in [
+        "adv_estimator: gae",
+        "gamma: 1.0",
+        "lam: 0.95",
+        "enable: true",
+        "path: '${actor_rollout_ref.model.path}'",
+        "lr: 0.00002",
+        "cliprange_value: 0.2",
+        "critic_warmup: 1",
+    ] {
+        assert!(cfg.contains(want), "`{want}` not in\n{cfg}");
+    }
+    assert!(job.refusals().is_empty(), "{:?}", job.refusals());
+    let grpo = config_of(&job_of(&ppo("group = 2").replace("group = 1, ", "")));
+    assert!(grpo.contains("adv_estimator: grpo") && !grpo.contains("cliprange_value"), "{grpo}");
+    // A critic started from another stage's weights: the job has none for it.
+    let other = gae.replace("critic = critic(policy)", "critic = critic(warm.model)").replace(
+        "stage online",
+        "dataset demos = std::sandbox::demos(count: 4)\nstage warm = sft(policy, demos)\nstage online",
+    );
+    let refused = job_of(&other).refusals();
+    assert!(refused.iter().any(|r| r.field == "critic" && r.code == "E0601"), "{refused:?}");
+}

@@ -1,7 +1,8 @@
 //! RL and SFT arithmetic: a group too small for group-relative advantages (E0402), batch
 //! sizes that do not divide into mini- or micro-batches (E0403), with the nearest values that
 //! would, a mini-batch counted in a unit the stage's level does not train (E0440) or not
-//! counted in any (W0214), and knobs the chosen policy loss does not read (W0204).
+//! counted in any (W0214), knobs the chosen policy loss does not read (W0204), and GAE without
+//! a critic (E0443) or a critic without GAE (W0215).
 
 use wrl_diagnostics::Diagnostic;
 
@@ -19,6 +20,7 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
             epochs(ctx, decl, o, out);
             rl_batch(ctx, decl, o, out);
             inert_knobs(ctx, o, out);
+            critic(ctx, o, out);
         } else if o.ctor == "sft" {
             sft_batch(ctx, decl, o, out);
         }
@@ -55,20 +57,60 @@ fn inert_knobs(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {
     }
 }
 
+/// Whether a stage's advantages come from a learned critic (`ppo` with `advantage = gae(…)`),
+/// not from comparing a group's samples.
+pub(crate) fn uses_gae(o: &Obj) -> bool {
+    matches!(o.fields.get("advantage").map(|a| &a.v), Some(V::Obj(a)) if a.ctor == "gae")
+}
+
 fn group(o: &Obj, out: &mut Vec<Diagnostic>) {
     let Some(g) = o.fields.get("group") else { return };
+    if uses_gae(o) {
+        return;
+    }
     if num(g).is_some_and(|n| n < 2.0) {
+        let alternative = if o.ctor == "ppo" {
+            "; or estimate advantages with a learned critic, which needs no group (`advantage = gae()`, `critic = critic(…)`)"
+        } else {
+            "; for one sample per prompt, train with `ppo` and a learned critic (`advantage = gae()`, `critic = critic(…)`)"
+        };
         out.push(
             Diagnostic::new("E0402", format!("`{}` needs a group of at least 2 samples per prompt", o.ctor))
                 .label(g.span, "group = 1: one sample per prompt")
-                .help("group-relative advantages compare the samples of one prompt; with one sample every advantage is 0 and nothing is learned: use `group = 2` or more (OpenWebRL and OpAgent use 5)"),
+                .help(format!("group-relative advantages compare the samples of one prompt; with one sample every advantage is 0 and nothing is learned: use `group = 2` or more (OpenWebRL and OpAgent use 5){alternative}")),
+        );
+    }
+}
+
+/// E0443: GAE without a critic to read values from; W0215: a critic nothing reads.
+fn critic(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {
+    let (Some(adv), Some(critic)) = (o.fields.get("advantage"), o.fields.get("critic")) else {
+        return;
+    };
+    let has_critic = matches!(&critic.v, V::Obj(c) if c.ctor == "critic");
+    if uses_gae(o) && !has_critic {
+        let d = Diagnostic::new(
+            "E0443",
+            "`advantage = gae(…)` needs a learned value function, and the stage has no `critic`",
+        )
+        .label(adv.span, "GAE reads each token's value from a critic");
+        let d = if ctx.is_default(critic) { d } else { d.label(critic.span, "no critic") };
+        out.push(d.help(
+            "add `critic = critic(init)` (for example the stage's own `init`: `critic = critic(policy)`), or use group-relative advantages (`advantage = grpo`, with `group` ≥ 2)",
+        ));
+    } else if has_critic && !uses_gae(o) {
+        out.push(
+            Diagnostic::new("W0215", "`critic` has no effect under `advantage = grpo`")
+                .label(critic.span, "nothing reads this critic's values")
+                .help("group-relative advantages need no value function: remove `critic`, or set `advantage = gae()` to train with it"),
         );
     }
 }
 
 fn rl_batch(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic>) {
-    // At turn level every turn is a sample and their number is only known at run time.
-    if o.fields.get("level").and_then(word) == Some("turn") {
+    // At turn level (and in `ppo`, which trains turns) every turn is a sample and their number
+    // is only known at run time.
+    if turn_level(o) {
         return;
     }
     let (Some(p), Some(g), Some(mb)) =

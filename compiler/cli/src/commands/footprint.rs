@@ -55,7 +55,7 @@ pub fn models(plan: &Plan) -> Vec<ModelFootprint> {
     // whole part.
     let nodes: Vec<(&wrl_plan::Node, Params)> =
         plan.nodes.iter().filter_map(|n| Some((n, wrl_plan::params::decode(n).ok()?))).collect();
-    let trains: Vec<Trains> = nodes.iter().filter_map(|(n, p)| trains(plan, n, p)).collect();
+    let trains: Vec<Trains> = nodes.iter().flat_map(|(n, p)| trains(plan, n, p)).collect();
     let mut out = Vec::new();
     for (n, p) in &nodes {
         let Params::Model(m) = p else { continue };
@@ -122,7 +122,28 @@ fn config(id: &str) -> Result<wrl_trainer::hf::QwenConfig, hf::HfError> {
     hf::read_config(&hf::resolve(id, RepoKind::Model)?)
 }
 
-fn trains(plan: &Plan, n: &wrl_plan::Node, p: &Params) -> Option<Trains> {
+/// What a node trains: its policy, and PPO's critic (a network of its own, trained beside it,
+/// listed under the critic's model as `<phase> (critic)`).
+fn trains(plan: &Plan, n: &wrl_plan::Node, p: &Params) -> Vec<Trains> {
+    let mut out: Vec<Trains> = policy_trains(plan, n, p).into_iter().collect();
+    if let Params::RlPhase(RlPhase::Ppo(r)) = p
+        && let Some(c) = r.critic.value().map(wrl_plan::params::CriticObj::get)
+        && let Some(model) = base_model(plan, &c.init.0)
+    {
+        out.push(Trains {
+            stage: format!("{} (critic)", n.id),
+            model,
+            sequences: None,
+            length: None,
+            frozen_embeddings: false,
+            frozen_head: false,
+            reference: false,
+        });
+    }
+    out
+}
+
+fn policy_trains(plan: &Plan, n: &wrl_plan::Node, p: &Params) -> Option<Trains> {
     let (from, sequences, length, frozen, reference) = match p {
         Params::Sft(s) => {
             let micro = u64::from(s.micro_batch.max(1)).min(u64::from(s.batch.max(1)));

@@ -41,8 +41,20 @@ pub struct StageEstimate {
     pub sft_examples: Count,
     pub sft_max_tokens: Count,
     pub optimizer_steps: Count,
+    /// PPO's critic: its own optimiser steps (the policy's during its warm-up are none).
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub critic_steps: Count,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
+}
+
+fn zero() -> Count {
+    Some(0)
+}
+
+/// Figures that only some recipes have are left out of the JSON where they are 0.
+fn is_zero(c: &Count) -> bool {
+    *c == Some(0)
 }
 
 /// Tokens judges read and write.
@@ -62,6 +74,8 @@ pub struct Totals {
     pub sft_examples: Count,
     pub sft_max_tokens: Count,
     pub optimizer_steps: Count,
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub critic_steps: Count,
 }
 
 /// The estimate of a plan. Top-level figures are the training totals (SFT stages and RL
@@ -78,6 +92,8 @@ pub struct Estimate {
     pub sft_examples: Count,
     pub sft_max_tokens: Count,
     pub optimizer_steps: Count,
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub critic_steps: Count,
     /// Groups drawn again for groups `drop` removed (`refill`, dynamic sampling).
     pub refill: Totals,
     /// In-training validation passes (`validate`).
@@ -180,6 +196,7 @@ pub fn estimate(plan: &Plan, prices: Option<&Prices>) -> Estimate {
         sft_examples: train.sft_examples,
         sft_max_tokens: train.sft_max_tokens,
         optimizer_steps: train.optimizer_steps,
+        critic_steps: train.critic_steps,
         refill: of("refill"),
         validation: of("validation"),
         evaluation: of("evaluation"),
@@ -198,6 +215,7 @@ fn totals<'a>(it: impl Iterator<Item = &'a StageEstimate>) -> Totals {
         sft_examples: Some(0),
         sft_max_tokens: Some(0),
         optimizer_steps: Some(0),
+        critic_steps: Some(0),
     };
     for s in it {
         t.trajectories = add(t.trajectories, s.trajectories);
@@ -207,6 +225,7 @@ fn totals<'a>(it: impl Iterator<Item = &'a StageEstimate>) -> Totals {
         t.sft_examples = add(t.sft_examples, s.sft_examples);
         t.sft_max_tokens = add(t.sft_max_tokens, s.sft_max_tokens);
         t.optimizer_steps = add(t.optimizer_steps, s.optimizer_steps);
+        t.critic_steps = add(t.critic_steps, s.critic_steps);
     }
     t
 }
@@ -224,6 +243,7 @@ pub(crate) fn empty(n: &Node) -> StageEstimate {
         sft_examples: Some(0),
         sft_max_tokens: Some(0),
         optimizer_steps: Some(0),
+        critic_steps: Some(0),
         cost: None,
     }
 }

@@ -19,6 +19,9 @@ pub fn render_text(e: &Estimate) -> String {
         let _ = writeln!(s, "  sft examples          {}", show(t.sft_examples));
         let _ = writeln!(s, "  sft tokens (max)      {}", show(t.sft_max_tokens));
         let _ = writeln!(s, "  optimizer steps (max) {}", show(t.optimizer_steps));
+        if t.critic_steps != Some(0) {
+            let _ = writeln!(s, "  critic steps (max)    {}", show(t.critic_steps));
+        }
     };
     let train = Totals {
         trajectories: e.trajectories,
@@ -28,6 +31,7 @@ pub fn render_text(e: &Estimate) -> String {
         sft_examples: e.sft_examples,
         sft_max_tokens: e.sft_max_tokens,
         optimizer_steps: e.optimizer_steps,
+        critic_steps: e.critic_steps,
     };
     figures(&mut s, &train);
     let has = |t: &Totals| t.trajectories != Some(0);
@@ -74,6 +78,7 @@ pub fn render_text(e: &Estimate) -> String {
             sft_examples: st.sft_examples,
             sft_max_tokens: st.sft_max_tokens,
             optimizer_steps: st.optimizer_steps,
+            critic_steps: st.critic_steps,
         };
         figures(&mut s, &t);
         for (m, n) in &st.judge_calls_by_model {

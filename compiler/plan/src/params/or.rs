@@ -83,6 +83,10 @@ or_word!(
     OrHorizon { Horizon = "horizon" }
 );
 or_word!(
+    /// A value, or `grpo`: group-relative advantages.
+    OrGrpo { Grpo = "grpo" }
+);
+or_word!(
     /// A number, or `unlimited`.
     OrUnlimited { Unlimited = "unlimited" }
 );

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use super::models::FrozenPart;
-use super::or::{OrAgent, OrHorizon, OrOff, OrTraining, OrUnlimited};
+use super::or::{OrAgent, OrGrpo, OrHorizon, OrNone, OrOff, OrTraining, OrUnlimited};
 use super::rewards::RewardRef;
 use super::units::{BatchSize, Epochs, Iters, NodeRef, Quantity, Range, Ratio, Steps, Tokens};
 
@@ -270,6 +270,59 @@ impl ValidationObj {
     }
 }
 
+/// `gae(gamma, lambda)`: generalised advantage estimation from the stage's critic.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gae {
+    pub gamma: f64,
+    pub lambda: f64,
+}
+
+/// A `ppo` stage's `advantage` object.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum AdvantageObj {
+    #[serde(rename = "gae")]
+    Gae(Gae),
+}
+
+impl AdvantageObj {
+    pub fn get(&self) -> &Gae {
+        match self {
+            AdvantageObj::Gae(g) => g,
+        }
+    }
+}
+
+/// `critic(init) { … }`: PPO's learned value function.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Critic {
+    /// The weights it starts from.
+    pub init: NodeRef,
+    pub lr: f64,
+    pub value_clip: OrOff<f64>,
+    /// Iterations that train the critic alone.
+    pub warmup: Iters,
+    pub optimizer: Optimizer,
+}
+
+/// A `ppo` stage's `critic` object.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum CriticObj {
+    #[serde(rename = "critic")]
+    Critic(Critic),
+}
+
+impl CriticObj {
+    pub fn get(&self) -> &Critic {
+        match self {
+            CriticObj::Critic(c) => c,
+        }
+    }
+}
+
 /// `dapo`'s `overlong`.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -407,6 +460,8 @@ phase_struct!(
         prompts: u32,
         group: u32,
         reward: RewardRef,
+        advantage: OrGrpo<AdvantageObj>,
+        critic: OrNone<CriticObj>,
         clip: Range<f64>,
         kl: f64,
         kl_in: KlIn,

@@ -207,17 +207,17 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
     })
 }
 
-/// The `hf(…)` model a stage trains (`input`: its `model` or `init`), following earlier stages
-/// back to their model node; `None` for another kind of model.
-fn trained_hf<'p>(
+/// The model node a stage trains (`input`: its `model` or `init`, or a critic's `init`),
+/// following earlier stages back to it.
+pub(crate) fn base_model<'p>(
     plan: &'p params::TypedPlan<'_>,
     input: &str,
-) -> Option<(&'p Node, &'p params::Hf)> {
+) -> Option<(&'p Node, &'p params::Model)> {
     let mut id = input.to_string();
     // A chain of stages is at most as long as the plan.
     for _ in 0..=plan.nodes.len() {
         match plan.node(&id)? {
-            (n, params::Params::Model(params::Model::Hf(h))) => return Some((n, h)),
+            (n, params::Params::Model(m)) => return Some((n, m)),
             (_, params::Params::Sft(s)) => id = s.model.id().to_string(),
             (_, params::Params::RlPhase(p)) => {
                 id = super::settings::phase_settings(p, 0).init.id().to_string()
@@ -226,6 +226,17 @@ fn trained_hf<'p>(
         }
     }
     None
+}
+
+/// The `hf(…)` model a stage trains; `None` for another kind of model.
+fn trained_hf<'p>(
+    plan: &'p params::TypedPlan<'_>,
+    input: &str,
+) -> Option<(&'p Node, &'p params::Hf)> {
+    match base_model(plan, input)? {
+        (n, params::Model::Hf(h)) => Some((n, h)),
+        _ => None,
+    }
 }
 
 /// A stage's `frozen` that splits an `hf(…)` model's tied embeddings and LM head (one tensor):

@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Model, Positions};
-use wrl_trainer::{OptimConfig, PolicyConfig, TinyConfig, Trainer, TrainerConfig};
+use wrl_trainer::{Critic, OptimConfig, PolicyConfig, TinyConfig, Trainer, TrainerConfig};
 
 use super::Executor;
-use crate::error::RunError;
+use crate::error::{Fault, RunError};
 
 impl<'a> Executor<'a> {
     pub(super) fn load_model(&mut self, node: &Node, m: &Model) -> Result<(), RunError> {
@@ -61,6 +61,57 @@ impl<'a> Executor<'a> {
         cfg.optim = optim;
         let t = Trainer::new(cfg).map_err(|e| RunError::model("cannot build the policy", e))?;
         Ok(Arc::new(Mutex::new(t)))
+    }
+}
+
+impl Executor<'_> {
+    /// PPO's critic for the stage `node` trains: a copy of the weights `critic.init` names (a
+    /// trainer already built for it is read, never changed) with a fresh value head, checked
+    /// against the policy it scores (`(vocabulary, context)`): the same vocabulary and at least
+    /// its context.
+    pub(super) fn critic_from(
+        &mut self,
+        node: &Node,
+        critic: &params::Critic,
+        (pv, pc): (usize, usize),
+    ) -> Result<Critic, RunError> {
+        let params::Critic { init, lr, value_clip: _, warmup: _, optimizer } = critic;
+        let optim = super::settings::optim(
+            *lr,
+            optimizer,
+            &params::Schedule::Constant { warmup: params::Ratio(0.0) },
+            0,
+        );
+        let built = |t: &Trainer| {
+            Critic::from_policy(t, optim.clone())
+                .map_err(|e| RunError::model("cannot build the critic", e))
+        };
+        let critic = match self.built.trainers.get(init.id()) {
+            Some(t) => built(&*t.lock().map_err(|_| RunError::poisoned())?)?,
+            None => {
+                let Some(cfg) = self.built.models.get(init.id()).cloned() else {
+                    return Err(RunError::plan(format!("nothing produced `{init}`")));
+                };
+                let t = Trainer::new(cfg)
+                    .map_err(|e| RunError::model("cannot build the critic's network", e))?;
+                built(&t)?
+            }
+        };
+        let (cv, cc) = (critic.model().vocab(), critic.model().context());
+        if cv != pv || cc < pc {
+            let what = if cv != pv {
+                format!("a vocabulary of {cv} tokens, the policy's has {pv}")
+            } else {
+                format!("a context of {cc} tokens, shorter than the policy's {pc}")
+            };
+            return Err(RunError::new(
+                Fault::Model,
+                format!("stage `{}`: the critic's network `{init}` has {what}", node.decl),
+            )
+            .help("initialise the critic from the policy's model or one of its stages (`critic = critic(policy)`), so it reads the policy's tokens")
+            .at(node, Some("critic"), "scores the policy's tokens"));
+        }
+        Ok(critic)
     }
 }
 

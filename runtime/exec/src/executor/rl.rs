@@ -91,6 +91,23 @@ impl<'a> Executor<'a> {
             Some(t) if start > 0 => t,
             _ => self.trainer_from(p.init.id(), optim(start + 1))?,
         };
+        // PPO's critic starts with the stage, from its own `init`; later phases and a resumed
+        // phase keep the one the trainer carries (checkpoints hold it). A stage without one
+        // drops any an earlier stage left on the shared trainer.
+        if start == 0 && p.phase_of.phase == 1 {
+            let critic = match p.critic {
+                Some(c) => {
+                    // Not locked across `critic_from`: its init may be this very trainer.
+                    let shape = {
+                        let t = trainer.lock().map_err(|_| RunError::poisoned())?;
+                        (t.model().vocab(), t.model().context())
+                    };
+                    Some(self.critic_from(node, c, shape)?)
+                }
+                None => None,
+            };
+            trainer.lock().map_err(|_| RunError::poisoned())?.set_critic(critic);
+        }
         // The phase's `frozen` parts get no gradient and no optimiser state; others thaw.
         trainer.lock().map_err(|_| RunError::poisoned())?.set_frozen(&p.frozen).map_err(|e| {
             RunError::model(&format!("stage `{}`: cannot freeze `frozen`", node.decl), e)
@@ -229,11 +246,16 @@ impl<'a> Executor<'a> {
             let n_samples: usize = per_role.iter().map(|(_, n, _)| n).sum();
             let update_s = t1.elapsed().as_secs_f64();
             let (mean, success) = reward_stats(&episodes);
+            // Groups of equal rewards say something only where advantages are group-relative;
+            // with a critic its value loss does.
+            let signal = match metrics.value_loss {
+                Some(v) => format!("value loss {v:.4}"),
+                None => counted(uniform_groups(&episodes), "uniform group", "uniform groups"),
+            };
             let line = format!(
-                "{} iter {iter}/{iters}: reward {mean:.3}, success {:.1}%, {}, loss {:.4} (rollouts {rollout_s:.0} s, update {update_s:.0} s)",
+                "{} iter {iter}/{iters}: reward {mean:.3}, success {:.1}%, {signal}, loss {:.4} (rollouts {rollout_s:.0} s, update {update_s:.0} s)",
                 node_words(&node.id),
                 success * 100.0,
-                counted(uniform_groups(&episodes), "uniform group", "uniform groups"),
                 metrics.loss
             );
             progress.println(&line, |l| self.say(l));
@@ -268,6 +290,7 @@ impl<'a> Executor<'a> {
                 lr: metrics.lr,
                 grad_norm: metrics.grad_norm,
                 clip_frac: metrics.clip_frac,
+                value_loss: metrics.value_loss,
                 samples: n_samples,
                 rollout_s,
                 update_s,
@@ -370,6 +393,9 @@ fn mean_metrics(updates: &[(String, usize, Metrics)]) -> Metrics {
         out.grad_norm = updates.iter().map(|(_, n, m)| w(*n) * m.grad_norm).sum();
         out.clip_frac =
             Some(updates.iter().map(|(_, n, m)| w(*n) * m.clip_frac.unwrap_or(0.0)).sum());
+        out.value_loss = out
+            .value_loss
+            .map(|_| updates.iter().map(|(_, n, m)| w(*n) * m.value_loss.unwrap_or(0.0)).sum());
     }
     out
 }

@@ -5,12 +5,12 @@
 //! algorithm has no knob (DAPO has no KL estimator), its fixed behaviour is written here.
 
 use wrl_plan::params::{
-    self, BatchSize, Drop, FailureClass, KlEstimator, Level, LossAgg, NodeRef, Optimizer,
-    OrUnlimited, PhaseOf, PolicyLoss, RewardRef, RlPhase, Schedule as PSchedule,
+    self, BatchSize, Drop, FailureClass, KlEstimator, KlIn, Level, LossAgg, NodeRef, Optimizer,
+    OrGrpo, OrNone, OrUnlimited, PhaseOf, PolicyLoss, RewardRef, RlPhase, Schedule as PSchedule,
 };
 use wrl_trainer::{
-    KlConfig, LossAggregation, OptimConfig, OverlongShaping, RlConfig, SampleLevel, Schedule,
-    ScheduleKind,
+    Advantage, KlConfig, LossAggregation, OptimConfig, OverlongShaping, RlConfig, SampleLevel,
+    Schedule, ScheduleKind,
 };
 
 /// What the executor runs an RL phase with, whatever its algorithm.
@@ -47,6 +47,8 @@ pub struct PhaseSettings<'p> {
     pub rl: RlConfig,
     /// The parts of the policy this phase freezes (`frozen`).
     pub frozen: Vec<wrl_trainer::models::Frozen>,
+    /// PPO's learned value function, built from its `init` when the stage starts.
+    pub critic: Option<&'p params::Critic>,
 }
 
 /// A stage's `frozen` as the trainer's parts: `vision_tower` and `projector` are parts a text
@@ -133,8 +135,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 clip,
                 dual_clip,
                 kl: kl_coef,
-                // The preflight refuses `reward`: the trainer's KL is a loss term.
-                kl_in: _,
+                kl_in,
                 kl_estimator,
                 entropy,
                 ppo_epochs,
@@ -170,6 +171,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 clip_high: clip.hi,
                 dual_clip: *dual_clip,
                 kl: kl(*kl_coef, *kl_estimator),
+                kl_in_reward: *kl_in == KlIn::Reward,
                 entropy_coef: *entropy,
                 ppo_epochs: (*ppo_epochs).max(1) as usize,
                 mini_batch: mini_batch_samples(*mini_batch, *group, level(*lvl)),
@@ -218,6 +220,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 },
                 phase_of: p.phase_of(),
                 validate: validate.value().map(|v| v.get()),
+                critic: None,
                 rl,
             }
         }
@@ -240,8 +243,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 reward,
                 clip,
                 kl: kl_coef,
-                // The preflight refuses `reward`: the trainer's KL is a loss term.
-                kl_in: _,
+                kl_in,
                 entropy,
                 ppo_epochs,
                 mini_batch,
@@ -268,6 +270,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 dual_clip: None,
                 // DAPO has no estimator knob: k3, the unbiased non-negative one.
                 kl: kl(*kl_coef, KlEstimator::K3),
+                kl_in_reward: *kl_in == KlIn::Reward,
                 entropy_coef: *entropy,
                 ppo_epochs: (*ppo_epochs).max(1) as usize,
                 mini_batch: mini_batch_samples(*mini_batch, *group, level(*lvl)),
@@ -309,6 +312,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 refills: dynamic_sampling.max_batches as usize,
                 phase_of: p.phase_of(),
                 validate: validate.value().map(|v| v.get()),
+                critic: None,
                 rl,
             }
         }
@@ -329,10 +333,11 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 prompts,
                 group,
                 reward,
+                advantage,
+                critic,
                 clip,
                 kl: kl_coef,
-                // The preflight refuses `reward`: the trainer's KL is a loss term.
-                kl_in: _,
+                kl_in,
                 ppo_epochs,
                 mini_batch,
                 temperature,
@@ -352,11 +357,13 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 clip_high: clip.hi,
                 dual_clip: None,
                 kl: kl(*kl_coef, KlEstimator::K3),
+                kl_in_reward: *kl_in == KlIn::Reward,
+                advantage: advantage_of(advantage, critic),
                 entropy_coef: 0.0,
                 ppo_epochs: (*ppo_epochs).max(1) as usize,
                 mini_batch: mini_batch_samples(*mini_batch, *group, SampleLevel::Turn),
                 temperature: *temperature as f32,
-                // Several epochs over old log-probs with GRPO's advantages (no critic).
+                // Several epochs over old log-probs.
                 dynamic_sampling: false,
                 normalize_std: true,
                 aggregation: LossAggregation::TokenMean,
@@ -388,7 +395,28 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 refills: 0,
                 phase_of: p.phase_of(),
                 validate: None,
+                critic: critic.value().map(params::CriticObj::get),
                 rl,
+            }
+        }
+    }
+}
+
+/// The trainer's advantage estimator for a `ppo` stage's `advantage` and `critic`.
+fn advantage_of(
+    advantage: &OrGrpo<params::AdvantageObj>,
+    critic: &OrNone<params::CriticObj>,
+) -> Advantage {
+    match advantage {
+        OrGrpo::Grpo => Advantage::Group,
+        OrGrpo::Value(a) => {
+            let params::Gae { gamma, lambda } = *a.get();
+            let c = critic.value().map(params::CriticObj::get);
+            Advantage::Gae {
+                gamma,
+                lambda,
+                value_clip: c.and_then(|c| c.value_clip.value().copied()),
+                warmup: c.map_or(0, |c| c.warmup.0),
             }
         }
     }

@@ -371,11 +371,6 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
         RlPhase::Dapo(d) => &d.mask,
         RlPhase::Ppo(p) => &p.mask,
     };
-    let kl_in = match p {
-        RlPhase::Grpo(g) => g.kl_in,
-        RlPhase::Dapo(d) => d.kl_in,
-        RlPhase::Ppo(p) => p.kl_in,
-    };
     // The checker refuses these (E0440); a plan written by other means is refused here.
     let (mb, group, turn) = match p {
         RlPhase::Grpo(g) => (g.mini_batch, g.group, g.level == params::Level::Turn),
@@ -394,15 +389,11 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
             "mini_batch",
         ));
     }
-    if kl_in == params::KlIn::Reward {
-        errs.push(cannot(
-            "a KL penalty on the reward (`kl_in = reward`) is not implemented: this trainer's KL \
-             is a term of the loss"
-                .into(),
-            "set `kl_in = loss` (a profile can), or lower the recipe to verl (`wrlc lower --to verl`), \
-             which runs it",
-            "kl_in",
-        ));
+    if let RlPhase::Ppo(ppo) = p
+        && let Some(c) = ppo.critic.value().map(params::CriticObj::get)
+        && let Some(why) = critic_mismatch(plan, init.id(), c.init.id())
+    {
+        errs.push(cannot(why, "start the critic from the policy's model or one of its stages (`critic = critic(policy)`)", "critic"));
     }
     let trained = params::MaskPart::left_out(mask);
     if !trained.is_empty() {
@@ -554,5 +545,27 @@ fn agent_env(a: &Agent) -> &params::NodeRef {
     match a {
         Agent::React(r) => &r.env,
         Agent::Graph(g) => &g.env,
+    }
+}
+
+/// Why a critic started from `critic` cannot score the tokens of the policy started from
+/// `policy`: a model behind an API (a critic trains), or another tokenizer (a byte model
+/// against a Hugging Face one). Two Hugging Face models are compared when the run builds them.
+fn critic_mismatch(plan: &TypedPlan<'_>, policy: &str, critic: &str) -> Option<String> {
+    use params::Model as M;
+    let (pn, pm) = crate::executor::hf::base_model(plan, policy)?;
+    let (cn, cm) = crate::executor::hf::base_model(plan, critic)?;
+    match (pm, cm) {
+        (_, M::Api(_)) => Some(format!(
+            "the critic starts from `{}`, a model behind an API: a critic trains, so it needs \
+             weights",
+            cn.decl
+        )),
+        (M::Tiny(_), M::Tiny(_)) | (M::Hf(_), M::Hf(_)) | (M::Api(_), _) => None,
+        (M::Tiny(_), M::Hf(_)) | (M::Hf(_), M::Tiny(_)) => Some(format!(
+            "the critic starts from `{}` and the policy from `{}`: a byte-level model and a \
+             Hugging Face model read different tokens",
+            cn.decl, pn.decl
+        )),
     }
 }

@@ -62,6 +62,9 @@ pub struct RlIter {
     pub lr: f64,
     pub grad_norm: f64,
     pub clip_frac: Option<f64>,
+    /// PPO with a critic: the critic's clipped value loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_loss: Option<f64>,
     /// RL samples the update trained on.
     pub samples: usize,
     pub rollout_s: f64,

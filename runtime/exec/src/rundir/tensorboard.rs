@@ -91,6 +91,9 @@ pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
             if let Some(c) = r.clip_frac {
                 put(&r.stage, "clip_frac", c);
             }
+            if let Some(v) = r.value_loss {
+                put(&r.stage, "value_loss", v);
+            }
             put(&r.stage, "uniform_groups", r.uniform_groups as f64);
             put(&r.stage, "samples", r.samples as f64);
             put(&r.stage, "rollout_s", r.rollout_s);

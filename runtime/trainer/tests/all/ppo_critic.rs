@@ -44,7 +44,7 @@ fn with_critic(seed: u64, lr: f64) -> Trainer {
     let mut t = trainer(tiny(1, 32, OpsMode::Auto), 1e-2, 0.0, seed);
     let c = Critic::from_policy(&t, OptimConfig { lr, weight_decay: 0.0, ..Default::default() })
         .unwrap();
-    t.set_critic(c);
+    t.set_critic(Some(c));
     t
 }
 

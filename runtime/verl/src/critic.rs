@@ -1,0 +1,93 @@
+//! A `ppo` phase's `advantage` and `critic` as verl keys: `algorithm.adv_estimator` (`grpo`,
+//! or `gae` with `gamma` and `lam`) and verl's critic worker (its model, optimiser, value
+//! clipping and warm-up), or the critic switched off.
+
+use serde_json::json;
+use wrl_plan::params::{self, NodeRef, OrGrpo, OrNone, OrOff};
+
+use crate::ctx::E_UNMAPPED;
+use crate::phase::Ph;
+
+impl Ph<'_, '_> {
+    pub(crate) fn advantage(&mut self, advantage: &OrGrpo<params::AdvantageObj>) {
+        match advantage {
+            OrGrpo::Grpo => {
+                self.map("advantage", &[("algorithm.adv_estimator", json!("grpo"))]);
+            }
+            OrGrpo::Value(a) => {
+                let params::Gae { gamma, lambda } = *a.get();
+                self.map(
+                    "advantage",
+                    &[
+                        ("algorithm.adv_estimator", json!("gae")),
+                        ("algorithm.gamma", json!(gamma)),
+                        ("algorithm.lam", json!(lambda)),
+                    ],
+                )
+                .note("verl's GAE over the response tokens, observation tokens skipped, whitened over the batch");
+            }
+        }
+    }
+
+    /// A critic started from the weights the stage starts from reads the actor's model path
+    /// (later phases resume both from the previous run's checkpoint).
+    pub(crate) fn critic(&mut self, critic: &OrNone<params::CriticObj>, init: &NodeRef) {
+        let Some(c) = critic.value().map(params::CriticObj::get) else {
+            self.map("critic", &[("critic.enable", json!(false))]);
+            return;
+        };
+        let params::Critic { init: from, lr, value_clip, warmup, optimizer } = c;
+        // A later phase's `init` is the phase before; the stage's start is its first phase's.
+        let first = format!("stage:{}/phase:1", self.run.stage);
+        let start = match self.c.d.get(&first) {
+            Some(params::Params::RlPhase(params::RlPhase::Ppo(p))) => p.init.clone(),
+            _ => init.clone(),
+        };
+        let path = if *from == start {
+            Some(json!("${actor_rollout_ref.model.path}"))
+        } else {
+            match self.c.d.get(from.id()) {
+                Some(params::Params::Model(params::Model::Hf(h))) => Some(json!(h.id)),
+                _ => None,
+            }
+        };
+        let Some(path) = path else {
+            self.c
+                .not_mapped(
+                    self.n,
+                    "critic",
+                    format!(
+                        "the critic starts from `{from}`, which is neither the stage's own `init` \
+                         nor a Hugging Face model: this job produces no weights verl could load \
+                         for it"
+                    ),
+                    "nothing: the job would train without the critic, so it is refused",
+                )
+                .refuse(E_UNMAPPED);
+            return;
+        };
+        let params::Optimizer { beta1, beta2, weight_decay, grad_clip } = optimizer;
+        let clip = match value_clip {
+            OrOff::Value(c) => *c,
+            OrOff::Off => 1e9,
+        };
+        let grad = if *grad_clip > 0.0 { *grad_clip } else { 1e9 };
+        let e = self.map(
+            "critic",
+            &[
+                ("critic.enable", json!(true)),
+                ("critic.model.path", path),
+                ("critic.optim.lr", json!(lr)),
+                ("critic.optim.betas", json!([beta1, beta2])),
+                ("critic.optim.weight_decay", json!(weight_decay)),
+                ("critic.optim.clip_grad", json!(grad)),
+                ("critic.cliprange_value", json!(clip)),
+                ("trainer.critic_warmup", json!(warmup.0)),
+            ],
+        );
+        e.note(
+            "verl's critic worker (a value head on the model), with the actor's ppo_epochs, \
+             mini-batches and loss aggregation; value_clip off is a bound no value reaches",
+        );
+    }
+}
