@@ -63,7 +63,8 @@ environment, tool set and dataset to produce it:
 | signal | produced when |
 |---|---|
 | `response`, `end_reason`, `actions`, `task` | always |
-| `url`, `elements`, `feedback` | a `browser` environment (`feedback` also from `search_api`) |
+| `url`, `elements`, `feedback` | a `browser` environment (`feedback` also from `search_api` and `env_server`) |
+| `env_reward` | an `env_server` environment (the server's step rewards) |
 | `screenshots` | a `browser` whose `observe` has `screenshot(…)`: only observed screenshots are recorded |
 | `page_state` | a `browser` whose target is the sandbox web (`std::sandbox::…`) or `webarena(…)` |
 | `answer` | a tool set (the env's, or a graph module's) with a terminal tool that takes arguments, or an `answer_tag` |

@@ -123,6 +123,7 @@ pub async fn run_task_with_screenshots(
             answer: out.answer.clone(),
             success: verdict.as_ref().is_some_and(|v| v.success),
             detail: verdict.map(|v| v.detail).unwrap_or_default(),
+            reward: None,
         },
         elapsed_ms: out.elapsed_ms,
     };

@@ -347,7 +347,7 @@ impl Session {
             goal: task.goal.clone(),
             agent: "env-service".into(),
             steps,
-            outcome: TrajOutcome { reason, message, answer, success, detail },
+            outcome: TrajOutcome { reason, message, answer, success, detail, reward: None },
             elapsed_ms: started.elapsed().as_millis() as u64,
         };
         let (reward, process) = match &served.reward {

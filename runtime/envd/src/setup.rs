@@ -163,6 +163,7 @@ pub async fn environment(
     let needs_sandbox = envs.values().any(|(_, e)| match e {
         params::Env::Browser(_) => true,
         params::Env::SearchApi(s) => matches!(s.target, Site::SandboxSearch),
+        params::Env::EnvServer(_) => false,
     });
     let sandbox = match needs_sandbox {
         true => Some(Arc::new(
@@ -174,7 +175,7 @@ pub async fn environment(
     };
     let browser = envs.values().find_map(|(_, e)| match e {
         params::Env::Browser(b) => Some(b.clone()),
-        params::Env::SearchApi(_) => None,
+        params::Env::SearchApi(_) | params::Env::EnvServer(_) => None,
     });
     let pool = match (&browser, &sandbox) {
         (Some(b), Some(sb)) => Some(launch_pool(b, sb, concurrency, opts).await?),
@@ -249,6 +250,13 @@ pub async fn environment(
                 let env = SearchEnv::new(&base, step_text, s.timeout.step.duration())
                     .map_err(|e| ServiceError::Start(format!("env `{env_decl}`: {e}")))?;
                 (Place::Search(env), s.tools.clone(), "search_api")
+            }
+            params::Env::EnvServer(_) => {
+                return Err(no_env(format!(
+                    "env `{env_decl}` is an environment server's API (`env_server`), which this \
+                     service does not proxy yet: point the client at that server, or run the \
+                     recipe with `wrlc run`"
+                )));
             }
         };
         let served = Served {

@@ -92,6 +92,7 @@ fn demo(steps: Vec<wrl_sandbox::TrajStep>) -> wrl_sandbox::Trajectory {
             answer: None,
             success: true,
             detail: String::new(),
+            reward: None,
         },
         elapsed_ms: 1,
     }

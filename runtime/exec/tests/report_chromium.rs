@@ -61,6 +61,7 @@ fn episode(
                 answer: success.then(|| "53.01".into()),
                 success,
                 detail: "expected \"53.01\"".into(),
+                reward: None,
             },
             elapsed_ms: 900,
         },

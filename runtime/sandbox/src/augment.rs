@@ -190,6 +190,7 @@ mod tests {
                 answer: None,
                 success: true,
                 detail: String::new(),
+                reward: None,
             },
             elapsed_ms: 1,
         };

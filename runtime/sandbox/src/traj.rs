@@ -16,7 +16,7 @@ pub struct TrajStep {
 }
 
 /// How an episode ended, plus the checker's verdict.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrajOutcome {
     /// `completed`, `agent_error`, `max_steps`, `env_error` or `infra_timeout`.
     pub reason: String,
@@ -28,10 +28,14 @@ pub struct TrajOutcome {
     pub success: bool,
     /// Checker detail line.
     pub detail: String,
+    /// The reward an environment server gave the episode (`env_server`: its steps' rewards
+    /// summed); absent for other environments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reward: Option<f64>,
 }
 
 /// One line of trajectory JSONL.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trajectory {
     /// Task id.
     pub task_id: String,

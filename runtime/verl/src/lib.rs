@@ -10,6 +10,7 @@
 mod critic;
 mod ctx;
 mod decode;
+mod env_fields;
 mod evals;
 mod files;
 mod groups;

@@ -288,3 +288,20 @@ fn a_critic_reaches_verl_as_its_critic_worker() {
     let refused = job_of(&other).refusals();
     assert!(refused.iter().any(|r| r.field == "critic" && r.code == "E0601"), "{refused:?}");
 }
+
+/// An `env_server` env cannot be served to verl's agent loop yet: refused at its `base_url`.
+#[test]
+fn an_environment_server_is_refused_not_dropped() {
+    let text = variant(|t| {
+        t.replace("group = unknown", "group = 4")
+            .replace("use std::rewards::{ended, task_check}", "use std::rewards::{ended, env_reward}")
+            .replace("else task_check", "else env_reward")
+            .replace(
+                "env web = browser {\n  target = std::sandbox::web\n  tools = std::tools::elements\n  observe = [elements(max: 32), url, feedback]\n  concurrency = 2\n}",
+                "env web = env_server(\"http://127.0.0.1:36001\") { step_text = 64 tokens }",
+            )
+    });
+    assert!(text.contains("env_server("), "the variant did not replace the env");
+    let refused = job_of(&text).refusals();
+    assert!(refused.iter().any(|r| r.field == "base_url" && r.code == "E0601"), "{refused:?}");
+}

@@ -121,6 +121,9 @@ fn produced<'a>(
         "search_api" => {
             p.insert("feedback");
         }
+        "env_server" => {
+            p.extend(["feedback", "env_reward"]);
+        }
         _ => return None,
     }
     // The final answer: a terminal tool with an argument, or an answer tag.
@@ -274,6 +277,10 @@ fn explain(r: &str, env: &str, shot_arg: bool, reward: &str) -> (&'static str, S
         "feedback" => {
             ("the environment gives no per-step feedback", "use a browser or search environment")
         }
+        "env_reward" => (
+            "only an environment server (`env_server`) gives the episode a reward",
+            "use `env_server(…)` as the agent's env, or a reward the env records (`task_check`, `answer_match`, `judge`)",
+        ),
         _ => ("the episode does not record it", "use a reward over what the episode records"),
     };
     (why, fix.to_string())

@@ -85,6 +85,31 @@ pub struct SearchApi {
     pub step_text: Tokens,
 }
 
+/// `env_server(base_url) { … }`: an environment behind an environment server's HTTP API.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvServer {
+    pub base_url: String,
+    pub endpoints: Endpoints,
+    pub tools: super::or::OrNone<Toolset>,
+    pub api_key_env: String,
+    pub concurrency: u32,
+    pub timeout: SearchTimeout,
+    pub step_text: Tokens,
+}
+
+/// An environment server's endpoints, relative to its base URL (`observe` empty: the step's
+/// response carries the observation).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoints {
+    pub create: String,
+    pub reset: String,
+    pub step: String,
+    pub observe: String,
+    pub close: String,
+}
+
 /// `search_api`'s `timeout`.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -114,6 +114,7 @@ ctors! {
     Env for Env {
         "browser" => Browser(Browser),
         "search_api" => SearchApi(SearchApi),
+        "env_server" => EnvServer(EnvServer),
     }
     /// An `agent` node.
     Agent for Agent {

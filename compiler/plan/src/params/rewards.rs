@@ -144,6 +144,8 @@ pub enum Signal {
     },
     #[serde(rename = "std::rewards::task_check")]
     TaskCheck,
+    #[serde(rename = "std::rewards::env_reward")]
+    EnvReward,
     #[serde(rename = "std::rewards::url_match")]
     UrlMatch { pattern: String },
     #[serde(rename = "std::rewards::bbox_hit")]
@@ -334,6 +336,7 @@ impl Signal {
             Signal::Webjudge(_) => "webjudge",
             Signal::AnswerMatch { .. } => "answer_match",
             Signal::TaskCheck => "task_check",
+            Signal::EnvReward => "env_reward",
             Signal::UrlMatch { .. } => "url_match",
             Signal::BboxHit => "bbox_hit",
             Signal::ActionMatch { .. } => "action_match",

@@ -502,6 +502,7 @@ mod tests {
                 answer: Some("3".into()),
                 success: true,
                 detail: String::new(),
+                reward: None,
             },
             elapsed_ms: 1,
         };

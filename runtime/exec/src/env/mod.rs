@@ -1,9 +1,11 @@
 //! Environments and the agents that act in them, as two interfaces: an [`Env`] runs one episode
 //! of a task with an [`Agent`], whatever the environment is (real Chromium on the browser pool,
-//! or a search API over HTTP), so a rollout has one way to run every episode.
+//! a search API over HTTP, or an environment server's API), so a rollout has one way to run
+//! every episode.
 
 pub mod browser;
 pub mod search;
+pub mod server;
 pub mod settings;
 
 use futures::future::BoxFuture;
@@ -12,6 +14,7 @@ use wrl_sandbox::{Task, Trajectory};
 
 pub use browser::BrowserEnv;
 pub use search::SearchEnv;
+pub use server::ServerEnv;
 
 /// Something that writes an episode's turns: a trained policy, a module graph, an expert.
 pub trait Agent: Send {

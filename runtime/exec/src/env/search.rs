@@ -277,6 +277,7 @@ impl SearchEnv {
                 answer,
                 success: verdict.as_ref().is_some_and(|v| v.success),
                 detail: verdict.map(|v| v.detail).unwrap_or_default(),
+                reward: None,
             },
             elapsed_ms: started.elapsed().as_millis() as u64,
         }

@@ -32,6 +32,12 @@ pub fn episode_cfg(env: Option<&params::Env>, max_parse_failures: Option<u32>) -
             max_agent_errors: errors,
             ..d
         },
+        Some(params::Env::EnvServer(s)) => EpisodeCfg {
+            step_timeout: s.timeout.step.duration(),
+            task_timeout: s.timeout.task.duration(),
+            max_agent_errors: errors,
+            ..d
+        },
     }
 }
 
@@ -67,11 +73,11 @@ pub fn view(observe: &[Observation]) -> TextView {
 }
 
 /// How often an episode that ended in an environment error or timeout is run again before it
-/// counts (`retries`; a search API declares none).
+/// counts (`retries`; a search API and an environment server declare none).
 pub fn retries(env: Option<&params::Env>) -> usize {
     match env {
         Some(params::Env::Browser(b)) => b.retries as usize,
-        Some(params::Env::SearchApi(_)) | None => 0,
+        Some(params::Env::SearchApi(_) | params::Env::EnvServer(_)) | None => 0,
     }
 }
 
@@ -80,6 +86,7 @@ pub fn concurrency<'e>(envs: impl Iterator<Item = &'e params::Env>) -> usize {
     envs.map(|e| match e {
         params::Env::Browser(b) => b.concurrency as usize,
         params::Env::SearchApi(s) => s.concurrency as usize,
+        params::Env::EnvServer(s) => s.concurrency as usize,
     })
     .max()
     .unwrap_or(4)

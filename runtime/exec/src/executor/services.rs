@@ -10,7 +10,7 @@ use wrl_sandbox::Sandbox;
 
 use super::Executor;
 use crate::agent::AgentCfg;
-use crate::env::{BrowserEnv, Env, SearchEnv, settings};
+use crate::env::{BrowserEnv, Env, SearchEnv, ServerEnv, settings};
 use crate::error::{Fault, RunError};
 
 /// The shared services, once started.
@@ -102,6 +102,7 @@ impl<'a> Executor<'a> {
         let retries = settings::retries(Some(env));
         let e: Arc<dyn Env> = match env {
             params::Env::SearchApi(s) => Arc::new(self.search_env(Some((node, s))).await?),
+            params::Env::EnvServer(s) => Arc::new(server_env(node, s)?),
             params::Env::Browser(_) => {
                 let pool = self.pool().await?;
                 Arc::new(BrowserEnv { pool, sandbox: self.sandbox().await? })
@@ -205,7 +206,7 @@ impl<'a> Executor<'a> {
     /// offline); a search API is any HTTP service speaking the protocol (docs/sandbox.md).
     pub(super) fn env(&mut self, node: &Node, env: &params::Env) -> Result<(), RunError> {
         match env {
-            params::Env::SearchApi(_) => Ok(()),
+            params::Env::SearchApi(_) | params::Env::EnvServer(_) => Ok(()),
             params::Env::Browser(b) if b.target.is_sandbox() => Ok(()),
             params::Env::Browser(_) => Err(RunError::new(
                 Fault::Unsupported,
@@ -214,4 +215,25 @@ impl<'a> Executor<'a> {
             .help("run with a profile whose env targets `std::sandbox::web`")),
         }
     }
+}
+
+/// The client of an `env_server` env: its endpoints, and the bearer token read from the
+/// variable `api_key_env` names (the preflight refused an unset one).
+fn server_env(node: &Node, s: &params::EnvServer) -> Result<ServerEnv, RunError> {
+    let params::Endpoints { create, reset, step, observe, close } = &s.endpoints;
+    let endpoints = crate::env::server::Endpoints {
+        create: create.clone(),
+        reset: reset.clone(),
+        step: step.clone(),
+        observe: observe.clone(),
+        close: close.clone(),
+    };
+    let token = (!s.api_key_env.is_empty()).then(|| std::env::var(&s.api_key_env).ok()).flatten();
+    ServerEnv::new(&s.base_url, endpoints, token, s.step_text.0 as usize, s.timeout.step.duration())
+        .map_err(|e| {
+            RunError::new(
+                Fault::Service,
+                format!("env `{}`: cannot set up its HTTP client: {e}", node.decl),
+            )
+        })
 }

@@ -233,6 +233,35 @@ fn env(n: &Node, e: &Env) -> Vec<RunError> {
             } = s;
             errs.extend(zero_timeouts(n, &[("step", timeout.step), ("task", timeout.task)]));
         }
+        Env::EnvServer(s) => {
+            let params::EnvServer {
+                base_url,
+                // Paths the server answers; its tools are shown to the policy as they are.
+                endpoints: _,
+                tools: _,
+                api_key_env,
+                concurrency: _,
+                timeout,
+                step_text: _,
+            } = s;
+            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                errs.push(unsupported(
+                    n,
+                    format!("env `{}`: `{base_url}` is not an http(s) URL", n.decl),
+                    "give the server's address, e.g. `env_server(\"http://127.0.0.1:8000\")`",
+                    "base_url",
+                ));
+            }
+            if !api_key_env.is_empty() && std::env::var_os(api_key_env).is_none() {
+                errs.push(unsupported(
+                    n,
+                    format!("env `{}`: `api_key_env` names `{api_key_env}`, which is not set", n.decl),
+                    format!("export {api_key_env}=TOKEN before the run, or set `api_key_env = \"\"` for a server without one"),
+                    "api_key_env",
+                ));
+            }
+            errs.extend(zero_timeouts(n, &[("step", timeout.step), ("task", timeout.task)]));
+        }
     }
     errs
 }

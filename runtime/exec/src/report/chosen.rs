@@ -112,6 +112,7 @@ pub(crate) mod tests {
                 answer: None,
                 success,
                 detail: String::new(),
+                reward: None,
             },
             elapsed_ms: 0,
         }

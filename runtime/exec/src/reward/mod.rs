@@ -32,6 +32,8 @@ pub struct EpisodeFacts {
     pub reference: Option<String>,
     /// The sandbox/WebArena checker's verdict, when the task has a checker.
     pub checker: Option<bool>,
+    /// The environment server's reward (`env_server`), summed over the episode's steps.
+    pub env_reward: Option<f64>,
     /// Whether every turn was well formed.
     pub format_ok: bool,
     /// The final URL.
@@ -148,6 +150,7 @@ fn signal(s: &Signal, f: &EpisodeFacts) -> Result<X, String> {
         Signal::Ended { reason } => X::Bool(reason.word() == f.end_reason),
         Signal::FormatOk { .. } => X::Bool(f.format_ok),
         Signal::TaskCheck => X::Bool(f.checker.unwrap_or(false)),
+        Signal::EnvReward => X::Num(f.env_reward.unwrap_or(0.0)),
         Signal::AnswerMatch { mode: AnswerMode::Judge, .. } => return judged(s, f),
         Signal::AnswerMatch { mode, .. } => {
             X::Num(answer_score(*mode, f.answer.as_deref(), f.reference.as_deref()))

@@ -166,6 +166,7 @@ mod tests {
                 answer: None,
                 success: false,
                 detail: String::new(),
+                reward: None,
             },
             elapsed_ms: 1,
         };

@@ -87,6 +87,7 @@ pub fn facts(traj: &Trajectory, reference: Option<&str>) -> EpisodeFacts {
         answer: traj.outcome.answer.clone(),
         reference: reference.map(str::to_string),
         checker: Some(traj.outcome.success),
+        env_reward: traj.outcome.reward,
         format_ok: traj.outcome.reason != "agent_error",
         url: traj.steps.last().map(|s| s.url.clone()).unwrap_or_default(),
         judges: Vec::new(),
@@ -349,6 +350,7 @@ fn failed(task: &Task, message: &str) -> Trajectory {
             answer: None,
             success: false,
             detail: String::new(),
+            reward: None,
         },
         elapsed_ms: 0,
     }

@@ -1,0 +1,337 @@
+//! The `env_server` environment: episodes run by an environment server over HTTP (the
+//! create / reset / step / observe / close protocol AgentGym's servers speak, docs/sandbox.md):
+//! the policy's turn goes to `step` as written, the server's observation comes back as the next
+//! turn's text, and its `done` ends the episode with its rewards summed. Failures of the server
+//! are the episode's `env_error` (a failed request, a 5xx, an answer that is not the protocol's)
+//! or `infra_timeout` (a request past the step timeout), recorded like every other env's.
+
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde_json::{Value as Json, json};
+use wrl_browser::{EndReason, EpisodeCfg};
+use wrl_sandbox::{Task, TrajOutcome, TrajStep, Trajectory};
+
+use super::search::observation;
+use super::{Agent, Env, EpisodeRun};
+
+/// The server's endpoints, relative to its base URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoints {
+    pub create: String,
+    pub reset: String,
+    pub step: String,
+    /// Empty: the step's answer carries the observation.
+    pub observe: String,
+    pub close: String,
+}
+
+impl Default for Endpoints {
+    fn default() -> Self {
+        Endpoints {
+            create: "/create".into(),
+            reset: "/reset".into(),
+            step: "/step".into(),
+            observe: String::new(),
+            close: "/close".into(),
+        }
+    }
+}
+
+/// Why a request failed: the server's fault (an `env_error`) or a timeout (`infra_timeout`).
+#[derive(Debug, Clone, PartialEq)]
+enum Failure {
+    Env(String),
+    Timeout(String),
+}
+
+impl Failure {
+    fn end(self) -> EndReason {
+        match self {
+            Failure::Env(message) => EndReason::EnvError { message },
+            Failure::Timeout(message) => EndReason::InfraTimeout { message },
+        }
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            Failure::Env(m) | Failure::Timeout(m) => m,
+        }
+    }
+}
+
+/// One step's answer.
+#[derive(Debug, Clone, PartialEq)]
+struct Stepped {
+    observation: String,
+    reward: f64,
+    done: bool,
+}
+
+/// A client of one environment server.
+#[derive(Clone, Debug)]
+pub struct ServerEnv {
+    base: String,
+    endpoints: Endpoints,
+    token: Option<String>,
+    /// Bytes of each observation the agent sees.
+    step_text: usize,
+    http: reqwest::Client,
+}
+
+impl ServerEnv {
+    /// A client of the server at `base`; each request times out after `step_timeout`.
+    pub fn new(
+        base: &str,
+        endpoints: Endpoints,
+        token: Option<String>,
+        step_text: usize,
+        step_timeout: Duration,
+    ) -> Result<ServerEnv, String> {
+        let http =
+            reqwest::Client::builder().timeout(step_timeout).build().map_err(|e| e.to_string())?;
+        let base = base.trim_end_matches('/').to_string();
+        Ok(ServerEnv { base, endpoints, token, step_text: step_text.max(1), http })
+    }
+
+    fn url(&self, endpoint: &str) -> String {
+        format!("{}/{}", self.base, endpoint.trim_start_matches('/'))
+    }
+
+    /// Sends one request and reads its JSON answer.
+    async fn send(&self, what: &str, req: reqwest::RequestBuilder) -> Result<Json, Failure> {
+        let req = match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        };
+        let resp = req.send().await.map_err(|e| {
+            let timeout = e.is_timeout();
+            let verb = if timeout { "timed out" } else { "failed" };
+            let m = format!("`{what}` {verb}: {}", e.without_url());
+            if timeout { Failure::Timeout(m) } else { Failure::Env(m) }
+        })?;
+        let status = resp.status();
+        let body = resp.text().await.map_err(|e| Failure::Env(format!("`{what}`: {e}")))?;
+        if !status.is_success() {
+            let body: String = body.trim().chars().take(200).collect();
+            return Err(Failure::Env(format!(
+                "`{what}` answered HTTP {}: {body}",
+                status.as_u16()
+            )));
+        }
+        serde_json::from_str(&body)
+            .map_err(|e| Failure::Env(format!("`{what}` answered something that is not JSON: {e}")))
+    }
+
+    async fn post(&self, what: &str, endpoint: &str, body: Json) -> Result<Json, Failure> {
+        self.send(what, self.http.post(self.url(endpoint)).json(&body)).await
+    }
+
+    /// A new instance: its id as the server gave it (a number or a string).
+    async fn create(&self) -> Result<Json, Failure> {
+        let v = self.post("create", &self.endpoints.create, json!({})).await?;
+        match v.get("id").or_else(|| v.get("env_idx")) {
+            Some(id @ (Json::Number(_) | Json::String(_))) => Ok(id.clone()),
+            _ => Err(Failure::Env(format!("`create` answered no `id`: {}", brief(&v)))),
+        }
+    }
+
+    async fn reset(&self, id: &Json, task: &Task) -> Result<String, Failure> {
+        let body = json!({ "id": id, "task": task.id, "goal": task.goal });
+        let v = self.post("reset", &self.endpoints.reset, body).await?;
+        match self.endpoints.observe.is_empty() {
+            true => text_of(&v, "reset"),
+            false => self.observe(id).await,
+        }
+    }
+
+    async fn step(&self, id: &Json, action: &str) -> Result<Stepped, Failure> {
+        let v =
+            self.post("step", &self.endpoints.step, json!({ "id": id, "action": action })).await?;
+        let reward = match v.get("reward") {
+            None | Some(Json::Null) => 0.0,
+            Some(r) => r.as_f64().ok_or_else(|| {
+                Failure::Env(format!("`step` answered a `reward` that is not a number: {r}"))
+            })?,
+        };
+        let done = match v.get("done") {
+            Some(Json::Bool(b)) => *b,
+            other => {
+                let got = other.map_or("nothing".to_string(), Json::to_string);
+                return Err(Failure::Env(format!("`step` answered no boolean `done` (got {got})")));
+            }
+        };
+        let observation = match (done, self.endpoints.observe.is_empty()) {
+            (true, _) => v.get("observation").and_then(Json::as_str).unwrap_or("").to_string(),
+            (false, true) => text_of(&v, "step")?,
+            (false, false) => self.observe(id).await?,
+        };
+        Ok(Stepped { observation, reward, done })
+    }
+
+    async fn observe(&self, id: &Json) -> Result<String, Failure> {
+        let key = match id {
+            Json::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let url =
+            reqwest::Url::parse_with_params(&self.url(&self.endpoints.observe), &[("id", key)])
+                .map_err(|e| Failure::Env(format!("`observe`: bad URL `{}`: {e}", self.base)))?;
+        let req = self.http.get(url);
+        let v = self.send("observe", req).await?;
+        match &v {
+            Json::String(s) => Ok(s.clone()),
+            _ => text_of(&v, "observe"),
+        }
+    }
+
+    /// Ends the instance; a server that fails to close it does not change the episode.
+    async fn close(&self, id: &Json) {
+        let _ = self.post("close", &self.endpoints.close, json!({ "id": id })).await;
+    }
+
+    /// Runs one episode of `task` on a fresh instance: `agent` writes each turn until the server
+    /// says `done`, the steps run out, or the time does.
+    pub async fn run_task(
+        &self,
+        task: &Task,
+        agent: &mut dyn Agent,
+        cfg: &EpisodeCfg,
+    ) -> Trajectory {
+        let started = Instant::now();
+        let mut steps: Vec<TrajStep> = Vec::new();
+        let mut reward = 0.0;
+        let (end, id) = match self.create().await {
+            Err(f) => (f.end(), None),
+            Ok(id) => match self.reset(&id, task).await {
+                Err(f) => (f.end(), Some(id)),
+                Ok(first) => {
+                    let end =
+                        self.turns(task, agent, cfg, &id, first, &mut steps, &mut reward).await;
+                    (end, Some(id))
+                }
+            },
+        };
+        if let Some(id) = &id {
+            self.close(id).await;
+        }
+        let completed = matches!(end, EndReason::Completed { .. });
+        Trajectory {
+            task_id: task.id.clone(),
+            template: task.template.clone(),
+            goal: task.goal.clone(),
+            agent: agent.name().to_string(),
+            steps,
+            outcome: TrajOutcome {
+                reason: end.name().to_string(),
+                message: end.message(),
+                answer: None,
+                success: completed && reward > 0.0,
+                detail: if completed {
+                    format!("the server's reward: {reward}")
+                } else {
+                    String::new()
+                },
+                reward: Some(reward),
+            },
+            elapsed_ms: started.elapsed().as_millis() as u64,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn turns(
+        &self,
+        task: &Task,
+        agent: &mut dyn Agent,
+        cfg: &EpisodeCfg,
+        id: &Json,
+        first: String,
+        steps: &mut Vec<TrajStep>,
+        reward: &mut f64,
+    ) -> EndReason {
+        let started = Instant::now();
+        let mut history: Vec<String> = Vec::new();
+        let mut shown = cut(&first, self.step_text);
+        loop {
+            if steps.len() >= task.max_steps as usize {
+                return EndReason::MaxSteps;
+            }
+            if started.elapsed() > cfg.task_timeout {
+                let message = format!("the task took over {:.0?}", cfg.task_timeout);
+                return EndReason::InfraTimeout { message };
+            }
+            let observation = observation(&task.goal, &shown);
+            let turn = agent.act(task, &observation, &history).trim().to_string();
+            if let Some(message) = agent.gave_up() {
+                steps.push(TrajStep {
+                    observation,
+                    actions: Vec::new(),
+                    feedback: message.clone(),
+                    url: String::new(),
+                });
+                return EndReason::AgentError { message };
+            }
+            history.push(turn.clone());
+            let mut step = TrajStep {
+                observation,
+                actions: vec![turn.clone()],
+                feedback: String::new(),
+                url: String::new(),
+            };
+            match self.step(id, &turn).await {
+                Err(f) => {
+                    step.feedback = format!("error: {}", f.message());
+                    steps.push(step);
+                    return f.end();
+                }
+                Ok(s) => {
+                    *reward += s.reward;
+                    shown = cut(&s.observation, self.step_text);
+                    step.feedback = shown.clone();
+                    steps.push(step);
+                    if s.done {
+                        return EndReason::Completed { answer: None };
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Env for ServerEnv {
+    fn run<'a>(
+        &'a self,
+        task: &'a Task,
+        agent: &'a mut dyn Agent,
+        _keep_screens: usize,
+        cfg: &'a EpisodeCfg,
+    ) -> BoxFuture<'a, Result<EpisodeRun, String>> {
+        Box::pin(async move {
+            let trajectory = self.run_task(task, agent, cfg).await;
+            Ok(EpisodeRun { trajectory, screenshots: Vec::new() })
+        })
+    }
+}
+
+/// The `observation` text of an answer.
+fn text_of(v: &Json, what: &str) -> Result<String, Failure> {
+    match v.get("observation") {
+        Some(Json::String(s)) => Ok(s.clone()),
+        _ => Err(Failure::Env(format!("`{what}` answered no `observation` text: {}", brief(v)))),
+    }
+}
+
+/// An answer, shortened for a message.
+fn brief(v: &Json) -> String {
+    let s = v.to_string();
+    if s.len() > 120 { format!("{}…", cut(&s, 120)) } else { s }
+}
+
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn cut(text: &str, max: usize) -> String {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}

@@ -1,0 +1,277 @@
+//! `env_server` against a real loopback environment server speaking the create / reset / step /
+//! observe / close protocol (a word-guessing game written here with axum): episodes that the
+//! server ends with its reward, the failure classes of a failing, slow or off-protocol server, a
+//! bearer token, the `observe` endpoint, and `wrlc run` training on it end to end.
+
+#![allow(clippy::unwrap_used)] // test helpers fail loudly, like the tests they serve
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use wrl_exec::env::server::Endpoints;
+use wrl_exec::env::{Agent, ServerEnv};
+use wrl_sandbox::Task;
+
+/// The game's state: live instances (their task and guesses) and what happened.
+#[derive(Default)]
+struct Game {
+    next: u64,
+    live: BTreeMap<u64, (String, u32)>,
+    created: u64,
+    closed: u64,
+    token: Option<String>,
+}
+
+type Shared = Arc<Mutex<Game>>;
+
+/// The secret word of a task.
+fn secret(task: &str) -> &'static str {
+    if task.ends_with('1') { "red" } else { "blue" }
+}
+
+fn authorised(g: &Game, headers: &HeaderMap) -> bool {
+    let want = g.token.as_ref().map(|t| format!("Bearer {t}"));
+    want.is_none_or(|w| headers.get("authorization").is_some_and(|h| h == w.as_str()))
+}
+
+async fn create(State(g): State<Shared>, headers: HeaderMap) -> (StatusCode, Json<Value>) {
+    let mut g = g.lock().unwrap();
+    if !authorised(&g, &headers) {
+        return (StatusCode::UNAUTHORIZED, Json(json!({"error": "bad token"})));
+    }
+    g.next += 1;
+    g.created += 1;
+    let id = g.next;
+    g.live.insert(id, (String::new(), 0));
+    (StatusCode::OK, Json(json!({ "id": id })))
+}
+
+async fn reset(State(g): State<Shared>, Json(b): Json<Value>) -> Json<Value> {
+    let mut g = g.lock().unwrap();
+    let id = b["id"].as_u64().unwrap();
+    let task = b["task"].as_str().unwrap().to_string();
+    let letters = secret(&task).len();
+    g.live.insert(id, (task, 0));
+    Json(json!({ "observation": format!("guess the word: {letters} letters") }))
+}
+
+async fn step(State(g): State<Shared>, Json(b): Json<Value>) -> (StatusCode, Json<Value>) {
+    let id = b["id"].as_u64().unwrap();
+    let action = b["action"].as_str().unwrap_or("").to_string();
+    let task = g.lock().unwrap().live.get(&id).map(|(t, _)| t.clone()).unwrap_or_default();
+    match task.as_str() {
+        "boom" => return (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": "down"}))),
+        "slow" => tokio::time::sleep(Duration::from_secs(3)).await,
+        "broken" => return (StatusCode::OK, Json(json!({ "observation": "no done here" }))),
+        _ => {}
+    }
+    let mut g = g.lock().unwrap();
+    let Some((task, guesses)) = g.live.get_mut(&id) else {
+        return (StatusCode::NOT_FOUND, Json(json!({"error": "no such instance"})));
+    };
+    *guesses += 1;
+    let right = action.contains(secret(task));
+    let done = right || *guesses >= 3;
+    let observation = if right { "right".to_string() } else { format!("wrong ({guesses} of 3)") };
+    (
+        StatusCode::OK,
+        Json(
+            json!({ "observation": observation, "reward": f64::from(u8::from(right)), "done": done }),
+        ),
+    )
+}
+
+async fn observe(
+    State(g): State<Shared>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Json<Value> {
+    let g = g.lock().unwrap();
+    let id: u64 = q["id"].parse().unwrap();
+    let guesses = g.live.get(&id).map_or(0, |(_, n)| *n);
+    Json(json!({ "observation": format!("observed after {guesses} guesses") }))
+}
+
+async fn close(State(g): State<Shared>, Json(b): Json<Value>) -> Json<Value> {
+    let mut g = g.lock().unwrap();
+    g.live.remove(&b["id"].as_u64().unwrap());
+    g.closed += 1;
+    Json(json!({}))
+}
+
+/// The server on a free loopback port: its base URL and its state.
+async fn serve(token: Option<&str>) -> (String, Shared) {
+    let game: Shared =
+        Arc::new(Mutex::new(Game { token: token.map(str::to_string), ..Game::default() }));
+    let app = Router::new()
+        .route("/create", post(create))
+        .route("/reset", post(reset))
+        .route("/step", post(step))
+        .route("/observation", get(observe))
+        .route("/close", post(close))
+        .with_state(game.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), game)
+}
+
+/// An agent that writes the given turns, then repeats the last.
+struct Script(Vec<&'static str>);
+
+impl Agent for Script {
+    fn act(&mut self, _: &Task, _: &str, _: &[String]) -> String {
+        let turn = self.0.first().copied().unwrap_or("");
+        if self.0.len() > 1 {
+            self.0.remove(0);
+        }
+        turn.to_string()
+    }
+    fn name(&self) -> &str {
+        "script"
+    }
+}
+
+fn task(id: &str) -> Task {
+    Task {
+        id: id.into(),
+        split: wrl_sandbox::Split::Train,
+        template: "guess".into(),
+        site: String::new(),
+        start_path: String::new(),
+        goal: format!("the secret word of {id}"),
+        params: Default::default(),
+        checker: wrl_sandbox::Checker::Answer {
+            expected: String::new(),
+            mode: wrl_sandbox::AnswerMode::Text,
+        },
+        max_steps: 5,
+        content_seed: 0,
+    }
+}
+
+fn env(base: &str, endpoints: Endpoints, token: Option<&str>) -> ServerEnv {
+    ServerEnv::new(base, endpoints, token.map(str::to_string), 200, Duration::from_secs(1)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_runs_the_episode_and_gives_its_reward() {
+    let (base, game) = serve(None).await;
+    let e = env(&base, Endpoints::default(), None);
+    let cfg = wrl_browser::EpisodeCfg::default();
+    let t = e.run_task(&task("t1"), &mut Script(vec!["guess blue", "guess red"]), &cfg).await;
+    assert_eq!((t.outcome.reason.as_str(), t.outcome.success), ("completed", true), "{t:?}");
+    assert_eq!(t.outcome.reward, Some(1.0));
+    assert_eq!(t.steps.len(), 2);
+    assert!(t.steps[0].observation.contains("guess the word: 3 letters"), "{:?}", t.steps[0]);
+    assert_eq!(
+        (t.steps[0].actions[0].as_str(), t.steps[0].feedback.as_str()),
+        ("guess blue", "wrong (1 of 3)")
+    );
+    // Three wrong guesses: the server ends it, reward 0; the step budget ends another first.
+    let t = e.run_task(&task("t2"), &mut Script(vec!["guess red"]), &cfg).await;
+    assert_eq!((t.outcome.reason.as_str(), t.outcome.reward), ("completed", Some(0.0)));
+    assert!(!t.outcome.success);
+    let mut short = task("t2");
+    short.max_steps = 2;
+    let t = e.run_task(&short, &mut Script(vec!["guess red"]), &cfg).await;
+    assert_eq!(t.outcome.reason, "max_steps");
+    let g = game.lock().unwrap();
+    assert_eq!((g.created, g.closed), (3, 3), "every instance is closed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_slow_or_off_protocol_server_has_a_failure_class() {
+    let (base, game) = serve(None).await;
+    let e = env(&base, Endpoints::default(), None);
+    let cfg = wrl_browser::EpisodeCfg::default();
+    let t = e.run_task(&task("boom"), &mut Script(vec!["guess"]), &cfg).await;
+    assert_eq!(t.outcome.reason, "env_error");
+    assert!(t.outcome.message.contains("`step` answered HTTP 500"), "{}", t.outcome.message);
+    let t = e.run_task(&task("slow"), &mut Script(vec!["guess"]), &cfg).await;
+    assert_eq!(t.outcome.reason, "infra_timeout", "{:?}", t.outcome);
+    let t = e.run_task(&task("broken"), &mut Script(vec!["guess"]), &cfg).await;
+    assert_eq!(t.outcome.reason, "env_error");
+    assert!(t.outcome.message.contains("no boolean `done`"), "{}", t.outcome.message);
+    // Nothing listens: the episode could not start, an environment error.
+    let none = env("http://127.0.0.1:9", Endpoints::default(), None);
+    let t = none.run_task(&task("t1"), &mut Script(vec!["guess"]), &cfg).await;
+    assert_eq!((t.outcome.reason.as_str(), t.steps.len()), ("env_error", 0));
+    assert!(t.outcome.message.contains("`create` failed"), "{}", t.outcome.message);
+    assert_eq!(game.lock().unwrap().closed, 3, "failed episodes close their instance too");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_and_an_observe_endpoint() {
+    let (base, _) = serve(Some("s3cret")).await;
+    let cfg = wrl_browser::EpisodeCfg::default();
+    let wrong = env(&base, Endpoints::default(), Some("nope"));
+    let t = wrong.run_task(&task("t1"), &mut Script(vec!["guess red"]), &cfg).await;
+    assert_eq!(t.outcome.reason, "env_error");
+    assert!(t.outcome.message.contains("HTTP 401"), "{}", t.outcome.message);
+    let observed = Endpoints { observe: "/observation".into(), ..Endpoints::default() };
+    let e = env(&base, observed, Some("s3cret"));
+    let t = e.run_task(&task("t1"), &mut Script(vec!["guess blue", "guess red"]), &cfg).await;
+    assert!(t.outcome.success, "{:?}", t.outcome);
+    assert!(t.steps[0].observation.contains("observed after 0 guesses"), "{:?}", t.steps[0]);
+    assert_eq!(t.steps[0].feedback, "observed after 1 guesses");
+}
+
+/// `wrlc run` on a recipe whose env is this server: a PPO iteration of the tiny policy, every
+/// episode run and closed by the server and scored by `env_reward`.
+#[test]
+fn wrlc_run_trains_on_an_environment_server() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (base, game) = rt.block_on(serve(None));
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    let rows: Vec<String> = (1..=4)
+        .map(|i| {
+            format!(r#"{{"id": "t{i}", "question": "the secret word of t{i}", "answer": ""}}"#)
+        })
+        .collect();
+    std::fs::write(&tasks, rows.join("\n") + "\n").unwrap();
+    let recipe = dir.path().join("guess.wrl");
+    std::fs::write(
+        &recipe,
+        format!(
+            r#"use std::rewards::env_reward
+model policy = std::models::tiny
+dataset tasks = jsonl("{}") {{ kind = qa, count = 4 }}
+env game = env_server("{base}") {{ step_text = 64 tokens, endpoints = {{ create = "/create", reset = "/reset", step = "/step", observe = "", close = "/close" }} }}
+agent guesser = react(policy, game) {{ max_turns = 3 turns, max_response = 16 tokens }}
+reward solved = env_reward
+stage online = ppo(policy, tasks, guesser) {{
+  prompts = 2
+  group = 2
+  ppo_epochs = 1
+  mini_batch = 8 turns
+  reward = solved
+  phases = [{{ iters = 1, horizon = 3 steps, lr = 1e-4 }}]
+}}
+"#,
+            tasks.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let args: Vec<std::ffi::OsString> =
+        vec!["run".into(), recipe.into_os_string(), "--out".into(), out.clone().into()];
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    let lines = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
+    let trajs: Vec<Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(trajs.len(), 4);
+    for t in &trajs {
+        let o = &t["trajectory"]["outcome"];
+        assert!(o["reward"].is_number(), "{t}");
+        assert!(["completed", "max_steps"].contains(&o["reason"].as_str().unwrap()), "{o}");
+    }
+    let g = game.lock().unwrap();
+    assert_eq!((g.created, g.closed), (4, 4));
+}
