@@ -292,8 +292,10 @@ fn opagent_smoke_trains_planner_and_grounder_as_separate_weights() {
 }
 
 /// `tests/recipes/ppo_critic.wrl`: PPO with GAE from a learned critic, one sample per question,
-/// the KL on the reward. Every iteration logs the critic's value loss, every checkpoint holds
-/// the critic (its warm-up iteration counted), and two runs write the same episodes.
+/// the KL on the reward to each phase's starting weights, and replay of unanswered questions.
+/// Every iteration logs the critic's value loss and its replays, every checkpoint holds the
+/// critic (its warm-up iteration counted), the second phase's reference is the first phase's
+/// last weights, replayed questions are ones seen before, and two runs write the same episodes.
 #[test]
 fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/ppo_critic.wrl");
@@ -319,7 +321,21 @@ fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
     assert_eq!(rl.len(), 3);
     assert!(rl.iter().all(|r| r.value_loss.is_some_and(f64::is_finite)), "{rl:?}");
     assert!(rl.iter().any(|r| r.value_loss.is_some_and(|v| v > 0.0)), "{rl:?}");
-    let last = out.join("checkpoints/stage-online-phase-1-iter-3");
+    assert_eq!(rl[0].replayed, Some(0), "nothing to replay in the first iteration");
+    assert!(rl[1..].iter().any(|r| r.replayed.is_some_and(|n| n > 0)), "{rl:?}");
+    // A replayed question was asked in an earlier iteration (its id appears more than once).
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    for t in &trajs {
+        *seen.entry(t.trajectory.task_id.clone()).or_default() += 1;
+    }
+    assert!(seen.values().any(|&n| n > 1), "{seen:?}");
+    // `reference = phase`: phase 2's KL reference is the weights phase 1 ended with.
+    let phase1 =
+        std::fs::read(out.join("checkpoints/stage-online-phase-1-iter-2/model.safetensors"));
+    let reference =
+        std::fs::read(out.join("checkpoints/stage-online-phase-2-iter-1/reference.safetensors"));
+    assert_eq!(phase1.unwrap(), reference.unwrap(), "the reference is not phase 1's last weights");
+    let last = out.join("checkpoints/stage-online-phase-2-iter-1");
     let state: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(last.join("trainer_state.json")).unwrap())
             .unwrap();

@@ -61,6 +61,7 @@ pub const KINDS: &[&str] = &[
     "curriculum",
     "advantage",
     "critic",
+    "replay",
 ];
 
 const UNIT_TYPES: &[(&str, Dimension)] = &[

@@ -164,6 +164,7 @@ fn agrees(ty: &Ty, shape: &Shape) -> Result<(), String> {
                 "validation",
                 "advantage",
                 "critic",
+                "replay",
             ]
             .contains(&k.as_str()) =>
         {
@@ -302,6 +303,7 @@ fn every_object_constructor_matches_its_stdlib_signature() {
         "validation",
         "gae",
         "critic",
+        "replay",
         "std::rewards::eval_types",
     ] {
         assert!(seen.contains(ctor), "`{ctor}` was not checked");

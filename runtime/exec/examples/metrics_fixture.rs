@@ -36,6 +36,7 @@ fn rl(phase: u64, iter: u64, reward: f64) -> MetricLine {
         lr: 1e-5,
         grad_norm: 1.5,
         clip_frac: Some(0.125),
+        replayed: None,
         value_loss: None,
         samples: 16,
         rollout_s: 2.0,

@@ -99,6 +99,7 @@ fn run_dir(root: &Path) {
             lr: 1e-5,
             grad_norm: 0.5,
             clip_frac: Some(0.01),
+            replayed: None,
             value_loss: None,
             samples: 32,
             rollout_s: 10.0,

@@ -171,6 +171,45 @@ impl Ph<'_, '_> {
         }
     }
 
+    /// The KL reference's weights and task replay: verl's reference is the model the stage's
+    /// runs load, and its dataloader reads the tasks in order.
+    pub(crate) fn reference_and_replay(
+        &mut self,
+        reference: params::Reference,
+        replay: &params::OrOff<params::ReplayObj>,
+    ) {
+        match (reference, self.run.phase) {
+            (params::Reference::Init, _) | (params::Reference::Phase, 1) => {
+                self.c.implied(self.n, "reference", "verl's reference model is the one the stage starts from (actor_rollout_ref.model.path)");
+            }
+            (params::Reference::Phase, _) => {
+                self.c
+                    .not_mapped(
+                        self.n,
+                        "reference",
+                        "verl loads the reference from the stage's starting model in every run; this job does not write the previous phase's weights in Hugging Face layout for it",
+                        "nothing: the KL would be to the wrong weights, so it is refused",
+                    )
+                    .refuse(E_UNMAPPED);
+            }
+        }
+        match replay {
+            params::OrOff::Off => {
+                self.c.implied(self.n, "replay", "fresh tasks only, in the dataset's order");
+            }
+            params::OrOff::Value(_) => {
+                self.c
+                    .not_mapped(
+                        self.n,
+                        "replay",
+                        "verl's dataloader reads each run's tasks in order; it has no buffer of earlier tasks",
+                        "nothing: the job would train on fresh tasks only, so it is refused",
+                    )
+                    .refuse(E_UNMAPPED);
+            }
+        }
+    }
+
     pub(crate) fn checkpoints(&mut self, every: u64) {
         let last = self.run.last_step;
         let freq = if every > 0 { every } else { last };

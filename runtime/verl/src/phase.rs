@@ -230,8 +230,11 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 mask,
                 validate,
                 checkpoint_every,
+                reference,
+                replay,
                 seed,
             } = g;
+            ph.reference_and_replay(*reference, replay);
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
             ph.epochs(*epochs, iters.0);
             match process_reward {
@@ -365,8 +368,11 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 mask,
                 validate,
                 checkpoint_every,
+                reference,
+                replay,
                 seed,
             } = d;
+            ph.reference_and_replay(*reference, replay);
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
             ph.epochs(*epochs, iters.0);
             ph.clip(clip);
@@ -422,8 +428,11 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 frozen,
                 mask,
                 checkpoint_every,
+                reference,
+                replay,
                 seed,
             } = p;
+            ph.reference_and_replay(*reference, replay);
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
             ph.epochs(*epochs, iters.0);
             ph.clip(clip);

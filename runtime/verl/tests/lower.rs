@@ -305,3 +305,22 @@ fn an_environment_server_is_refused_not_dropped() {
     let refused = job_of(&text).refusals();
     assert!(refused.iter().any(|r| r.field == "base_url" && r.code == "E0601"), "{refused:?}");
 }
+
+/// A replay buffer and a per-phase reference have no verl counterpart: refused, never dropped
+/// (a per-phase reference only from the second phase on; the first is the stage's start).
+#[test]
+fn replay_and_a_per_phase_reference_are_refused() {
+    let text = variant(|t| {
+        t.replace("group = unknown", "group = 4, kl = 0.01, reference = phase, replay = replay(fraction: 50%)")
+            .replace(
+                "phases = [{ iters = 1, horizon = 3 steps, lr = 1e-4 }]",
+                "phases = [{ iters = 1, horizon = 3 steps, lr = 1e-4 }, { iters = 1, horizon = 3 steps, lr = 1e-4 }]",
+            )
+    });
+    let refused = job_of(&text).refusals();
+    let fields: Vec<(&str, &str)> =
+        refused.iter().map(|r| (r.node.as_str(), r.field.as_str())).collect();
+    assert!(fields.contains(&("stage:online/phase:1", "replay")), "{fields:?}");
+    assert!(fields.contains(&("stage:online/phase:2", "reference")), "{fields:?}");
+    assert!(!fields.contains(&("stage:online/phase:1", "reference")), "{fields:?}");
+}

@@ -2,7 +2,7 @@
 //! sizes that do not divide into mini- or micro-batches (E0403), with the nearest values that
 //! would, a mini-batch counted in a unit the stage's level does not train (E0440) or not
 //! counted in any (W0214), knobs the chosen policy loss does not read (W0204), and GAE without
-//! a critic (E0443) or a critic without GAE (W0215).
+//! a critic (E0443) or a critic without GAE (W0215), and a replay too small to replay (W0216).
 
 use wrl_diagnostics::Diagnostic;
 
@@ -21,6 +21,7 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
             rl_batch(ctx, decl, o, out);
             inert_knobs(ctx, o, out);
             critic(ctx, o, out);
+            replay(o, out);
         } else if o.ctor == "sft" {
             sft_batch(ctx, decl, o, out);
         }
@@ -78,6 +79,31 @@ fn group(o: &Obj, out: &mut Vec<Diagnostic>) {
             Diagnostic::new("E0402", format!("`{}` needs a group of at least 2 samples per prompt", o.ctor))
                 .label(g.span, "group = 1: one sample per prompt")
                 .help(format!("group-relative advantages compare the samples of one prompt; with one sample every advantage is 0 and nothing is learned: use `group = 2` or more (OpenWebRL and OpAgent use 5){alternative}")),
+        );
+    }
+}
+
+/// W0216: a replay whose fraction of the batch rounds down to no task.
+fn replay(o: &Obj, out: &mut Vec<Diagnostic>) {
+    let Some(r) = o.fields.get("replay") else { return };
+    let V::Obj(ro) = &r.v else { return };
+    let (Some(f), Some(p)) =
+        (ro.fields.get("fraction").and_then(num), o.fields.get("prompts").and_then(num))
+    else {
+        return;
+    };
+    if (f * p).floor() < 1.0 {
+        out.push(
+            Diagnostic::new("W0216", "this replay never replays a task")
+                .label(
+                    r.span,
+                    format!("{}% of {} prompts rounds down to 0 tasks", show(f * 100.0), show(p)),
+                )
+                .help(format!(
+                    "raise `fraction` to at least {}% (one task of {} prompts), or remove `replay`",
+                    show((100.0 / p).ceil()),
+                    show(p)
+                )),
         );
     }
 }

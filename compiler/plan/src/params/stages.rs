@@ -323,6 +323,50 @@ impl CriticObj {
     }
 }
 
+/// Whose weights the KL's reference is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reference {
+    /// The weights the stage starts from.
+    Init,
+    /// The weights each phase starts from.
+    Phase,
+}
+
+/// Which tasks a replay buffer keeps, by their group's success.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayKeep {
+    Unsolved,
+    Informative,
+    Solved,
+}
+
+/// `replay(fraction) { … }`: earlier tasks seen again inside an RL stage.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Replay {
+    pub fraction: Ratio,
+    pub keep: ReplayKeep,
+    pub size: u32,
+}
+
+/// A stage's `replay` object.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum ReplayObj {
+    #[serde(rename = "replay")]
+    Replay(Replay),
+}
+
+impl ReplayObj {
+    pub fn get(&self) -> &Replay {
+        match self {
+            ReplayObj::Replay(r) => r,
+        }
+    }
+}
+
 /// `dapo`'s `overlong`.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -419,6 +463,8 @@ phase_struct!(
         #[serde(rename = "async")]
         asynchronous: Async,
         validate: OrOff<ValidationObj>,
+        reference: Reference,
+        replay: OrOff<ReplayObj>,
         checkpoint_every: Iters,
         seed: u64,
     }
@@ -449,6 +495,8 @@ phase_struct!(
         frozen: Vec<FrozenPart>,
         mask: Vec<MaskPart>,
         validate: OrOff<ValidationObj>,
+        reference: Reference,
+        replay: OrOff<ReplayObj>,
         checkpoint_every: Iters,
         seed: u64,
     }
@@ -475,6 +523,8 @@ phase_struct!(
         optimizer: Optimizer,
         frozen: Vec<FrozenPart>,
         mask: Vec<MaskPart>,
+        reference: Reference,
+        replay: OrOff<ReplayObj>,
         checkpoint_every: Iters,
         seed: u64,
     }

@@ -18,6 +18,7 @@ use super::{Data, Executor, stream_of};
 use crate::error::{Fault, RunError};
 use crate::reward::judges::Judges;
 use crate::reward::{RewardExpr, RewardValue};
+use crate::rollout::replay;
 use crate::rollout::{
     Episode, RolloutCfg, Scoring, informative_groups, rollout, samples, uniform_groups,
 };
@@ -95,6 +96,8 @@ impl<'a> Executor<'a> {
         // phase keep the one the trainer carries (checkpoints hold it). A stage without one
         // drops any an earlier stage left on the shared trainer.
         if start == 0 && p.phase_of.phase == 1 {
+            // A new stage's replay buffer starts empty.
+            self.cursor.replay.remove(&node.decl);
             let critic = match p.critic {
                 Some(c) => {
                     // Not locked across `critic_from`: its init may be this very trainer.
@@ -116,6 +119,20 @@ impl<'a> Executor<'a> {
             Some(r) if start > 0 => r,
             _ => self.fork_roles(&agent, node, &p, &trainer, optim(start + 1))?,
         };
+        // `reference = phase`: from the second phase on, the KL's reference is the weights the
+        // phase starts from (the first phase's is the stage's start, taken at its first update).
+        if start == 0
+            && p.phase_of.phase > 1
+            && p.reference == wrl_plan::params::Reference::Phase
+            && p.rl.kl_coef().is_some()
+        {
+            for t in std::iter::once(&trainer).chain(roles.values()) {
+                t.lock()
+                    .map_err(|_| RunError::poisoned())?
+                    .set_reference_to_current()
+                    .map_err(|e| RunError::model("cannot take the phase's KL reference", e))?;
+            }
+        }
         let (env, episode, retries) = self.env_for(&agent).await?;
         let mut cfg = RolloutCfg {
             group: p.group,
@@ -155,16 +172,18 @@ impl<'a> Executor<'a> {
                 "this reward's judges",
             )
         })?;
-        // `prompts` tasks from `offset` on (cycling), with this phase's step budget.
-        let tasks_from = |offset: usize| -> Vec<Task> {
-            (0..prompts)
-                .map(|i| {
-                    let mut t = all_tasks[(offset + i) % all_tasks.len()].clone();
-                    t.max_steps = wrl_plan::turns_cap(t.max_steps.min(horizon), agent.max_turns);
-                    t
-                })
-                .collect()
+        // A task with this phase's step budget.
+        let capped = |t: &Task| {
+            let mut t = t.clone();
+            t.max_steps = wrl_plan::turns_cap(t.max_steps.min(horizon), agent.max_turns);
+            t
         };
+        // `prompts` tasks from `offset` on (cycling).
+        let tasks_from = |offset: usize| -> Vec<Task> {
+            (0..prompts).map(|i| capped(&all_tasks[(offset + i) % all_tasks.len()])).collect()
+        };
+        let by_id: std::collections::BTreeMap<&str, &Task> =
+            all_tasks.iter().map(|t| (t.id.as_str(), t)).collect();
         // In-training validation: iterations count across the stage's phases.
         let before = self.iters_before(node, &p.phase_of);
         let validation = |iter: u64| p.validate.filter(|v| validate::due(v, before + iter));
@@ -196,7 +215,21 @@ impl<'a> Executor<'a> {
             for t in std::iter::once(&trainer).chain(roles.values()) {
                 t.lock().map_err(|_| RunError::poisoned())?.set_optim(optim(iter));
             }
-            let batch = tasks_from((iter as usize - 1) * prompts);
+            // Replayed tasks first (the buffer's oldest), then fresh ones in their place.
+            let mut batch = tasks_from((iter as usize - 1) * prompts);
+            let mut replayed = None;
+            if let Some(r) = p.replay {
+                let buffer = self.cursor.replay.get(&node.decl).cloned().unwrap_or_default();
+                let n = replay::replayed(r, prompts, &buffer);
+                let again: Vec<Task> = buffer[..n]
+                    .iter()
+                    .filter_map(|id| by_id.get(id.as_str()))
+                    .map(|t| capped(t))
+                    .collect();
+                replayed = Some(again.len());
+                batch.truncate(prompts - again.len());
+                batch.splice(0..0, again);
+            }
             let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
             cfg.seed = Some(wrl_trainer::rng::mix(stage_seed, iter << 8));
             let t0 = Instant::now();
@@ -224,6 +257,10 @@ impl<'a> Executor<'a> {
                     e
                 }));
             }
+            if let Some(r) = p.replay {
+                let buffer = self.cursor.replay.entry(node.decl.clone()).or_default();
+                replay::record(r, buffer, &replay::group_success(&episodes));
+            }
             let rollout_s = t0.elapsed().as_secs_f64();
             let t1 = Instant::now();
             // One update of the shared policy, or one per role on the turns that role sampled.
@@ -248,10 +285,13 @@ impl<'a> Executor<'a> {
             let (mean, success) = reward_stats(&episodes);
             // Groups of equal rewards say something only where advantages are group-relative;
             // with a critic its value loss does.
-            let signal = match metrics.value_loss {
+            let mut signal = match metrics.value_loss {
                 Some(v) => format!("value loss {v:.4}"),
                 None => counted(uniform_groups(&episodes), "uniform group", "uniform groups"),
             };
+            if let Some(n) = replayed {
+                signal.push_str(&format!(", {} replayed", counted(n, "task", "tasks")));
+            }
             let line = format!(
                 "{} iter {iter}/{iters}: reward {mean:.3}, success {:.1}%, {signal}, loss {:.4} (rollouts {rollout_s:.0} s, update {update_s:.0} s)",
                 node_words(&node.id),
@@ -290,6 +330,7 @@ impl<'a> Executor<'a> {
                 lr: metrics.lr,
                 grad_norm: metrics.grad_norm,
                 clip_frac: metrics.clip_frac,
+                replayed,
                 value_loss: metrics.value_loss,
                 samples: n_samples,
                 rollout_s,

@@ -49,6 +49,10 @@ pub struct PhaseSettings<'p> {
     pub frozen: Vec<wrl_trainer::models::Frozen>,
     /// PPO's learned value function, built from its `init` when the stage starts.
     pub critic: Option<&'p params::Critic>,
+    /// Whose weights the KL's reference is.
+    pub reference: params::Reference,
+    /// Earlier tasks seen again.
+    pub replay: Option<&'p params::Replay>,
 }
 
 /// A stage's `frozen` as the trainer's parts: `vision_tower` and `projector` are parts a text
@@ -164,6 +168,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 // The executor commits a resumable checkpoint after every iteration, more
                 // often than any `checkpoint_every` asks.
                 checkpoint_every: _,
+                reference,
+                replay,
                 seed,
             } = p;
             let rl = RlConfig {
@@ -219,6 +225,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                     OrUnlimited::Value(n) => n as usize,
                 },
                 phase_of: p.phase_of(),
+                reference: *reference,
+                replay: replay.value().map(params::ReplayObj::get),
                 validate: validate.value().map(|v| v.get()),
                 critic: None,
                 rl,
@@ -262,6 +270,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 mask: _,
                 validate,
                 checkpoint_every: _,
+                reference,
+                replay,
                 seed,
             } = p;
             let rl = RlConfig {
@@ -311,6 +321,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 // `metric` is refused by the preflight unless `reward`.
                 refills: dynamic_sampling.max_batches as usize,
                 phase_of: p.phase_of(),
+                reference: *reference,
+                replay: replay.value().map(params::ReplayObj::get),
                 validate: validate.value().map(|v| v.get()),
                 critic: None,
                 rl,
@@ -350,6 +362,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 // The preflight refuses a mask that trains text the policy did not write.
                 mask: _,
                 checkpoint_every: _,
+                reference,
+                replay,
                 seed,
             } = p;
             let rl = RlConfig {
@@ -394,6 +408,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 seed: *seed,
                 refills: 0,
                 phase_of: p.phase_of(),
+                reference: *reference,
+                replay: replay.value().map(params::ReplayObj::get),
                 validate: None,
                 critic: critic.value().map(params::CriticObj::get),
                 rl,

@@ -65,6 +65,10 @@ fn metrics() -> Vec<Metric> {
             rl(m).and_then(|r| r.clip_frac)
         }),
         metric("critic value loss", "loss", |m| rl(m).and_then(|r| r.value_loss)),
+        metric("tasks replayed per iteration", "tasks", |m| {
+            rl(m).and_then(|r| r.replayed).map(|n| n as f64)
+        })
+        .hide_zero(),
         metric("groups with equal rewards", "groups", |m| rl(m).map(|r| r.uniform_groups as f64)),
         metric("RL samples per update", "samples", |m| rl(m).map(|r| r.samples as f64)),
         metric("episodes left out of the loss", "episodes", |m| {

@@ -62,6 +62,9 @@ pub struct RlIter {
     pub lr: f64,
     pub grad_norm: f64,
     pub clip_frac: Option<f64>,
+    /// Tasks of the batch that were replayed from the stage's buffer (`replay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed: Option<usize>,
     /// PPO with a critic: the critic's clipped value loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_loss: Option<f64>,
@@ -229,6 +232,9 @@ pub struct Cursor {
     /// Warnings the run raised (too many exclusions in an iteration).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Each RL stage's replay buffer (`replay`): task ids, oldest first.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replay: BTreeMap<String, Vec<String>>,
 }
 
 /// What `summary.json` holds.

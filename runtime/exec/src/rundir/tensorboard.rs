@@ -94,6 +94,9 @@ pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
             if let Some(v) = r.value_loss {
                 put(&r.stage, "value_loss", v);
             }
+            if let Some(n) = r.replayed {
+                put(&r.stage, "replayed", n as f64);
+            }
             put(&r.stage, "uniform_groups", r.uniform_groups as f64);
             put(&r.stage, "samples", r.samples as f64);
             put(&r.stage, "rollout_s", r.rollout_s);
