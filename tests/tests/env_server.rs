@@ -14,8 +14,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
-use wrl_exec::env::server::Endpoints;
 use wrl_exec::env::{Agent, ServerEnv};
+use wrl_plan::params::Endpoints;
 use wrl_sandbox::Task;
 
 /// The game's state: live instances (their task and guesses) and what happened.
@@ -155,6 +155,17 @@ fn task(id: &str) -> Task {
     }
 }
 
+/// AgentGym's paths, without an observe endpoint.
+fn paths() -> Endpoints {
+    Endpoints {
+        create: "/create".into(),
+        reset: "/reset".into(),
+        step: "/step".into(),
+        observe: String::new(),
+        close: "/close".into(),
+    }
+}
+
 fn env(base: &str, endpoints: Endpoints, token: Option<&str>) -> ServerEnv {
     ServerEnv::new(base, endpoints, token.map(str::to_string), 200, Duration::from_secs(1)).unwrap()
 }
@@ -162,7 +173,7 @@ fn env(base: &str, endpoints: Endpoints, token: Option<&str>) -> ServerEnv {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_runs_the_episode_and_gives_its_reward() {
     let (base, game) = serve(None).await;
-    let e = env(&base, Endpoints::default(), None);
+    let e = env(&base, paths(), None);
     let cfg = wrl_browser::EpisodeCfg::default();
     let t = e.run_task(&task("t1"), &mut Script(vec!["guess blue", "guess red"]), &cfg).await;
     assert_eq!((t.outcome.reason.as_str(), t.outcome.success), ("completed", true), "{t:?}");
@@ -188,7 +199,7 @@ async fn the_server_runs_the_episode_and_gives_its_reward() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_slow_or_off_protocol_server_has_a_failure_class() {
     let (base, game) = serve(None).await;
-    let e = env(&base, Endpoints::default(), None);
+    let e = env(&base, paths(), None);
     let cfg = wrl_browser::EpisodeCfg::default();
     let t = e.run_task(&task("boom"), &mut Script(vec!["guess"]), &cfg).await;
     assert_eq!(t.outcome.reason, "env_error");
@@ -199,7 +210,7 @@ async fn a_failing_slow_or_off_protocol_server_has_a_failure_class() {
     assert_eq!(t.outcome.reason, "env_error");
     assert!(t.outcome.message.contains("no boolean `done`"), "{}", t.outcome.message);
     // Nothing listens: the episode could not start, an environment error.
-    let none = env("http://127.0.0.1:9", Endpoints::default(), None);
+    let none = env("http://127.0.0.1:9", paths(), None);
     let t = none.run_task(&task("t1"), &mut Script(vec!["guess"]), &cfg).await;
     assert_eq!((t.outcome.reason.as_str(), t.steps.len()), ("env_error", 0));
     assert!(t.outcome.message.contains("`create` failed"), "{}", t.outcome.message);
@@ -210,11 +221,11 @@ async fn a_failing_slow_or_off_protocol_server_has_a_failure_class() {
 async fn a_token_and_an_observe_endpoint() {
     let (base, _) = serve(Some("s3cret")).await;
     let cfg = wrl_browser::EpisodeCfg::default();
-    let wrong = env(&base, Endpoints::default(), Some("nope"));
+    let wrong = env(&base, paths(), Some("nope"));
     let t = wrong.run_task(&task("t1"), &mut Script(vec!["guess red"]), &cfg).await;
     assert_eq!(t.outcome.reason, "env_error");
     assert!(t.outcome.message.contains("HTTP 401"), "{}", t.outcome.message);
-    let observed = Endpoints { observe: "/observation".into(), ..Endpoints::default() };
+    let observed = Endpoints { observe: "/observation".into(), ..paths() };
     let e = env(&base, observed, Some("s3cret"));
     let t = e.run_task(&task("t1"), &mut Script(vec!["guess blue", "guess red"]), &cfg).await;
     assert!(t.outcome.success, "{:?}", t.outcome);

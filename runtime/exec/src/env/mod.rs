@@ -36,6 +36,43 @@ pub trait Agent: Send {
     }
 }
 
+/// How a text episode ended before a turn, and the step that recorded it (if one did).
+pub(crate) type Ended = (wrl_browser::EndReason, Option<wrl_sandbox::TrajStep>);
+
+/// The next turn of a text episode (a search API's, an environment server's): the step budget
+/// and the task's time are checked first, then the agent writes the turn seeing `observation`
+/// (`task: …`, then the last response). `Err`: the episode ends there, with the step that
+/// recorded why the agent gave up, if it did.
+pub(crate) fn text_turn(
+    task: &Task,
+    agent: &mut dyn Agent,
+    cfg: &EpisodeCfg,
+    (started, done): (std::time::Instant, usize),
+    observation: String,
+    history: &[String],
+) -> Result<(String, String), Box<Ended>> {
+    use wrl_browser::EndReason;
+    if done >= task.max_steps as usize {
+        return Err(Box::new((EndReason::MaxSteps, None)));
+    }
+    if started.elapsed() > cfg.task_timeout {
+        let message = format!("the task took over {:.0?}", cfg.task_timeout);
+        return Err(Box::new((EndReason::InfraTimeout { message }, None)));
+    }
+    let turn = agent.act(task, &observation, history).trim().to_string();
+    // The agent could not write the turn (a prompt past its context, a graph stuck).
+    if let Some(message) = agent.gave_up() {
+        let step = wrl_sandbox::TrajStep {
+            observation,
+            actions: Vec::new(),
+            feedback: message.clone(),
+            url: String::new(),
+        };
+        return Err(Box::new((EndReason::AgentError { message }, Some(step))));
+    }
+    Ok((observation, turn))
+}
+
 /// A finished episode: its trajectory and the screenshots it kept (oldest first, the final
 /// page last).
 #[derive(Clone, Debug)]

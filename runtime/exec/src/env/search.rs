@@ -189,25 +189,16 @@ impl SearchEnv {
         let mut response = String::new();
         let mut errors = 0;
         let end = loop {
-            if steps.len() >= task.max_steps as usize {
-                break EndReason::MaxSteps;
-            }
-            if started.elapsed() > cfg.task_timeout {
-                let message = format!("the task took over {:.0?}", cfg.task_timeout);
-                break EndReason::InfraTimeout { message };
-            }
-            let observation = observation(&task.goal, &response);
-            let turn = agent.act(task, &observation, &history).trim().to_string();
-            // The agent could not write the turn (a prompt past its context, a graph stuck).
-            if let Some(message) = agent.gave_up() {
-                steps.push(TrajStep {
-                    observation,
-                    actions: Vec::new(),
-                    feedback: message.clone(),
-                    url: String::new(),
-                });
-                break EndReason::AgentError { message };
-            }
+            let seen = observation(&task.goal, &response);
+            let (observation, turn) =
+                match super::text_turn(task, agent, cfg, (started, steps.len()), seen, &history) {
+                    Ok(t) => t,
+                    Err(ended) => {
+                        let (end, step) = *ended;
+                        steps.extend(step);
+                        break end;
+                    }
+                };
             let mut step = TrajStep {
                 observation,
                 actions: vec![turn.clone()],
@@ -332,7 +323,7 @@ pub fn observation(goal: &str, response: &str) -> String {
 }
 
 /// `text` cut to at most `max` bytes, on a character boundary.
-fn cut(text: &str, max: usize) -> String {
+pub(crate) fn cut(text: &str, max: usize) -> String {
     let mut end = max.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;

@@ -12,31 +12,10 @@ use serde_json::{Value as Json, json};
 use wrl_browser::{EndReason, EpisodeCfg};
 use wrl_sandbox::{Task, TrajOutcome, TrajStep, Trajectory};
 
-use super::search::observation;
+use wrl_plan::params::Endpoints;
+
+use super::search::{cut, observation};
 use super::{Agent, Env, EpisodeRun};
-
-/// The server's endpoints, relative to its base URL.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Endpoints {
-    pub create: String,
-    pub reset: String,
-    pub step: String,
-    /// Empty: the step's answer carries the observation.
-    pub observe: String,
-    pub close: String,
-}
-
-impl Default for Endpoints {
-    fn default() -> Self {
-        Endpoints {
-            create: "/create".into(),
-            reset: "/reset".into(),
-            step: "/step".into(),
-            observe: String::new(),
-            close: "/close".into(),
-        }
-    }
-}
 
 /// Why a request failed: the server's fault (an `env_error`) or a timeout (`infra_timeout`).
 #[derive(Debug, Clone, PartialEq)]
@@ -206,8 +185,9 @@ impl ServerEnv {
             Ok(id) => match self.reset(&id, task).await {
                 Err(f) => (f.end(), Some(id)),
                 Ok(first) => {
-                    let end =
-                        self.turns(task, agent, cfg, &id, first, &mut steps, &mut reward).await;
+                    let end = self
+                        .turns(task, agent, cfg, (&id, started), first, &mut steps, &mut reward)
+                        .await;
                     (end, Some(id))
                 }
             },
@@ -244,33 +224,24 @@ impl ServerEnv {
         task: &Task,
         agent: &mut dyn Agent,
         cfg: &EpisodeCfg,
-        id: &Json,
+        (id, started): (&Json, Instant),
         first: String,
         steps: &mut Vec<TrajStep>,
         reward: &mut f64,
     ) -> EndReason {
-        let started = Instant::now();
         let mut history: Vec<String> = Vec::new();
         let mut shown = cut(&first, self.step_text);
         loop {
-            if steps.len() >= task.max_steps as usize {
-                return EndReason::MaxSteps;
-            }
-            if started.elapsed() > cfg.task_timeout {
-                let message = format!("the task took over {:.0?}", cfg.task_timeout);
-                return EndReason::InfraTimeout { message };
-            }
-            let observation = observation(&task.goal, &shown);
-            let turn = agent.act(task, &observation, &history).trim().to_string();
-            if let Some(message) = agent.gave_up() {
-                steps.push(TrajStep {
-                    observation,
-                    actions: Vec::new(),
-                    feedback: message.clone(),
-                    url: String::new(),
-                });
-                return EndReason::AgentError { message };
-            }
+            let seen = observation(&task.goal, &shown);
+            let (observation, turn) =
+                match super::text_turn(task, agent, cfg, (started, steps.len()), seen, &history) {
+                    Ok(t) => t,
+                    Err(ended) => {
+                        let (end, step) = *ended;
+                        steps.extend(step);
+                        return end;
+                    }
+                };
             history.push(turn.clone());
             let mut step = TrajStep {
                 observation,
@@ -325,13 +296,4 @@ fn text_of(v: &Json, what: &str) -> Result<String, Failure> {
 fn brief(v: &Json) -> String {
     let s = v.to_string();
     if s.len() > 120 { format!("{}…", cut(&s, 120)) } else { s }
-}
-
-/// `text` cut to at most `max` bytes, on a character boundary.
-fn cut(text: &str, max: usize) -> String {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
 }

@@ -220,20 +220,18 @@ impl<'a> Executor<'a> {
 /// The client of an `env_server` env: its endpoints, and the bearer token read from the
 /// variable `api_key_env` names (the preflight refused an unset one).
 fn server_env(node: &Node, s: &params::EnvServer) -> Result<ServerEnv, RunError> {
-    let params::Endpoints { create, reset, step, observe, close } = &s.endpoints;
-    let endpoints = crate::env::server::Endpoints {
-        create: create.clone(),
-        reset: reset.clone(),
-        step: step.clone(),
-        observe: observe.clone(),
-        close: close.clone(),
-    };
     let token = (!s.api_key_env.is_empty()).then(|| std::env::var(&s.api_key_env).ok()).flatten();
-    ServerEnv::new(&s.base_url, endpoints, token, s.step_text.0 as usize, s.timeout.step.duration())
-        .map_err(|e| {
-            RunError::new(
-                Fault::Service,
-                format!("env `{}`: cannot set up its HTTP client: {e}", node.decl),
-            )
-        })
+    ServerEnv::new(
+        &s.base_url,
+        s.endpoints.clone(),
+        token,
+        s.step_text.0 as usize,
+        s.timeout.step.duration(),
+    )
+    .map_err(|e| {
+        RunError::new(
+            Fault::Service,
+            format!("env `{}`: cannot set up its HTTP client: {e}", node.decl),
+        )
+    })
 }
