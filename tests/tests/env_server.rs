@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)] // test helpers fail loudly, like the tests they serve
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,6 +27,8 @@ struct Game {
     created: u64,
     closed: u64,
     token: Option<String>,
+    /// Every action stepped, in order.
+    actions: Vec<String>,
 }
 
 type Shared = Arc<Mutex<Game>>;
@@ -72,6 +75,7 @@ async fn step(State(g): State<Shared>, Json(b): Json<Value>) -> (StatusCode, Jso
         _ => {}
     }
     let mut g = g.lock().unwrap();
+    g.actions.push(action.clone());
     let Some((task, guesses)) = g.live.get_mut(&id) else {
         return (StatusCode::NOT_FOUND, Json(json!({"error": "no such instance"})));
     };
@@ -233,6 +237,68 @@ async fn a_token_and_an_observe_endpoint() {
     assert_eq!(t.steps[0].feedback, "observed after 1 guesses");
 }
 
+/// `wrlc env serve` of a recipe whose env is this server (what verl's agent loop talks to): an
+/// episode opens an instance, each step goes to the server as written, the server's `done`
+/// finishes it (a further step is refused), and ending it closes the instance.
+#[test]
+fn the_env_service_steps_an_environment_server_episode() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (base, game) = rt.block_on(serve(None));
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = dir.path().join("guess.wrl");
+    std::fs::write(
+        &recipe,
+        guess_recipe(&base, Path::new("tests/ui/run/data/env-server-tasks.jsonl")),
+    )
+    .unwrap();
+    let task = json!({"id": "t1", "split": "train", "template": "guess", "site": "", "start_path": "",
+        "goal": "the secret word of t1", "params": {}, "checker": {"kind": "answer", "expected": "", "mode": "text"},
+        "max_steps": 3, "content_seed": 0});
+    let script = json!([
+        {"method": "POST", "path": "/v1/episodes", "body": {"node": "stage:online/phase:1", "task": task}},
+        {"method": "POST", "path": "/v1/episodes/{episode}/step", "body": {"text": "guess blue"}},
+        {"method": "POST", "path": "/v1/episodes/{episode}/step", "body": {"text": "guess red"}},
+        {"method": "POST", "path": "/v1/episodes/{episode}/step", "body": {"text": "guess again"}},
+        {"method": "POST", "path": "/v1/episodes/{episode}/end"},
+    ]);
+    let file = dir.path().join("script.json");
+    std::fs::write(&file, script.to_string()).unwrap();
+    let args: Vec<std::ffi::OsString> =
+        vec!["env".into(), "serve".into(), recipe.into(), "--script".into(), file.into()];
+    let (code, out, err) = wrl_cli::run_captured(args);
+    assert_eq!(code, 1, "the step after `done` is refused: {out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[1..3], ["POST /v1/episodes/ep-000001/step -> 200"; 2][..], "{out}");
+    assert!(lines[3].ends_with("409 E0615"), "{out}");
+    assert!(lines[4].ends_with("-> 200"), "{out}");
+    let g = game.lock().unwrap();
+    assert_eq!(g.actions, ["guess blue", "guess red"]);
+    assert_eq!((g.created, g.closed), (1, 1));
+}
+
+/// A recipe whose env is the server at `base`, its tasks QA rows from `tasks`.
+fn guess_recipe(base: &str, tasks: &Path) -> String {
+    format!(
+        r#"use std::rewards::env_reward
+model policy = std::models::tiny
+dataset tasks = jsonl("{}") {{ kind = qa, count = {} }}
+env game = env_server("{base}") {{ step_text = 64 tokens }}
+agent guesser = react(policy, game) {{ max_turns = 3 turns, max_response = 16 tokens }}
+reward solved = env_reward
+stage online = ppo(policy, tasks, guesser) {{
+  prompts = 2
+  group = 2
+  ppo_epochs = 1
+  mini_batch = 8 turns
+  reward = solved
+  phases = [{{ iters = 1, horizon = 3 steps, lr = 1e-4 }}]
+}}
+"#,
+        tasks.display(),
+        std::fs::read_to_string(tasks).map_or(0, |t| t.lines().count())
+    )
+}
+
 /// `wrlc run` on a recipe whose env is this server: a PPO iteration of the tiny policy, every
 /// episode run and closed by the server and scored by `env_reward`.
 #[test]
@@ -248,28 +314,7 @@ fn wrlc_run_trains_on_an_environment_server() {
         .collect();
     std::fs::write(&tasks, rows.join("\n") + "\n").unwrap();
     let recipe = dir.path().join("guess.wrl");
-    std::fs::write(
-        &recipe,
-        format!(
-            r#"use std::rewards::env_reward
-model policy = std::models::tiny
-dataset tasks = jsonl("{}") {{ kind = qa, count = 4 }}
-env game = env_server("{base}") {{ step_text = 64 tokens, endpoints = {{ create = "/create", reset = "/reset", step = "/step", observe = "", close = "/close" }} }}
-agent guesser = react(policy, game) {{ max_turns = 3 turns, max_response = 16 tokens }}
-reward solved = env_reward
-stage online = ppo(policy, tasks, guesser) {{
-  prompts = 2
-  group = 2
-  ppo_epochs = 1
-  mini_batch = 8 turns
-  reward = solved
-  phases = [{{ iters = 1, horizon = 3 steps, lr = 1e-4 }}]
-}}
-"#,
-            tasks.display()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&recipe, guess_recipe(&base, &tasks)).unwrap();
     let out = dir.path().join("run");
     let args: Vec<std::ffi::OsString> =
         vec!["run".into(), recipe.into_os_string(), "--out".into(), out.clone().into()];

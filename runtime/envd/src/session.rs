@@ -1,7 +1,8 @@
 //! One episode driven from outside, a turn per request: the same loop as `wrlc run`'s episode
 //! runners (`wrl_browser::runner`, `SearchEnv::run_task`) cut at the point where they ask the
 //! policy for its turn. A browser turn is read by `agent::actions::read_turn` (Hermes calls
-//! checked against the recipe's tool set, or terse lines); a search turn by `parse_call`. The
+//! checked against the recipe's tool set, or terse lines); a search turn by `parse_call`; an
+//! environment server's turn goes to its `step` as written (`ServerEnv::act`). The
 //! finished trajectory is scored by `rollout::scored`, the function `wrlc run`'s rollouts use.
 
 use std::collections::VecDeque;
@@ -89,6 +90,16 @@ enum Driver {
         errors: u32,
         end: Option<EndReason>,
     },
+    Server {
+        env: wrl_exec::env::ServerEnv,
+        /// The server's instance (none when it could not be created).
+        id: Option<serde_json::Value>,
+        /// Its last observation.
+        shown: String,
+        /// Its step rewards so far.
+        reward: f64,
+        end: Option<EndReason>,
+    },
 }
 
 /// Why an episode did not start.
@@ -147,6 +158,14 @@ impl Session {
             Place::Search(env) => {
                 Driver::Search { env: env.clone(), response: String::new(), errors: 0, end: None }
             }
+            // A server that cannot open an instance ends the episode at once, with its class.
+            Place::Server(env) => {
+                let (id, shown, end) = match env.open(&task).await {
+                    Ok((id, first)) => (Some(id), first, None),
+                    Err((id, f)) => (id, String::new(), Some(f.end())),
+                };
+                Driver::Server { env: env.clone(), id, shown, reward: 0.0, end }
+            }
         };
         let now = Instant::now();
         let mut s = Session {
@@ -169,7 +188,7 @@ impl Session {
     pub fn done(&self) -> bool {
         match &self.driver {
             Driver::Browser { ep, .. } => ep.ended().is_some(),
-            Driver::Search { end, .. } => end.is_some(),
+            Driver::Search { end, .. } | Driver::Server { end, .. } => end.is_some(),
         }
     }
 
@@ -207,6 +226,7 @@ impl Session {
                 (obs.text(), png.filter(|_| *screenshot).map(|p| b64(&p)))
             }
             Driver::Search { response, .. } => (observation(&self.task.goal, response), None),
+            Driver::Server { shown, .. } => (observation(&self.task.goal, shown), None),
         };
         // The service hands the prompt to its client, who decides what an over-long one does;
         // `overflow = end_episode` is refused when the service starts.
@@ -258,6 +278,32 @@ impl Session {
                 .await;
                 (fb, url)
             }
+            Driver::Server { env, id, shown, reward, end } => {
+                let fb = match (id.as_ref(), self.started.elapsed() > self.cfg.task_timeout) {
+                    (Some(_), true) => {
+                        let message = format!("the task took over {:.0?}", self.cfg.task_timeout);
+                        *end = Some(EndReason::InfraTimeout { message: message.clone() });
+                        format!("error: {message}")
+                    }
+                    (Some(i), false) => match env.act(i, turn.trim()).await {
+                        Ok(s) => {
+                            *reward += s.reward;
+                            *shown = s.observation;
+                            if s.done {
+                                *end = Some(EndReason::Completed { answer: None });
+                            }
+                            shown.clone()
+                        }
+                        Err(f) => {
+                            let fb = format!("error: {}", f.message());
+                            *end = Some(f.end());
+                            fb
+                        }
+                    },
+                    (None, _) => String::new(),
+                };
+                (fb, String::new())
+            }
         };
         self.steps.push(TrajStep {
             observation,
@@ -266,7 +312,7 @@ impl Session {
             url,
         });
         self.history.extend(turn.lines().map(str::to_string));
-        if let Driver::Search { end, .. } = &mut self.driver
+        if let Driver::Search { end, .. } | Driver::Server { end, .. } = &mut self.driver
             && end.is_none()
             && self.steps.len() >= self.task.max_steps as usize
         {
@@ -286,6 +332,7 @@ impl Session {
     /// verl's response budget) and scores it with the node's reward.
     pub async fn finish(self, served: &Served, abort: Option<String>) -> Score {
         let Session { id, node, task, driver, steps, started, .. } = self;
+        let mut env_reward = None;
         let (reason, message, answer, success, detail, shots) = match driver {
             Driver::Browser { ep, mut shots, keep, .. } => {
                 let mut ep = *ep;
@@ -314,6 +361,24 @@ impl Session {
                     verdict.map(|v| v.detail).unwrap_or_default(),
                     Vec::from(shots),
                 )
+            }
+            Driver::Server { env, id, reward, end, .. } => {
+                if let Some(id) = &id {
+                    env.close(id).await;
+                }
+                env_reward = Some(reward);
+                let (reason, message) = match (end, &abort) {
+                    (Some(e), _) => (e.name().to_string(), e.message()),
+                    (None, Some(why)) => ended_early(why),
+                    (None, None) => ("max_steps".to_string(), String::new()),
+                };
+                let completed = reason == "completed";
+                let detail = if completed {
+                    format!("the server's reward: {reward}")
+                } else {
+                    String::new()
+                };
+                (reason, message, None, completed && reward > 0.0, detail, Vec::new())
             }
             Driver::Search { end, .. } => {
                 let (answer, (reason, message)) = match (end, &abort) {
@@ -347,7 +412,7 @@ impl Session {
             goal: task.goal.clone(),
             agent: "env-service".into(),
             steps,
-            outcome: TrajOutcome { reason, message, answer, success, detail, reward: None },
+            outcome: TrajOutcome { reason, message, answer, success, detail, reward: env_reward },
             elapsed_ms: started.elapsed().as_millis() as u64,
         };
         let (reward, process) = match &served.reward {

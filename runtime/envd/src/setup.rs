@@ -12,7 +12,7 @@ use std::sync::Arc;
 use wrl_browser::{AllowList, BrowserPool, EpisodeCfg, PoolCfg};
 use wrl_exec::agent::AgentCfg;
 use wrl_exec::agent::policy::History;
-use wrl_exec::env::{SearchEnv, settings};
+use wrl_exec::env::{SearchEnv, ServerEnv, settings};
 use wrl_exec::executor::settings::phase_settings;
 use wrl_exec::reward::judges::{ApiModels, Judges};
 use wrl_exec::reward::{RewardExpr, Rewards};
@@ -28,6 +28,8 @@ pub enum Place {
     Browser { pool: BrowserPool, sandbox: Arc<Sandbox>, screenshot: bool },
     /// A search API over HTTP.
     Search(SearchEnv),
+    /// An environment server's API (`env_server`): one of its instances per episode.
+    Server(ServerEnv),
 }
 
 /// One node that scores episodes, ready to serve.
@@ -251,12 +253,27 @@ pub async fn environment(
                     .map_err(|e| ServiceError::Start(format!("env `{env_decl}`: {e}")))?;
                 (Place::Search(env), s.tools.clone(), "search_api")
             }
-            params::Env::EnvServer(_) => {
-                return Err(no_env(format!(
-                    "env `{env_decl}` is an environment server's API (`env_server`), which this \
-                     service does not proxy yet: point the client at that server, or run the \
-                     recipe with `wrlc run`"
-                )));
+            params::Env::EnvServer(s) => {
+                // The token is read as `wrlc run` reads it (its preflight refuses an unset one).
+                let token = (!s.api_key_env.is_empty())
+                    .then(|| std::env::var(&s.api_key_env).ok())
+                    .flatten();
+                let env = ServerEnv::new(
+                    &s.base_url,
+                    s.endpoints.clone(),
+                    token,
+                    s.step_text.0 as usize,
+                    s.timeout.step.duration(),
+                )
+                .map_err(|e| ServiceError::Start(format!("env `{env_decl}`: {e}")))?;
+                // No tool set: the server reads the turn as the model wrote it.
+                let tools = s.tools.value().cloned().unwrap_or_else(|| Toolset {
+                    coordinates: params::Coordinates::ElementIds,
+                    calls_per_turn: params::CallsPerTurn::One,
+                    answer_tag: String::new(),
+                    tools: Vec::new(),
+                });
+                (Place::Server(env), tools, "env_server")
             }
         };
         let served = Served {

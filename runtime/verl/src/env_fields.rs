@@ -154,18 +154,40 @@ pub(crate) fn env_fields(c: &mut Ctx<'_>, env: &str, al: &mut Json) -> Option<u6
             crate::ctx::set(al, "retries", json!(0));
             Some(step_text.0)
         }
-        Some(Params::Env(Env::EnvServer(_))) => {
-            once(c, n, "base_url", |c, n, f| {
-                c.not_mapped(
-                    n,
-                    f,
-                    "a verl job's episodes run in `wrlc env serve`, which does not proxy an \
-                     environment server's API yet",
-                    "nothing: the job would have no environment, so it is refused",
-                )
-                .refuse(E_UNMAPPED);
+        Some(Params::Env(Env::EnvServer(s))) => {
+            let params::EnvServer {
+                base_url: _,
+                endpoints: _,
+                tools,
+                api_key_env: _,
+                concurrency: _,
+                timeout: _,
+                step_text,
+            } = s;
+            for f in ["base_url", "endpoints", "concurrency", "timeout.step", "timeout.task"] {
+                service(c, f, "the env service opens one of the server's instances per episode");
+            }
+            service(c, "api_key_env", "read by the env service where it runs");
+            match tools.value() {
+                Some(t) => tools_file(c, n, t),
+                None => {
+                    once(c, n, "tools", |c, n, f| {
+                        c.implied(
+                            n,
+                            f,
+                            "no tool set: the server reads each turn as the model wrote it",
+                        );
+                    });
+                }
+            }
+            once(c, n, "step_text", |c, n, f| {
+                c.wrl(n, f, &[("env service", json!(step_text.0))])
+                    .note("observations are cut to it, as in `wrlc run`");
             });
-            None
+            crate::ctx::set(al, "screenshots", json!(0));
+            crate::ctx::set(al, "images", json!(false));
+            crate::ctx::set(al, "retries", json!(0));
+            Some(step_text.0)
         }
         _ => None,
     }

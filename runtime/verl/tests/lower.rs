@@ -289,9 +289,10 @@ fn a_critic_reaches_verl_as_its_critic_worker() {
     assert!(refused.iter().any(|r| r.field == "critic" && r.code == "E0601"), "{refused:?}");
 }
 
-/// An `env_server` env cannot be served to verl's agent loop yet: refused at its `base_url`.
+/// An `env_server` env reaches verl's agent loop through the env service, which opens the
+/// server's instances: every field accounted for, none refused.
 #[test]
-fn an_environment_server_is_refused_not_dropped() {
+fn an_environment_server_is_carried_by_the_env_service() {
     let text = variant(|t| {
         t.replace("group = unknown", "group = 4")
             .replace("use std::rewards::{ended, task_check}", "use std::rewards::{ended, env_reward}")
@@ -302,8 +303,10 @@ fn an_environment_server_is_refused_not_dropped() {
             )
     });
     assert!(text.contains("env_server("), "the variant did not replace the env");
-    let refused = job_of(&text).refusals();
-    assert!(refused.iter().any(|r| r.field == "base_url" && r.code == "E0601"), "{refused:?}");
+    let job = job_of(&text);
+    assert!(job.refusals().is_empty(), "{:?}", job.refusals());
+    let table = job.table();
+    assert!(table.contains("the env service opens one of the server's instances"), "{table}");
 }
 
 /// A replay buffer and a per-phase reference have no verl counterpart: refused, never dropped

@@ -19,32 +19,34 @@ use super::{Agent, Env, EpisodeRun};
 
 /// Why a request failed: the server's fault (an `env_error`) or a timeout (`infra_timeout`).
 #[derive(Debug, Clone, PartialEq)]
-enum Failure {
+pub enum Failure {
     Env(String),
     Timeout(String),
 }
 
 impl Failure {
-    fn end(self) -> EndReason {
+    /// How the episode ends.
+    pub fn end(self) -> EndReason {
         match self {
             Failure::Env(message) => EndReason::EnvError { message },
             Failure::Timeout(message) => EndReason::InfraTimeout { message },
         }
     }
 
-    fn message(&self) -> &str {
+    /// What went wrong.
+    pub fn message(&self) -> &str {
         match self {
             Failure::Env(m) | Failure::Timeout(m) => m,
         }
     }
 }
 
-/// One step's answer.
+/// One step's answer: the observation as the agent sees it (cut to the response budget).
 #[derive(Debug, Clone, PartialEq)]
-struct Stepped {
-    observation: String,
-    reward: f64,
-    done: bool,
+pub struct Stepped {
+    pub observation: String,
+    pub reward: f64,
+    pub done: bool,
 }
 
 /// A client of one environment server.
@@ -164,8 +166,25 @@ impl ServerEnv {
         }
     }
 
+    /// A new instance reset to `task`: its id and first observation (cut to the response
+    /// budget): the start of an episode driven from outside, as `wrlc env serve` drives one.
+    pub async fn open(&self, task: &Task) -> Result<(Json, String), (Option<Json>, Failure)> {
+        let id = self.create().await.map_err(|f| (None, f))?;
+        match self.reset(&id, task).await {
+            Ok(first) => Ok((id, cut(&first, self.step_text))),
+            Err(f) => Err((Some(id), f)),
+        }
+    }
+
+    /// One turn of an episode driven from outside: the server's answer, its observation cut.
+    pub async fn act(&self, id: &Json, turn: &str) -> Result<Stepped, Failure> {
+        let mut s = self.step(id, turn).await?;
+        s.observation = cut(&s.observation, self.step_text);
+        Ok(s)
+    }
+
     /// Ends the instance; a server that fails to close it does not change the episode.
-    async fn close(&self, id: &Json) {
+    pub async fn close(&self, id: &Json) {
         let _ = self.post("close", &self.endpoints.close, json!({ "id": id })).await;
     }
 
