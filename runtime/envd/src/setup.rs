@@ -276,6 +276,7 @@ pub async fn environment(
                 (Place::Server(env), tools, "env_server")
             }
         };
+        let window = served_window(typed, &agent, a, &tools);
         let served = Served {
             node: node.clone(),
             decl,
@@ -286,7 +287,7 @@ pub async fn environment(
             episode,
             tools,
             history: a.history,
-            window: a.window,
+            window,
             max_steps: wrl_plan::turns_cap(horizon, a.max_turns),
             reward,
             process,
@@ -340,4 +341,33 @@ async fn launch_pool(
             wrl_exec::preflight::INSTALL_CHROMIUM
         ))
     })
+}
+
+/// The window of the prompts the service hands out: a ReAct agent whose policy is an `hf(…)`
+/// model gets the room its context leaves after the reply and the chat template with the tool
+/// schemas ([`Window::fit_with`], the rule `wrlc run` uses), measured with the model's own
+/// tokenizer. A model whose files are not on this machine (the service runs beside verl's
+/// rollout workers, which have it) is sized without them: its context less the reply, the
+/// schemas' bytes and 1,024 tokens for the template's framing (a token covers at least a byte,
+/// so that fits too). The tiny policy keeps its 900 bytes.
+fn served_window(
+    typed: &TypedPlan<'_>,
+    agent: &str,
+    a: &AgentCfg,
+    tools: &Toolset,
+) -> wrl_exec::agent::policy::Window {
+    let Some(Params::Agent(params::Agent::React(r))) = typed.get(agent) else { return a.window };
+    let Some(Params::Model(Model::Hf(h))) = typed.get(r.policy.id()) else { return a.window };
+    let schemas = tools.function_schema_texts();
+    let context = h.context.0 as usize;
+    let files = wrl_trainer::hf::resolve(&h.id, wrl_trainer::hf::RepoKind::Model)
+        .and_then(|dir| wrl_trainer::hf::inspect(&dir));
+    match files.ok().and_then(|f| wrl_trainer::Tokenizer::from_model(&f, h.thinking).ok()) {
+        Some(tok) => a.window.fit_with(&tok, context, a.max_response, &schemas),
+        None => {
+            let framing = 1024 + schemas.iter().map(String::len).sum::<usize>();
+            let room = context.saturating_sub(a.max_response.saturating_add(framing));
+            wrl_exec::agent::policy::Window { room, ..a.window }
+        }
+    }
 }

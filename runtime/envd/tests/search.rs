@@ -88,3 +88,50 @@ async fn a_search_episode_is_stepped_and_scored() {
     stop.send(()).unwrap();
     serving.await.unwrap().unwrap();
 }
+
+/// The prompts the service hands out for an `hf(…)` policy get the room its context leaves (as
+/// `wrlc run` sizes them), not the tiny policy's 900 bytes: measured with the model's own
+/// tokenizer and template when its files are here, estimated without them when they are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_hf_policys_prompts_get_the_room_its_context_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny-qwen3");
+    let corpus = vec!["task: In what year was Barlon founded?".to_string(), "search Barlon".into()];
+    let source = wrl_trainer::hf::tiny::TokenizerSource::Generated { corpus, merges: 50 };
+    wrl_trainer::hf::tiny::write(&model, &wrl_trainer::hf::tiny::TinySpec::narrow(), &source)
+        .unwrap();
+    let room = |id: &str| {
+        let text = format!(
+            r#"use std::rewards::answer_match
+model policy = hf("{id}") {{ family = qwen3, dtype = f32, context = 2048 tokens }}
+dataset questions = std::sandbox::qa(count: 2)
+env web = search_api("http://127.0.0.1:1") {{ target = std::sandbox::search, tools = std::tools::webdancer, step_text = 64 tokens }}
+agent dancer = react(policy, web) {{ max_turns = 3 turns, max_response = 64 tokens }}
+stage online = grpo(policy, questions, dancer) {{
+  group = 2
+  reward = answer_match
+  phases = [{{ iters = 1, horizon = 3 steps, lr = 1e-6 }}]
+}}
+"#
+        );
+        let mut sources = SourceMap::new();
+        let fid = sources.add("hf.wrl".to_string(), text.clone());
+        let parsed = wrl_syntax::parse(fid, &text);
+        let checked = wrl_check::check(&mut sources, &[(fid, &parsed.file)], &FsLoader);
+        assert!(checked.diagnostics.iter().all(|d| !d.is_error()), "{:?}", checked.diagnostics);
+        let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
+        async move {
+            let typed = TypedPlan::decode(&plan).unwrap();
+            let setup = SetupOptions { chromium: None, state_dir: std::env::temp_dir() };
+            let env = wrl_envd::environment(&typed, &setup).await.unwrap();
+            let served = &env.nodes["stage:online/phase:1"];
+            let schemas: usize = served.tools.function_schema_texts().iter().map(String::len).sum();
+            (served.window.room, schemas)
+        }
+    };
+    let (measured, _) = room(&model.display().to_string()).await;
+    assert!(measured > 900 && measured < 2048 - 64, "room {measured}");
+    let (estimated, schemas) = room("no-such-org/no-such-model").await;
+    assert_eq!(estimated, 2048 - 64 - 1024 - schemas, "the estimate without the model's files");
+    assert!(estimated < measured, "{estimated} vs {measured}: the estimate is the cautious one");
+}

@@ -102,7 +102,18 @@ impl Window {
     /// empty user text and `tools`). A token covers at least one byte, so a user text of that
     /// many bytes always fits. The tiny policy keeps [`MAX_PROMPT_BYTES`].
     pub fn fit(self, trainer: &Trainer, length: usize, reply: usize, tools: &[String]) -> Window {
-        let tok = trainer.tokenizer();
+        self.fit_with(trainer.tokenizer(), length, reply, tools)
+    }
+
+    /// [`Window::fit`] with the policy's tokenizer alone (what `wrlc env serve`, which builds
+    /// no policy, reads from the model's files).
+    pub fn fit_with(
+        self,
+        tok: &wrl_trainer::Tokenizer,
+        length: usize,
+        reply: usize,
+        tools: &[String],
+    ) -> Window {
         if tok.chat().is_none() {
             return self;
         }
