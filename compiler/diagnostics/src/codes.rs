@@ -136,6 +136,7 @@ pub const CODES: &[CodeInfo] = &[
     live("W0214", Phase::Warning, "mini-batch that does not say what it counts"),
     live("W0215", Phase::Warning, "critic that nothing reads (advantages are group-relative)"),
     live("W0216", Phase::Warning, "replay whose fraction of the batch is no task"),
+    live("W0217", Phase::Warning, "a per-phase KL reference that changes nothing"),
 ];
 
 /// The registry entry for a code.

@@ -2,7 +2,8 @@
 //! sizes that do not divide into mini- or micro-batches (E0403), with the nearest values that
 //! would, a mini-batch counted in a unit the stage's level does not train (E0440) or not
 //! counted in any (W0214), knobs the chosen policy loss does not read (W0204), and GAE without
-//! a critic (E0443) or a critic without GAE (W0215), and a replay too small to replay (W0216).
+//! a critic (E0443) or a critic without GAE (W0215), a replay too small to replay (W0216), and a
+//! per-phase reference nothing would read (W0217).
 
 use wrl_diagnostics::Diagnostic;
 
@@ -22,6 +23,7 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
             inert_knobs(ctx, o, out);
             critic(ctx, o, out);
             replay(o, out);
+            reference(o, out);
         } else if o.ctor == "sft" {
             sft_batch(ctx, decl, o, out);
         }
@@ -81,6 +83,31 @@ fn group(o: &Obj, out: &mut Vec<Diagnostic>) {
                 .help(format!("group-relative advantages compare the samples of one prompt; with one sample every advantage is 0 and nothing is learned: use `group = 2` or more (OpenWebRL and OpAgent use 5){alternative}")),
         );
     }
+}
+
+/// W0217: `reference = phase` where nothing would change: no KL to a reference (`kl = 0`), or
+/// one phase only (its reference is the stage's start, as with `init`).
+fn reference(o: &Obj, out: &mut Vec<Diagnostic>) {
+    let Some(r) = o.fields.get("reference") else { return };
+    if word(r) != Some("phase") {
+        return;
+    }
+    let phases = match o.fields.get("phases").map(|p| &p.v) {
+        Some(V::List { items }) => items.len(),
+        _ => return,
+    };
+    let why = if o.fields.get("kl").and_then(num) == Some(0.0) {
+        "with `kl = 0` there is no KL term, so no reference is held"
+    } else if phases == 1 {
+        "with one phase the reference is the stage's starting weights, as with `reference = init`"
+    } else {
+        return;
+    };
+    out.push(
+        Diagnostic::new("W0217", "`reference = phase` has no effect here")
+            .label(r.span, why)
+            .help("set `kl` above 0 and give the stage several phases, or remove `reference`"),
+    );
 }
 
 /// W0216: a replay whose fraction of the batch rounds down to no task.
