@@ -278,8 +278,9 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 clip_low: clip.lo,
                 clip_high: clip.hi,
                 dual_clip: None,
-                // DAPO has no estimator knob: k3, the unbiased non-negative one.
-                kl: kl(*kl_coef, KlEstimator::K3),
+                // DAPO has no estimator knob: k3 for the loss term, k1 for the reward penalty
+                // (what the verl lowering leaves verl's `kl_penalty` at).
+                kl: kl(*kl_coef, fixed_estimator(*kl_in)),
                 kl_in_reward: *kl_in == KlIn::Reward,
                 entropy_coef: *entropy,
                 ppo_epochs: (*ppo_epochs).max(1) as usize,
@@ -370,7 +371,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 clip_low: clip.lo,
                 clip_high: clip.hi,
                 dual_clip: None,
-                kl: kl(*kl_coef, KlEstimator::K3),
+                kl: kl(*kl_coef, fixed_estimator(*kl_in)),
                 kl_in_reward: *kl_in == KlIn::Reward,
                 advantage: advantage_of(advantage, critic),
                 entropy_coef: 0.0,
@@ -415,6 +416,16 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 rl,
             }
         }
+    }
+}
+
+/// The KL estimator of a stage without an estimator knob (`dapo`, `ppo`): k3 (low-variance,
+/// non-negative) for a loss term, k1 (log π − log π_ref, PPO's) for a reward penalty, so that
+/// `wrlc run` and the verl job (`kl_loss_type: low_var_kl`, `kl_penalty: kl`) compute the same.
+fn fixed_estimator(kl_in: KlIn) -> KlEstimator {
+    match kl_in {
+        KlIn::Loss => KlEstimator::K3,
+        KlIn::Reward => KlEstimator::K1,
     }
 }
 
