@@ -398,3 +398,31 @@ fn a_recipe_with_errors_prints_no_plan() {
     assert_eq!((code, out.as_str()), (1, ""));
     assert!(err.contains("E0206"), "{err}");
 }
+
+/// `tests/recipes/ppo_critic.wrl`: 2 + 1 iterations of 4 prompts × 1 × 3 turns = 12 turns in
+/// mini-batches of 16, one epoch: one step per iteration. The critic takes all three; its
+/// warm-up (1 iteration, counted from the stage's first) leaves the policy two.
+#[test]
+fn the_estimate_counts_a_critics_steps_and_its_warm_up() {
+    let e = estimate("tests/recipes/ppo_critic.wrl", None);
+    assert_eq!(e["critic_steps"], 3, "{e}");
+    let phase = |k: u32| {
+        e["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == format!("stage:online/phase:{k}"))
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        (phase(1)["optimizer_steps"].as_u64(), phase(1)["critic_steps"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(
+        (phase(2)["optimizer_steps"].as_u64(), phase(2)["critic_steps"].as_u64()),
+        (Some(1), Some(1))
+    );
+    // A recipe without a critic has no such figure.
+    assert!(estimate("recipes/quickstart.wrl", None).get("critic_steps").is_none());
+}

@@ -28,8 +28,8 @@ pub(super) fn refill(plan: &Plan, n: &Node, trained: &StageEstimate) -> Option<S
 }
 
 /// The iterations of a stage before this phase (its earlier phases'), so that `every` counts
-/// across phases as the stage does.
-fn iters_before(plan: &Plan, n: &Node) -> Count {
+/// across phases as the stage does (a critic's warm-up counts the same way).
+pub(super) fn iters_before(plan: &Plan, n: &Node) -> Count {
     let stage = n.params.get("stage").and_then(PVal::as_str);
     let phase = count(n.params.get("phase"))?;
     let mut sum = Some(0);

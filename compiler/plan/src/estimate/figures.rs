@@ -257,7 +257,7 @@ pub(super) fn rl_phase(plan: &Plan, n: &Node) -> StageEstimate {
     match n.params.get("critic") {
         Some(c @ PVal::Obj(_)) => {
             let warm = count(c.field("warmup"));
-            let before = iters_before(plan, n);
+            let before = super::extra::iters_before(plan, n);
             let here = match (warm, before, iters) {
                 (Some(w), Some(b), Some(i)) => Some(w.saturating_sub(b).min(i)),
                 _ => None,
@@ -268,16 +268,6 @@ pub(super) fn rl_phase(plan: &Plan, n: &Node) -> StageEstimate {
         _ => e.optimizer_steps = mul(per_iter_steps, iters),
     }
     e
-}
-
-/// The iterations of a phase's stage before it (its earlier phases').
-fn iters_before(plan: &Plan, n: &Node) -> Count {
-    let phase = count(n.params.get("phase"))?;
-    let stage = n.id.split("/phase:").next()?;
-    (1..phase).try_fold(0u64, |acc, k| {
-        let earlier = plan.node(&format!("{stage}/phase:{k}"))?;
-        acc.checked_add(count(earlier.params.get("iters"))?)
-    })
 }
 
 pub(super) fn eval(plan: &Plan, n: &Node) -> StageEstimate {
