@@ -468,13 +468,14 @@ fn clip_token_loss(
     with_kl(pg, dpg, low, high, lp, reference)
 }
 
-/// The KL estimate of one token between log-probs `lp` (the policy's) and `ref_lp`.
-pub fn kl_estimate(lp: f64, ref_lp: f64, est: KlEstimator) -> f64 {
+/// The KL estimate of one token between log-probs `lp` (the policy's) and `ref_lp`, and its
+/// derivative with respect to `lp` (δ = ref_lp − lp).
+pub fn kl_estimate(lp: f64, ref_lp: f64, est: KlEstimator) -> (f64, f64) {
     let delta = ref_lp - lp;
     match est {
-        KlEstimator::K1 => -delta,
-        KlEstimator::K2 => 0.5 * delta * delta,
-        KlEstimator::K3 => delta.exp() - delta - 1.0,
+        KlEstimator::K1 => (-delta, 1.0),
+        KlEstimator::K2 => (0.5 * delta * delta, -delta),
+        KlEstimator::K3 => (delta.exp() - delta - 1.0, 1.0 - delta.exp()),
     }
 }
 
@@ -490,12 +491,8 @@ fn with_kl(
     let (kl, dkl, beta) = match reference {
         None => (0.0, 0.0, 0.0),
         Some((ref_lp, beta, est)) => {
-            let delta = ref_lp - lp;
-            match est {
-                KlEstimator::K1 => (-delta, 1.0, beta),
-                KlEstimator::K2 => (0.5 * delta * delta, -delta, beta),
-                KlEstimator::K3 => (delta.exp() - delta - 1.0, 1.0 - delta.exp(), beta),
-            }
+            let (kl, dkl) = kl_estimate(lp, ref_lp, est);
+            (kl, dkl, beta)
         }
     };
     TokenLoss {

@@ -17,7 +17,7 @@ pub(crate) fn kl_penalties(
     old.iter()
         .zip(reference)
         .map(|(o, r)| {
-            o.iter().zip(r).map(|(&o, &r)| beta * kl_estimate(o as f64, r as f64, est)).collect()
+            o.iter().zip(r).map(|(&o, &r)| beta * kl_estimate(o as f64, r as f64, est).0).collect()
         })
         .collect()
 }

@@ -239,9 +239,10 @@ impl Trainer {
         let (units, unit_of) = loss_units(&prepared, cfg.level);
         let per_mb =
             if cfg.mini_batch > 0 { cfg.mini_batch } else { units.len().div_ceil(cfg.minibatches) };
-        match cfg.advantage {
+        let warming = match cfg.advantage {
             Advantage::Group => {
-                rl_advantage::group(&mut prepared, &view, &rewards, penalties.as_deref(), cfg)
+                rl_advantage::group(&mut prepared, &view, &rewards, penalties.as_deref(), cfg);
+                false
             }
             Advantage::Gae { gamma, lambda, value_clip, warmup } => {
                 let mut critic = self.critic.take().ok_or_else(|| {
@@ -266,27 +267,21 @@ impl Trainer {
                 let warming = critic.updates <= warmup;
                 self.critic = Some(critic);
                 let stats = stats?;
-                let (n, vs, rs) =
-                    values.iter().zip(&returns).fold((0usize, 0.0, 0.0), |a, (v, r)| {
-                        (
-                            a.0 + v.len(),
-                            a.1 + v.iter().map(|&x| x as f64).sum::<f64>(),
-                            a.2 + r.iter().sum::<f64>(),
-                        )
-                    });
+                let tokens = values.iter().map(Vec::len).sum::<usize>().max(1) as f64;
                 metrics.value_loss = Some(stats.loss);
                 metrics.value_clip_frac = Some(stats.clip_frac);
                 metrics.value_grad_norm = Some(stats.grad_norm);
-                metrics.value_mean = Some(vs / n.max(1) as f64);
-                metrics.return_mean = Some(rs / n.max(1) as f64);
-                if warming {
-                    // The critic's warm-up: the policy does not move yet.
-                    metrics.advantage_abs_mean = Some(abs_mean(&prepared));
-                    return Ok(metrics);
-                }
+                metrics.value_mean =
+                    Some(values.iter().flatten().map(|&v| f64::from(v)).sum::<f64>() / tokens);
+                metrics.return_mean = Some(returns.iter().flatten().sum::<f64>() / tokens);
+                warming
             }
-        }
+        };
         metrics.advantage_abs_mean = Some(abs_mean(&prepared));
+        if warming {
+            // The critic's warm-up: the policy does not move yet.
+            return Ok(metrics);
+        }
 
         let ops = self.model.ops();
         let device = self.device();
