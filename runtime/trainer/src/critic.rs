@@ -54,7 +54,18 @@ impl Critic {
     /// A critic whose network is a copy of `from`'s policy (its weights at this moment) with a
     /// zero value head, so every value starts at 0; `optim` is its own optimiser's.
     pub fn from_policy(from: &Trainer, optim: OptimConfig) -> Result<Critic> {
-        let mut model = from.model.with_params(from.model.params().deep_copy()?)?;
+        let model = from.model.with_params(from.model.params().deep_copy()?)?;
+        Critic::over(model, from.config.policy.clone(), AdamW::new(optim))
+    }
+
+    /// A critic whose network is `from`'s own (the trainer is used up: nothing is copied),
+    /// with a zero value head.
+    pub fn from_trainer(from: Trainer, optim: OptimConfig) -> Result<Critic> {
+        Critic::over(from.model, from.config.policy, AdamW::new(optim))
+    }
+
+    /// `model` with a zero value head, all of it trainable.
+    fn over(mut model: Model, policy: PolicyConfig, optimizer: AdamW) -> Result<Critic> {
         let d = hidden_width(&model);
         let device = model.device();
         let mut rng = crate::rng::rng_from_seed(0);
@@ -63,13 +74,7 @@ impl Critic {
         store.set_frozen(&[])?;
         store.create(HEAD_WEIGHT, &[d, 1], Init::Zeros, &mut rng, &device)?;
         store.create(HEAD_BIAS, &[1], Init::Zeros, &mut rng, &device)?;
-        Ok(Critic {
-            policy: from.config.policy.clone(),
-            model,
-            optimizer: AdamW::new(optim),
-            step: 0,
-            updates: 0,
-        })
+        Ok(Critic { policy, model, optimizer, step: 0, updates: 0 })
     }
 
     /// Rebuilds a critic of architecture `policy` whose weights (head included) are read from
@@ -86,14 +91,7 @@ impl Critic {
             device,
         };
         let t = Trainer::new(config)?;
-        let mut c = Critic::from_policy(&t, optimizer.config.clone())?;
-        c.optimizer = optimizer;
-        Ok(c)
-    }
-
-    /// The optimiser's settings from now on (moments kept).
-    pub fn set_optim(&mut self, optim: OptimConfig) {
-        self.optimizer.config = optim;
+        Critic::over(t.model, t.config.policy, optimizer)
     }
 
     /// Its network.
@@ -229,12 +227,5 @@ impl Trainer {
     /// The trainer's critic, if it has one.
     pub fn critic(&self) -> Option<&Critic> {
         self.critic.as_ref()
-    }
-
-    /// The critic's optimiser settings from now on.
-    pub fn set_critic_optim(&mut self, optim: OptimConfig) {
-        if let Some(c) = &mut self.critic {
-            c.set_optim(optim);
-        }
     }
 }

@@ -82,21 +82,17 @@ impl Executor<'_> {
             &params::Schedule::Constant { warmup: params::Ratio(0.0) },
             0,
         );
-        let built = |t: &Trainer| {
-            Critic::from_policy(t, optim.clone())
-                .map_err(|e| RunError::model("cannot build the critic", e))
-        };
         let critic = match self.built.trainers.get(init.id()) {
-            Some(t) => built(&*t.lock().map_err(|_| RunError::poisoned())?)?,
+            Some(t) => Critic::from_policy(&*t.lock().map_err(|_| RunError::poisoned())?, optim),
+            // A model node: the network its trainer would start from (the same seed).
             None => {
                 let Some(cfg) = self.built.models.get(init.id()).cloned() else {
                     return Err(RunError::plan(format!("nothing produced `{init}`")));
                 };
-                let t = Trainer::new(cfg)
-                    .map_err(|e| RunError::model("cannot build the critic's network", e))?;
-                built(&t)?
+                Trainer::new(cfg).and_then(|t| Critic::from_trainer(t, optim))
             }
-        };
+        }
+        .map_err(|e| RunError::model("cannot build the critic", e))?;
         let (cv, cc) = (critic.model().vocab(), critic.model().context());
         if cv != pv || cc < pc {
             let what = if cv != pv {
