@@ -2,7 +2,7 @@
 //! runners (`wrl_browser::runner`, `SearchEnv::run_task`) cut at the point where they ask the
 //! policy for its turn. A browser turn is read by `agent::actions::read_turn` (Hermes calls
 //! checked against the recipe's tool set, or terse lines); a search turn by `parse_call`; an
-//! environment server's turn goes to its `step` as written (`ServerEnv::act`). The
+//! environment server's turn goes to its `step` as written (`ServerEnv::step`). The
 //! finished trajectory is scored by `rollout::scored`, the function `wrlc run`'s rollouts use.
 
 use std::collections::VecDeque;
@@ -285,7 +285,7 @@ impl Session {
                         *end = Some(EndReason::InfraTimeout { message: message.clone() });
                         format!("error: {message}")
                     }
-                    (Some(i), false) => match env.act(i, turn.trim()).await {
+                    (Some(i), false) => match env.step(i, turn.trim()).await {
                         Ok(s) => {
                             *reward += s.reward;
                             *shown = s.observation;

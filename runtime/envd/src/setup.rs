@@ -254,18 +254,8 @@ pub async fn environment(
                 (Place::Search(env), s.tools.clone(), "search_api")
             }
             params::Env::EnvServer(s) => {
-                // The token is read as `wrlc run` reads it (its preflight refuses an unset one).
-                let token = (!s.api_key_env.is_empty())
-                    .then(|| std::env::var(&s.api_key_env).ok())
-                    .flatten();
-                let env = ServerEnv::new(
-                    &s.base_url,
-                    s.endpoints.clone(),
-                    token,
-                    s.step_text.0 as usize,
-                    s.timeout.step.duration(),
-                )
-                .map_err(|e| ServiceError::Start(format!("env `{env_decl}`: {e}")))?;
+                let env = ServerEnv::of(s)
+                    .map_err(|e| ServiceError::Start(format!("env `{env_decl}`: {e}")))?;
                 // No tool set: the server reads the turn as the model wrote it.
                 let tools = s.tools.value().cloned().unwrap_or_else(|| Toolset {
                     coordinates: params::Coordinates::ElementIds,

@@ -75,6 +75,20 @@ impl ServerEnv {
         Ok(ServerEnv { base, endpoints, token, step_text: step_text.max(1), http })
     }
 
+    /// The client of an `env_server` env: its endpoints and timeout, and the bearer token read
+    /// from the variable `api_key_env` names (the preflight refuses an unset one).
+    pub fn of(s: &wrl_plan::params::EnvServer) -> Result<ServerEnv, String> {
+        let token =
+            (!s.api_key_env.is_empty()).then(|| std::env::var(&s.api_key_env).ok()).flatten();
+        ServerEnv::new(
+            &s.base_url,
+            s.endpoints.clone(),
+            token,
+            s.step_text.0 as usize,
+            s.timeout.step.duration(),
+        )
+    }
+
     fn url(&self, endpoint: &str) -> String {
         format!("{}/{}", self.base, endpoint.trim_start_matches('/'))
     }
@@ -126,7 +140,9 @@ impl ServerEnv {
         }
     }
 
-    async fn step(&self, id: &Json, action: &str) -> Result<Stepped, Failure> {
+    /// One turn: `action` to the server as written; its answer, the observation cut to the
+    /// response budget.
+    pub async fn step(&self, id: &Json, action: &str) -> Result<Stepped, Failure> {
         let v =
             self.post("step", &self.endpoints.step, json!({ "id": id, "action": action })).await?;
         let reward = match v.get("reward") {
@@ -147,7 +163,7 @@ impl ServerEnv {
             (false, true) => text_of(&v, "step")?,
             (false, false) => self.observe(id).await?,
         };
-        Ok(Stepped { observation, reward, done })
+        Ok(Stepped { observation: cut(&observation, self.step_text), reward, done })
     }
 
     async fn observe(&self, id: &Json) -> Result<String, Failure> {
@@ -176,13 +192,6 @@ impl ServerEnv {
         }
     }
 
-    /// One turn of an episode driven from outside: the server's answer, its observation cut.
-    pub async fn act(&self, id: &Json, turn: &str) -> Result<Stepped, Failure> {
-        let mut s = self.step(id, turn).await?;
-        s.observation = cut(&s.observation, self.step_text);
-        Ok(s)
-    }
-
     /// Ends the instance; a server that fails to close it does not change the episode.
     pub async fn close(&self, id: &Json) {
         let _ = self.post("close", &self.endpoints.close, json!({ "id": id })).await;
@@ -199,17 +208,14 @@ impl ServerEnv {
         let started = Instant::now();
         let mut steps: Vec<TrajStep> = Vec::new();
         let mut reward = 0.0;
-        let (end, id) = match self.create().await {
-            Err(f) => (f.end(), None),
-            Ok(id) => match self.reset(&id, task).await {
-                Err(f) => (f.end(), Some(id)),
-                Ok(first) => {
-                    let end = self
-                        .turns(task, agent, cfg, (&id, started), first, &mut steps, &mut reward)
-                        .await;
-                    (end, Some(id))
-                }
-            },
+        let (end, id) = match self.open(task).await {
+            Err((id, f)) => (f.end(), id),
+            Ok((id, first)) => {
+                let end = self
+                    .turns(task, agent, cfg, (&id, started), first, &mut steps, &mut reward)
+                    .await;
+                (end, Some(id))
+            }
         };
         if let Some(id) = &id {
             self.close(id).await;
@@ -244,12 +250,11 @@ impl ServerEnv {
         agent: &mut dyn Agent,
         cfg: &EpisodeCfg,
         (id, started): (&Json, Instant),
-        first: String,
+        mut shown: String,
         steps: &mut Vec<TrajStep>,
         reward: &mut f64,
     ) -> EndReason {
         let mut history: Vec<String> = Vec::new();
-        let mut shown = cut(&first, self.step_text);
         loop {
             let seen = observation(&task.goal, &shown);
             let (observation, turn) =
@@ -276,7 +281,7 @@ impl ServerEnv {
                 }
                 Ok(s) => {
                     *reward += s.reward;
-                    shown = cut(&s.observation, self.step_text);
+                    shown = s.observation;
                     step.feedback = shown.clone();
                     steps.push(step);
                     if s.done {

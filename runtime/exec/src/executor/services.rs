@@ -102,7 +102,12 @@ impl<'a> Executor<'a> {
         let retries = settings::retries(Some(env));
         let e: Arc<dyn Env> = match env {
             params::Env::SearchApi(s) => Arc::new(self.search_env(Some((node, s))).await?),
-            params::Env::EnvServer(s) => Arc::new(server_env(node, s)?),
+            params::Env::EnvServer(s) => Arc::new(ServerEnv::of(s).map_err(|e| {
+                RunError::new(
+                    Fault::Service,
+                    format!("env `{}`: cannot set up its HTTP client: {e}", node.decl),
+                )
+            })?),
             params::Env::Browser(_) => {
                 let pool = self.pool().await?;
                 Arc::new(BrowserEnv { pool, sandbox: self.sandbox().await? })
@@ -215,23 +220,4 @@ impl<'a> Executor<'a> {
             .help("run with a profile whose env targets `std::sandbox::web`")),
         }
     }
-}
-
-/// The client of an `env_server` env: its endpoints, and the bearer token read from the
-/// variable `api_key_env` names (the preflight refused an unset one).
-fn server_env(node: &Node, s: &params::EnvServer) -> Result<ServerEnv, RunError> {
-    let token = (!s.api_key_env.is_empty()).then(|| std::env::var(&s.api_key_env).ok()).flatten();
-    ServerEnv::new(
-        &s.base_url,
-        s.endpoints.clone(),
-        token,
-        s.step_text.0 as usize,
-        s.timeout.step.duration(),
-    )
-    .map_err(|e| {
-        RunError::new(
-            Fault::Service,
-            format!("env `{}`: cannot set up its HTTP client: {e}", node.decl),
-        )
-    })
 }
