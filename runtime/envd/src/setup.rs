@@ -186,6 +186,7 @@ pub async fn environment(
     let shared = Arc::new(rewards.clone());
     let mut nodes = BTreeMap::new();
     let mut retrievers: BTreeMap<String, Arc<wrl_sandbox::retriever::Retriever>> = BTreeMap::new();
+    let mut tokenizers = Tokenizers::new();
     for (node, decl, agent, horizon, (reward, process, exclude)) in scorers {
         let a = agents
             .get(&agent)
@@ -266,7 +267,7 @@ pub async fn environment(
                 (Place::Server(env), tools, "env_server")
             }
         };
-        let window = served_window(typed, &agent, a, &tools);
+        let window = served_window(typed, &agent, a, &tools, &mut tokenizers);
         let served = Served {
             node: node.clone(),
             decl,
@@ -333,27 +334,36 @@ async fn launch_pool(
     })
 }
 
+/// The tokenizers of the `hf(…)` policies served, by model id and thinking mode (`None`: its
+/// files are not on this machine).
+type Tokenizers = BTreeMap<(String, bool), Option<wrl_trainer::Tokenizer>>;
+
 /// The window of the prompts the service hands out: a ReAct agent whose policy is an `hf(…)`
 /// model gets the room its context leaves after the reply and the chat template with the tool
 /// schemas ([`Window::fit_with`], the rule `wrlc run` uses), measured with the model's own
 /// tokenizer. A model whose files are not on this machine (the service runs beside verl's
 /// rollout workers, which have it) is sized without them: its context less the reply, the
 /// schemas' bytes and 1,024 tokens for the template's framing (a token covers at least a byte,
-/// so that fits too). The tiny policy keeps its 900 bytes.
+/// so that fits too). The tiny policy keeps its 900 bytes. Each model's tokenizer is read once,
+/// however many phases and evals serve it.
 fn served_window(
     typed: &TypedPlan<'_>,
     agent: &str,
     a: &AgentCfg,
     tools: &Toolset,
+    tokenizers: &mut Tokenizers,
 ) -> wrl_exec::agent::policy::Window {
     let Some(Params::Agent(params::Agent::React(r))) = typed.get(agent) else { return a.window };
     let Some(Params::Model(Model::Hf(h))) = typed.get(r.policy.id()) else { return a.window };
     let schemas = tools.function_schema_texts();
     let context = h.context.0 as usize;
-    let files = wrl_trainer::hf::resolve(&h.id, wrl_trainer::hf::RepoKind::Model)
-        .and_then(|dir| wrl_trainer::hf::inspect(&dir));
-    match files.ok().and_then(|f| wrl_trainer::Tokenizer::from_model(&f, h.thinking).ok()) {
-        Some(tok) => a.window.fit_with(&tok, context, a.max_response, &schemas),
+    let tok = tokenizers.entry((h.id.clone(), h.thinking)).or_insert_with(|| {
+        let files = wrl_trainer::hf::resolve(&h.id, wrl_trainer::hf::RepoKind::Model)
+            .and_then(|dir| wrl_trainer::hf::inspect(&dir));
+        files.ok().and_then(|f| wrl_trainer::Tokenizer::from_model(&f, h.thinking).ok())
+    });
+    match tok {
+        Some(tok) => a.window.fit_with(tok, context, a.max_response, &schemas),
         None => {
             let framing = 1024 + schemas.iter().map(String::len).sum::<usize>();
             let room = context.saturating_sub(a.max_response.saturating_add(framing));
