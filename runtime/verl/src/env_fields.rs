@@ -145,14 +145,7 @@ pub(crate) fn env_fields(c: &mut Ctx<'_>, env: &str, al: &mut Json) -> Option<u6
                 service(c, f, "");
             }
             tools_file(c, n, &tools);
-            once(c, n, "step_text", |c, n, f| {
-                c.wrl(n, f, &[("env service", json!(step_text.0))])
-                    .note("tool responses are cut to it, as in `wrlc run`");
-            });
-            crate::ctx::set(al, "screenshots", json!(0));
-            crate::ctx::set(al, "images", json!(false));
-            crate::ctx::set(al, "retries", json!(0));
-            Some(step_text.0)
+            Some(text_env(c, n, al, step_text.0, "tool responses"))
         }
         Some(Params::Env(Env::EnvServer(s))) => {
             let params::EnvServer {
@@ -180,17 +173,23 @@ pub(crate) fn env_fields(c: &mut Ctx<'_>, env: &str, al: &mut Json) -> Option<u6
                     });
                 }
             }
-            once(c, n, "step_text", |c, n, f| {
-                c.wrl(n, f, &[("env service", json!(step_text.0))])
-                    .note("observations are cut to it, as in `wrlc run`");
-            });
-            crate::ctx::set(al, "screenshots", json!(0));
-            crate::ctx::set(al, "images", json!(false));
-            crate::ctx::set(al, "retries", json!(0));
-            Some(step_text.0)
+            Some(text_env(c, n, al, step_text.0, "observations"))
         }
         _ => None,
     }
+}
+
+/// A text-only env (a search API, an environment server): `step_text` cuts `what` in the env
+/// service, and the agent loop reads no screenshots, no images and no retries. Returns it.
+fn text_env(c: &mut Ctx<'_>, n: &Node, al: &mut Json, step_text: u64, what: &str) -> u64 {
+    once(c, n, "step_text", |c, n, f| {
+        c.wrl(n, f, &[("env service", json!(step_text))])
+            .note(format!("{what} are cut to it, as in `wrlc run`"));
+    });
+    crate::ctx::set(al, "screenshots", json!(0));
+    crate::ctx::set(al, "images", json!(false));
+    crate::ctx::set(al, "retries", json!(0));
+    step_text
 }
 
 /// A tool set into `tools.yaml` (its function schemas), and the env's `tools` entry.
