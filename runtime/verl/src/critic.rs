@@ -3,7 +3,7 @@
 //! clipping and warm-up), or the critic switched off.
 
 use serde_json::json;
-use wrl_plan::params::{self, NodeRef, OrGrpo, OrNone, OrOff};
+use wrl_plan::params::{self, OrGrpo, OrNone, OrOff};
 
 use crate::ctx::E_UNMAPPED;
 use crate::phase::Ph;
@@ -31,19 +31,13 @@ impl Ph<'_, '_> {
 
     /// A critic started from the weights the stage starts from reads the actor's model path
     /// (later phases resume both from the previous run's checkpoint).
-    pub(crate) fn critic(&mut self, critic: &OrNone<params::CriticObj>, init: &NodeRef) {
+    pub(crate) fn critic(&mut self, critic: &OrNone<params::CriticObj>) {
         let Some(c) = critic.value().map(params::CriticObj::get) else {
             self.map("critic", &[("critic.enable", json!(false))]);
             return;
         };
         let params::Critic { init: from, lr, value_clip, warmup, optimizer } = c;
-        // A later phase's `init` is the phase before; the stage's start is its first phase's.
-        let first = format!("stage:{}/phase:1", self.run.stage);
-        let start = match self.c.d.get(&first) {
-            Some(params::Params::RlPhase(params::RlPhase::Ppo(p))) => p.init.clone(),
-            _ => init.clone(),
-        };
-        let path = if *from == start {
+        let path = if *from == self.start {
             Some(json!("${actor_rollout_ref.model.path}"))
         } else {
             match self.c.d.get(from.id()) {

@@ -20,6 +20,8 @@ pub(crate) struct Ph<'a, 'p> {
     pub run: &'a Run,
     /// The agent's `max_turns` (the horizon is capped by it).
     pub max_turns: Option<u32>,
+    /// The weights the stage starts from (its first phase's `init`).
+    pub start: params::NodeRef,
 }
 
 pub(crate) const A: &str = "actor_rollout_ref.actor";
@@ -397,7 +399,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
         }
         RlPhase::Ppo(p) => {
             let params::PpoPhase {
-                init,
+                init: _,
                 tasks: _,
                 agent: _,
                 epochs,
@@ -439,7 +441,7 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
             // wrl's `ppo`: several epochs over old log-probs with GRPO or GAE advantages, no
             // dual clip, no entropy bonus, token-mean loss, one sample per turn.
             ph.advantage(advantage);
-            ph.critic(critic, init);
+            ph.critic(critic);
             fixed(ph, &k(A, "clip_ratio_c"), json!(1e9));
             ph.kl(*kl, *kl_in, None);
             fixed(ph, &k(A, "entropy_coeff"), json!(0));

@@ -229,7 +229,8 @@ fn lower_phase<'p>(c: &mut Ctx<'p>, s: &Stage<'p>, i: usize) {
         _ => None,
     };
     {
-        let mut ph = Ph { c, n, cfg: &mut cfg, al: &mut al, run: &run, max_turns };
+        let start = phase_refs(&s.phases[0].1).0.clone();
+        let mut ph = Ph { c, n, cfg: &mut cfg, al: &mut al, run: &run, max_turns, start };
         map_phase(&mut ph, p);
     }
     let level = al.get("level").and_then(Json::as_str).unwrap_or("turn").to_string();
