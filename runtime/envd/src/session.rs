@@ -372,13 +372,9 @@ impl Session {
                     (None, Some(why)) => ended_early(why),
                     (None, None) => ("max_steps".to_string(), String::new()),
                 };
-                let completed = reason == "completed";
-                let detail = if completed {
-                    format!("the server's reward: {reward}")
-                } else {
-                    String::new()
-                };
-                (reason, message, None, completed && reward > 0.0, detail, Vec::new())
+                let (success, detail) =
+                    wrl_exec::env::server::verdict(reason == "completed", reward);
+                (reason, message, None, success, detail, Vec::new())
             }
             Driver::Search { end, .. } => {
                 let (answer, (reason, message)) = match (end, &abort) {

@@ -220,7 +220,7 @@ impl ServerEnv {
         if let Some(id) = &id {
             self.close(id).await;
         }
-        let completed = matches!(end, EndReason::Completed { .. });
+        let (success, detail) = verdict(matches!(end, EndReason::Completed { .. }), reward);
         Trajectory {
             task_id: task.id.clone(),
             template: task.template.clone(),
@@ -231,12 +231,8 @@ impl ServerEnv {
                 reason: end.name().to_string(),
                 message: end.message(),
                 answer: None,
-                success: completed && reward > 0.0,
-                detail: if completed {
-                    format!("the server's reward: {reward}")
-                } else {
-                    String::new()
-                },
+                success,
+                detail,
                 reward: Some(reward),
             },
             elapsed_ms: started.elapsed().as_millis() as u64,
@@ -305,6 +301,15 @@ impl Env for ServerEnv {
             let trajectory = self.run_task(task, agent, cfg).await;
             Ok(EpisodeRun { trajectory, screenshots: Vec::new() })
         })
+    }
+}
+
+/// An episode's verdict (success, detail) from how it ended and the server's summed reward:
+/// solved when the server said `done` and gave more than 0.
+pub fn verdict(completed: bool, reward: f64) -> (bool, String) {
+    match completed {
+        true => (reward > 0.0, format!("the server's reward: {reward}")),
+        false => (false, String::new()),
     }
 }
 
