@@ -23,7 +23,12 @@ pub fn refusals(plan: &TypedPlan<'_>, n: &Node, p: &Params) -> Vec<RunError> {
     }
 }
 
-fn unsupported(n: &Node, what: String, help: impl Into<String>, field: &str) -> RunError {
+pub(super) fn unsupported(
+    n: &Node,
+    what: String,
+    help: impl Into<String>,
+    field: &str,
+) -> RunError {
     RunError::new(Fault::Unsupported, what).help(help).at(
         n,
         Some(field),
@@ -418,11 +423,8 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
             "mini_batch",
         ));
     }
-    if let RlPhase::Ppo(ppo) = p
-        && let Some(c) = ppo.critic.value().map(params::CriticObj::get)
-        && let Some(why) = critic_mismatch(plan, init.id(), c.init.id())
-    {
-        errs.push(cannot(why, "start the critic from the policy's model or one of its stages (`critic = critic(policy)`)", "critic"));
+    if let RlPhase::Ppo(ppo) = p {
+        errs.extend(super::critic::refusals(plan, n, ppo));
     }
     let trained = params::MaskPart::left_out(mask);
     if !trained.is_empty() {
@@ -574,27 +576,5 @@ fn agent_env(a: &Agent) -> &params::NodeRef {
     match a {
         Agent::React(r) => &r.env,
         Agent::Graph(g) => &g.env,
-    }
-}
-
-/// Why a critic started from `critic` cannot score the tokens of the policy started from
-/// `policy`: a model behind an API (a critic trains), or another tokenizer (a byte model
-/// against a Hugging Face one). Two Hugging Face models are compared when the run builds them.
-fn critic_mismatch(plan: &TypedPlan<'_>, policy: &str, critic: &str) -> Option<String> {
-    use params::Model as M;
-    let (pn, pm) = crate::executor::hf::base_model(plan, policy)?;
-    let (cn, cm) = crate::executor::hf::base_model(plan, critic)?;
-    match (pm, cm) {
-        (_, M::Api(_)) => Some(format!(
-            "the critic starts from `{}`, a model behind an API: a critic trains, so it needs \
-             weights",
-            cn.decl
-        )),
-        (M::Tiny(_), M::Tiny(_)) | (M::Hf(_), M::Hf(_)) | (M::Api(_), _) => None,
-        (M::Tiny(_), M::Hf(_)) | (M::Hf(_), M::Tiny(_)) => Some(format!(
-            "the critic starts from `{}` and the policy from `{}`: a byte-level model and a \
-             Hugging Face model read different tokens",
-            cn.decl, pn.decl
-        )),
     }
 }

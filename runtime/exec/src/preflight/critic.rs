@@ -1,0 +1,94 @@
+//! A `ppo` stage's critic, refused before the run where it could not train: GAE without one
+//! (the checker's E0443, for a plan written by other means), or one that cannot read the
+//! policy's tokens.
+
+use wrl_plan::Node;
+use wrl_plan::params::{self, OrGrpo, PpoPhase, TypedPlan};
+
+use super::refusals::unsupported;
+use crate::error::RunError;
+
+/// What is wrong with the critic of `ppo` (node `n`).
+pub(super) fn refusals(plan: &TypedPlan<'_>, n: &Node, ppo: &PpoPhase) -> Vec<RunError> {
+    let cannot = |what: String, help: &str, field: &str| {
+        unsupported(n, format!("stage `{}`: {what}", n.decl), help, field)
+    };
+    match (&ppo.advantage, ppo.critic.value().map(params::CriticObj::get)) {
+        (OrGrpo::Value(_), None) => vec![cannot(
+            "`advantage = gae(…)` reads a learned value function, and the stage has no `critic`"
+                .into(),
+            "add `critic = critic(init)`, or use `advantage = grpo`",
+            "advantage",
+        )],
+        (_, Some(c)) => match mismatch(plan, ppo.init.id(), c.init.id()) {
+            Some(why) => vec![cannot(
+                why,
+                "start the critic from the policy's model or one of its stages (`critic = critic(policy)`)",
+                "critic",
+            )],
+            None => Vec::new(),
+        },
+        (OrGrpo::Grpo, None) => Vec::new(),
+    }
+}
+
+/// Why a critic started from `critic` cannot score the tokens of the policy started from
+/// `policy`: a model behind an API (a critic trains), or another tokenizer (a byte model
+/// against a Hugging Face one). Two Hugging Face models are compared when the run builds them.
+fn mismatch(plan: &TypedPlan<'_>, policy: &str, critic: &str) -> Option<String> {
+    use params::Model as M;
+    let (pn, pm) = crate::executor::hf::base_model(plan, policy)?;
+    let (cn, cm) = crate::executor::hf::base_model(plan, critic)?;
+    match (pm, cm) {
+        (_, M::Api(_)) => Some(format!(
+            "the critic starts from `{}`, a model behind an API: a critic trains, so it needs \
+             weights",
+            cn.decl
+        )),
+        (M::Tiny(_), M::Tiny(_)) | (M::Hf(_), M::Hf(_)) | (M::Api(_), _) => None,
+        (M::Tiny(_), M::Hf(_)) | (M::Hf(_), M::Tiny(_)) => Some(format!(
+            "the critic starts from `{}` and the policy from `{}`: a byte-level model and a \
+             Hugging Face model read different tokens",
+            cn.decl, pn.decl
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use wrl_check::FsLoader;
+    use wrl_diagnostics::SourceMap;
+    use wrl_plan::value::PVal;
+
+    /// The checker's E0443 bypassed (a plan edited after `wrlc plan`): the preflight refuses
+    /// the phase at its `advantage`, and lets the same plan with its critic through.
+    #[test]
+    fn gae_without_a_critic_is_refused_before_the_run() {
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let text = std::fs::read_to_string(root.join("tests/ui/ok/ppo_critic.wrl")).unwrap();
+        let mut sources = SourceMap::new();
+        let id = sources.add("ppo_critic.wrl".to_string(), text.clone());
+        let parsed = wrl_syntax::parse(id, &text);
+        let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+        let mut plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
+        let codes = |plan: &wrl_plan::Plan| match crate::preflight::preflight(plan, None) {
+            Ok(_) => Vec::new(),
+            Err(errs) => errs.iter().map(|e| e.fault.code()).collect::<Vec<_>>(),
+        };
+        let fine = codes(&plan);
+        assert!(!fine.contains(&"E0502"), "{fine:?}");
+        for n in plan.nodes.iter_mut().filter(|n| n.id.starts_with("stage:online/phase:")) {
+            n.params.insert("critic".into(), PVal::Enum { value: "none".into() });
+        }
+        let errs = crate::preflight::preflight(&plan, None).err().unwrap();
+        let refused: Vec<_> = errs
+            .iter()
+            .filter(|e| e.fault.code() == "E0502" && e.message.contains("has no `critic`"))
+            .collect();
+        // Once for the stage, at its first phase (the preflight says each stage's problem once).
+        assert_eq!(refused.len(), 1, "{errs:?}");
+        assert_eq!(refused[0].subject.as_ref().unwrap().param.as_deref(), Some("advantage"));
+    }
+}
