@@ -28,6 +28,7 @@ pub mod site;
 pub mod state;
 pub mod tasks;
 pub mod traj;
+pub mod variants;
 mod wiki;
 
 pub use augment::augment;
@@ -38,3 +39,4 @@ pub use server::{Sandbox, SandboxError};
 pub use state::{EPISODE_COOKIE, EpisodeState};
 pub use tasks::{Split, TEMPLATES, Task, generate, generate_on, parse_jsonl, template_site};
 pub use traj::{TrajOutcome, TrajStep, Trajectory};
+pub use variants::{can_vary, variants};

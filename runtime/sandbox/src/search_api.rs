@@ -133,44 +133,54 @@ pub fn visit(content: &Content, url: &str, goal: &str) -> Option<String> {
 /// Generates `count` QA pairs of `split` over the wiki, cycling through [`QA_TEMPLATES`]; the
 /// towns of the test split never appear in train. Same arguments, same pairs.
 pub fn generate_qa(content: &Content, split: Split, count: usize, seed: u64) -> Vec<Task> {
-    let towns: Vec<String> = content.towns.iter().map(|t| t.name.clone()).collect();
     let mut rng =
         ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ (split as u64 + 7));
     (0..count)
         .map(|index| {
             let template = QA_TEMPLATES[index % QA_TEMPLATES.len()];
-            let t = &content.towns[pick(&towns, split, &mut rng)];
-            let (goal, expected, mode) = match template {
-                "qa_founded" => (
-                    format!("In what year was {} founded?", t.name),
-                    t.founded.to_string(),
-                    AnswerMode::Number,
-                ),
-                "qa_population" => (
-                    format!("What is the population of {}?", t.name),
-                    t.population.to_string(),
-                    AnswerMode::Number,
-                ),
-                _ => (
-                    format!("On which river does {} lie?", t.name),
-                    t.river.to_string(),
-                    AnswerMode::Text,
-                ),
-            };
-            Task {
-                id: format!("qa-{split}-{seed}-{index:05}"),
-                split,
-                template: template.to_string(),
-                site: "wiki".into(),
-                start_path: "/wiki/".into(),
-                goal,
-                params: [("town".to_string(), t.name.clone())].into_iter().collect(),
-                checker: Checker::Answer { expected, mode },
-                max_steps: 4,
-                content_seed: content.seed,
-            }
+            let id = format!("qa-{split}-{seed}-{index:05}");
+            qa_task(content, template, split, &mut rng, id)
         })
         .collect()
+}
+
+/// One QA pair of `template` (a town of `split` drawn with `rng`), with id `id`.
+pub(crate) fn qa_task(
+    content: &Content,
+    template: &str,
+    split: Split,
+    rng: &mut ChaCha8Rng,
+    id: String,
+) -> Task {
+    let towns: Vec<String> = content.towns.iter().map(|t| t.name.clone()).collect();
+    let t = &content.towns[pick(&towns, split, rng)];
+    let (goal, expected, mode) = match template {
+        "qa_founded" => (
+            format!("In what year was {} founded?", t.name),
+            t.founded.to_string(),
+            AnswerMode::Number,
+        ),
+        "qa_population" => (
+            format!("What is the population of {}?", t.name),
+            t.population.to_string(),
+            AnswerMode::Number,
+        ),
+        _ => {
+            (format!("On which river does {} lie?", t.name), t.river.to_string(), AnswerMode::Text)
+        }
+    };
+    Task {
+        id,
+        split,
+        template: template.to_string(),
+        site: "wiki".into(),
+        start_path: "/wiki/".into(),
+        goal,
+        params: [("town".to_string(), t.name.clone())].into_iter().collect(),
+        checker: Checker::Answer { expected, mode },
+        max_steps: 4,
+        content_seed: content.seed,
+    }
 }
 
 /// The scripted search expert's next call for `task`, given the calls so far (terse:

@@ -270,29 +270,39 @@ pub fn generate_on(
     if templates.is_empty() {
         return Vec::new();
     }
-    let mut out = Vec::with_capacity(count);
     let mut rng =
         ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (split as u64 + 1));
-    for index in 0..count {
-        let template = templates[index % templates.len()];
-        if let Some(Draft { site, start, goal, params, checker, max_steps }) =
-            build(content, template, split, &mut rng)
-        {
-            out.push(Task {
-                id: format!("{split}-{seed}-{index:05}"),
-                split,
-                template: template.to_string(),
-                site,
-                start_path: start,
-                goal,
-                params,
-                checker,
-                max_steps,
-                content_seed: content.seed,
-            });
-        }
-    }
-    out
+    (0..count)
+        .filter_map(|index| {
+            let template = templates[index % templates.len()];
+            task_of(content, template, split, &mut rng, format!("{split}-{seed}-{index:05}"))
+        })
+        .collect()
+}
+
+/// One task of `template` over `content` (its values of `split` drawn with `rng`), with id
+/// `id`; `None` for a template the sandbox does not have, or one these values cannot make.
+pub(crate) fn task_of(
+    content: &Content,
+    template: &str,
+    split: Split,
+    rng: &mut ChaCha8Rng,
+    id: String,
+) -> Option<Task> {
+    let Draft { site, start, goal, params, checker, max_steps } =
+        build(content, template, split, rng)?;
+    Some(Task {
+        id,
+        split,
+        template: template.to_string(),
+        site,
+        start_path: start,
+        goal,
+        params,
+        checker,
+        max_steps,
+        content_seed: content.seed,
+    })
 }
 
 /// Reads task JSONL (one task per non-empty line); errors name the line.
