@@ -228,4 +228,23 @@ impl Trainer {
     pub fn critic(&self) -> Option<&Critic> {
         self.critic.as_ref()
     }
+
+    /// The critic's value of the state each prompt ends in (before the first token of a
+    /// response), in forward batches of 8; `None` without a critic.
+    pub fn prompt_values(&self, prompts: &[Vec<u32>]) -> Result<Option<Vec<f32>>> {
+        let Some(critic) = &self.critic else { return Ok(None) };
+        let pad = self.tokenizer.pad_id();
+        let device = critic.model.device();
+        let mut out = Vec::with_capacity(prompts.len());
+        for chunk in prompts.chunks(8) {
+            // Each prompt and one pad: the target after the prompt selects its last state.
+            let seqs: Vec<Vec<u32>> =
+                chunk.iter().map(|p| p.iter().copied().chain([pad]).collect()).collect();
+            let refs: Vec<&[u32]> = seqs.iter().map(Vec::as_slice).collect();
+            let sel: Vec<Vec<usize>> = chunk.iter().map(|p| vec![p.len()]).collect();
+            let batch = TokenBatch::new(&refs, &sel, pad, &device)?;
+            out.extend(critic.values(&batch)?.detach().to_vec1::<f32>()?);
+        }
+        Ok(Some(out))
+    }
 }

@@ -57,6 +57,7 @@ fn letter(toks: &[u32]) -> f32 {
 #[test]
 fn the_critic_fits_the_returns() {
     let mut t = with_critic(3, 3e-2);
+    assert_eq!(t.prompt_values(&[PROMPT.to_vec()]).unwrap(), Some(vec![0.0]), "zero head");
     let constant = |_: &[u32]| 0.75f32;
     let mut first = None;
     let mut last = 0.0;
@@ -71,6 +72,12 @@ fn the_critic_fits_the_returns() {
     assert!((first - 0.5 * 0.75f64.powi(2)).abs() < 1e-6, "first loss {first}: V = 0");
     assert!(last < first / 20.0, "value loss {first} -> {last}");
     assert!(t.critic().unwrap().steps() == 25);
+    // The value of the prompt's state, as a task filter reads it, is the return it fitted.
+    let v = t.prompt_values(&[PROMPT.to_vec(), PROMPT.to_vec()]).unwrap().unwrap();
+    assert!(v.iter().all(|v| (v - 0.75).abs() < 0.1), "{v:?}");
+    assert_eq!(v[0], v[1]);
+    let none = trainer(tiny(1, 32, OpsMode::Auto), 1e-2, 0.0, 3);
+    assert_eq!(none.prompt_values(&[PROMPT.to_vec()]).unwrap(), None, "no critic");
 }
 
 /// With one sample per prompt every group-relative advantage is 0 and nothing is learned;
