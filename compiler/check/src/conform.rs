@@ -231,22 +231,15 @@ impl Checker<'_> {
                     if let (Some(a), Some(b)) = (lo.as_f64(), hi.as_f64())
                         && b < a
                     {
+                        let (a, b) = (bound(&lo, a), bound(&hi, b));
                         self.diags.push(
                             Diagnostic::new(
                                 "E0401",
-                                format!(
-                                    "the upper bound {} is below the lower bound {}",
-                                    show_num(b),
-                                    show_num(a)
-                                ),
+                                format!("the upper bound {b} is below the lower bound {a}"),
                             )
                             .label(hi.span, "upper bound")
                             .label(lo.span, "lower bound")
-                            .help(format!(
-                                "write `{} .. {}`",
-                                show_num(b),
-                                show_num(a)
-                            )),
+                            .help(format!("write `{b} .. {a}`")),
                         );
                     }
                     Val::new(V::Range { lo: Box::new(lo), hi: Box::new(hi) }, span)
@@ -295,7 +288,7 @@ impl Checker<'_> {
                     }
                     let found: Vec<Diagnostic> = self.diags.drain(before..).collect();
                     if out_of_range.is_none()
-                        && found.iter().all(|d| matches!(d.code, "E0306" | "E0308"))
+                        && found.iter().all(|d| matches!(d.code, "E0306" | "E0308" | "E0401"))
                     {
                         out_of_range = Some(found);
                     }
@@ -445,4 +438,14 @@ fn not_whole(value: f64, what: &str, unit: &str, span: Span) -> Diagnostic {
     Diagnostic::new("E0308", format!("expected {what}, found {}{unit}", show_num(value)))
         .label(span, "not a whole number")
         .help(format!("use {}{unit} or {}{unit}", show_num(value.floor()), show_num(value.ceil())))
+}
+
+/// A range's bound as written: a percentage as one (`5%`), anything else as its number.
+fn bound(v: &Val, x: f64) -> String {
+    match v.v {
+        V::Qty { dim: wrl_syntax::tokens::Dimension::Ratio, .. } => {
+            format!("{}%", show_num(x * 100.0))
+        }
+        _ => show_num(x),
+    }
 }
