@@ -426,3 +426,13 @@ fn the_estimate_counts_a_critics_steps_and_its_warm_up() {
     // A recipe without a critic has no such figure.
     assert!(estimate("recipes/quickstart.wrl", None).get("critic_steps").is_none());
 }
+
+/// `tests/recipes/from_failures.wrl`: 3 iterations of 4 prompts, each failed task making at
+/// most 2 new ones: 24 generated tasks at most; they take fresh tasks' places, so the
+/// trajectories are the 12 the batches hold.
+#[test]
+fn the_estimate_counts_the_tasks_generated_from_failures() {
+    let e = estimate("tests/recipes/from_failures.wrl", None);
+    assert_eq!((e["generated_tasks"].as_u64(), e["trajectories"].as_u64()), (Some(24), Some(12)));
+    assert!(estimate("recipes/quickstart.wrl", None).get("generated_tasks").is_none());
+}

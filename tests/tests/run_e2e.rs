@@ -354,3 +354,69 @@ fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
     };
     assert_eq!(episodes(trajs), episodes(records(&again).2), "two runs of one recipe differ");
 }
+
+/// `tests/recipes/from_failures.wrl`: PPO whose failures seed new questions. The first batch
+/// draws none (the pool is empty); later ones draw half their questions from it, each one of
+/// the sandbox's templates with another town, generated from a question failed before, and
+/// scored by the critic within its band; the pool is saved in the cursor, and two runs write
+/// the same episodes.
+#[test]
+fn tasks_generated_from_failures_are_scored_drawn_and_saved() {
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/from_failures.wrl");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str| {
+        let out = dir.path().join(name);
+        let args: Vec<std::ffi::OsString> =
+            vec!["run".into(), recipe.clone().into_os_string(), "--out".into(), out.clone().into()];
+        let (code, _, stderr) = wrl_cli::run_captured(args);
+        assert_eq!(code, 0, "{stderr}");
+        out
+    };
+    let out = run("run");
+    let (summary, metrics, trajs) = records(&out);
+    assert_eq!(summary.status, "finished");
+    let gens: Vec<_> = metrics
+        .iter()
+        .filter_map(|m| match m {
+            MetricLine::Rl(r) => r.generated,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gens.len(), 3, "{metrics:?}");
+    assert_eq!(gens[0].drawn, 0, "nothing to draw in the first iteration");
+    assert!(gens[1..].iter().all(|g| g.drawn == 2), "{gens:?}");
+    assert!(gens.iter().all(|g| g.kept <= g.made && g.made > 0 && g.pool <= 8), "{gens:?}");
+    let goal_of: std::collections::BTreeMap<&str, &str> =
+        trajs.iter().map(|t| (t.trajectory.task_id.as_str(), t.trajectory.goal.as_str())).collect();
+    let generated: Vec<&TrajectoryLine> =
+        trajs.iter().filter(|t| t.trajectory.task_id.contains("~g")).collect();
+    assert_eq!(generated.len(), 4, "two generated questions in each of iterations 2 and 3");
+    for t in &generated {
+        // `{parent}~g{iter}-{k}`: its parent was asked in an earlier iteration and failed.
+        let (parent, tail) = t.trajectory.task_id.rsplit_once("~g").unwrap();
+        let made_in: u64 = tail.split('-').next().unwrap().parse().unwrap();
+        assert!(made_in < t.iter, "{} in iteration {}", t.trajectory.task_id, t.iter);
+        let parent_goal = goal_of[parent];
+        assert_ne!(parent_goal, t.trajectory.goal);
+        let asks = |g: &str| g.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+        assert_eq!(asks(parent_goal), asks(&t.trajectory.goal), "the same template");
+        assert!(
+            trajs.iter().any(|p| p.trajectory.task_id == parent && !p.trajectory.outcome.success)
+        );
+    }
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("state.json")).unwrap()).unwrap();
+    let pool = state["cursor"]["generated"]["online"].as_array().unwrap();
+    assert_eq!(pool.len(), gens[2].pool, "{state}");
+    assert!(pool.iter().any(|t| t["id"].as_str().unwrap().contains("~g3-")), "{pool:?}");
+    let again = run("again");
+    let episodes = |t: Vec<TrajectoryLine>| -> Vec<TrajectoryLine> {
+        t.into_iter()
+            .map(|mut l| {
+                l.trajectory.elapsed_ms = 0;
+                l
+            })
+            .collect()
+    };
+    assert_eq!(episodes(trajs), episodes(records(&again).2), "two runs of one recipe differ");
+}

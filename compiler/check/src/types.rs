@@ -62,6 +62,7 @@ pub const KINDS: &[&str] = &[
     "advantage",
     "critic",
     "replay",
+    "generation",
 ];
 
 const UNIT_TYPES: &[(&str, Dimension)] = &[

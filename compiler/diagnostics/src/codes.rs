@@ -87,6 +87,8 @@ pub const CODES: &[CodeInfo] = &[
     live("E0441", Phase::Rules, "epochs over a task set whose size the recipe does not say"),
     live("E0442", Phase::Rules, "horizon curriculum that cannot be laid out as phases"),
     live("E0443", Phase::Rules, "GAE advantages without a critic"),
+    live("E0444", Phase::Rules, "`critic_score` band with no trained critic to score it"),
+    live("E0445", Phase::Rules, "`generator = sandbox` on tasks that are not the sandbox's"),
     // E045x — plan rules (the planner's checks of the stage graph)
     live("E0450", Phase::Rules, "stage input that nothing produces"),
     live("E0451", Phase::Rules, "RL agent with nothing to train"),
@@ -137,6 +139,7 @@ pub const CODES: &[CodeInfo] = &[
     live("W0215", Phase::Warning, "critic that nothing reads (advantages are group-relative)"),
     live("W0216", Phase::Warning, "replay whose fraction of the batch is no task"),
     live("W0217", Phase::Warning, "a per-phase KL reference that changes nothing"),
+    live("W0218", Phase::Warning, "pool of generated tasks the batch never draws from"),
 ];
 
 /// The registry entry for a code.

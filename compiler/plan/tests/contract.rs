@@ -165,6 +165,7 @@ fn agrees(ty: &Ty, shape: &Shape) -> Result<(), String> {
                 "advantage",
                 "critic",
                 "replay",
+                "generation",
             ]
             .contains(&k.as_str()) =>
         {
@@ -304,6 +305,7 @@ fn every_object_constructor_matches_its_stdlib_signature() {
         "gae",
         "critic",
         "replay",
+        "from_failures",
         "std::rewards::eval_types",
     ] {
         assert!(seen.contains(ctor), "`{ctor}` was not checked");

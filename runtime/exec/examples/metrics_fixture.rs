@@ -37,6 +37,7 @@ fn rl(phase: u64, iter: u64, reward: f64) -> MetricLine {
         grad_norm: 1.5,
         clip_frac: Some(0.125),
         replayed: None,
+        generated: None,
         value_loss: None,
         samples: 16,
         rollout_s: 2.0,

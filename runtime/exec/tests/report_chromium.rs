@@ -100,6 +100,7 @@ fn run_dir(root: &Path) {
             grad_norm: 0.5,
             clip_frac: Some(0.01),
             replayed: None,
+            generated: None,
             value_loss: None,
             samples: 32,
             rollout_s: 10.0,

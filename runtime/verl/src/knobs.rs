@@ -171,13 +171,29 @@ impl Ph<'_, '_> {
         }
     }
 
-    /// The KL reference's weights and task replay: verl's reference is the model the stage's
-    /// runs load, and its dataloader reads the tasks in order.
+    /// The KL reference's weights, task replay and generated tasks: verl's reference is the
+    /// model the stage's runs load, and its dataloader reads the dataset's tasks in order.
     pub(crate) fn reference_and_replay(
         &mut self,
         reference: params::Reference,
         replay: &params::OrOff<params::ReplayObj>,
+        generate: &params::OrOff<params::GenerationObj>,
     ) {
+        match generate {
+            params::OrOff::Off => {
+                self.c.implied(self.n, "generate", "the dataset's tasks only");
+            }
+            params::OrOff::Value(_) => {
+                self.c
+                    .not_mapped(
+                        self.n,
+                        "generate",
+                        "verl's dataloader reads a fixed parquet file of tasks; nothing in its trainer makes new tasks from failed ones or scores them with the critic",
+                        "nothing: the job would train on the dataset's tasks only, so it is refused",
+                    )
+                    .refuse(E_UNMAPPED);
+            }
+        }
         match (reference, self.run.phase) {
             (params::Reference::Init, _) | (params::Reference::Phase, 1) => {
                 self.c.implied(self.n, "reference", "verl's reference model is the one the stage starts from (actor_rollout_ref.model.path)");

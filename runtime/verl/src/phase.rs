@@ -234,9 +234,10 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 checkpoint_every,
                 reference,
                 replay,
+                generate,
                 seed,
             } = g;
-            ph.reference_and_replay(*reference, replay);
+            ph.reference_and_replay(*reference, replay, generate);
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
             ph.epochs(*epochs, iters.0);
             match process_reward {
@@ -372,9 +373,10 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 checkpoint_every,
                 reference,
                 replay,
+                generate,
                 seed,
             } = d;
-            ph.reference_and_replay(*reference, replay);
+            ph.reference_and_replay(*reference, replay, generate);
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
             ph.epochs(*epochs, iters.0);
             ph.clip(clip);
@@ -432,9 +434,10 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
                 checkpoint_every,
                 reference,
                 replay,
+                generate,
                 seed,
             } = p;
-            ph.reference_and_replay(*reference, replay);
+            ph.reference_and_replay(*reference, replay, generate);
             ph.common(iters.0, horizon.0, *lr, *prompts, *group, reward, exclude, *seed);
             ph.epochs(*epochs, iters.0);
             ph.clip(clip);

@@ -312,9 +312,9 @@ fn an_environment_server_is_carried_by_the_env_service() {
 /// A replay buffer and a per-phase reference have no verl counterpart: refused, never dropped
 /// (a per-phase reference only from the second phase on; the first is the stage's start).
 #[test]
-fn replay_and_a_per_phase_reference_are_refused() {
+fn replay_generated_tasks_and_a_per_phase_reference_are_refused() {
     let text = variant(|t| {
-        t.replace("group = unknown", "group = 4, kl = 0.01, reference = phase, replay = replay(fraction: 50%)")
+        t.replace("group = unknown", "group = 4, kl = 0.01, reference = phase, replay = replay(fraction: 50%), generate = from_failures(per_task: 2)")
             .replace(
                 "phases = [{ iters = 1, horizon = 3 steps, lr = 1e-4 }]",
                 "phases = [{ iters = 1, horizon = 3 steps, lr = 1e-4 }, { iters = 1, horizon = 3 steps, lr = 1e-4 }]",
@@ -324,6 +324,7 @@ fn replay_and_a_per_phase_reference_are_refused() {
     let fields: Vec<(&str, &str)> =
         refused.iter().map(|r| (r.node.as_str(), r.field.as_str())).collect();
     assert!(fields.contains(&("stage:online/phase:1", "replay")), "{fields:?}");
+    assert!(fields.contains(&("stage:online/phase:2", "generate")), "{fields:?}");
     assert!(fields.contains(&("stage:online/phase:2", "reference")), "{fields:?}");
     assert!(!fields.contains(&("stage:online/phase:1", "reference")), "{fields:?}");
 }

@@ -6,6 +6,7 @@
 pub(crate) mod budget;
 pub(crate) mod columns;
 mod data;
+mod generation;
 mod graph;
 mod lints;
 mod rl;
@@ -172,6 +173,7 @@ pub(crate) fn turn_budgets(recipe: &Recipe) -> Vec<budget::TurnBudget> {
 pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     rl::check(ctx, &mut out);
+    generation::check(ctx, &mut out);
     budget::check(ctx, &mut out);
     data::check(ctx, &mut out);
     columns::check(ctx, &mut out);

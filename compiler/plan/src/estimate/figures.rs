@@ -267,6 +267,13 @@ pub(super) fn rl_phase(plan: &Plan, n: &Node) -> StageEstimate {
         }
         _ => e.optimizer_steps = mul(per_iter_steps, iters),
     }
+    // Generation from failures: at most `per_task` new tasks for every task of every batch
+    // (each scored once by the critic under `critic_score`); they replace fresh tasks, so the
+    // trajectories stay as counted.
+    if let Some(g @ PVal::Obj(_)) = n.params.get("generate") {
+        let per_task = count(g.field("per_task"));
+        e.generated_tasks = mul(mul(iters, count(n.params.get("prompts"))), per_task);
+    }
     e
 }
 

@@ -44,6 +44,9 @@ pub struct StageEstimate {
     /// PPO's critic: its own optimiser steps (the policy's during its warm-up are none).
     #[serde(default = "zero", skip_serializing_if = "is_zero")]
     pub critic_steps: Count,
+    /// Tasks generated from failures (`generate`), at most: every task of every batch failed.
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub generated_tasks: Count,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
 }
@@ -76,6 +79,9 @@ pub struct Totals {
     pub optimizer_steps: Count,
     #[serde(default = "zero", skip_serializing_if = "is_zero")]
     pub critic_steps: Count,
+    /// Tasks generated from failures (`generate`), at most: every task of every batch failed.
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub generated_tasks: Count,
 }
 
 /// The estimate of a plan. Top-level figures are the training totals (SFT stages and RL
@@ -94,6 +100,9 @@ pub struct Estimate {
     pub optimizer_steps: Count,
     #[serde(default = "zero", skip_serializing_if = "is_zero")]
     pub critic_steps: Count,
+    /// Tasks generated from failures (`generate`), at most: every task of every batch failed.
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub generated_tasks: Count,
     /// Groups drawn again for groups `drop` removed (`refill`, dynamic sampling).
     pub refill: Totals,
     /// In-training validation passes (`validate`).
@@ -197,6 +206,7 @@ pub fn estimate(plan: &Plan, prices: Option<&Prices>) -> Estimate {
         sft_max_tokens: train.sft_max_tokens,
         optimizer_steps: train.optimizer_steps,
         critic_steps: train.critic_steps,
+        generated_tasks: train.generated_tasks,
         refill: of("refill"),
         validation: of("validation"),
         evaluation: of("evaluation"),
@@ -216,6 +226,7 @@ fn totals<'a>(it: impl Iterator<Item = &'a StageEstimate>) -> Totals {
         sft_max_tokens: Some(0),
         optimizer_steps: Some(0),
         critic_steps: Some(0),
+        generated_tasks: Some(0),
     };
     for s in it {
         t.trajectories = add(t.trajectories, s.trajectories);
@@ -226,6 +237,7 @@ fn totals<'a>(it: impl Iterator<Item = &'a StageEstimate>) -> Totals {
         t.sft_max_tokens = add(t.sft_max_tokens, s.sft_max_tokens);
         t.optimizer_steps = add(t.optimizer_steps, s.optimizer_steps);
         t.critic_steps = add(t.critic_steps, s.critic_steps);
+        t.generated_tasks = add(t.generated_tasks, s.generated_tasks);
     }
     t
 }
@@ -244,6 +256,7 @@ pub(crate) fn empty(n: &Node) -> StageEstimate {
         sft_max_tokens: Some(0),
         optimizer_steps: Some(0),
         critic_steps: Some(0),
+        generated_tasks: Some(0),
         cost: None,
     }
 }

@@ -22,6 +22,9 @@ pub fn render_text(e: &Estimate) -> String {
         if t.critic_steps != Some(0) {
             let _ = writeln!(s, "  critic steps (max)    {}", show(t.critic_steps));
         }
+        if t.generated_tasks != Some(0) {
+            let _ = writeln!(s, "  generated tasks (max) {}", show(t.generated_tasks));
+        }
     };
     let train = Totals {
         trajectories: e.trajectories,
@@ -32,6 +35,7 @@ pub fn render_text(e: &Estimate) -> String {
         sft_max_tokens: e.sft_max_tokens,
         optimizer_steps: e.optimizer_steps,
         critic_steps: e.critic_steps,
+        generated_tasks: e.generated_tasks,
     };
     figures(&mut s, &train);
     let has = |t: &Totals| t.trajectories != Some(0);
@@ -79,6 +83,7 @@ pub fn render_text(e: &Estimate) -> String {
             sft_max_tokens: st.sft_max_tokens,
             optimizer_steps: st.optimizer_steps,
             critic_steps: st.critic_steps,
+            generated_tasks: st.generated_tasks,
         };
         figures(&mut s, &t);
         for (m, n) in &st.judge_calls_by_model {

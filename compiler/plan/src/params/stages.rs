@@ -367,6 +367,42 @@ impl ReplayObj {
     }
 }
 
+/// What makes tasks from a stage's failures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Generator {
+    /// The sandbox's own task generators: a failed task's template with new values.
+    Sandbox,
+}
+
+/// `from_failures(per_task) { … }`: new tasks made from the tasks an RL stage fails.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Generation {
+    pub per_task: u32,
+    pub generator: Generator,
+    /// The band of critic values a new task must score within to join the pool.
+    pub critic_score: OrOff<Range<Ratio>>,
+    pub fraction: Ratio,
+    pub size: u32,
+}
+
+/// A stage's `generate` object.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum GenerationObj {
+    #[serde(rename = "from_failures")]
+    FromFailures(Generation),
+}
+
+impl GenerationObj {
+    pub fn get(&self) -> &Generation {
+        match self {
+            GenerationObj::FromFailures(g) => g,
+        }
+    }
+}
+
 /// `dapo`'s `overlong`.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -465,6 +501,7 @@ phase_struct!(
         validate: OrOff<ValidationObj>,
         reference: Reference,
         replay: OrOff<ReplayObj>,
+        generate: OrOff<GenerationObj>,
         checkpoint_every: Iters,
         seed: u64,
     }
@@ -497,6 +534,7 @@ phase_struct!(
         validate: OrOff<ValidationObj>,
         reference: Reference,
         replay: OrOff<ReplayObj>,
+        generate: OrOff<GenerationObj>,
         checkpoint_every: Iters,
         seed: u64,
     }
@@ -525,6 +563,7 @@ phase_struct!(
         mask: Vec<MaskPart>,
         reference: Reference,
         replay: OrOff<ReplayObj>,
+        generate: OrOff<GenerationObj>,
         checkpoint_every: Iters,
         seed: u64,
     }

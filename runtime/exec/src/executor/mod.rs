@@ -7,6 +7,7 @@
 
 mod data;
 mod eval;
+mod generate;
 pub(crate) mod hf;
 mod models;
 mod progress;

@@ -18,10 +18,10 @@ use super::{Data, Executor, stream_of};
 use crate::error::{Fault, RunError};
 use crate::reward::judges::Judges;
 use crate::reward::{RewardExpr, RewardValue};
-use crate::rollout::replay;
 use crate::rollout::{
     Episode, RolloutCfg, Scoring, informative_groups, rollout, samples, uniform_groups,
 };
+use crate::rollout::{generated, replay};
 use crate::rundir::records::{MetricLine, RlIter, RoleUpdate, Scored, TrajectoryLine};
 
 impl<'a> Executor<'a> {
@@ -96,8 +96,9 @@ impl<'a> Executor<'a> {
         // phase keep the one the trainer carries (checkpoints hold it). A stage without one
         // drops any an earlier stage left on the shared trainer.
         if start == 0 && p.phase_of.phase == 1 {
-            // A new stage's replay buffer starts empty.
+            // A new stage's replay buffer and pool of generated tasks start empty.
             self.cursor.replay.remove(&node.decl);
+            self.cursor.generated.remove(&node.decl);
             let critic = match p.critic {
                 Some(c) => {
                     // Not locked across `critic_from`: its init may be this very trainer.
@@ -230,6 +231,18 @@ impl<'a> Executor<'a> {
                 batch.truncate(prompts - again.len());
                 batch.splice(0..0, again);
             }
+            // Generated tasks (the pool's oldest) next, each trained once, in fresh ones' places.
+            let mut generation = None;
+            if let Some(g) = p.generate {
+                let pool = self.cursor.generated.entry(node.decl.clone()).or_default();
+                let at = replayed.unwrap_or(0);
+                let n = generated::drawn(g, prompts, prompts - at, pool);
+                let new: Vec<Task> = pool.drain(..n).map(|t| capped(&t)).collect();
+                batch.truncate(prompts - n);
+                batch.splice(at..at, new);
+                generation = Some(generated::GenStats { drawn: n, ..Default::default() });
+            }
+            let mut rolled = batch.clone();
             let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
             cfg.seed = Some(wrl_trainer::rng::mix(stage_seed, iter << 8));
             let t0 = Instant::now();
@@ -252,14 +265,24 @@ impl<'a> Executor<'a> {
                     tasks_from((iters as usize * prompts) * refill + (iter as usize - 1) * prompts);
                 cfg.seed = Some(wrl_trainer::rng::mix(stage_seed, (iter << 8) + refill as u64));
                 let extra = rollout(&env, &more, Some(&trainer), &cfg, scoring).await;
+                rolled.extend(more);
                 episodes.extend(extra.into_iter().map(|mut e| {
                     e.group += refill * prompts;
                     e
                 }));
             }
             if let Some(r) = p.replay {
+                // Generated tasks are trained once: a failed one seeds new tasks instead.
+                let groups: Vec<(String, f64)> = replay::group_success(&episodes)
+                    .into_iter()
+                    .filter(|(t, _)| by_id.contains_key(t.as_str()))
+                    .collect();
                 let buffer = self.cursor.replay.entry(node.decl.clone()).or_default();
-                replay::record(r, buffer, &replay::group_success(&episodes));
+                replay::record(r, buffer, &groups);
+            }
+            if let (Some(g), Some(stats)) = (p.generate, generation.as_mut()) {
+                self.generate_from_failures(node, g, &trainer, &episodes, &rolled, iter, stats)
+                    .await?;
             }
             let rollout_s = t0.elapsed().as_secs_f64();
             let t1 = Instant::now();
@@ -291,6 +314,14 @@ impl<'a> Executor<'a> {
             };
             if let Some(n) = replayed {
                 signal.push_str(&format!(", {} replayed", counted(n, "task", "tasks")));
+            }
+            if let Some(g) = generation {
+                signal.push_str(&format!(
+                    ", {} drawn, {} of {} new kept",
+                    counted(g.drawn, "generated task", "generated tasks"),
+                    g.kept,
+                    g.made
+                ));
             }
             let line = format!(
                 "{} iter {iter}/{iters}: reward {mean:.3}, success {:.1}%, {signal}, loss {:.4} (rollouts {rollout_s:.0} s, update {update_s:.0} s)",
@@ -331,6 +362,7 @@ impl<'a> Executor<'a> {
                 grad_norm: metrics.grad_norm,
                 clip_frac: metrics.clip_frac,
                 replayed,
+                generated: generation,
                 value_loss: metrics.value_loss,
                 samples: n_samples,
                 rollout_s,

@@ -53,6 +53,8 @@ pub struct PhaseSettings<'p> {
     pub reference: params::Reference,
     /// Earlier tasks seen again.
     pub replay: Option<&'p params::Replay>,
+    /// New tasks made from the tasks the stage fails.
+    pub generate: Option<&'p params::Generation>,
 }
 
 /// A stage's `frozen` as the trainer's parts: `vision_tower` and `projector` are parts a text
@@ -170,6 +172,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 checkpoint_every: _,
                 reference,
                 replay,
+                generate,
                 seed,
             } = p;
             let rl = RlConfig {
@@ -227,6 +230,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 phase_of: p.phase_of(),
                 reference: *reference,
                 replay: replay.value().map(params::ReplayObj::get),
+                generate: generate.value().map(params::GenerationObj::get),
                 validate: validate.value().map(|v| v.get()),
                 critic: None,
                 rl,
@@ -272,6 +276,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 checkpoint_every: _,
                 reference,
                 replay,
+                generate,
                 seed,
             } = p;
             let rl = RlConfig {
@@ -324,6 +329,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 phase_of: p.phase_of(),
                 reference: *reference,
                 replay: replay.value().map(params::ReplayObj::get),
+                generate: generate.value().map(params::GenerationObj::get),
                 validate: validate.value().map(|v| v.get()),
                 critic: None,
                 rl,
@@ -365,6 +371,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 checkpoint_every: _,
                 reference,
                 replay,
+                generate,
                 seed,
             } = p;
             let rl = RlConfig {
@@ -411,6 +418,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 phase_of: p.phase_of(),
                 reference: *reference,
                 replay: replay.value().map(params::ReplayObj::get),
+                generate: generate.value().map(params::GenerationObj::get),
                 validate: None,
                 critic: critic.value().map(params::CriticObj::get),
                 rl,

@@ -69,6 +69,14 @@ fn metrics() -> Vec<Metric> {
             rl(m).and_then(|r| r.replayed).map(|n| n as f64)
         })
         .hide_zero(),
+        metric("generated tasks drawn per iteration", "tasks", |m| {
+            rl(m).and_then(|r| r.generated).map(|g| g.drawn as f64)
+        })
+        .hide_zero(),
+        metric("generated tasks kept per iteration", "tasks", |m| {
+            rl(m).and_then(|r| r.generated).map(|g| g.kept as f64)
+        })
+        .hide_zero(),
         metric("groups with equal rewards", "groups", |m| rl(m).map(|r| r.uniform_groups as f64)),
         metric("RL samples per update", "samples", |m| rl(m).map(|r| r.samples as f64)),
         metric("episodes left out of the loss", "episodes", |m| {

@@ -2,6 +2,7 @@
 //! policy in real Chromium, scored by the recipe's reward, and turned into per-turn RL samples
 //! (the trajectory's reward broadcast to each of its turns; environment failures excluded).
 
+pub mod generated;
 pub mod replay;
 pub mod samples;
 

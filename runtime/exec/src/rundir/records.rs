@@ -65,6 +65,9 @@ pub struct RlIter {
     /// Tasks of the batch that were replayed from the stage's buffer (`replay`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replayed: Option<usize>,
+    /// Tasks generated from failures (`generate`): drawn into the batch, made, kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<crate::rollout::generated::GenStats>,
     /// PPO with a critic: the critic's clipped value loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_loss: Option<f64>,
@@ -235,6 +238,9 @@ pub struct Cursor {
     /// Each RL stage's replay buffer (`replay`): task ids, oldest first.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub replay: BTreeMap<String, Vec<String>>,
+    /// Each RL stage's pool of tasks generated from its failures (`generate`), oldest first.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub generated: BTreeMap<String, Vec<wrl_sandbox::Task>>,
 }
 
 /// What `summary.json` holds.

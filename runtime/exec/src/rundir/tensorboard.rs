@@ -97,6 +97,11 @@ pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
             if let Some(n) = r.replayed {
                 put(&r.stage, "replayed", n as f64);
             }
+            if let Some(g) = r.generated {
+                put(&r.stage, "generated_drawn", g.drawn as f64);
+                put(&r.stage, "generated_kept", g.kept as f64);
+                put(&r.stage, "generated_pool", g.pool as f64);
+            }
             put(&r.stage, "uniform_groups", r.uniform_groups as f64);
             put(&r.stage, "samples", r.samples as f64);
             put(&r.stage, "rollout_s", r.rollout_s);
