@@ -352,14 +352,27 @@ fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
             })
             .collect()
     };
-    assert_eq!(episodes(trajs), episodes(records(&again).2), "two runs of one recipe differ");
+    let trajs = episodes(trajs);
+    assert_eq!(trajs, episodes(records(&again).2), "two runs of one recipe differ");
+    // A damaged last checkpoint sends a resume back to iteration 2's commit: its saved pool
+    // gives iteration 3 the same generated questions.
+    let last = again.join("checkpoints/stage-online-phase-1-iter-3/model.safetensors");
+    let mut bytes = std::fs::read(&last).unwrap();
+    let at = bytes.len() - 10;
+    bytes[at] ^= 0xff;
+    std::fs::write(&last, bytes).unwrap();
+    let (code, _, stderr) =
+        wrl_cli::run_captured(["run".as_ref(), "--resume".as_ref(), again.as_os_str()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("resumed from checkpoint stage-online-phase-1-iter-2"), "{stderr}");
+    assert_eq!(trajs, episodes(records(&again).2), "the resumed iteration drew other tasks");
 }
 
 /// `tests/recipes/from_failures.wrl`: PPO whose failures seed new questions. The first batch
 /// draws none (the pool is empty); later ones draw half their questions from it, each one of
 /// the sandbox's templates with another town, generated from a question failed before, and
-/// scored by the critic within its band; the pool is saved in the cursor, and two runs write
-/// the same episodes.
+/// scored by the critic within its band; the pool is saved in the cursor, two runs write the
+/// same episodes, and a resume from the commit before the last draws the same questions.
 #[test]
 fn tasks_generated_from_failures_are_scored_drawn_and_saved() {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/from_failures.wrl");
