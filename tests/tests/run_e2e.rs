@@ -150,14 +150,8 @@ fn webdancer_smoke_runs_offline_with_search_and_visit() {
     let again = dir.path().join("again");
     let (code, _, stderr2) = smoke_run("webdancer.wrl", &again, &sets);
     assert_eq!(code, 0, "{stderr2}");
-    let episodes = |out: &Path| -> Vec<TrajectoryLine> {
-        let mut trajs = records(out).2;
-        for t in &mut trajs {
-            t.trajectory.elapsed_ms = 0;
-        }
-        trajs
-    };
-    assert_eq!(episodes(&out), episodes(&again), "two runs of one recipe differ");
+    let of = |out: &Path| episodes(records(out).2);
+    assert_eq!(of(&out), of(&again), "two runs of one recipe differ");
     // Two evaluations after the same stage are named in the last line.
     assert!(stderr.contains("gaia_eval after online: "), "{stderr}");
     let (summary, _, trajs) = records(&out);
@@ -291,6 +285,25 @@ fn opagent_smoke_trains_planner_and_grounder_as_separate_weights() {
     assert_eq!(rl.samples, total, "{rl:?}");
 }
 
+/// Runs `recipe` into `out` (which must succeed), and returns `out`.
+fn run_into(recipe: &Path, out: &Path) -> std::path::PathBuf {
+    let args: Vec<std::ffi::OsString> =
+        vec!["run".into(), recipe.into(), "--out".into(), out.into()];
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    out.to_path_buf()
+}
+
+/// Trajectory lines without their wall-clock times, for comparing runs.
+fn episodes(t: Vec<TrajectoryLine>) -> Vec<TrajectoryLine> {
+    t.into_iter()
+        .map(|mut l| {
+            l.trajectory.elapsed_ms = 0;
+            l
+        })
+        .collect()
+}
+
 /// `tests/recipes/ppo_critic.wrl`: PPO with GAE from a learned critic, one sample per question,
 /// the KL on the reward to each phase's starting weights, and replay of unanswered questions.
 /// Every iteration logs the critic's value loss and its replays, every checkpoint holds the
@@ -300,14 +313,7 @@ fn opagent_smoke_trains_planner_and_grounder_as_separate_weights() {
 fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/ppo_critic.wrl");
     let dir = tempfile::tempdir().unwrap();
-    let run = |name: &str| {
-        let out = dir.path().join(name);
-        let args: Vec<std::ffi::OsString> =
-            vec!["run".into(), recipe.clone().into_os_string(), "--out".into(), out.clone().into()];
-        let (code, _, stderr) = wrl_cli::run_captured(args);
-        assert_eq!(code, 0, "{stderr}");
-        out
-    };
+    let run = |name: &str| run_into(&recipe, &dir.path().join(name));
     let out = run("run");
     let (summary, metrics, trajs) = records(&out);
     assert_eq!(summary.status, "finished");
@@ -344,14 +350,6 @@ fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
     assert_eq!(trainer.critic().map(|c| c.steps()), Some(3));
     assert!(trainer.has_reference(), "the KL on the reward holds its reference");
     let again = run("again");
-    let episodes = |t: Vec<TrajectoryLine>| -> Vec<TrajectoryLine> {
-        t.into_iter()
-            .map(|mut l| {
-                l.trajectory.elapsed_ms = 0;
-                l
-            })
-            .collect()
-    };
     let trajs = episodes(trajs);
     assert_eq!(trajs, episodes(records(&again).2), "two runs of one recipe differ");
     // A damaged last checkpoint sends a resume back to iteration 2's commit: its saved pool
@@ -377,14 +375,7 @@ fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
 fn tasks_generated_from_failures_are_scored_drawn_and_saved() {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/from_failures.wrl");
     let dir = tempfile::tempdir().unwrap();
-    let run = |name: &str| {
-        let out = dir.path().join(name);
-        let args: Vec<std::ffi::OsString> =
-            vec!["run".into(), recipe.clone().into_os_string(), "--out".into(), out.clone().into()];
-        let (code, _, stderr) = wrl_cli::run_captured(args);
-        assert_eq!(code, 0, "{stderr}");
-        out
-    };
+    let run = |name: &str| run_into(&recipe, &dir.path().join(name));
     let out = run("run");
     let (summary, metrics, trajs) = records(&out);
     assert_eq!(summary.status, "finished");
@@ -423,13 +414,5 @@ fn tasks_generated_from_failures_are_scored_drawn_and_saved() {
     assert_eq!(pool.len(), gens[2].pool, "{state}");
     assert!(pool.iter().any(|t| t["id"].as_str().unwrap().contains("~g3-")), "{pool:?}");
     let again = run("again");
-    let episodes = |t: Vec<TrajectoryLine>| -> Vec<TrajectoryLine> {
-        t.into_iter()
-            .map(|mut l| {
-                l.trajectory.elapsed_ms = 0;
-                l
-            })
-            .collect()
-    };
     assert_eq!(episodes(trajs), episodes(records(&again).2), "two runs of one recipe differ");
 }

@@ -5,7 +5,7 @@
 use wrl_diagnostics::Diagnostic;
 
 use super::rl::uses_gae;
-use super::{Ctx, RL_CTORS, num, show, word};
+use super::{Ctx, RL_CTORS, word};
 use crate::value::{Obj, V, Val};
 
 /// The sandbox datasets whose tasks its generators can make again with new values.
@@ -91,23 +91,11 @@ fn sources<'a>(ctx: &Ctx<'a>, v: &'a Val, out: &mut Vec<&'a str>) {
 
 /// W0218: a pool whose fraction of the batch rounds down to no task.
 fn drawn(o: &Obj, g: &Val, go: &Obj, out: &mut Vec<Diagnostic>) {
-    let (Some(f), Some(p)) =
-        (go.fields.get("fraction").and_then(num), o.fields.get("prompts").and_then(num))
-    else {
-        return;
-    };
-    if (f * p).floor() < 1.0 {
-        out.push(
-            Diagnostic::new("W0218", "no generated task is ever trained on")
-                .label(
-                    g.span,
-                    format!("{}% of {} prompts rounds down to 0 tasks", show(f * 100.0), show(p)),
-                )
-                .help(format!(
-                    "raise `fraction` to at least {}% (one task of {} prompts), or remove `generate`",
-                    show((100.0 / p).ceil()),
-                    show(p)
-                )),
-        );
-    }
+    out.extend(super::rl::no_task(
+        ("W0218", "no generated task is ever trained on"),
+        o,
+        g,
+        go,
+        "generate",
+    ));
 }

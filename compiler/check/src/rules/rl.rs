@@ -114,25 +114,32 @@ fn reference(o: &Obj, out: &mut Vec<Diagnostic>) {
 fn replay(o: &Obj, out: &mut Vec<Diagnostic>) {
     let Some(r) = o.fields.get("replay") else { return };
     let V::Obj(ro) = &r.v else { return };
-    let (Some(f), Some(p)) =
-        (ro.fields.get("fraction").and_then(num), o.fields.get("prompts").and_then(num))
-    else {
-        return;
-    };
-    if (f * p).floor() < 1.0 {
-        out.push(
-            Diagnostic::new("W0216", "this replay never replays a task")
-                .label(
-                    r.span,
-                    format!("{}% of {} prompts rounds down to 0 tasks", show(f * 100.0), show(p)),
-                )
-                .help(format!(
-                    "raise `fraction` to at least {}% (one task of {} prompts), or remove `replay`",
-                    show((100.0 / p).ceil()),
-                    show(p)
-                )),
-        );
-    }
+    out.extend(no_task(("W0216", "this replay never replays a task"), o, r, ro, "replay"));
+}
+
+/// `code` when `fraction` (a field of `of`, the object at `at`) of the stage's `prompts`
+/// rounds down to no task; the help says to raise it or remove `field`.
+pub(super) fn no_task(
+    (code, title): (&'static str, &str),
+    stage: &Obj,
+    at: &Val,
+    of: &Obj,
+    field: &str,
+) -> Option<Diagnostic> {
+    let f = of.fields.get("fraction").and_then(num)?;
+    let p = stage.fields.get("prompts").and_then(num)?;
+    ((f * p).floor() < 1.0).then(|| {
+        Diagnostic::new(code, title)
+            .label(
+                at.span,
+                format!("{}% of {} prompts rounds down to 0 tasks", show(f * 100.0), show(p)),
+            )
+            .help(format!(
+                "raise `fraction` to at least {}% (one task of {} prompts), or remove `{field}`",
+                show((100.0 / p).ceil()),
+                show(p)
+            ))
+    })
 }
 
 /// E0443: GAE without a critic to read values from; W0215: a critic nothing reads.
