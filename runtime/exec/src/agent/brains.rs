@@ -17,18 +17,20 @@ use crate::reward::client::{JudgeClient, JudgeConfig};
 #[derive(Default)]
 pub struct Frozen {
     locals: BTreeMap<String, Arc<Mutex<Trainer>>>,
-    apis: BTreeMap<String, JudgeConfig>,
+    /// Each `api(…)` model's client settings and context in tokens.
+    apis: BTreeMap<String, (JudgeConfig, usize)>,
 }
 
 impl Frozen {
-    /// Records the `api(model)` model of node `id`. Its `context` and `image_tokens` are the
-    /// checker's (E0404); `temperature` is sent with every call.
+    /// Records the `api(model)` model of node `id`. Its `context` sizes the module prompts it
+    /// reads (and the checker's E0404, with `image_tokens`); `temperature` is sent with every
+    /// call.
     pub fn add_api(&mut self, id: &str, api: &params::Api) {
         let params::Api {
             model,
             base_url,
             api_key_env,
-            context: _,
+            context,
             timeout,
             retries,
             concurrency,
@@ -45,7 +47,7 @@ impl Frozen {
             temperature: *temperature,
             ..JudgeConfig::default()
         };
-        self.apis.insert(id.to_string(), cfg);
+        self.apis.insert(id.to_string(), (cfg, context.0 as usize));
     }
 
     /// The brain of every module of `spec`: for the modules `binds` names, its role's own
@@ -76,9 +78,9 @@ impl Frozen {
         model: &str,
         models: &BTreeMap<String, TrainerConfig>,
     ) -> Result<Brain, String> {
-        if let Some(cfg) = self.apis.get(model) {
+        if let Some((cfg, context)) = self.apis.get(model) {
             return JudgeClient::new(cfg.clone())
-                .map(Brain::Api)
+                .map(|c| Brain::Api(c, *context))
                 .map_err(|e| format!("cannot reach `{model}`: {e}"));
         }
         if let Some(t) = self.locals.get(model) {

@@ -142,15 +142,15 @@ impl GraphSpec {
 pub enum Brain {
     /// A local candle policy (trained or frozen).
     Local(Arc<Mutex<Trainer>>),
-    /// A frozen model behind an OpenAI-compatible endpoint.
-    Api(JudgeClient),
+    /// A frozen model behind an OpenAI-compatible endpoint, and its context in tokens.
+    Api(JudgeClient, usize),
 }
 
 impl std::fmt::Debug for Brain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Brain::Local(_) => f.write_str("Local"),
-            Brain::Api(c) => write!(f, "Api({c:?})"),
+            Brain::Api(c, context) => write!(f, "Api({c:?}, {context} tokens)"),
         }
     }
 }
@@ -280,7 +280,7 @@ impl GraphPolicy {
     }
 
     /// The bytes `m`'s user text may take: what a local chat policy's context leaves
-    /// ([`Window::fit`]); [`MAX_PROMPT_BYTES`] otherwise.
+    /// ([`Window::fit`]), or an API model's ([`api_room`]); [`MAX_PROMPT_BYTES`] otherwise.
     fn room(&self, m: &ModuleSpec) -> usize {
         // The tools first: finding them takes the trainer's lock too.
         let tools = self.tools(m);
@@ -288,7 +288,8 @@ impl GraphPolicy {
             Some(Brain::Local(t)) => t.lock().map_or(MAX_PROMPT_BYTES, |t| {
                 Window::default().fit(&t, t.model().context(), m.max_response, tools).room
             }),
-            _ => MAX_PROMPT_BYTES,
+            Some(Brain::Api(_, context)) => api_room(*context, m.max_response, &m.prompt),
+            None => MAX_PROMPT_BYTES,
         }
     }
 
@@ -307,7 +308,7 @@ impl GraphPolicy {
                 }
                 None => String::new(),
             },
-            Some(Brain::Api(client)) => {
+            Some(Brain::Api(client, _)) => {
                 let client = client.clone();
                 let call = client.chat(&m.prompt, &prompt, m.max_response);
                 // A frozen module over HTTP: wait for it without holding up other episodes.
@@ -456,6 +457,18 @@ impl GraphPolicy {
     }
 }
 
+/// Tokens a chat request spends around its messages (role markers, separators): more than
+/// any chat template in use takes for a system and a user message.
+const CHAT_OVERHEAD: usize = 64;
+
+/// The bytes of user text an API model with `context` tokens takes beside a reply of `reply`
+/// tokens and the system prompt `system`. Its tokenizer is not ours to count with, but a token
+/// covers at least one byte, so that many bytes always fit; never below [`MAX_PROMPT_BYTES`]
+/// (the checker's E0404 holds a context that small to the module's own arithmetic).
+pub fn api_room(context: usize, reply: usize, system: &str) -> usize {
+    context.saturating_sub(reply + system.len() + CHAT_OVERHEAD).max(MAX_PROMPT_BYTES)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -472,6 +485,35 @@ mod tests {
     fn policy(edges: Vec<EdgeSpec>) -> GraphPolicy {
         let spec = GraphSpec { modules: BTreeMap::new(), edges, max_parse_failures: 2 };
         GraphPolicy::new(Arc::new(spec), Arc::new(BTreeMap::new()), SampleParams::default(), "g")
+    }
+
+    /// A module served by an API model gets the room its context leaves (a page of a 128Ki
+    /// context is not cut at the tiny policy's 900 bytes); one with no brain keeps those.
+    #[test]
+    fn an_api_module_gets_the_room_its_context_leaves() {
+        let module = |name: &str| ModuleSpec {
+            name: name.into(),
+            model: "model:planner".into(),
+            frozen: true,
+            trainable: false,
+            acts: false,
+            emits: Vec::new(),
+            inputs: Vec::new(),
+            max_response: 512,
+            prompt: "Plan the next step.".into(),
+            role: name.into(),
+            hermes: None,
+        };
+        let modules: BTreeMap<String, ModuleSpec> =
+            ["planner", "other"].map(|n| (n.to_string(), module(n))).into_iter().collect();
+        let client = JudgeClient::new(crate::reward::client::JudgeConfig::default()).unwrap();
+        let brains = BTreeMap::from([("planner".to_string(), Brain::Api(client, 128 * 1024))]);
+        let spec = GraphSpec { modules, edges: Vec::new(), max_parse_failures: 2 };
+        let p = GraphPolicy::new(Arc::new(spec), Arc::new(brains), SampleParams::default(), "g");
+        let want = 128 * 1024 - 512 - "Plan the next step.".len() - CHAT_OVERHEAD;
+        assert_eq!(p.room(&p.spec.modules["planner"]), want);
+        assert_eq!(p.room(&p.spec.modules["other"]), MAX_PROMPT_BYTES);
+        assert_eq!(api_room(1000, 512, "x"), MAX_PROMPT_BYTES, "never below the tiny room");
     }
 
     #[test]
