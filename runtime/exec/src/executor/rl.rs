@@ -271,6 +271,7 @@ impl<'a> Executor<'a> {
                     e
                 }));
             }
+            let rollout_s = t0.elapsed().as_secs_f64();
             if let Some(r) = p.replay {
                 // Generated tasks are trained once: a failed one seeds new tasks instead.
                 let groups: Vec<(String, f64)> = replay::group_success(&episodes)
@@ -284,7 +285,6 @@ impl<'a> Executor<'a> {
                 self.generate_from_failures(node, g, &trainer, &episodes, &rolled, iter, stats)
                     .await?;
             }
-            let rollout_s = t0.elapsed().as_secs_f64();
             let t1 = Instant::now();
             // One update of the shared policy, or one per role on the turns that role sampled.
             let updates: Vec<(String, &Arc<Mutex<Trainer>>)> = if roles.is_empty() {
