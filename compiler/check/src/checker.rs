@@ -445,6 +445,16 @@ impl<'a> Checker<'a> {
     }
 }
 
+/// Parses stdlib module `i` (of [`MODULES`]) as the file id a checker over a source map that
+/// holds `files` files will give it, unless that parse is cached already. A caller that parses
+/// its own files on several threads does this on one of them, so that the checker finds it done.
+pub fn warm_stdlib(i: usize, files: usize) {
+    if let Some((_, _, text)) = MODULES.get(i) {
+        let id = FileId(u32::try_from(files + i).unwrap_or(u32::MAX));
+        parsed_stdlib(i, id, text);
+    }
+}
+
 /// The parsed stdlib module `i` as file `id`: parsed once per process and file id (parsing
 /// is most of the cost of checking a small recipe, and the stdlib never changes).
 /// Kept for the life of the process, like the cache, so checkers borrow it instead of copying.

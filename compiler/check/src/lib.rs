@@ -30,6 +30,7 @@ pub mod value;
 use wrl_diagnostics::{Diagnostic, FileId, SourceMap};
 use wrl_syntax::ast;
 
+pub use checker::warm_stdlib;
 pub use fields::{Defaults, Fields};
 pub use loader::{FsLoader, Loader, MemLoader, join_relative};
 pub use model::{CheckedDecl, Override, Profile, Recipe, Seg};

@@ -1,15 +1,15 @@
-//! LLM/VLM judges over any OpenAI-compatible `/v1/chat/completions` endpoint: the binary
-//! SUCCESS / NOT SUCCESS judge (OpenWebRL), the `Status: success / failure` judge of
-//! Online-Mind2Web (AgentTrek's protocol) and WebJudge's three axes (OpAgent). Timeouts,
+//! LLM/VLM judges over any OpenAI-compatible `/v1/chat/completions` endpoint, each call under one
+//! protocol of `prompts.rs` (OpenWebRL's, WebVoyager's, AgentTrek's, WebJudge's). Timeouts,
 //! retries with a growing backoff, a concurrency limit; failures are typed so the executor can
 //! exclude and count them. The API key is read from an environment variable and never written.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
 use serde_json::{Value as Json, json};
 use tokio::sync::Semaphore;
+
+use super::prompts::Protocol;
 
 /// Where and how to call a judge.
 #[derive(Clone, Debug)]
@@ -27,8 +27,10 @@ pub struct JudgeConfig {
     pub backoff_factor: f64,
     /// How many of the most recent screenshots to attach.
     pub screenshots: usize,
-    /// Sampling temperature of every call (judges are asked at 0).
+    /// Sampling temperature of the calls whose protocol sends one (judges are asked at 0).
     pub temperature: f64,
+    /// WebJudge's weights of completion, action and efficiency.
+    pub axes: (f64, f64, f64),
 }
 
 impl Default for JudgeConfig {
@@ -45,6 +47,7 @@ impl Default for JudgeConfig {
             backoff_factor: 3.0,
             screenshots: 3,
             temperature: 0.0,
+            axes: (0.8, 0.1, 0.1),
         }
     }
 }
@@ -53,11 +56,18 @@ impl Default for JudgeConfig {
 #[derive(Clone, Debug, Default)]
 pub struct JudgeInput {
     pub task: String,
-    /// One line per step: the action and the environment's feedback.
-    pub actions: Vec<String>,
+    /// The steps, in order.
+    pub steps: Vec<JudgeStep>,
     pub answer: Option<String>,
     /// PNG screenshots in episode order; the last `screenshots` are attached.
     pub screenshots: Vec<Vec<u8>>,
+}
+
+/// One step as a judge sees it: the actions taken and the environment's feedback.
+#[derive(Clone, Debug, Default)]
+pub struct JudgeStep {
+    pub actions: Vec<String>,
+    pub feedback: String,
 }
 
 /// Why a judge call produced no verdict. Samples with these are excluded and counted.
@@ -110,22 +120,6 @@ impl std::fmt::Debug for JudgeClient {
     }
 }
 
-const BINARY_SYSTEM: &str = "You judge whether a web agent completed a task. Screenshots are the ground truth: \
-when they conflict with the action history or the response, trust the screenshots. A task with several parts \
-fails if any part fails. Explain briefly, then end with exactly one verdict: SUCCESS or NOT SUCCESS.";
-
-const STATUS_SYSTEM: &str = "You are an expert in evaluating the performance of a web navigation agent. \
-The agent is designed to help a human user navigate a website to complete a task. Given the user's task, \
-the agent's action history and the final state of the webpage (a screenshot), decide whether the agent \
-completed the task. Explain briefly, then end with a line `Status: \"success\"` or `Status: \"failure\"`.";
-
-const WEBJUDGE_SYSTEM: &str = "You judge a web agent's episode from its screenshots (the only ground truth), its \
-action history and the task's key points. Score three axes and answer with JSON only: \
-{\"completion\": C, \"action\": A, \"efficiency\": T} where C is -1 (blocked by login, captcha, security or \
-network) or 1..5 (5 perfect, 4 core goal met with a minor deviation, 3 partial, 2 wrong direction, 1 failure), \
-A is 1..5 (how accurately actions hit their targets) and T is 1..5 (5 optimal, 4 at most 2 extra steps, \
-3 about 1.5x the steps, 2 loops, 1 illogical).";
-
 impl JudgeClient {
     pub fn new(cfg: JudgeConfig) -> Result<JudgeClient, JudgeError> {
         let http = reqwest::Client::builder()
@@ -136,31 +130,23 @@ impl JudgeClient {
         Ok(JudgeClient { cfg, http, limit })
     }
 
-    /// The binary judge: 1 for SUCCESS, 0 for NOT SUCCESS (any "NOT SUCCESS" wins).
-    pub async fn binary(&self, input: &JudgeInput) -> Result<f64, JudgeError> {
-        let text = self.ask(BINARY_SYSTEM, input).await?;
-        parse_binary(&text)
-    }
-
-    /// AgentTrek's judge (Online-Mind2Web): 1 when the text after "Status:" says success.
-    pub async fn status(&self, input: &JudgeInput) -> Result<f64, JudgeError> {
-        let text = self.ask(STATUS_SYSTEM, input).await?;
-        parse_status(&text)
-    }
-
-    /// WebJudge: three axes aggregated to a reward in [−1, 1] (see `webjudge_reward`).
-    pub async fn webjudge(
-        &self,
-        input: &JudgeInput,
-        weights: (f64, f64, f64),
-    ) -> Result<f64, JudgeError> {
-        let text = self.ask(WEBJUDGE_SYSTEM, input).await?;
-        let (c, a, t) = parse_axes(&text)?;
-        Ok(webjudge_reward(c, a, t, weights))
-    }
-
-    async fn ask(&self, system: &str, input: &JudgeInput) -> Result<String, JudgeError> {
-        self.send(&self.request_body(system, input)).await
+    /// One judge call under `protocol`: its verdict, 0 without a call for an episode the
+    /// protocol scores so (see [`Protocol::without_asking`]).
+    pub async fn verdict(&self, input: &JudgeInput, protocol: Protocol) -> Result<f64, JudgeError> {
+        if let Some(v) = protocol.without_asking(input) {
+            return Ok(v);
+        }
+        let text = self.send(&self.request_body(protocol, input)).await?;
+        match protocol {
+            Protocol::WebJudge => {
+                let (c, a, t) = parse_axes(&text)?;
+                Ok(webjudge_reward(c, a, t, self.cfg.axes))
+            }
+            Protocol::Plain
+            | Protocol::WebVoyager
+            | Protocol::ActionHistory
+            | Protocol::AgentTrek => protocol.read(&text),
+        }
     }
 
     /// POSTs `body` under the concurrency limit, retrying timeouts, transport errors, 429 and
@@ -183,34 +169,16 @@ impl JudgeClient {
         }
     }
 
-    fn request_body(&self, system: &str, input: &JudgeInput) -> Json {
-        let mut user = format!("Task: {}\n\nAction history:\n", input.task);
-        for (i, a) in input.actions.iter().enumerate() {
-            user.push_str(&format!("{}. {a}\n", i + 1));
-        }
-        user.push_str(&format!(
-            "\nFinal response: {}\n",
-            input.answer.as_deref().unwrap_or("(none)")
-        ));
-        let mut content = vec![json!({"type": "text", "text": user})];
-        let n = input.screenshots.len();
-        for (i, png) in
-            input.screenshots.iter().enumerate().skip(n.saturating_sub(self.cfg.screenshots))
-        {
-            let b64 = base64::engine::general_purpose::STANDARD.encode(png);
-            content
-                .push(json!({"type": "text", "text": format!("Screenshot after step {}:", i + 1)}));
-            content.push(json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{b64}")}}));
-        }
-        json!({
+    fn request_body(&self, protocol: Protocol, input: &JudgeInput) -> Json {
+        let mut body = json!({
             "model": self.cfg.model,
-            "temperature": self.cfg.temperature,
             "seed": self.cfg.seed,
-            "messages": [
-                {"role": "system", "content": system},
-                {"role": "user", "content": content},
-            ],
-        })
+            "messages": protocol.messages(input, self.cfg.screenshots),
+        });
+        if protocol.sends_temperature() {
+            body["temperature"] = json!(self.cfg.temperature);
+        }
+        body
     }
 
     /// A plain chat completion (a frozen agent module): `system` (may be empty), then `user`,
@@ -435,7 +403,7 @@ mod tests {
     fn input(task: &str) -> JudgeInput {
         JudgeInput {
             task: task.into(),
-            actions: vec!["click 3 → ok".into()],
+            steps: vec![JudgeStep { actions: vec!["click 3".into()], feedback: "ok".into() }],
             answer: Some("done".into()),
             screenshots: vec![vec![137, 80, 78, 71]],
         }
@@ -454,15 +422,25 @@ mod tests {
             ..JudgeConfig::default()
         };
         let judge = JudgeClient::new(cfg).unwrap();
-        assert_eq!(judge.binary(&input("buy a mug")).await, Ok(1.0));
-        assert_eq!(judge.binary(&input("flaky: buy a mug")).await, Ok(1.0), "a 500 is retried");
-        assert_eq!(judge.binary(&input("broken")).await, Err(JudgeError::Http(500)));
-        assert_eq!(judge.binary(&input("slow")).await, Err(JudgeError::Timeout));
-        assert!(matches!(judge.binary(&input("nonsense")).await, Err(JudgeError::Malformed(_))));
+        assert_eq!(judge.verdict(&input("buy a mug"), Protocol::Plain).await, Ok(1.0));
+        assert_eq!(
+            judge.verdict(&input("flaky: buy a mug"), Protocol::Plain).await,
+            Ok(1.0),
+            "a 500 is retried"
+        );
+        assert_eq!(
+            judge.verdict(&input("broken"), Protocol::Plain).await,
+            Err(JudgeError::Http(500))
+        );
+        assert_eq!(judge.verdict(&input("slow"), Protocol::Plain).await, Err(JudgeError::Timeout));
+        assert!(matches!(
+            judge.verdict(&input("nonsense"), Protocol::Plain).await,
+            Err(JudgeError::Malformed(_))
+        ));
         // An answer past the cap is refused unread, not parsed (it would say SUCCESS).
-        let e = judge.binary(&input("huge")).await.unwrap_err();
+        let e = judge.verdict(&input("huge"), Protocol::Plain).await.unwrap_err();
         assert!(e.to_string().contains(&format!("over {MAX_ANSWER} bytes")), "{e}");
-        let r = judge.webjudge(&input("axes"), (0.8, 0.1, 0.1)).await.unwrap();
+        let r = judge.verdict(&input("axes"), Protocol::WebJudge).await.unwrap();
         assert!((r - (0.8 * 4.0 + 0.5 + 0.3 - 1.0) / 4.0).abs() < 1e-9, "{r}");
         assert_eq!(JudgeError::Timeout.class(), "judge_timeout");
     }

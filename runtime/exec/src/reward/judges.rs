@@ -8,25 +8,15 @@ use std::collections::BTreeMap;
 use wrl_plan::params::{self, JudgeModel, JudgePrompt, OnTimeout, Signal};
 use wrl_sandbox::Trajectory;
 
-use super::client::{JudgeClient, JudgeConfig, JudgeError, JudgeInput};
+use super::client::{JudgeClient, JudgeConfig, JudgeError, JudgeInput, JudgeStep};
+use super::prompts::Protocol;
 use super::{RewardExpr, Rewards, judge_signals};
-
-/// How one judge signal turns an answer into a score.
-#[derive(Clone, Debug, PartialEq)]
-enum Verdict {
-    /// SUCCESS / NOT SUCCESS → 1 / 0.
-    Binary,
-    /// `Status: success` / anything else → 1 / 0 (AgentTrek's Online-Mind2Web judge).
-    Status,
-    /// WebJudge's three axes, aggregated with these weights.
-    Axes((f64, f64, f64)),
-}
 
 #[derive(Clone, Debug)]
 struct One {
     signal: Signal,
     client: JudgeClient,
-    verdict: Verdict,
+    protocol: Protocol,
     timeout_is_zero: bool,
 }
 
@@ -74,7 +64,7 @@ impl Judges {
         let mut out = Judges::default();
         let d = JudgeConfig::default();
         for s in signals {
-            let (cfg, verdict, timeout_is_zero) = match s {
+            let (cfg, protocol, timeout_is_zero) = match s {
                 Signal::Judge(j) => {
                     let params::Judge {
                         model,
@@ -104,15 +94,18 @@ impl Judges {
                         screenshots: *screenshots as usize,
                         ..endpoint(model, base_url, api_key_env, apis)?
                     };
-                    let verdict = match prompt {
-                        JudgePrompt::Webjudge => Verdict::Axes((0.8, 0.1, 0.1)),
-                        JudgePrompt::Agenttrek => Verdict::Status,
-                        // The preflight refuses `deepshop`.
-                        JudgePrompt::Webvoyager
-                        | JudgePrompt::ActionHistory
-                        | JudgePrompt::Deepshop => Verdict::Binary,
+                    let protocol = match prompt {
+                        JudgePrompt::Webjudge => Protocol::WebJudge,
+                        JudgePrompt::Agenttrek => Protocol::AgentTrek,
+                        JudgePrompt::Webvoyager => Protocol::WebVoyager,
+                        JudgePrompt::ActionHistory => Protocol::ActionHistory,
+                        JudgePrompt::Deepshop => {
+                            return Err("the `deepshop` judge protocol is not run by this \
+                                        runtime (the preflight refuses it, E0502)"
+                                .into());
+                        }
                     };
-                    (cfg, verdict, *on_timeout == OnTimeout::Zero)
+                    (cfg, protocol, *on_timeout == OnTimeout::Zero)
                 }
                 Signal::Webjudge(w) => {
                     let params::Webjudge {
@@ -143,20 +136,23 @@ impl Judges {
                         screenshots: *screenshots as usize,
                         ..endpoint(model, base_url, api_key_env, apis)?
                     };
-                    let axes = (weights.completion, weights.action, weights.efficiency);
-                    (cfg, Verdict::Axes(axes), false)
+                    let cfg = JudgeConfig {
+                        axes: (weights.completion, weights.action, weights.efficiency),
+                        ..cfg
+                    };
+                    (cfg, Protocol::WebJudge, false)
                 }
                 Signal::AnswerMatch { judge_model, .. } => {
                     let model = judge_model
                         .clone()
                         .ok_or("`answer_match(mode: judge)` needs a `judge_model`")?;
-                    (endpoint(&model, &d.base_url, &d.api_key_env, apis)?, Verdict::Binary, false)
+                    (endpoint(&model, &d.base_url, &d.api_key_env, apis)?, Protocol::Plain, false)
                 }
                 other => return Err(format!("`{}` is not a judge", other.name())),
             };
             let client = JudgeClient::new(cfg.clone()).map_err(|e| e.to_string())?;
             out.screenshots = out.screenshots.max(cfg.screenshots);
-            out.judges.push(One { signal: s.clone(), client, verdict, timeout_is_zero });
+            out.judges.push(One { signal: s.clone(), client, protocol, timeout_is_zero });
         }
         Ok(out)
     }
@@ -180,22 +176,17 @@ impl Judges {
     ) -> Vec<(Signal, Result<f64, String>)> {
         let input = JudgeInput {
             task: traj.goal.clone(),
-            actions: traj
+            steps: traj
                 .steps
                 .iter()
-                .map(|s| format!("{} → {}", s.actions.join("; "), s.feedback.replace('\n', "; ")))
+                .map(|s| JudgeStep { actions: s.actions.clone(), feedback: s.feedback.clone() })
                 .collect(),
             answer: traj.outcome.answer.clone(),
             screenshots: screenshots.to_vec(),
         };
         let mut out = Vec::new();
         for j in &self.judges {
-            let r = match j.verdict {
-                Verdict::Binary => j.client.binary(&input).await,
-                Verdict::Status => j.client.status(&input).await,
-                Verdict::Axes(w) => j.client.webjudge(&input, w).await,
-            };
-            let r = match r {
+            let r = match j.client.verdict(&input, j.protocol).await {
                 Ok(v) => Ok(v),
                 Err(JudgeError::Timeout) if j.timeout_is_zero => Ok(0.0),
                 Err(e) => Err(e.class().to_string()),
@@ -225,7 +216,7 @@ mod tests {
         assert_eq!(js.screenshots(), 5);
         assert_eq!(js.judges.len(), 1);
         assert!(js.judges[0].timeout_is_zero);
-        assert_eq!(js.judges[0].verdict, Verdict::Binary);
+        assert_eq!(js.judges[0].protocol, Protocol::ActionHistory);
         let none =
             Judges::for_reward(&Expr::Const { value: 1.0 }, &Rewards::new(), &ApiModels::new())
                 .unwrap();
@@ -261,8 +252,11 @@ mod tests {
                 async move {
                     calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     let text = body.0.to_string();
-                    let verdict =
-                        if text.contains("Final response: 42") { "SUCCESS" } else { "NOT SUCCESS" };
+                    let verdict = if text.contains("Result Response: 42") {
+                        "SUCCESS"
+                    } else {
+                        "NOT SUCCESS"
+                    };
                     axum::Json(serde_json::json!({"choices": [{"message": {"content": verdict}}]}))
                 }
             }),

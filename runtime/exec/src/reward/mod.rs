@@ -7,6 +7,7 @@ pub mod answers;
 pub mod client;
 pub mod judges;
 pub mod process;
+pub mod prompts;
 
 use std::collections::BTreeMap;
 
