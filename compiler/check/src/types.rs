@@ -63,6 +63,7 @@ pub const KINDS: &[&str] = &[
     "critic",
     "replay",
     "generation",
+    "device",
 ];
 
 const UNIT_TYPES: &[(&str, Dimension)] = &[

@@ -136,6 +136,23 @@ fn agrees(ty: &Ty, shape: &Shape) -> Result<(), String> {
             );
             if counts { Ok(()) } else { Err(format!("a batch size, but the type is {alts:?}")) }
         }
+        // `one_of(enum(words…), kind)`: one enum, the words as unit variants and the kind's
+        // constructors beside them (checked constructor by constructor below).
+        (Ty::OneOf(alts), Shape::Enum(variants))
+            if matches!(alts.as_slice(), [Ty::Enum(_), Ty::Kind(_)]) =>
+        {
+            let Ty::Enum(words) = &alts[0] else { unreachable!() };
+            let units: Vec<&String> = variants
+                .iter()
+                .filter(|(_, c)| matches!(c, Shape::Unit0))
+                .map(|(n, _)| n)
+                .collect();
+            if words.iter().all(|w| units.contains(&w)) {
+                Ok(())
+            } else {
+                Err(format!("one of {alts:?}, but the type's words are {units:?}"))
+            }
+        }
         (Ty::OneOf(alts), s) if !alts.contains(&Ty::UnknownLit) => match s {
             Shape::OneOf => Ok(()),
             other => Err(format!("one of {alts:?}, but the type is {other:?}")),
@@ -244,9 +261,24 @@ fn every_object_constructor_matches_its_stdlib_signature() {
     let builtins = builtins();
     let mut problems = Vec::new();
     let mut seen = BTreeSet::new();
+    // The words of `one_of(enum(words…), kind)` slots sit beside the kind's constructors in one
+    // enum (a model's `device`: `auto`, `cpu`, `cuda(N)`); `agrees` checks them.
+    let mut words = BTreeSet::new();
+    for (_, b) in &builtins {
+        for p in b.params.iter().chain(&b.fields) {
+            if let Ok(Ty::OneOf(alts)) = parse_type(&p.ty)
+                && let [Ty::Enum(ws), Ty::Kind(_)] = alts.as_slice()
+            {
+                words.extend(ws.iter().cloned());
+            }
+        }
+    }
     let mut check_enum = |variants: &Variants, problems: &mut Vec<String>| {
         for (ctor, content) in variants {
             if !seen.insert(ctor.clone()) {
+                continue;
+            }
+            if matches!(content, Shape::Unit0) && words.contains(ctor) {
                 continue;
             }
             let Some((_, b)) = builtins.iter().find(|(n, _)| n == ctor) else {
@@ -307,6 +339,7 @@ fn every_object_constructor_matches_its_stdlib_signature() {
         "replay",
         "from_failures",
         "std::rewards::eval_types",
+        "cuda",
     ] {
         assert!(seen.contains(ctor), "`{ctor}` was not checked");
     }

@@ -40,6 +40,8 @@ pub enum Fault {
     HfTemplate,
     /// A setting of `hf(…)` that does not fit the model (`frozen`, `context`).
     HfSetting,
+    /// The device a model asks for is not there (CUDA without a CUDA build, or no such GPU).
+    Device,
     /// A credential written into the recipe (it would be written to `plan.json`).
     Secret,
 }
@@ -63,6 +65,7 @@ impl Fault {
             Fault::HfFiles => "E0513",
             Fault::HfTemplate => "E0514",
             Fault::HfSetting => "E0515",
+            Fault::Device => "E0516",
             Fault::Secret => "E0520",
         }
     }

@@ -1,4 +1,5 @@
-//! Device selection: CUDA when built with the `cuda` feature and a GPU is present, CPU otherwise.
+//! Device selection: `auto` is CUDA when built with the `cuda` feature and a GPU is present, the
+//! CPU otherwise; an explicit GPU is that GPU or an error, never the CPU instead.
 
 use candle_core::Device;
 use serde::{Deserialize, Serialize};
@@ -14,7 +15,7 @@ pub enum DeviceChoice {
     Auto,
     /// Always the CPU.
     Cpu,
-    /// CUDA device with this ordinal; falls back to CPU when CUDA is not available.
+    /// CUDA device with this ordinal; an error where this build has no CUDA or the GPU is absent.
     Cuda(usize),
 }
 
@@ -24,7 +25,10 @@ impl DeviceChoice {
         match self {
             DeviceChoice::Cpu => Ok(Device::Cpu),
             DeviceChoice::Auto => Ok(Device::cuda_if_available(0)?),
-            DeviceChoice::Cuda(ordinal) => Ok(Device::cuda_if_available(ordinal)?),
+            DeviceChoice::Cuda(ordinal) => Ok(Device::new_cuda(ordinal)?),
         }
     }
 }
+
+/// Whether this build can run on CUDA GPUs (the `cuda` feature).
+pub const CUDA_BUILT: bool = cfg!(feature = "cuda");

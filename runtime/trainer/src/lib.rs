@@ -50,7 +50,7 @@ pub use data::{
     Dataset, Example, Mixture, MixtureWeights, ObservationHistory, Segment, Trajectory, per_turn,
     render, render_prompt, render_prompt_with,
 };
-pub use device::DeviceChoice;
+pub use device::{CUDA_BUILT, DeviceChoice};
 pub use error::{Result, TrainerError};
 pub use gae::Advantage;
 pub use metrics::Metrics;

@@ -244,8 +244,32 @@ fn model_fields(c: &mut Ctx<'_>, m: &str, cfg: &mut Json, al: &mut Json) -> Opti
     let n = c.d.node(m)?;
     match c.d.get(m).cloned() {
         Some(Params::Model(Model::Hf(h))) => {
-            let params::Hf { id, context, family, dtype, image_tokens, chat_template, thinking } =
-                h;
+            let params::Hf {
+                id,
+                context,
+                family,
+                dtype,
+                image_tokens,
+                chat_template,
+                thinking,
+                device,
+            } = h;
+            match device {
+                params::Device::Auto | params::Device::Cuda(_) => {
+                    once(c, n, "device", |c, n, f| {
+                        c.implied(n, f, "verl places the model on the job's GPUs (trainer.n_gpus_per_node × trainer.nnodes)");
+                    })
+                }
+                params::Device::Cpu => once(c, n, "device", |c, n, f| {
+                    c.not_mapped(
+                        n,
+                        f,
+                        "verl trains and samples on GPUs only",
+                        "the model runs on the job's GPUs",
+                    )
+                    .refuse(E_UNMAPPED);
+                }),
+            }
             once(c, n, "id", |c, n, f| {
                 c.implied(n, f, format!("`{id}`: the weights the stage starts from (the run's `init`: actor_rollout_ref.model.path)"));
             });
@@ -329,8 +353,11 @@ fn model_fields(c: &mut Ctx<'_>, m: &str, cfg: &mut Json, al: &mut Json) -> Opti
                 positions: _,
                 copy: _,
                 seed: _,
+                device: _,
             } = t;
-            for f in ["layers", "d_model", "heads", "context", "positions", "copy", "seed"] {
+            for f in
+                ["layers", "d_model", "heads", "context", "positions", "copy", "seed", "device"]
+            {
                 once(c, n, f, |c, n, f| {
                     let e = c.not_mapped(n, f, "verl trains Hugging Face checkpoints, and the policy is the embedded byte-level tiny transformer", "the run trains whatever model MODEL names (lengths are derived from the tiny model's context)");
                     // One refusal for the model, at its first field.

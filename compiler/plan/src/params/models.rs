@@ -17,6 +17,7 @@ pub struct Hf {
     pub image_tokens: Tokens,
     pub chat_template: ChatTemplate,
     pub thinking: bool,
+    pub device: Device,
 }
 
 /// A part of a model that gets no gradient (a stage's `frozen`).
@@ -82,6 +83,25 @@ pub struct TinyTransformer {
     pub positions: Positions,
     pub copy: bool,
     pub seed: u64,
+    pub device: Device,
+}
+
+/// Where a model trains and samples (a model's `device`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Device {
+    /// The first CUDA GPU when the runtime has CUDA and the machine a GPU, else the CPU.
+    Auto,
+    Cpu,
+    /// `cuda(ordinal)`.
+    Cuda(Cuda),
+}
+
+/// `cuda(ordinal)`: one CUDA GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cuda {
+    pub ordinal: u32,
 }
 
 /// How the tiny policy knows where a token is.

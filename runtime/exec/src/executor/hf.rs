@@ -69,8 +69,18 @@ fn setting(n: &Node, field: &str, what: String, help: String, label: &str) -> Ru
 
 /// The trainer policy of `hf(…)` node `n`, or every reason it cannot be one.
 pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<RunError>> {
-    let params::Hf { id, context, family, dtype, image_tokens: _, chat_template, thinking } = h;
-    // `image_tokens` sizes images in prompts; a text model's prompts hold none.
+    // `image_tokens` sizes images in prompts; a text model's prompts hold none. The device is
+    // the trainer's (`load_model`), checked by the preflight (`preflight::device`).
+    let params::Hf {
+        id,
+        context,
+        family,
+        dtype,
+        image_tokens: _,
+        chat_template,
+        thinking,
+        device: _,
+    } = h;
     let mut errs = Vec::new();
     let want = match family {
         Family::Auto => None,

@@ -24,7 +24,7 @@ impl<'a> Executor<'a> {
                     policy: PolicyConfig::Tiny(policy),
                     optim: OptimConfig::default(),
                     seed: t.seed,
-                    device: Default::default(),
+                    device: crate::preflight::device_choice(t.device),
                 };
                 self.built.models.insert(node.id.clone(), cfg);
             }
@@ -36,7 +36,7 @@ impl<'a> Executor<'a> {
                     optim: OptimConfig::default(),
                     // A pretrained model's weights are its own; the seed is the sampler's.
                     seed: 0,
-                    device: Default::default(),
+                    device: crate::preflight::device_choice(h.device),
                 };
                 self.built.models.insert(node.id.clone(), cfg);
             }
@@ -114,7 +114,17 @@ impl Executor<'_> {
 /// The trainer's configuration of a `tiny_transformer` node (what the run builds, what the
 /// preflight validates and what `wrlc estimate` counts).
 pub fn tiny_config(t: &params::TinyTransformer) -> TinyConfig {
-    let params::TinyTransformer { layers, d_model, heads, context, positions, copy, seed: _ } = t;
+    // The seed and the device are the trainer's (`load_model`), not the network's shape.
+    let params::TinyTransformer {
+        layers,
+        d_model,
+        heads,
+        context,
+        positions,
+        copy,
+        seed: _,
+        device: _,
+    } = t;
     TinyConfig {
         layers: *layers as usize,
         d_model: *d_model as usize,

@@ -5,6 +5,7 @@
 //! is to blame, that declaration and field.
 
 mod critic;
+mod device;
 pub mod files;
 mod refusals;
 mod rewards;
@@ -18,6 +19,7 @@ use wrl_plan::{Node, PVal, Plan};
 
 use crate::error::{Fault, RunError};
 
+pub use device::device_choice;
 pub use files::check_out;
 
 /// The help of E0501, here and when the pool cannot start.

@@ -43,10 +43,15 @@ fn model(n: &Node, m: &params::Model) -> Vec<RunError> {
         params::Model::Api(_) => return Vec::new(),
         // Resolved, inspected and checked field by field as the executor will build it.
         params::Model::Hf(h) => {
-            return crate::executor::hf::policy_of(n, h).err().unwrap_or_default();
+            let mut errs = crate::executor::hf::policy_of(n, h).err().unwrap_or_default();
+            errs.extend(super::device::device(n, h.device).err());
+            return errs;
         }
         params::Model::Tiny(t) => t,
     };
+    if let Err(e) = super::device::device(n, t.device) {
+        return vec![e];
+    }
     let cfg = crate::executor::tiny_config(t);
     let Err(e) = cfg.validate() else { return Vec::new() };
     let cannot = format!("model `{}` cannot be built", n.decl);
