@@ -106,6 +106,10 @@ pub(super) fn reward(
             Signal::Judge(j) if j.prompt == params::JudgePrompt::Deepshop => Some(
                 "DeepShop's structured judge (`prompt = deepshop`) is not implemented".to_string(),
             ),
+            Signal::Judge(j) if j.prompt == params::JudgePrompt::Webjudge => Some(
+                "`judge(prompt = webjudge)` is not implemented: OpAgent's WebJudge is                  `std::rewards::webjudge(model)` (key points, then its three scores)"
+                    .to_string(),
+            ),
             Signal::EvalTypes(_) => Some(
                 "WebArena's per-task evaluators (`eval_types`) need WebArena's task configs, \
                  which sandbox tasks do not have"

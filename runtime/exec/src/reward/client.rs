@@ -10,6 +10,7 @@ use serde_json::{Value as Json, json};
 use tokio::sync::Semaphore;
 
 use super::prompts::Protocol;
+use super::webjudge;
 
 /// Where and how to call a judge.
 #[derive(Clone, Debug)]
@@ -136,16 +137,25 @@ impl JudgeClient {
         if let Some(v) = protocol.without_asking(input) {
             return Ok(v);
         }
-        let text = self.send(&self.request_body(protocol, input)).await?;
         match protocol {
-            Protocol::WebJudge => {
-                let (c, a, t) = parse_axes(&text)?;
+            Protocol::WebJudge { history, max_side } => {
+                // Two calls under one concurrency permit each: the key points, then the scores.
+                let kp =
+                    self.send(&self.body(webjudge::key_points_messages(&input.task), true)).await?;
+                let kp = webjudge::read_key_points(&kp);
+                let m = webjudge::messages(input, &kp, self.cfg.screenshots, history, max_side);
+                let text = self.send(&self.body(m, true)).await?;
+                let (c, a, t) = webjudge::read_scores(&text)?;
                 Ok(webjudge_reward(c, a, t, self.cfg.axes))
             }
             Protocol::Plain
             | Protocol::WebVoyager
             | Protocol::ActionHistory
-            | Protocol::AgentTrek => protocol.read(&text),
+            | Protocol::AgentTrek => {
+                let m = protocol.messages(input, self.cfg.screenshots);
+                let text = self.send(&self.body(m, protocol.sends_temperature())).await?;
+                protocol.read(&text)
+            }
         }
     }
 
@@ -169,13 +179,13 @@ impl JudgeClient {
         }
     }
 
-    fn request_body(&self, protocol: Protocol, input: &JudgeInput) -> Json {
+    fn body(&self, messages: Vec<Json>, temperature: bool) -> Json {
         let mut body = json!({
             "model": self.cfg.model,
             "seed": self.cfg.seed,
-            "messages": protocol.messages(input, self.cfg.screenshots),
+            "messages": messages,
         });
-        if protocol.sends_temperature() {
+        if temperature {
             body["temperature"] = json!(self.cfg.temperature);
         }
         body
@@ -305,28 +315,6 @@ pub fn parse_status(text: &str) -> Result<f64, JudgeError> {
     }
 }
 
-/// Reads WebJudge's `{"completion", "action", "efficiency"}` from the first JSON object in
-/// the text.
-pub fn parse_axes(text: &str) -> Result<(f64, f64, f64), JudgeError> {
-    let start = text.find('{').ok_or_else(|| JudgeError::Malformed("no JSON object".into()))?;
-    let end = text
-        .rfind('}')
-        .filter(|e| *e > start)
-        .ok_or_else(|| JudgeError::Malformed("unclosed JSON object".into()))?;
-    let v: Json = serde_json::from_str(&text[start..=end])
-        .map_err(|e| JudgeError::Malformed(e.to_string()))?;
-    let get = |k: &str| {
-        v.get(k)
-            .and_then(Json::as_f64)
-            .ok_or_else(|| JudgeError::Malformed(format!("missing `{k}`")))
-    };
-    let (c, a, t) = (get("completion")?, get("action")?, get("efficiency")?);
-    if !(-1.0..=5.0).contains(&c) || !(1.0..=5.0).contains(&a) || !(1.0..=5.0).contains(&t) {
-        return Err(JudgeError::Malformed(format!("scores out of range: {c}, {a}, {t}")));
-    }
-    Ok((c, a, t))
-}
-
 /// WebJudge aggregation: −1 if blocked (C < 0); score = 5 if C = 5 else w·(C, A, T);
 /// reward = max(score − 1, 0) / 4.
 pub fn webjudge_reward(c: f64, a: f64, t: f64, (wc, wa, wt): (f64, f64, f64)) -> f64 {
@@ -387,7 +375,7 @@ mod tests {
                     }
                     if text.contains("axes") {
                         return reply(
-                            "Thinking... {\"completion\": 4, \"action\": 5, \"efficiency\": 3}",
+                            "<Thoughts>…<Thoughts> {\"Completion Score\": 4, \"Action Score\": 5, \"Trajectory Score\": 3}",
                         );
                     }
                     reply("The cart shows the mug. Verdict: SUCCESS")
@@ -440,7 +428,10 @@ mod tests {
         // An answer past the cap is refused unread, not parsed (it would say SUCCESS).
         let e = judge.verdict(&input("huge"), Protocol::Plain).await.unwrap_err();
         assert!(e.to_string().contains(&format!("over {MAX_ANSWER} bytes")), "{e}");
-        let r = judge.verdict(&input("axes"), Protocol::WebJudge).await.unwrap();
+        let webjudge = Protocol::WebJudge { history: 14, max_side: 1024 };
+        let before = calls.load(Ordering::SeqCst);
+        let r = judge.verdict(&input("axes"), webjudge).await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst) - before, 2, "key points, then the scores");
         assert!((r - (0.8 * 4.0 + 0.5 + 0.3 - 1.0) / 4.0).abs() < 1e-9, "{r}");
         assert_eq!(JudgeError::Timeout.class(), "judge_timeout");
     }
@@ -464,6 +455,5 @@ mod tests {
         assert_eq!(webjudge_reward(5.0, 1.0, 1.0, (0.8, 0.1, 0.1)), 1.0);
         assert_eq!(webjudge_reward(-1.0, 5.0, 5.0, (0.8, 0.1, 0.1)), -1.0);
         assert_eq!(webjudge_reward(1.0, 1.0, 1.0, (0.8, 0.1, 0.1)), 0.0);
-        assert!(parse_axes("{\"completion\": 9, \"action\": 1, \"efficiency\": 1}").is_err());
     }
 }

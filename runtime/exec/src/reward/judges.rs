@@ -95,7 +95,12 @@ impl Judges {
                         ..endpoint(model, base_url, api_key_env, apis)?
                     };
                     let protocol = match prompt {
-                        JudgePrompt::Webjudge => Protocol::WebJudge,
+                        JudgePrompt::Webjudge => {
+                            return Err("`judge(prompt = webjudge)` is not run by this runtime \
+                                        (the preflight refuses it, E0502): `webjudge(…)` is \
+                                        OpAgent's WebJudge"
+                                .into());
+                        }
                         JudgePrompt::Agenttrek => Protocol::AgentTrek,
                         JudgePrompt::Webvoyager => Protocol::WebVoyager,
                         JudgePrompt::ActionHistory => Protocol::ActionHistory,
@@ -111,10 +116,8 @@ impl Judges {
                     let params::Webjudge {
                         model,
                         screenshots,
-                        // The key points and the image size are the judge's prompt; the
-                        // preflight refuses values other than the stdlib's.
-                        history: _,
-                        max_side: _,
+                        history,
+                        max_side,
                         weights,
                         base_url,
                         api_key_env,
@@ -140,7 +143,9 @@ impl Judges {
                         axes: (weights.completion, weights.action, weights.efficiency),
                         ..cfg
                     };
-                    (cfg, Protocol::WebJudge, false)
+                    let protocol =
+                        Protocol::WebJudge { history: *history as usize, max_side: max_side.0 };
+                    (cfg, protocol, false)
                 }
                 Signal::AnswerMatch { judge_model, .. } => {
                     let model = judge_model

@@ -8,6 +8,7 @@ pub mod client;
 pub mod judges;
 pub mod process;
 pub mod prompts;
+pub mod webjudge;
 
 use std::collections::BTreeMap;
 

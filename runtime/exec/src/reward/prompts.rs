@@ -7,7 +7,8 @@
 //! reproduction's `openwebrl/eval/reward_webvoyager.py` sends it; `action_history` is OpenWebRL's
 //! training judge (`openwebrl/reward_browser.py`, `compute_judge_reward_actionhistory`, with the
 //! launcher's `browser_env` response mode); `agenttrek` is Online-Mind2Web's AgentTrek judge
-//! (OSU-NLP-Group `agenttrek_eval.py`, as `reward_online_mind2web.py` sends it).
+//! (OSU-NLP-Group `agenttrek_eval.py`, as `reward_online_mind2web.py` sends it); WebJudge's two
+//! calls are in `webjudge.rs`.
 
 use base64::Engine as _;
 use serde_json::{Value as Json, json};
@@ -27,20 +28,14 @@ pub enum Protocol {
     ActionHistory,
     /// AgentTrek's Online-Mind2Web judge: a "Thought i / Action i" log and the last screenshot.
     AgentTrek,
-    /// WebJudge's three axes in one call.
-    WebJudge,
+    /// OpAgent's WebJudge (`webjudge.rs`): key points, then three scores from the last
+    /// `history` actions and the last screenshots, each at most `max_side` pixels.
+    WebJudge { history: usize, max_side: u32 },
 }
 
 const PLAIN_SYSTEM: &str = "You judge whether a web agent completed a task. Screenshots are the ground truth: \
 when they conflict with the action history or the response, trust the screenshots. A task with several parts \
 fails if any part fails. Explain briefly, then end with exactly one verdict: SUCCESS or NOT SUCCESS.";
-
-const WEBJUDGE_SYSTEM: &str = "You judge a web agent's episode from its screenshots (the only ground truth), its \
-action history and the task's key points. Score three axes and answer with JSON only: \
-{\"completion\": C, \"action\": A, \"efficiency\": T} where C is -1 (blocked by login, captcha, security or \
-network) or 1..5 (5 perfect, 4 core goal met with a minor deviation, 3 partial, 2 wrong direction, 1 failure), \
-A is 1..5 (how accurately actions hit their targets) and T is 1..5 (5 optimal, 4 at most 2 extra steps, \
-3 about 1.5x the steps, 2 loops, 1 illogical).";
 
 const WEBVOYAGER_SYSTEM: &str = include_str!("prompts/webvoyager.txt");
 const ACTION_HISTORY_SYSTEM: &str = include_str!("prompts/action_history.txt");
@@ -65,7 +60,7 @@ impl Protocol {
             | Protocol::WebVoyager
             | Protocol::ActionHistory
             | Protocol::AgentTrek
-            | Protocol::WebJudge => None,
+            | Protocol::WebJudge { .. } => None,
         }
     }
 
@@ -77,8 +72,13 @@ impl Protocol {
             input.screenshots.iter().enumerate().skip(n.saturating_sub(screenshots)).collect();
         let answer = input.answer.as_deref().unwrap_or("").trim();
         match self {
-            Protocol::Plain | Protocol::WebJudge => {
-                let system = if *self == Protocol::Plain { PLAIN_SYSTEM } else { WEBJUDGE_SYSTEM };
+            // WebJudge's scoring call, with its key points unknown here (the client asks for
+            // them first and calls `webjudge::messages`).
+            Protocol::WebJudge { history, max_side } => {
+                super::webjudge::messages(input, "", screenshots, *history, *max_side)
+            }
+            Protocol::Plain => {
+                let system = PLAIN_SYSTEM;
                 let mut user = format!("Task: {}\n\nAction history:\n", input.task);
                 for (i, s) in input.steps.iter().enumerate() {
                     let fb = s.feedback.replace('\n', "; ");
@@ -154,7 +154,7 @@ impl Protocol {
     /// judges send none, so the endpoint's default applies, as it did for them.
     pub fn sends_temperature(&self) -> bool {
         match self {
-            Protocol::Plain | Protocol::WebJudge => true,
+            Protocol::Plain | Protocol::WebJudge { .. } => true,
             Protocol::WebVoyager | Protocol::ActionHistory | Protocol::AgentTrek => false,
         }
     }
@@ -179,8 +179,8 @@ impl Protocol {
                 }
             }
             Protocol::AgentTrek => parse_status(answer),
-            Protocol::WebJudge => {
-                Err(JudgeError::Malformed("WebJudge's axes are read by the client".into()))
+            Protocol::WebJudge { .. } => {
+                Err(JudgeError::Malformed("WebJudge's scores are read by the client".into()))
             }
         }
     }
