@@ -158,7 +158,14 @@ fn webdancer_smoke_runs_offline_with_search_and_visit() {
     assert_eq!(summary.status, "finished");
     let evals: Vec<&str> = summary.evals.iter().map(|e| e.eval.as_str()).collect();
     let pass1 = ["gaia_pass1", "webwalker_pass1"];
-    let after_online = ["gaia_eval", "gaia_pass1", "webwalker_eval", "webwalker_pass1"];
+    let after_online = [
+        "gaia_cons",
+        "gaia_eval",
+        "gaia_pass1",
+        "webwalker_cons",
+        "webwalker_eval",
+        "webwalker_pass1",
+    ];
     assert_eq!(evals, [&pass1[..], &after_online[..]].concat());
     // Each result keeps the paper's figure for its run.
     let pass1_online = summary.evals.iter().find(|e| e.eval == "gaia_pass1" && e.after == "online");
@@ -179,10 +186,10 @@ fn webdancer_smoke_runs_offline_with_search_and_visit() {
     let calls: Vec<&str> = first.steps.iter().map(|s| s.actions[0].as_str()).collect();
     assert!(calls[0].starts_with("search ") && calls[1].starts_with("visit "), "{calls:?}");
     assert!(calls[2].starts_with("answer "), "{calls:?}");
-    // DAPO: 4 prompts × group 4, refilled at most twice; pass@3 over 2 + 2 questions after
-    // `online`, pass@1 over them after `warmup` and after `online`.
+    // DAPO: 4 prompts × group 4, refilled at most twice; pass@3 and cons@3 over 2 + 2
+    // questions after `online`, pass@1 over them after `warmup` and after `online`.
     let logged = trajs.len();
-    assert!((16 + 20..=48 + 20).contains(&logged), "{logged}");
+    assert!((16 + 32..=48 + 32).contains(&logged), "{logged}");
     assert!(out.join("report.html").exists());
 }
 

@@ -67,7 +67,7 @@ pub(crate) fn phase_evals(
     }
     if let Some((_, e)) = before.iter().chain(end.iter()).next() {
         let k = match e.metric {
-            Metric::PassAtK => e.k.max(1),
+            Metric::PassAtK | Metric::ConsAtK => e.k.max(1),
             Metric::Success | Metric::MeanReward => 1,
         };
         let top_k = if e.top_k == 0 { -1 } else { i64::from(e.top_k) };
@@ -203,6 +203,7 @@ fn account(c: &mut Ctx<'_>, n: &Node, e: &Evaluate, at_end: bool, last_step: u64
     match metric {
         Metric::Success => c.implied(n, "metric", "the success rate is the mean reward of the episodes (1 when the task's checker or judge accepts)"),
         Metric::PassAtK => c.map(&mut cfg, n, "metric", &[(&format!("{vk}.n"), json!(k))]).note("verl reports best@k of the n samples per task"),
+        Metric::ConsAtK => c.not_mapped(n, "metric", "verl's validation reports best@k and the mean; its maj@k needs each sample's answer as the reward's `pred`, which the env service does not return", "the run samples k answers per task (`k`) and reports best@k, not cons@k").refuse(E_UNMAPPED),
         Metric::MeanReward => c.implied(n, "metric", "verl reports the mean reward"),
     };
     c.map(&mut cfg, n, "k", &[(&format!("{vk}.n"), json!(k))]);

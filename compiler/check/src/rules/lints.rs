@@ -136,13 +136,15 @@ fn kilo_context(ctx: &Ctx<'_>, model: &Obj, out: &mut Vec<Diagnostic>) {
 /// W0213: `k` set with a metric that reads one sample per task.
 fn unread_k(ctx: &Ctx<'_>, v: &Val, what: &str, out: &mut Vec<Diagnostic>) {
     let (Some(k), Some(metric)) = (v.field("k"), v.field("metric")) else { return };
-    if ctx.is_default(k) || num(k) != Some(1.0) || word(metric) != Some("pass_at_k") {
+    let Some(m @ ("pass_at_k" | "cons_at_k")) = word(metric) else { return };
+    if ctx.is_default(k) || num(k) != Some(1.0) {
         return;
     }
+    let short = if m == "pass_at_k" { "pass@k" } else { "cons@k" };
     out.push(
-        Diagnostic::new("W0213", format!("this {what}'s `pass_at_k` with `k = 1` is `success`"))
+        Diagnostic::new("W0213", format!("this {what}'s `{m}` with `k = 1` is `success`"))
             .label(k.span, "one sample per task")
-            .label(metric.span, "pass@k over one sample")
+            .label(metric.span, format!("{short} over one sample"))
             .help("set `k` to the number of samples per task (pass@5: `k = 5`), or say `metric = success`"),
     );
 }

@@ -12,6 +12,8 @@ use super::units::{NodeRef, Ratio, Steps, Tokens};
 pub enum Metric {
     Success,
     PassAtK,
+    /// k attempts; solved when the most common answer is a solved attempt's (Cons@k).
+    ConsAtK,
     MeanReward,
 }
 

@@ -59,9 +59,10 @@ impl<'a> Executor<'a> {
                 ckpt.as_deref().unwrap_or("a policy")
             )));
         }
-        // pass@k: every task k times (sampled), solved when any attempt succeeds.
+        // pass@k and cons@k: every task k times (sampled); solved when any attempt succeeds,
+        // or when the most common answer is a successful attempt's.
         let k = match metric {
-            Metric::PassAtK => (*k).max(1) as usize,
+            Metric::PassAtK | Metric::ConsAtK => (*k).max(1) as usize,
             // The preflight refuses `mean_reward`.
             Metric::Success | Metric::MeanReward => 1,
         };
@@ -117,7 +118,15 @@ impl<'a> Executor<'a> {
         self.log_episodes(node, 0, &episodes)?;
         let judged = judge.is_some();
         let solved = (0..tasks.len())
-            .filter(|&g| episodes.iter().any(|e| e.group == g && solved(e, judged)))
+            .filter(|&g| {
+                let attempts: Vec<&Episode> = episodes.iter().filter(|e| e.group == g).collect();
+                match metric {
+                    Metric::ConsAtK => consensus_solved(&attempts, judged),
+                    Metric::Success | Metric::PassAtK | Metric::MeanReward => {
+                        attempts.iter().any(|e| solved(e, judged))
+                    }
+                }
+            })
             .count();
         let rate = if tasks.is_empty() { 0.0 } else { solved as f64 / tasks.len() as f64 };
         let after = after.clone().unwrap_or_else(|| node.decl.clone());
@@ -186,6 +195,28 @@ fn keep_chosen_pages(episodes: &mut [Episode]) {
 
 /// Whether an episode solved its task: by the judge's reward (above 0; an excluded episode,
 /// whose judge failed, is not solved) or, without a judge, by the task's checker.
+/// Cons@k: the attempts' answers (trimmed, lower-cased, whitespace collapsed) are counted, and
+/// the task is solved when an attempt giving the most common one was solved; a tie goes to the
+/// answer given first. Attempts without an answer do not vote; with no answer at all the task
+/// is not solved.
+fn consensus_solved(attempts: &[&Episode], judged: bool) -> bool {
+    let norm = |e: &Episode| {
+        let a = e.trajectory.outcome.answer.as_deref()?;
+        let a = a.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+        (!a.is_empty()).then_some(a)
+    };
+    let answers: Vec<Option<String>> = attempts.iter().map(|e| norm(e)).collect();
+    let mut best: Option<(&str, usize)> = None;
+    for a in answers.iter().flatten() {
+        let n = answers.iter().flatten().filter(|b| *b == a).count();
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((a, n));
+        }
+    }
+    let Some((majority, _)) = best else { return false };
+    attempts.iter().zip(&answers).any(|(e, a)| a.as_deref() == Some(majority) && solved(e, judged))
+}
+
 fn solved(e: &Episode, judged: bool) -> bool {
     if !judged {
         return e.success();
@@ -193,5 +224,47 @@ fn solved(e: &Episode, judged: bool) -> bool {
     match &e.reward {
         RewardValue::Value(v) => *v > 0.0,
         RewardValue::Excluded(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(answer: Option<&str>, reward: f64) -> Episode {
+        let trajectory = serde_json::from_value(serde_json::json!({
+            "task_id": "t", "template": "x", "goal": "g", "agent": "policy", "steps": [],
+            "outcome": {"reason": "completed", "message": "", "answer": answer,
+                        "success": reward > 0.0, "detail": ""},
+            "elapsed_ms": 1
+        }))
+        .unwrap();
+        Episode {
+            group: 0,
+            trajectory,
+            turns: Vec::new(),
+            reward: RewardValue::Value(reward),
+            process: Vec::new(),
+            screens: Vec::new(),
+            retried: 0,
+        }
+    }
+
+    #[test]
+    fn cons_at_k_follows_the_most_common_answer() {
+        let (a, b) = (attempt(Some("Paris"), 1.0), attempt(Some(" paris "), 1.0));
+        let wrong = attempt(Some("Lyon"), 0.0);
+        let none = attempt(None, 0.0);
+        // Two of three say Paris, which is right: solved (pass@k would be too).
+        assert!(consensus_solved(&[&a, &wrong, &b], true));
+        // Two of three say Lyon: not solved, though one attempt was right.
+        let (w2, w3) = (attempt(Some("lyon"), 0.0), attempt(Some("LYON"), 0.0));
+        assert!(!consensus_solved(&[&a, &w2, &w3], true));
+        // A tie goes to the answer given first; attempts without an answer do not vote.
+        assert!(consensus_solved(&[&a, &wrong, &none], true));
+        assert!(!consensus_solved(&[&wrong, &a, &none], true));
+        assert!(!consensus_solved(&[&none, &none], true));
+        // Without a judge the checker's verdict decides.
+        assert!(consensus_solved(&[&a], false));
     }
 }
