@@ -32,6 +32,8 @@ fn failing_judge() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     (port, calls)
 }
 
+/// WebJudge asks about every episode; the binary protocols would score the untrained policy's
+/// unanswered episodes 0 without a call, as their sources do.
 #[test]
 fn judge_failures_are_counted_in_metrics_summary_and_report() {
     let (port, calls) = failing_judge();
@@ -40,10 +42,10 @@ fn judge_failures_are_counted_in_metrics_summary_and_report() {
     std::fs::write(
         &recipe,
         format!(
-            "use std::rewards::judge\n\
+            "use std::rewards::webjudge\n\
              model policy = std::models::tiny\n\
              dataset tasks = std::sandbox::tasks(count: 8)\n\
-             reward graded = judge(model: \"gpt-4.1\") {{ base_url = \"http://127.0.0.1:{port}/v1\", retries = 0, timeout = 10 s }}\n\
+             reward graded = webjudge(model: \"gpt-4.1\") {{ base_url = \"http://127.0.0.1:{port}/v1\", retries = 0, timeout = 10 s }}\n\
              env web = browser {{ target = std::sandbox::web\n\
                tools = std::tools::elements, observe = [elements(max: 32), url, feedback, screenshot(last: 0)] }}\n\
              agent actor = react(policy, web) {{ max_turns = 2 turns, max_response = 16 tokens }}\n\
