@@ -32,3 +32,17 @@ impl DeviceChoice {
 
 /// Whether this build can run on CUDA GPUs (the `cuda` feature).
 pub const CUDA_BUILT: bool = cfg!(feature = "cuda");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GPU named in a build without CUDA is an error, never the CPU; `auto` is the CPU.
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn a_named_gpu_without_cuda_is_an_error() {
+        assert!(DeviceChoice::Cuda(0).device().is_err());
+        assert!(matches!(DeviceChoice::Auto.device(), Ok(Device::Cpu)));
+        assert!(!CUDA_BUILT);
+    }
+}
