@@ -192,11 +192,7 @@ fn main() {
     let out = trainer.sample(&prompts, &params).unwrap_or_else(|e| fail(format!("sampling: {e}")));
     let dt = t0.elapsed().as_secs_f64();
     let made: usize = out.iter().map(|c| c.tokens.len()).sum();
-    println!(
-        "| sampling | 128 + 128 | 8 | {:.1} ms | — | {:.0} | — |",
-        dt * 1e3,
-        made as f64 / dt
-    );
+    println!("| sampling | 128 + 128 | 8 | {:.1} ms | — | {:.0} | — |", dt * 1e3, made as f64 / dt);
     println!();
     match peak_rss_mib() {
         Some(m) => println!("peak resident memory of the process: {m:.0} MiB"),
