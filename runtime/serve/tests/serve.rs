@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value as Json, json};
 use wrl_exec::reward::client::{JudgeClient, JudgeConfig, JudgeError, JudgeInput, JudgeStep};
-use wrl_exec::reward::prompts::Protocol;
+use wrl_exec::reward::prompts::{OneCall, Protocol};
 use wrl_exec::{RunDir, RunError};
 use wrl_serve::{ServeHandle, ServeOptions, Server, load_policy, resolve_checkpoint};
 use wrl_trainer::{Role, Segment, Trainer, TrainerConfig, render_prompt};
@@ -216,7 +216,7 @@ async fn the_judge_client_talks_to_a_served_policy() {
     };
     // The untrained policy answers gibberish: the request and the reply's transport and JSON
     // shape must work, so the only acceptable failure is an unparsable verdict.
-    match judge.verdict(&input, Protocol::Plain).await {
+    match judge.verdict(&input, Protocol::One(OneCall::Plain)).await {
         Ok(r) => assert!(r == 0.0 || r == 1.0),
         Err(JudgeError::Malformed(m)) => assert!(m.contains("no SUCCESS"), "{m}"),
         Err(e) => panic!("the judge could not talk to the served policy: {e}"),

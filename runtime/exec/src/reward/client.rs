@@ -148,13 +148,10 @@ impl JudgeClient {
                 let (c, a, t) = webjudge::read_scores(&text)?;
                 Ok(webjudge_reward(c, a, t, self.cfg.axes))
             }
-            Protocol::Plain
-            | Protocol::WebVoyager
-            | Protocol::ActionHistory
-            | Protocol::AgentTrek => {
-                let m = protocol.messages(input, self.cfg.screenshots);
-                let text = self.send(&self.body(m, protocol.sends_temperature())).await?;
-                protocol.read(&text)
+            Protocol::One(call) => {
+                let m = call.messages(input, self.cfg.screenshots);
+                let text = self.send(&self.body(m, call.sends_temperature())).await?;
+                call.read(&text)
             }
         }
     }
@@ -332,6 +329,7 @@ fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reward::prompts::OneCall;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use axum::Router;
@@ -410,23 +408,29 @@ mod tests {
             ..JudgeConfig::default()
         };
         let judge = JudgeClient::new(cfg).unwrap();
-        assert_eq!(judge.verdict(&input("buy a mug"), Protocol::Plain).await, Ok(1.0));
         assert_eq!(
-            judge.verdict(&input("flaky: buy a mug"), Protocol::Plain).await,
+            judge.verdict(&input("buy a mug"), Protocol::One(OneCall::Plain)).await,
+            Ok(1.0)
+        );
+        assert_eq!(
+            judge.verdict(&input("flaky: buy a mug"), Protocol::One(OneCall::Plain)).await,
             Ok(1.0),
             "a 500 is retried"
         );
         assert_eq!(
-            judge.verdict(&input("broken"), Protocol::Plain).await,
+            judge.verdict(&input("broken"), Protocol::One(OneCall::Plain)).await,
             Err(JudgeError::Http(500))
         );
-        assert_eq!(judge.verdict(&input("slow"), Protocol::Plain).await, Err(JudgeError::Timeout));
+        assert_eq!(
+            judge.verdict(&input("slow"), Protocol::One(OneCall::Plain)).await,
+            Err(JudgeError::Timeout)
+        );
         assert!(matches!(
-            judge.verdict(&input("nonsense"), Protocol::Plain).await,
+            judge.verdict(&input("nonsense"), Protocol::One(OneCall::Plain)).await,
             Err(JudgeError::Malformed(_))
         ));
         // An answer past the cap is refused unread, not parsed (it would say SUCCESS).
-        let e = judge.verdict(&input("huge"), Protocol::Plain).await.unwrap_err();
+        let e = judge.verdict(&input("huge"), Protocol::One(OneCall::Plain)).await.unwrap_err();
         assert!(e.to_string().contains(&format!("over {MAX_ANSWER} bytes")), "{e}");
         let webjudge = Protocol::WebJudge { history: 14, max_side: 1024 };
         let before = calls.load(Ordering::SeqCst);

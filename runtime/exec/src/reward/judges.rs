@@ -9,7 +9,7 @@ use wrl_plan::params::{self, JudgeModel, JudgePrompt, OnTimeout, Signal};
 use wrl_sandbox::Trajectory;
 
 use super::client::{JudgeClient, JudgeConfig, JudgeError, JudgeInput, JudgeStep};
-use super::prompts::Protocol;
+use super::prompts::{OneCall, Protocol};
 use super::{RewardExpr, Rewards, judge_signals};
 
 #[derive(Clone, Debug)]
@@ -101,9 +101,9 @@ impl Judges {
                                         OpAgent's WebJudge"
                                 .into());
                         }
-                        JudgePrompt::Agenttrek => Protocol::AgentTrek,
-                        JudgePrompt::Webvoyager => Protocol::WebVoyager,
-                        JudgePrompt::ActionHistory => Protocol::ActionHistory,
+                        JudgePrompt::Agenttrek => Protocol::One(OneCall::AgentTrek),
+                        JudgePrompt::Webvoyager => Protocol::One(OneCall::WebVoyager),
+                        JudgePrompt::ActionHistory => Protocol::One(OneCall::ActionHistory),
                         JudgePrompt::Deepshop => {
                             return Err("the `deepshop` judge protocol is not run by this \
                                         runtime (the preflight refuses it, E0502)"
@@ -151,7 +151,11 @@ impl Judges {
                     let model = judge_model
                         .clone()
                         .ok_or("`answer_match(mode: judge)` needs a `judge_model`")?;
-                    (endpoint(&model, &d.base_url, &d.api_key_env, apis)?, Protocol::Plain, false)
+                    (
+                        endpoint(&model, &d.base_url, &d.api_key_env, apis)?,
+                        Protocol::One(OneCall::Plain),
+                        false,
+                    )
                 }
                 other => return Err(format!("`{}` is not a judge", other.name())),
             };
@@ -221,7 +225,7 @@ mod tests {
         assert_eq!(js.screenshots(), 5);
         assert_eq!(js.judges.len(), 1);
         assert!(js.judges[0].timeout_is_zero);
-        assert_eq!(js.judges[0].protocol, Protocol::ActionHistory);
+        assert_eq!(js.judges[0].protocol, Protocol::One(OneCall::ActionHistory));
         let none =
             Judges::for_reward(&Expr::Const { value: 1.0 }, &Rewards::new(), &ApiModels::new())
                 .unwrap();

@@ -18,6 +18,16 @@ use super::client::{JudgeError, JudgeInput, parse_binary, parse_status};
 /// A judge protocol: the prompt and the verdict rule together.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Protocol {
+    /// One call, its verdict read from the answer.
+    One(OneCall),
+    /// OpAgent's WebJudge (`webjudge.rs`): key points, then three scores from the last
+    /// `history` actions and the last screenshots, each at most `max_side` pixels.
+    WebJudge { history: usize, max_side: u32 },
+}
+
+/// A protocol of one call: its messages, and a binary or status verdict.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OneCall {
     /// wrl's own SUCCESS / NOT SUCCESS judge (`answer_match(mode: judge)`): the steps, the
     /// answer and the last screenshots.
     Plain,
@@ -28,9 +38,6 @@ pub enum Protocol {
     ActionHistory,
     /// AgentTrek's Online-Mind2Web judge: a "Thought i / Action i" log and the last screenshot.
     AgentTrek,
-    /// OpAgent's WebJudge (`webjudge.rs`): key points, then three scores from the last
-    /// `history` actions and the last screenshots, each at most `max_side` pixels.
-    WebJudge { history: usize, max_side: u32 },
 }
 
 const PLAIN_SYSTEM: &str = "You judge whether a web agent completed a task. Screenshots are the ground truth: \
@@ -52,18 +59,21 @@ impl Protocol {
     pub fn without_asking(&self, input: &JudgeInput) -> Option<f64> {
         let no_answer = input.answer.as_deref().is_none_or(|a| a.trim().is_empty());
         match self {
-            Protocol::WebVoyager | Protocol::ActionHistory if no_answer => Some(0.0),
-            Protocol::AgentTrek if input.steps.is_empty() || input.screenshots.is_empty() => {
+            Protocol::One(OneCall::WebVoyager | OneCall::ActionHistory) if no_answer => Some(0.0),
+            Protocol::One(OneCall::AgentTrek)
+                if input.steps.is_empty() || input.screenshots.is_empty() =>
+            {
                 Some(0.0)
             }
-            Protocol::Plain
-            | Protocol::WebVoyager
-            | Protocol::ActionHistory
-            | Protocol::AgentTrek
+            Protocol::One(
+                OneCall::Plain | OneCall::WebVoyager | OneCall::ActionHistory | OneCall::AgentTrek,
+            )
             | Protocol::WebJudge { .. } => None,
         }
     }
+}
 
+impl OneCall {
     /// The chat messages to send, with at most `screenshots` of the episode's last screenshots
     /// (AgentTrek's judge always sees the last one only).
     pub fn messages(&self, input: &JudgeInput, screenshots: usize) -> Vec<Json> {
@@ -72,12 +82,7 @@ impl Protocol {
             input.screenshots.iter().enumerate().skip(n.saturating_sub(screenshots)).collect();
         let answer = input.answer.as_deref().unwrap_or("").trim();
         match self {
-            // WebJudge's scoring call, with its key points unknown here (the client asks for
-            // them first and calls `webjudge::messages`).
-            Protocol::WebJudge { history, max_side } => {
-                super::webjudge::messages(input, "", screenshots, *history, *max_side)
-            }
-            Protocol::Plain => {
+            OneCall::Plain => {
                 let system = PLAIN_SYSTEM;
                 let mut user = format!("Task: {}\n\nAction history:\n", input.task);
                 for (i, s) in input.steps.iter().enumerate() {
@@ -93,7 +98,7 @@ impl Protocol {
                 }
                 vec![system_message(system), user_message(Json::Array(content))]
             }
-            Protocol::WebVoyager => {
+            OneCall::WebVoyager => {
                 let head = format!(
                     "TASK: {}\nResult Response: {answer}\n{} screenshots at the end: ",
                     input.task,
@@ -107,7 +112,7 @@ impl Protocol {
                     user_message(json!("Your verdict:\n")),
                 ]
             }
-            Protocol::ActionHistory => {
+            OneCall::ActionHistory => {
                 let head = format!(
                     "### TASK: {}\n### Agent Action History:\n{}\n\n### Result Response: {answer}\n\
                      ### {} screenshots from the trajectory are attached below with inferred step indices.\n",
@@ -123,7 +128,7 @@ impl Protocol {
                 content.push(text("Your verdict:\n"));
                 vec![system_message(ACTION_HISTORY_SYSTEM), user_message(Json::Array(content))]
             }
-            Protocol::AgentTrek => {
+            OneCall::AgentTrek => {
                 // wrl keeps no per-step reasoning, so each thought is empty, as the source's is
                 // for a reply without a `</think>`.
                 let log: Vec<String> = input
@@ -149,39 +154,36 @@ impl Protocol {
         }
     }
 
-    /// Whether the request carries `temperature`: wrl's own prompts and WebJudge (OpAgent's
-    /// `qwen_vlm_request.py`) ask at the client's temperature; the OpenWebRL and Online-Mind2Web
+    /// Whether the request carries `temperature`: wrl's own prompts ask at the client's
+    /// temperature (as WebJudge does, OpAgent's `qwen_vlm_request.py`); the OpenWebRL and Online-Mind2Web
     /// judges send none, so the endpoint's default applies, as it did for them.
     pub fn sends_temperature(&self) -> bool {
         match self {
-            Protocol::Plain | Protocol::WebJudge { .. } => true,
-            Protocol::WebVoyager | Protocol::ActionHistory | Protocol::AgentTrek => false,
+            OneCall::Plain => true,
+            OneCall::WebVoyager | OneCall::ActionHistory | OneCall::AgentTrek => false,
         }
     }
 
-    /// Reads a binary or status verdict (WebJudge's axes are read by the client).
+    /// Reads a binary or status verdict.
     pub fn read(&self, answer: &str) -> Result<f64, JudgeError> {
         match self {
-            Protocol::Plain => parse_binary(answer),
+            OneCall::Plain => parse_binary(answer),
             // The sources test the exact words; "NOT SUCCESS" is looked for first, as it holds
             // "SUCCESS". WebVoyager's evaluation leaves an answer with neither out (an error);
             // OpenWebRL's training reward scores it 0.
-            Protocol::WebVoyager | Protocol::ActionHistory => {
+            OneCall::WebVoyager | OneCall::ActionHistory => {
                 if answer.contains("NOT SUCCESS") {
                     Ok(0.0)
                 } else if answer.contains("SUCCESS") {
                     Ok(1.0)
-                } else if *self == Protocol::ActionHistory {
+                } else if *self == OneCall::ActionHistory {
                     Ok(0.0)
                 } else {
                     let start: String = answer.chars().take(80).collect();
                     Err(JudgeError::Malformed(format!("no SUCCESS or NOT SUCCESS in {start:?}")))
                 }
             }
-            Protocol::AgentTrek => parse_status(answer),
-            Protocol::WebJudge { .. } => {
-                Err(JudgeError::Malformed("WebJudge's scores are read by the client".into()))
-            }
+            OneCall::AgentTrek => parse_status(answer),
         }
     }
 }
@@ -292,7 +294,7 @@ mod tests {
 
     #[test]
     fn openwebrl_s_training_judge_lays_out_steps_and_labelled_screenshots() {
-        let m = Protocol::ActionHistory.messages(&input(Some("mug added"), 4), 3);
+        let m = OneCall::ActionHistory.messages(&input(Some("mug added"), 4), 3);
         assert_eq!(m.len(), 2);
         assert!(
             m[0]["content"]
@@ -312,12 +314,12 @@ mod tests {
         assert_eq!(&t[1..3], ["Screenshot 1 (inferred step 2).", "<image>"]);
         assert_eq!(t[5], "Screenshot 3 (inferred step 4).");
         assert_eq!(t.last().unwrap(), "Your verdict:\n");
-        assert!(!Protocol::ActionHistory.sends_temperature());
+        assert!(!OneCall::ActionHistory.sends_temperature());
     }
 
     #[test]
     fn webvoyager_s_evaluator_sees_the_answer_then_is_asked_for_its_verdict() {
-        let m = Protocol::WebVoyager.messages(&input(Some("mug added"), 2), 30);
+        let m = OneCall::WebVoyager.messages(&input(Some("mug added"), 2), 30);
         assert_eq!(m.len(), 3);
         assert!(m[0]["content"].as_str().unwrap().contains("three primary components"));
         let t = texts(&m[1]["content"]);
@@ -334,7 +336,7 @@ mod tests {
 
     #[test]
     fn agenttrek_sees_a_thought_and_action_log_and_the_last_screenshot() {
-        let m = Protocol::AgentTrek.messages(&input(None, 3), 3);
+        let m = OneCall::AgentTrek.messages(&input(None, 3), 3);
         let c = m[1]["content"].as_array().unwrap();
         assert_eq!(c.len(), 2, "the last screenshot only");
         let head = c[0]["text"].as_str().unwrap();
@@ -346,17 +348,23 @@ mod tests {
 
     #[test]
     fn what_is_scored_without_asking_and_how_verdicts_read() {
-        assert_eq!(Protocol::ActionHistory.without_asking(&input(None, 1)), Some(0.0));
-        assert_eq!(Protocol::WebVoyager.without_asking(&input(Some("  "), 1)), Some(0.0));
-        assert_eq!(Protocol::WebVoyager.without_asking(&input(Some("42"), 1)), None);
-        assert_eq!(Protocol::AgentTrek.without_asking(&input(None, 0)), Some(0.0));
-        assert_eq!(Protocol::Plain.without_asking(&input(None, 0)), None);
-        assert_eq!(Protocol::ActionHistory.read("so: NOT SUCCESS"), Ok(0.0));
-        assert_eq!(Protocol::ActionHistory.read("Verdict: SUCCESS"), Ok(1.0));
-        assert_eq!(Protocol::ActionHistory.read("unclear"), Ok(0.0), "OpenWebRL scores it 0");
-        assert!(Protocol::WebVoyager.read("unclear").is_err(), "the evaluation leaves it out");
-        assert!(Protocol::WebVoyager.read("success").is_err(), "the words are matched exactly");
-        assert_eq!(Protocol::AgentTrek.read("Thoughts: ok\nStatus: \"success\""), Ok(1.0));
+        assert_eq!(
+            Protocol::One(OneCall::ActionHistory).without_asking(&input(None, 1)),
+            Some(0.0)
+        );
+        assert_eq!(
+            Protocol::One(OneCall::WebVoyager).without_asking(&input(Some("  "), 1)),
+            Some(0.0)
+        );
+        assert_eq!(Protocol::One(OneCall::WebVoyager).without_asking(&input(Some("42"), 1)), None);
+        assert_eq!(Protocol::One(OneCall::AgentTrek).without_asking(&input(None, 0)), Some(0.0));
+        assert_eq!(Protocol::One(OneCall::Plain).without_asking(&input(None, 0)), None);
+        assert_eq!(OneCall::ActionHistory.read("so: NOT SUCCESS"), Ok(0.0));
+        assert_eq!(OneCall::ActionHistory.read("Verdict: SUCCESS"), Ok(1.0));
+        assert_eq!(OneCall::ActionHistory.read("unclear"), Ok(0.0), "OpenWebRL scores it 0");
+        assert!(OneCall::WebVoyager.read("unclear").is_err(), "the evaluation leaves it out");
+        assert!(OneCall::WebVoyager.read("success").is_err(), "the words are matched exactly");
+        assert_eq!(OneCall::AgentTrek.read("Thoughts: ok\nStatus: \"success\""), Ok(1.0));
     }
 
     #[test]
