@@ -1,5 +1,10 @@
 //! Device selection: `auto` is CUDA when built with the `cuda` feature and a GPU is present, the
-//! CPU otherwise; an explicit GPU is that GPU or an error, never the CPU instead.
+//! CPU otherwise; an explicit GPU is that GPU or an error, never the CPU instead. A GPU is
+//! opened once per process: every model on it (policy, reference, critic, each role of a graph
+//! agent) and the preflight that checked it share one candle device, whose tensors mix.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
 
 use candle_core::Device;
 use serde::{Deserialize, Serialize};
@@ -24,10 +29,24 @@ impl DeviceChoice {
     pub fn device(self) -> Result<Device> {
         match self {
             DeviceChoice::Cpu => Ok(Device::Cpu),
-            DeviceChoice::Auto => Ok(Device::cuda_if_available(0)?),
-            DeviceChoice::Cuda(ordinal) => Ok(Device::new_cuda(ordinal)?),
+            DeviceChoice::Auto if candle_core::utils::cuda_is_available() => cuda(0),
+            DeviceChoice::Auto => Ok(Device::Cpu),
+            DeviceChoice::Cuda(ordinal) => cuda(ordinal),
         }
     }
+}
+
+/// GPU `ordinal`, opened on first use (candle gives each opening its own id, and refuses to mix
+/// tensors of two).
+fn cuda(ordinal: usize) -> Result<Device> {
+    static OPEN: Mutex<BTreeMap<usize, Device>> = Mutex::new(BTreeMap::new());
+    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(d) = open.get(&ordinal) {
+        return Ok(d.clone());
+    }
+    let d = Device::new_cuda(ordinal)?;
+    open.insert(ordinal, d.clone());
+    Ok(d)
 }
 
 /// Whether this build can run on CUDA GPUs (the `cuda` feature).
