@@ -4,8 +4,11 @@
 # from the package registry's NVIDIA wheels, installed into a virtual environment (nothing is
 # downloaded from NVIDIA, no toolkit is installed system-wide). Prints how long each part took.
 #
-# Usage: bench/cuda-build.sh [--check-only] [VENV]
+# Usage: bench/cuda-build.sh [--check-only | --print-env] [VENV]
 #   --check-only  stop after nvcc has compiled a bf16 kernel (the toolchain, ~1 min); no cargo
+#   --print-env   install the libraries too, then print the build environment as `export` lines
+#                 on stdout (everything else on stderr) and stop: `eval "$(… --print-env)"`
+#                 before another CUDA cargo build (bench/gpu.sh build does)
 #   VENV          where the wheels go (default target/cuda-venv; reused when present)
 #   CUDA_COMPUTE_CAP  the GPU generation to compile for (default 90: H100/H200; 80 for A100)
 #   CARGO_TARGET_DIR  where the CUDA build goes (default target/cuda, beside the CPU build)
@@ -19,7 +22,11 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 check_only=0
-if [[ "${1:-}" == "--check-only" ]]; then check_only=1; shift; fi
+print_env=0
+case "${1:-}" in
+  --check-only) check_only=1; shift ;;
+  --print-env) print_env=1; shift; exec 3>&1 1>&2 ;;
+esac
 venv="${1:-$root/target/cuda-venv}"
 cap="${CUDA_COMPUTE_CAP:-90}"
 start=$(date +%s)
@@ -87,6 +94,12 @@ stamp "library wheels installed"
 libdirs="$(find "$venv" -name 'libcublas.so*' -o -name 'libcurand.so*' -o -name 'libnvrtc.so*' -o -name 'libcudart.so*' | xargs -r -n1 dirname | sort -u | paste -sd:)"
 [[ -n "$libdirs" ]] || { echo "cuda-build: the wheels hold no libcublas/libcurand/libnvrtc" >&2; exit 1; }
 export LIBRARY_PATH="$libdirs:$LIBRARY_PATH"
+if [[ $print_env == 1 ]]; then
+  for v in CUDA_ROOT CUDA_HOME CUDA_PATH CUDA_COMPUTE_CAP PATH LIBRARY_PATH; do
+    printf 'export %s=%q\n' "$v" "${!v}" >&3
+  done
+  exit 0
+fi
 
 # Its own target directory, so the CPU build in target/ is left as it is.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target/cuda}"

@@ -28,16 +28,8 @@ echo "gpu.sh $mode: $(date -u '+%Y-%m-%d %H:%M') UTC, load $(cut -d' ' -f1-3 /pr
 case "$mode" in
   build)
     if ! command -v nvcc >/dev/null 2>&1; then
-      # The venv bench/cuda-build.sh makes; its toolchain check first, then its environment.
-      bench/cuda-build.sh --check-only
-      cuda="$(find "$root/target/cuda-venv" -path '*/nvidia/cu13*/bin/nvcc' | head -1)"
-      cuda="$(dirname "$(dirname "$cuda")")"
-      export CUDA_ROOT="$cuda" CUDA_HOME="$cuda" CUDA_PATH="$cuda" PATH="$cuda/bin:$PATH"
-      export LIBRARY_PATH="$root/target/cuda-venv/stubs:$cuda/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
-      "$root/target/cuda-venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-        'nvidia-cublas==13.0.*' 'nvidia-curand==10.4.0.*' 'nvidia-cuda-nvrtc==13.0.*'
-      libs="$(find "$root/target/cuda-venv" -name 'libcublas.so*' -o -name 'libcurand.so*' -o -name 'libnvrtc.so*' | xargs -r -n1 dirname | sort -u | paste -sd:)"
-      export LIBRARY_PATH="$libs:$LIBRARY_PATH"
+      # The toolchain and libraries of bench/cuda-build.sh's venv, checked, as its environment.
+      eval "$(bench/cuda-build.sh --print-env)"
     fi
     export CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-90}"
     export CARGO_TARGET_DIR="$root/target-gpu"
