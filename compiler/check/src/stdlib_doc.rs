@@ -51,8 +51,9 @@ are estimates, not limits, and the runtime ignores them:
   `max_response`; `screenshot` and `history` count only when the module's `inputs` list them.
 - **Batches (E0403).** At `level = trajectory` an RL batch is `prompts × group` trajectories,
   split into mini-batches of `mini_batch` (one optimiser step each), so `mini_batch` must divide
-  it. At `level = turn` every turn is a sample; their number is known only at run time and the
-  last mini-batch may be short. An SFT `batch` is split into `micro_batch`es (gradient
+  it, whatever the level when it counts prompts or trajectories (at `level = turn` these take
+  all their turns along). At `level = turn` a mini-batch of turns or samples splits turns,
+  whose number is known only at run time, and the last mini-batch may be short. An SFT `batch` is split into `micro_batch`es (gradient
   accumulation), so `micro_batch` must divide `batch`.
 
 ## What an episode records (E0405)

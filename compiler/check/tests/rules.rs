@@ -50,28 +50,26 @@ fn mini_batches_in_prompts_are_groups_of_trajectories() {
 
 #[test]
 fn a_mini_batch_must_count_what_the_level_trains() {
-    for (fields, unit) in [
-        ("level = turn, mini_batch = 4 prompts", "prompts"),
-        ("mini_batch = 64 trajectories", "trajectories"),
-        ("level = trajectory, mini_batch = 64 turns", "turns"),
-    ] {
-        let d = only(&rl(fields), "E0440");
-        assert!(
-            d.message.starts_with(&format!("a mini-batch of {unit} cannot be split")),
-            "{}",
-            d.message
-        );
-    }
-    let d = only(&rl("level = turn, mini_batch = 4 prompts"), "E0440");
+    let d = only(&rl("level = trajectory, mini_batch = 64 turns"), "E0440");
+    assert!(d.message.starts_with("a mini-batch of turns cannot be split"), "{}", d.message);
     assert_eq!(d.labels.len(), 2, "the mini-batch and the level written beside it");
-    assert!(help(&d).contains("`4 turns`"), "{}", help(&d));
+    assert!(help(&d).contains("`64 trajectories`"), "{}", help(&d));
+    assert!(!codes(&rl("mini_batch = 64 turns")).contains(&"E0440"));
+    // At level turn, prompts and trajectories take all their turns along (OpAgent's one group
+    // per optimiser step), and `prompts × group` must still split into them.
     for fields in [
         "mini_batch = 64 turns",
         "mini_batch = 64 samples",
+        "level = turn, mini_batch = 4 prompts",
+        "mini_batch = 16 trajectories",
         "level = trajectory, mini_batch = 16 samples",
     ] {
-        assert!(!codes(&rl(fields)).contains(&"E0440"), "{fields}");
+        assert!(codes(&rl(fields)).is_empty(), "{fields}: {:?}", codes(&rl(fields)));
     }
+    let d = only(&rl("prompts = 48, group = 5, level = turn, mini_batch = 7 prompts"), "E0403");
+    assert!(d.message.ends_with("mini-batches of 7 prompts × 5 = 35"), "{}", d.message);
+    let d = only(&rl("prompts = 16, group = 4, mini_batch = 24 trajectories"), "E0403");
+    assert!(d.message.ends_with("mini-batches of 24"), "{}", d.message);
 }
 
 #[test]

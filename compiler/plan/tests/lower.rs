@@ -132,6 +132,13 @@ fn estimate_multiplies_what_the_plan_says() {
     // Two eval runs of 64 tasks, at most min(10 steps, 6 turns) each.
     assert_eq!(e.evaluation.trajectories, Some(128));
     assert_eq!(e.evaluation.max_env_steps, Some(128 * 6));
+    // At turn level, a mini-batch of prompts takes all its groups' turns: 16 prompts in
+    // mini-batches of 4 are 4 steps, whatever the turns (OpAgent's one group per step); so are
+    // 16 trajectories of the 64.
+    for mb in ["4 prompts", "16 trajectories"] {
+        let e = estimate(&plan(&BASE.replace("64 turns", mb)), None);
+        assert_eq!(e.optimizer_steps, Some(8 + 3 * 2 * 4 + 2 * 2 * 4), "{mb}");
+    }
     // An unknown count makes the figure unknown, never zero.
     let src = BASE.replace("prompts = 16", "prompts = unknown");
     let e = estimate(&plan(&src), None);

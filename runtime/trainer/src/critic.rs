@@ -139,14 +139,14 @@ impl Critic {
         Ok(out)
     }
 
-    /// `epochs` passes of one optimiser step per mini-batch (`units` chunked by `per_mb`) on
+    /// `epochs` passes of one optimiser step per mini-batch (`batches`, indices into `units`) on
     /// the clipped value loss against `returns`, aggregated like the policy's loss.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn update(
         &mut self,
         prepared: &[Prepared],
         (old, returns): (&[Vec<f32>], &[Vec<f64>]),
-        (units, unit_of, per_mb): (&[Vec<usize>], &[usize], usize),
+        (units, unit_of, batches): (&[Vec<usize>], &[usize], &[Vec<usize>]),
         epochs: usize,
         (micro, pad): (usize, u32),
         aggregation: LossAggregation,
@@ -156,8 +156,8 @@ impl Critic {
         let mut stats = CriticStats::default();
         let (mut tokens, mut clipped) = (0usize, 0usize);
         for _ in 0..epochs {
-            for mb_units in units.chunks(per_mb.max(1)) {
-                let mb: Vec<usize> = mb_units.iter().flatten().copied().collect();
+            for mb_units in batches {
+                let mb: Vec<usize> = mb_units.iter().flat_map(|&u| &units[u]).copied().collect();
                 let counts: Vec<usize> = mb.iter().map(|&i| prepared[i].positions.len()).collect();
                 let mb_unit: Vec<usize> = mb.iter().map(|&i| unit_of[i]).collect();
                 let coefs = grouped_aggregation_coefficients(&counts, &mb_unit, aggregation);

@@ -161,10 +161,13 @@ pub struct RlConfig {
     /// Mini-batches per epoch; each is one optimiser step. Ignored when `mini_batch` is set.
     #[serde(default = "d_epochs")]
     pub minibatches: usize,
-    /// Samples per mini-batch (turns, or trajectories at `level = trajectory`); the last one
-    /// may be short. 0 = split the batch into `minibatches` instead.
+    /// Mini-batch size in `mini_batch_unit`s (samples: turns, or trajectories at `level =
+    /// trajectory`); the last one may be short. 0 = split the batch into `minibatches` instead.
     #[serde(default)]
     pub mini_batch: usize,
+    /// What `mini_batch` counts: samples, or whole trajectories or prompt groups.
+    #[serde(default)]
+    pub mini_batch_unit: crate::minibatch::MiniBatchUnit,
     /// What a sample is.
     #[serde(default)]
     pub level: SampleLevel,
@@ -216,6 +219,7 @@ impl Default for RlConfig {
             ppo_epochs: 1,
             minibatches: 1,
             mini_batch: 0,
+            mini_batch_unit: crate::minibatch::MiniBatchUnit::Samples,
             level: SampleLevel::Turn,
             policy_loss: PolicyLoss::Clip,
             micro_batch: 0,

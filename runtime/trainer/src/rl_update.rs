@@ -27,6 +27,7 @@ pub(crate) struct Prepared {
     /// Advantage per loss token.
     pub advantages: Vec<f64>,
     pub trajectory: u64,
+    pub group: u64,
     /// Its index in the update's samples.
     pub sample: usize,
     /// Its (shaped) reward.
@@ -72,6 +73,7 @@ fn prepare(s: &Sample, sample: usize, reward: f64, context: usize) -> Result<Pre
         rollout_lp,
         advantages: Vec::new(),
         trajectory: s.trajectory_id,
+        group: s.group_id,
         sample,
         reward,
     })
@@ -237,8 +239,16 @@ impl Trainer {
         };
         let loss_kl = kl.filter(|_| !cfg.kl_in_reward);
         let (units, unit_of) = loss_units(&prepared, cfg.level);
-        let per_mb =
-            if cfg.mini_batch > 0 { cfg.mini_batch } else { units.len().div_ceil(cfg.minibatches) };
+        let key = |u: usize| {
+            let p = &prepared[units[u][0]];
+            (p.trajectory, p.group)
+        };
+        let batches = crate::minibatch::split(
+            units.len(),
+            key,
+            (cfg.mini_batch, cfg.mini_batch_unit),
+            cfg.minibatches,
+        );
         let warming = match cfg.advantage {
             Advantage::Group => {
                 rl_advantage::group(&mut prepared, &view, &rewards, penalties.as_deref(), cfg);
@@ -258,7 +268,7 @@ impl Trainer {
                 let stats = critic.update(
                     &prepared,
                     (&values, &returns),
-                    (&units, &unit_of, per_mb),
+                    (&units, &unit_of, &batches),
                     cfg.ppo_epochs,
                     (micro, pad),
                     cfg.aggregation,
@@ -287,8 +297,8 @@ impl Trainer {
         let device = self.device();
         let mut acc = Acc::default();
         for _epoch in 0..cfg.ppo_epochs {
-            for mb_units in units.chunks(per_mb.max(1)) {
-                let mb: Vec<usize> = mb_units.iter().flatten().copied().collect();
+            for mb_units in &batches {
+                let mb: Vec<usize> = mb_units.iter().flat_map(|&u| &units[u]).copied().collect();
                 let counts: Vec<usize> = mb.iter().map(|&i| prepared[i].positions.len()).collect();
                 let mb_unit: Vec<usize> = mb.iter().map(|&i| unit_of[i]).collect();
                 let coefs = grouped_aggregation_coefficients(&counts, &mb_unit, cfg.aggregation);

@@ -91,7 +91,10 @@ impl Ph<'_, '_> {
             BatchSize::Trajectories(n) | BatchSize::Turns(n) | BatchSize::Samples(n) => n,
         };
         let exact = n as f64 / group.max(1) as f64;
-        let v = (exact.round() as u32).clamp(1, prompts.max(1));
+        // At most a batch, where the recipe says how large one is.
+        let prompts_known = !self.c.d.is_unknown(&self.n.id, "prompts");
+        let most = if prompts_known { prompts.max(1) } else { u32::MAX };
+        let v = (exact.round() as u32).clamp(1, most);
         let e = self.map("mini_batch", &[(&key, json!(v))]);
         if (v as f64 - exact).abs() > 1e-9 {
             e.note(format!(

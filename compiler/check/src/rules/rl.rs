@@ -168,11 +168,6 @@ fn critic(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {
 }
 
 fn rl_batch(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic>) {
-    // At turn level (and in `ppo`, which trains turns) every turn is a sample and their number
-    // is only known at run time.
-    if turn_level(o) {
-        return;
-    }
     let (Some(p), Some(g), Some(mb)) =
         (o.fields.get("prompts"), o.fields.get("group"), o.fields.get("mini_batch"))
     else {
@@ -181,11 +176,15 @@ fn rl_batch(ctx: &Ctx<'_>, decl: &CheckedDecl, o: &Obj, out: &mut Vec<Diagnostic
     let (Some(pn), Some(gn), Some(written)) = (as_count(p), as_count(g), as_count(mb)) else {
         return;
     };
-    // The mini-batch in trajectories: a count of prompts is that many groups.
+    // The mini-batch in trajectories: a count of prompts is that many groups. At turn level
+    // (and in `ppo`, which trains turns) a count of samples or turns is of turns, whose number
+    // is only known at run time; prompts and trajectories take all their turns along.
+    let turn = turn_level(o);
     let (m, unit) = match &mb.v {
         V::Qty { dim: Dimension::Prompts, .. } => (written.saturating_mul(gn), " prompts"),
         V::Qty { dim: Dimension::Turns, .. } => return,
         V::Qty { dim: Dimension::Trajectories, .. } => (written, " trajectories"),
+        _ if turn => return,
         V::Qty { dim: Dimension::Samples, .. } => (written, " samples"),
         _ => (written, ""),
     };
@@ -248,38 +247,20 @@ fn batch_unit(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {
                     )),
             );
         }
-        V::Qty { dim, .. } => {
-            let (ok, why) = match dim {
-                Dimension::Prompts | Dimension::Trajectories if turn => (
-                    false,
-                    "at level turn every turn is a sample, and how many turns a trajectory gives is known only at run time",
-                ),
-                Dimension::Turns if !turn => {
-                    (false, "at level trajectory a sample is a whole trajectory")
-                }
-                _ => (true, ""),
-            };
-            if ok {
-                return;
-            }
-            let fix = if turn {
-                format!(
-                    "count it in `turns` or `samples` (`{n} turns`), or train whole trajectories with `level = trajectory`"
-                )
-            } else {
-                format!(
-                    "count it in `trajectories`, `prompts` or `samples` (`{n} trajectories`), or train turns with `level = turn`"
-                )
-            };
+        // Prompts and trajectories take all their turns at level turn; whole trajectories
+        // cannot be cut into turns.
+        V::Qty { dim: Dimension::Turns, .. } if !turn => {
             let mut d = Diagnostic::new(
                 "E0440",
-                format!("a mini-batch of {} cannot be split at level {level}", dim.describe()),
+                format!("a mini-batch of {} cannot be split at level trajectory", Dimension::Turns.describe()),
             )
-            .label(mb.span, why);
+            .label(mb.span, "at level trajectory a sample is a whole trajectory, and how many turns it gives is known only at run time");
             if let Some(l) = o.fields.get("level").filter(|l| !ctx.is_default(l)) {
-                d = d.label(l.span, format!("level = {level}"));
+                d = d.label(l.span, "level = trajectory");
             }
-            out.push(d.help(fix));
+            out.push(d.help(format!(
+                "count it in `trajectories`, `prompts` or `samples` (`{n} trajectories`), or train turns with `level = turn`"
+            )));
         }
         _ => {}
     }

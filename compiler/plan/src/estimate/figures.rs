@@ -239,16 +239,18 @@ pub(super) fn rl_phase(plan: &Plan, n: &Node) -> StageEstimate {
     add_judges(&mut e, reward_judges(plan, input(plan, &n.id, "reward")), traj);
     let process = input(plan, &n.id, "process_reward");
     add_judges(&mut e, reward_judges(plan, process), steps);
-    // Turn-level training makes one sample per turn (at most `horizon` per trajectory).
+    // Turn-level training makes one sample per turn (at most `horizon` per trajectory); a
+    // mini-batch of prompts is that many groups of trajectories, and one of prompts or
+    // trajectories takes all their turns along, so it counts trajectories at either level.
     let turn_level = n.params.get("level").and_then(PVal::as_str) != Some("trajectory");
-    let samples = if turn_level { mul(per_iter, horizon) } else { per_iter };
-    // A mini-batch of prompts is that many groups of trajectories.
     let mb = n.params.get("mini_batch");
-    let mini = match mb {
+    let (samples, mini) = match mb {
         Some(PVal::Qty { unit, .. }) if unit == "prompts" => {
-            mul(count(mb), count(n.params.get("group")))
+            (per_iter, mul(count(mb), count(n.params.get("group"))))
         }
-        _ => count(mb),
+        Some(PVal::Qty { unit, .. }) if unit == "trajectories" => (per_iter, count(mb)),
+        _ if turn_level => (mul(per_iter, horizon), count(mb)),
+        _ => (per_iter, count(mb)),
     };
     let updates = ceil_div(samples, mini);
     let per_iter_steps = mul(updates, count(n.params.get("ppo_epochs")));

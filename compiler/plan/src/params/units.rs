@@ -202,17 +202,29 @@ pub enum BatchSize {
     Samples(u32),
 }
 
+/// What one mini-batch holds, at the stage's level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MiniBatchSplit {
+    /// That many loss samples: turns at `level = turn`, trajectories at `level = trajectory`.
+    Samples(u32),
+    /// Every turn of that many trajectories (`N trajectories` at `level = turn`).
+    Trajectories(u32),
+    /// Every trajectory and turn of that many prompt groups (`N prompts`).
+    Groups(u32),
+}
+
 impl BatchSize {
-    /// The samples of a mini-batch at the stage's level (`trajectory`: `level_is_turn` false),
-    /// with `group` trajectories per prompt; `None` when the unit does not count that level's
-    /// samples (the checker refuses it: E0440).
-    pub fn samples(self, group: u32, level_is_turn: bool) -> Option<u32> {
+    /// How a mini-batch of this size is cut at the stage's level (`trajectory`:
+    /// `level_is_turn` false); `None` for turns at level trajectory, which whole trajectories
+    /// cannot be cut into (the checker refuses it: E0440).
+    pub fn split(self, level_is_turn: bool) -> Option<MiniBatchSplit> {
         match (self, level_is_turn) {
-            (BatchSize::Samples(n), _) => Some(n),
-            (BatchSize::Prompts(n), false) => n.checked_mul(group),
-            (BatchSize::Trajectories(n), false) | (BatchSize::Turns(n), true) => Some(n),
-            (BatchSize::Prompts(_) | BatchSize::Trajectories(_), true)
-            | (BatchSize::Turns(_), false) => None,
+            (BatchSize::Samples(n), _)
+            | (BatchSize::Turns(n), true)
+            | (BatchSize::Trajectories(n), false) => Some(MiniBatchSplit::Samples(n)),
+            (BatchSize::Prompts(n), _) => Some(MiniBatchSplit::Groups(n)),
+            (BatchSize::Trajectories(n), true) => Some(MiniBatchSplit::Trajectories(n)),
+            (BatchSize::Turns(_), false) => None,
         }
     }
 }
@@ -282,8 +294,15 @@ mod tests {
         let bare = from_val::<BatchSize>(&PVal::Num { value: 64.0 });
         assert_eq!(bare, Ok(BatchSize::Samples(64)), "a bare number counts samples");
         assert!(from_val::<BatchSize>(&qty(3.0, "s")).is_err());
-        assert_eq!(BatchSize::Prompts(16).samples(8, false), Some(128));
-        assert_eq!(BatchSize::Prompts(16).samples(8, true), None);
+        assert_eq!(BatchSize::Prompts(16).split(false), Some(MiniBatchSplit::Groups(16)));
+        assert_eq!(
+            BatchSize::Prompts(1).split(true),
+            Some(MiniBatchSplit::Groups(1)),
+            "all its turns"
+        );
+        assert_eq!(BatchSize::Trajectories(4).split(true), Some(MiniBatchSplit::Trajectories(4)));
+        assert_eq!(BatchSize::Trajectories(4).split(false), Some(MiniBatchSplit::Samples(4)));
+        assert_eq!(BatchSize::Turns(64).split(false), None);
         assert!(from_val::<Tokens>(&PVal::Unknown).unwrap_err().is_unknown());
         assert_eq!(from_val::<Option<Tokens>>(&PVal::Unknown), Ok(None));
     }

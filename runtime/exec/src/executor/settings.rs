@@ -5,12 +5,13 @@
 //! algorithm has no knob (DAPO has no KL estimator), its fixed behaviour is written here.
 
 use wrl_plan::params::{
-    self, BatchSize, Drop, FailureClass, KlEstimator, KlIn, Level, LossAgg, NodeRef, Optimizer,
-    OrGrpo, OrNone, OrUnlimited, PhaseOf, PolicyLoss, RewardRef, RlPhase, Schedule as PSchedule,
+    self, BatchSize, Drop, FailureClass, KlEstimator, KlIn, Level, LossAgg, MiniBatchSplit,
+    NodeRef, Optimizer, OrGrpo, OrNone, OrUnlimited, PhaseOf, PolicyLoss, RewardRef, RlPhase,
+    Schedule as PSchedule,
 };
 use wrl_trainer::{
-    Advantage, KlConfig, LossAggregation, OptimConfig, OverlongShaping, RlConfig, SampleLevel,
-    Schedule, ScheduleKind,
+    Advantage, KlConfig, LossAggregation, MiniBatchUnit, OptimConfig, OverlongShaping, RlConfig,
+    SampleLevel, Schedule, ScheduleKind,
 };
 
 /// What the executor runs an RL phase with, whatever its algorithm.
@@ -95,15 +96,20 @@ fn level(l: Level) -> SampleLevel {
     }
 }
 
-/// A mini-batch in the trainer's samples at `level` (turns or trajectories; a count of prompts
-/// is that many groups). A unit the level does not train never gets here: the checker (E0440)
-/// and the preflight refuse it.
-fn mini_batch_samples(b: BatchSize, group: u32, level: SampleLevel) -> usize {
+/// A mini-batch as the trainer counts it at `level`: loss samples, or every turn of whole
+/// trajectories or prompt groups. Turns at level trajectory never get here: the checker (E0440)
+/// and the preflight refuse them.
+fn mini_batch_split(b: BatchSize, level: SampleLevel) -> (usize, MiniBatchUnit) {
     let turn = match level {
         SampleLevel::Turn => true,
         SampleLevel::Trajectory => false,
     };
-    b.samples(group, turn).map_or(0, |n| n as usize)
+    match b.split(turn) {
+        Some(MiniBatchSplit::Samples(n)) => (n as usize, MiniBatchUnit::Samples),
+        Some(MiniBatchSplit::Trajectories(n)) => (n as usize, MiniBatchUnit::Trajectories),
+        Some(MiniBatchSplit::Groups(n)) => (n as usize, MiniBatchUnit::Groups),
+        None => (0, MiniBatchUnit::Samples),
+    }
 }
 
 fn kl(coef: f64, k: KlEstimator) -> Option<KlConfig> {
@@ -175,6 +181,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 generate,
                 seed,
             } = p;
+            let (mini_batch, mini_batch_unit) = mini_batch_split(*mini_batch, level(*lvl));
             let rl = RlConfig {
                 clip_low: clip.lo,
                 clip_high: clip.hi,
@@ -183,7 +190,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 kl_in_reward: *kl_in == KlIn::Reward,
                 entropy_coef: *entropy,
                 ppo_epochs: (*ppo_epochs).max(1) as usize,
-                mini_batch: mini_batch_samples(*mini_batch, *group, level(*lvl)),
+                mini_batch,
+                mini_batch_unit,
                 temperature: *temperature as f32,
                 dynamic_sampling: match drop {
                     Drop::None => false,
@@ -279,6 +287,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 generate,
                 seed,
             } = p;
+            let (mini_batch, mini_batch_unit) = mini_batch_split(*mini_batch, level(*lvl));
             let rl = RlConfig {
                 clip_low: clip.lo,
                 clip_high: clip.hi,
@@ -289,7 +298,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 kl_in_reward: *kl_in == KlIn::Reward,
                 entropy_coef: *entropy,
                 ppo_epochs: (*ppo_epochs).max(1) as usize,
-                mini_batch: mini_batch_samples(*mini_batch, *group, level(*lvl)),
+                mini_batch,
+                mini_batch_unit,
                 temperature: *temperature as f32,
                 // Dynamic sampling is what DAPO is: groups whose rewards are all equal go.
                 dynamic_sampling: true,
@@ -374,6 +384,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 generate,
                 seed,
             } = p;
+            let (mini_batch, mini_batch_unit) = mini_batch_split(*mini_batch, SampleLevel::Turn);
             let rl = RlConfig {
                 clip_low: clip.lo,
                 clip_high: clip.hi,
@@ -383,7 +394,8 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
                 advantage: advantage_of(advantage, critic),
                 entropy_coef: 0.0,
                 ppo_epochs: (*ppo_epochs).max(1) as usize,
-                mini_batch: mini_batch_samples(*mini_batch, *group, SampleLevel::Turn),
+                mini_batch,
+                mini_batch_unit,
                 temperature: *temperature as f32,
                 // Several epochs over old log-probs.
                 dynamic_sampling: false,
@@ -524,11 +536,16 @@ mod tests {
 
     #[test]
     fn mini_batches_reach_the_trainer_in_its_samples() {
-        let t = SampleLevel::Trajectory;
-        assert_eq!(mini_batch_samples(BatchSize::Prompts(4), 6, t), 24, "4 groups of 6");
-        assert_eq!(mini_batch_samples(BatchSize::Trajectories(24), 6, t), 24);
-        assert_eq!(mini_batch_samples(BatchSize::Samples(24), 6, t), 24);
-        assert_eq!(mini_batch_samples(BatchSize::Turns(64), 6, SampleLevel::Turn), 64);
-        assert_eq!(mini_batch_samples(BatchSize::Samples(64), 6, SampleLevel::Turn), 64);
+        let (t, turn) = (SampleLevel::Trajectory, SampleLevel::Turn);
+        let groups = (4, MiniBatchUnit::Groups);
+        assert_eq!(mini_batch_split(BatchSize::Prompts(4), t), groups, "4 groups");
+        assert_eq!(mini_batch_split(BatchSize::Prompts(4), turn), groups, "all their turns");
+        let whole = (24, MiniBatchUnit::Trajectories);
+        assert_eq!(mini_batch_split(BatchSize::Trajectories(24), turn), whole);
+        let samples = (24, MiniBatchUnit::Samples);
+        assert_eq!(mini_batch_split(BatchSize::Trajectories(24), t), samples);
+        assert_eq!(mini_batch_split(BatchSize::Samples(24), t), samples);
+        assert_eq!(mini_batch_split(BatchSize::Turns(24), turn), samples);
+        assert_eq!(mini_batch_split(BatchSize::Samples(24), turn), samples);
     }
 }

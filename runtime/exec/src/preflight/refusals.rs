@@ -410,21 +410,16 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
         RlPhase::Dapo(d) => &d.mask,
         RlPhase::Ppo(p) => &p.mask,
     };
-    // The checker refuses these (E0440); a plan written by other means is refused here.
-    let (mb, group, turn) = match p {
-        RlPhase::Grpo(g) => (g.mini_batch, g.group, g.level == params::Level::Turn),
-        RlPhase::Dapo(d) => (d.mini_batch, d.group, d.level == params::Level::Turn),
-        RlPhase::Ppo(p) => (p.mini_batch, p.group, true),
+    // The checker refuses this (E0440); a plan written by other means is refused here.
+    let (mb, turn) = match p {
+        RlPhase::Grpo(g) => (g.mini_batch, g.level == params::Level::Turn),
+        RlPhase::Dapo(d) => (d.mini_batch, d.level == params::Level::Turn),
+        RlPhase::Ppo(p) => (p.mini_batch, true),
     };
-    if mb.samples(group, turn).is_none() {
-        let level = if turn { "turn" } else { "trajectory" };
+    if mb.split(turn).is_none() {
         errs.push(cannot(
-            format!("a mini-batch of {mb} cannot be split at level {level}"),
-            if turn {
-                "count the mini-batch in `turns` or `samples`, or set `level = trajectory`"
-            } else {
-                "count the mini-batch in `trajectories`, `prompts` or `samples`, or set `level = turn`"
-            },
+            format!("a mini-batch of {mb} cannot be split at level trajectory"),
+            "count the mini-batch in `trajectories`, `prompts` or `samples`, or set `level = turn`",
             "mini_batch",
         ));
     }

@@ -2,7 +2,9 @@
 //! and a bandit over byte strings with a known optimum whose expected reward must rise.
 
 use candle_core::{Device, Tensor};
-use wrl_trainer::{LossAggregation, OpsMode, RlConfig, Sample, SampleLevel, SampleParams, Trainer};
+use wrl_trainer::{
+    LossAggregation, MiniBatchUnit, OpsMode, RlConfig, Sample, SampleLevel, SampleParams, Trainer,
+};
 
 use crate::common::{snapshot, tiny, trainer};
 
@@ -67,15 +69,29 @@ fn mini_batches_count_turns_or_whole_trajectories() {
     for (i, x) in s.iter_mut().enumerate() {
         x.trajectory_id = i as u64 / 2;
     }
-    let steps = |t: &mut Trainer, cfg: RlConfig| t.rl_update(&s, &cfg).unwrap().optimizer_steps;
+    let steps = |t: &mut Trainer, s: &[Sample], cfg: RlConfig| {
+        t.rl_update(s, &cfg).unwrap().optimizer_steps
+    };
     let turns = RlConfig { mini_batch: 4, ppo_epochs: 2, ..RlConfig::default() };
-    assert_eq!(steps(&mut t, turns.clone()), Some(4), "6 turns in batches of 4: 2 per epoch");
+    assert_eq!(steps(&mut t, &s, turns.clone()), Some(4), "6 turns in batches of 4: 2 per epoch");
     let trajs = RlConfig { level: SampleLevel::Trajectory, mini_batch: 2, ..turns };
-    assert_eq!(steps(&mut t, trajs), Some(4), "3 trajectories in batches of 2: 2 per epoch");
+    assert_eq!(steps(&mut t, &s, trajs), Some(4), "3 trajectories in batches of 2: 2 per epoch");
     let one = RlConfig { level: SampleLevel::Trajectory, mini_batch: 3, ..RlConfig::default() };
-    assert_eq!(steps(&mut t, one), Some(1));
+    assert_eq!(steps(&mut t, &s, one), Some(1));
     let by_count = RlConfig { minibatches: 3, ..RlConfig::default() };
-    assert_eq!(steps(&mut t, by_count), Some(3));
+    assert_eq!(steps(&mut t, &s, by_count), Some(3));
+    // At turn level a mini-batch of groups or trajectories takes all their turns: trajectories
+    // 0 and 1 are group 0 (four turns), trajectory 2 is group 1 (two turns), interleaved as
+    // concurrent episodes finish.
+    for (x, (traj, gid)) in s.iter_mut().zip([(0, 0), (2, 1), (0, 0), (1, 0), (2, 1), (1, 0)]) {
+        (x.trajectory_id, x.group_id) = (traj, gid);
+    }
+    let groups = RlConfig { mini_batch: 1, mini_batch_unit: MiniBatchUnit::Groups, ..turns };
+    assert_eq!(steps(&mut t, &s, groups.clone()), Some(4), "2 groups, one step each, 2 epochs");
+    let both = RlConfig { mini_batch: 2, ..groups.clone() };
+    assert_eq!(steps(&mut t, &s, both), Some(2), "both groups in one step");
+    let whole = RlConfig { mini_batch_unit: MiniBatchUnit::Trajectories, ..groups };
+    assert_eq!(steps(&mut t, &s, whole), Some(6), "3 trajectories of all their turns, 2 epochs");
 }
 
 /// Forward batches (sorted by length, as many as fit, or `micro_batch` each) change the cost of
