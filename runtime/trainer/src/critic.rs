@@ -139,14 +139,14 @@ impl Critic {
         Ok(out)
     }
 
-    /// `epochs` passes of one optimiser step per mini-batch (`batches`, indices into `units`) on
+    /// `epochs` passes of one optimiser step per mini-batch (`batches`, each its samples) on
     /// the clipped value loss against `returns`, aggregated like the policy's loss.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn update(
         &mut self,
         prepared: &[Prepared],
         (old, returns): (&[Vec<f32>], &[Vec<f64>]),
-        (units, unit_of, batches): (&[Vec<usize>], &[usize], &[Vec<usize>]),
+        (unit_of, batches): (&[usize], &[Vec<usize>]),
         epochs: usize,
         (micro, pad): (usize, u32),
         aggregation: LossAggregation,
@@ -156,15 +156,14 @@ impl Critic {
         let mut stats = CriticStats::default();
         let (mut tokens, mut clipped) = (0usize, 0usize);
         for _ in 0..epochs {
-            for mb_units in batches {
-                let mb: Vec<usize> = mb_units.iter().flat_map(|&u| &units[u]).copied().collect();
+            for mb in batches {
                 let counts: Vec<usize> = mb.iter().map(|&i| prepared[i].positions.len()).collect();
                 let mb_unit: Vec<usize> = mb.iter().map(|&i| unit_of[i]).collect();
                 let coefs = grouped_aggregation_coefficients(&counts, &mb_unit, aggregation);
                 let coef_of: std::collections::BTreeMap<usize, &Vec<f64>> =
                     mb.iter().copied().zip(&coefs).collect();
                 let mut grads = Grads::new();
-                for chunk in forward_batches(prepared, &mb, micro) {
+                for chunk in forward_batches(prepared, mb, micro) {
                     let batch = batch_of(prepared, &chunk, pad, &device)?;
                     let v = self.values(&batch)?;
                     let vals: Vec<f32> = v.to_vec1()?;

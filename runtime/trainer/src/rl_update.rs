@@ -243,12 +243,16 @@ impl Trainer {
             let p = &prepared[units[u][0]];
             (p.trajectory, p.group)
         };
-        let batches = crate::minibatch::split(
+        // Each mini-batch as the indices of its samples, once for every epoch (and the critic).
+        let batches: Vec<Vec<usize>> = crate::minibatch::split(
             units.len(),
             key,
             (cfg.mini_batch, cfg.mini_batch_unit),
             cfg.minibatches,
-        );
+        )
+        .iter()
+        .map(|b| b.iter().flat_map(|&u| &units[u]).copied().collect())
+        .collect();
         let warming = match cfg.advantage {
             Advantage::Group => {
                 rl_advantage::group(&mut prepared, &view, &rewards, penalties.as_deref(), cfg);
@@ -268,7 +272,7 @@ impl Trainer {
                 let stats = critic.update(
                     &prepared,
                     (&values, &returns),
-                    (&units, &unit_of, &batches),
+                    (&unit_of, &batches),
                     cfg.ppo_epochs,
                     (micro, pad),
                     cfg.aggregation,
@@ -297,8 +301,7 @@ impl Trainer {
         let device = self.device();
         let mut acc = Acc::default();
         for _epoch in 0..cfg.ppo_epochs {
-            for mb_units in &batches {
-                let mb: Vec<usize> = mb_units.iter().flat_map(|&u| &units[u]).copied().collect();
+            for mb in &batches {
                 let counts: Vec<usize> = mb.iter().map(|&i| prepared[i].positions.len()).collect();
                 let mb_unit: Vec<usize> = mb.iter().map(|&i| unit_of[i]).collect();
                 let coefs = grouped_aggregation_coefficients(&counts, &mb_unit, cfg.aggregation);
@@ -307,7 +310,7 @@ impl Trainer {
                 let mut grads = Grads::new();
                 let mut step_loss = 0.0;
                 let mut step_pg = 0.0;
-                for chunk in forward_batches(&prepared, &mb, micro) {
+                for chunk in forward_batches(&prepared, mb, micro) {
                     let seqs: Vec<&[u32]> =
                         chunk.iter().map(|&i| prepared[i].seq.as_slice()).collect();
                     let sel: Vec<Vec<usize>> =
