@@ -1,6 +1,6 @@
 //! `wrlc run` end to end with a Hugging Face policy: a tiny random Qwen3 in HF layout (written
 //! by `wrl_trainer::hf::tiny`, its own byte-level BPE tokenizer and Qwen3's chat template) in
-//! place of the tiny byte model in WebDancer's smoke profile: SFT on the expert's search-API
+//! place of the tiny byte model in WebDancer's smoke profile, in bf16: SFT on the expert's search-API
 //! demonstrations lowers the loss, a DAPO iteration and both evaluations run, the checkpoint is
 //! a Hugging Face model directory that loads back, `--resume` of the finished run adds nothing,
 //! and `wrlc serve` answers from it.
@@ -31,7 +31,8 @@ fn webdancer_smoke_trains_a_hugging_face_qwen3_and_resumes() {
     tiny_model(&model);
     let out = dir.path().join("run");
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes/webdancer.wrl");
-    let policy = format!("policy=hf(\"{}\") {{ dtype = f32, family = qwen3 }}", model.display());
+    // bf16, the stdlib's default: activations in bf16 over f32 master weights.
+    let policy = format!("policy=hf(\"{}\") {{ dtype = bf16, family = qwen3 }}", model.display());
     let sets = [
         policy.as_str(),
         "trajectories=std::sandbox::demos(count: 4) { env = search_api }",
@@ -102,6 +103,7 @@ fn webdancer_smoke_trains_a_hugging_face_qwen3_and_resumes() {
     })
     .unwrap();
     let warm = wrl_trainer::Trainer::load(&ckpts.join("stage-warmup")).unwrap();
+    assert_eq!(warm.config.policy.precision(), wrl_trainer::precision::Precision::Bf16);
     assert_eq!(embeddings(&warm), embeddings(&source), "a frozen part moved in the warm-up");
     let (code, _, stderr) =
         wrl_cli::run_captured(["run".as_ref(), "--resume".as_ref(), out.as_os_str()]);

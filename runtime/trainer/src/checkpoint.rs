@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::critic::Critic;
 use crate::error::{Result, TrainerError};
 use crate::optim::AdamW;
+use crate::precision::LossScaler;
 use crate::rng::{RngState, rng_restore, rng_state};
 use crate::trainer::{DataCursor, Trainer, TrainerConfig};
 
@@ -31,6 +32,9 @@ pub struct TrainerState {
     pub step: u64,
     /// AdamW update count (bias correction).
     pub optimizer_t: u64,
+    /// An f16 policy's loss scale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale: Option<LossScaler>,
     /// RNG state.
     pub rng: RngState,
     /// SFT data cursor.
@@ -56,6 +60,9 @@ pub struct CriticState {
     pub optim: crate::OptimConfig,
     /// AdamW update count.
     pub optimizer_t: u64,
+    /// An f16 critic's loss scale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale: Option<LossScaler>,
     /// Optimiser steps taken.
     pub step: u64,
     /// RL updates it took part in.
@@ -132,6 +139,7 @@ impl Trainer {
             config: self.config.clone(),
             step: self.step,
             optimizer_t: self.optimizer.t,
+            loss_scale: self.optimizer.scaler,
             rng: rng_state(&self.rng),
             cursor: self.cursor,
             has_reference: self.reference.is_some(),
@@ -139,6 +147,7 @@ impl Trainer {
                 policy: c.policy.clone(),
                 optim: c.optimizer.config.clone(),
                 optimizer_t: c.optimizer.t,
+                loss_scale: c.optimizer.scaler,
                 step: c.step,
                 updates: c.updates,
             }),
@@ -211,6 +220,7 @@ impl Trainer {
             &dir.join("optimizer.safetensors"),
             &device,
         )?;
+        t.optimizer.scaler = state.loss_scale;
         t.rng = rng_restore(&state.rng)?;
         t.step = state.step;
         t.cursor = state.cursor;
@@ -220,12 +230,13 @@ impl Trainer {
             t.reference = Some(r);
         }
         if let Some(c) = &state.critic {
-            let optimizer = AdamW::load(
+            let mut optimizer = AdamW::load(
                 c.optim.clone(),
                 c.optimizer_t,
                 &dir.join("critic_optimizer.safetensors"),
                 &device,
             )?;
+            optimizer.scaler = c.loss_scale;
             let mut critic = Critic::shell(&c.policy, optimizer, state.config.device)?;
             critic.model.params().load_into(&dir.join("critic.safetensors"))?;
             critic.step = c.step;

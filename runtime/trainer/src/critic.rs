@@ -2,7 +2,7 @@
 //! final hidden states, trained by its own AdamW on the clipped value loss of [`crate::gae`].
 //! A trainer holds at most one; its checkpoint saves it beside the policy.
 
-use candle_core::Tensor;
+use candle_core::{DType, Tensor};
 
 use crate::batch::TokenBatch;
 use crate::error::Result;
@@ -12,7 +12,7 @@ use crate::optim::{AdamW, Grads, OptimConfig};
 use crate::params::Init;
 use crate::rl::{LossAggregation, grouped_aggregation_coefficients};
 use crate::rl_update::{Prepared, forward_batches};
-use crate::trainer::{Trainer, accumulate};
+use crate::trainer::{Trainer, accumulate, backward};
 
 /// The value head's parameters, in the critic network's own store.
 pub const HEAD_WEIGHT: &str = "value_head.weight";
@@ -40,6 +40,8 @@ pub(crate) struct CriticStats {
     pub clip_frac: f64,
     pub grad_norm: f64,
     pub steps: usize,
+    /// f16 steps skipped on overflow.
+    pub skipped: usize,
 }
 
 /// The width of a network's final hidden states.
@@ -55,13 +57,15 @@ impl Critic {
     /// zero value head, so every value starts at 0; `optim` is its own optimiser's.
     pub fn from_policy(from: &Trainer, optim: OptimConfig) -> Result<Critic> {
         let model = from.model.with_params(from.model.params().deep_copy()?)?;
-        Critic::over(model, from.config.policy.clone(), AdamW::new(optim))
+        let optimizer = AdamW::for_precision(optim, from.config.policy.precision());
+        Critic::over(model, from.config.policy.clone(), optimizer)
     }
 
     /// A critic whose network is `from`'s own (the trainer is used up: nothing is copied),
     /// with a zero value head.
     pub fn from_trainer(from: Trainer, optim: OptimConfig) -> Result<Critic> {
-        Critic::over(from.model, from.config.policy, AdamW::new(optim))
+        let optimizer = AdamW::for_precision(optim, from.config.policy.precision());
+        Critic::over(from.model, from.config.policy, optimizer)
     }
 
     /// `model` with a zero value head, all of it trainable.
@@ -110,7 +114,8 @@ impl Critic {
         let (b, t, d) = h.dims3()?;
         let device = h.device().clone();
         let rows = Tensor::from_vec(batch.rows.clone(), batch.rows.len(), &device)?;
-        let h = h.reshape((b * t, d))?.index_select(&rows, 0)?;
+        // The head is f32 whatever the policy computes in (`precision.rs`).
+        let h = h.reshape((b * t, d))?.index_select(&rows, 0)?.to_dtype(DType::F32)?;
         let p = self.model.params();
         let v = h.matmul(&p.get(HEAD_WEIGHT)?)?.squeeze(1)?;
         Ok(v.broadcast_add(&p.get(HEAD_BIAS)?)?)
@@ -187,18 +192,20 @@ impl Critic {
                     }
                     let m = g.len();
                     let surrogate = (v * Tensor::from_vec(g, m, &device)?)?.sum_all()?;
-                    accumulate(&self.model, &surrogate.backward()?, &mut grads)?;
+                    let store = backward(&surrogate, &self.optimizer)?;
+                    accumulate(&self.model, &store, &mut grads)?;
                 }
                 let info = self.optimizer.step(self.model.params(), &grads, self.step)?;
                 self.step += 1;
                 stats.grad_norm += info.grad_norm;
                 stats.steps += 1;
+                stats.skipped += usize::from(info.skipped);
             }
         }
         self.updates += 1;
         let steps = stats.steps.max(1) as f64;
         stats.loss /= steps;
-        stats.grad_norm /= steps;
+        stats.grad_norm /= (stats.steps - stats.skipped).max(1) as f64;
         stats.clip_frac = clipped as f64 / tokens.max(1) as f64;
         Ok(stats)
     }

@@ -1,8 +1,9 @@
 //! What training a model costs in memory before it is built (`wrlc estimate`): its parameter
 //! count by part, and the bytes of weights, gradients, optimiser state and activations at a
-//! stage's forward batch, per dtype, as this trainer lays them out. Weights and gradients are
-//! in the model's dtype; AdamW keeps two f32 moments per trained parameter (`optim.rs`);
-//! frozen parts have no gradient and no optimiser state. Activations are the tensors one
+//! stage's forward batch, per dtype, as this trainer lays them out (`precision.rs`): f32 master
+//! weights, plus, in bf16 or f16, the copy of them a forward casts and keeps for its backward;
+//! f32 gradients; AdamW's two f32 moments per trained parameter (`optim.rs`); frozen parts
+//! have no gradient and no optimiser state; the reference is an f32 copy. Activations are the tensors one
 //! forward keeps for its backward, counted per op of the forward as written (`models/*.rs`, no
 //! recomputation, attention scores materialised): an estimate of the peak, not a measurement.
 
@@ -132,7 +133,7 @@ impl Shape {
 
     /// Bytes of a training step over `seqs` sequences of `len` tokens in one forward, in a
     /// dtype of `width` bytes, training `trainable` parameters. The logits are kept in the
-    /// dtype and their log-softmax in f32. `reference`: a frozen copy of the weights is kept.
+    /// dtype and their log-softmax in f32. `reference`: a frozen f32 copy of the weights is kept.
     pub fn memory(
         &self,
         width: u64,
@@ -141,9 +142,11 @@ impl Shape {
         len: u64,
         reference: bool,
     ) -> Memory {
-        let weights = self.params.total.saturating_mul(width);
-        let reference = if reference { weights } else { 0 };
-        let gradients = trainable.saturating_mul(width);
+        let master = self.params.total.saturating_mul(4);
+        let cast = if width < 4 { self.params.total.saturating_mul(width) } else { 0 };
+        let weights = master.saturating_add(cast);
+        let reference = if reference { master } else { 0 };
+        let gradients = trainable.saturating_mul(4);
         let optimizer = trainable.saturating_mul(2 * 4);
         let tokens = seqs.saturating_mul(len);
         let per_token = (self.layers * self.per_token_layer(len) + self.hidden) * width
@@ -225,9 +228,12 @@ mod tests {
         assert_eq!(all.total, all.weights + all.gradients + all.optimizer + all.activations);
         let kl = s.memory(4, s.trainable(false, false), 2, 64, true);
         assert_eq!((kl.reference, kl.total - all.total), (all.weights, all.weights));
-        // Half-width weights halve weights and gradients; the f32 moments stay.
+        // Half width: f32 masters plus their half-width cast; f32 gradients and moments.
         let half = s.memory(2, s.trainable(false, false), 2, 64, false);
-        assert_eq!((half.weights * 2, half.optimizer), (all.weights, all.optimizer));
+        assert_eq!(half.weights * 2, all.weights * 3);
+        assert_eq!((half.gradients, half.optimizer), (all.gradients, all.optimizer));
+        let half_kl = s.memory(2, s.trainable(false, false), 2, 64, true);
+        assert_eq!(half_kl.reference, all.weights);
         // Activations grow with tokens, faster than linearly with length (attention scores).
         let long = s.memory(4, 0, 2, 128, false);
         assert!(long.activations > 2 * all.activations);

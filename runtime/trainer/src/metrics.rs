@@ -74,4 +74,25 @@ pub struct Metrics {
     /// PPO with a critic: mean return (the critic's target).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub return_mean: Option<f64>,
+    /// f16: optimiser steps skipped because the scaled gradients overflowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_steps: Option<usize>,
+    /// f16: the loss scale after this call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale: Option<f64>,
+    /// Peak resident bytes of the process during this call (`memory.rs`; Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_peak_bytes: Option<u64>,
+    /// Bytes in use on the model's GPU after this call (CUDA only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_bytes: Option<u64>,
+}
+
+impl Metrics {
+    /// Records what the call held.
+    pub(crate) fn with_memory(mut self, m: crate::memory::StepMemory) -> Metrics {
+        self.host_peak_bytes = m.host_peak;
+        self.device_bytes = m.device;
+        self
+    }
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, TrainerError, config_err};
 use crate::params::ParamStore;
+use crate::precision::{LossScaler, Precision};
 
 /// Shape of the learning-rate curve after warm-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -128,6 +129,8 @@ pub struct AdamW {
     pub config: OptimConfig,
     /// Number of updates applied so far (bias correction uses it).
     pub t: u64,
+    /// The dynamic loss scale of an f16 model (`precision.rs`); `None`: gradients are unscaled.
+    pub scaler: Option<LossScaler>,
     m: BTreeMap<String, Tensor>,
     v: BTreeMap<String, Tensor>,
 }
@@ -139,6 +142,8 @@ pub struct StepInfo {
     pub grad_norm: f64,
     /// Learning rate used.
     pub lr: f64,
+    /// Whether the step was skipped because f16 gradients overflowed (the loss scale halved).
+    pub skipped: bool,
 }
 
 /// Gradients keyed by parameter name.
@@ -156,10 +161,19 @@ pub fn grad_norm(grads: &Grads) -> Result<f64> {
 impl AdamW {
     /// A fresh optimiser.
     pub fn new(config: OptimConfig) -> Self {
-        AdamW { config, t: 0, m: BTreeMap::new(), v: BTreeMap::new() }
+        AdamW { config, t: 0, scaler: None, m: BTreeMap::new(), v: BTreeMap::new() }
     }
 
-    /// Apply one update to `params` from `grads` (clipped first). `step` picks the scheduled LR.
+    /// A fresh optimiser for a model computing in `precision` (f16 gets a loss scale).
+    pub fn for_precision(config: OptimConfig, precision: Precision) -> Self {
+        AdamW { scaler: precision.scaler(), ..AdamW::new(config) }
+    }
+
+    /// What to multiply the loss by before its backward pass (1 without a loss scale).
+    pub fn loss_scale(&self) -> f64 {
+        self.scaler.map_or(1.0, |s| s.scale)
+    }
+
     /// Drops the moments of `names` (parameters that were just frozen keep no state).
     pub fn forget(&mut self, names: &[String]) {
         for n in names {
@@ -168,16 +182,32 @@ impl AdamW {
         }
     }
 
+    /// Apply one update to `params` from `grads` (clipped first). `step` picks the scheduled LR.
+    /// Gradients computed from a loss multiplied by [`AdamW::loss_scale`] are divided by it
+    /// here; an f16 step whose gradients overflowed is skipped (`StepInfo::skipped`).
     pub fn step(&mut self, params: &ParamStore, grads: &Grads, step: u64) -> Result<StepInfo> {
-        let norm = grad_norm(grads)?;
+        let scale = self.loss_scale();
+        let norm = grad_norm(grads)? / scale;
+        let lr = self.config.lr * self.config.schedule.factor(step)?;
+        if let Some(s) = self.scaler.as_mut()
+            && !s.update(norm.is_finite())
+        {
+            if s.exhausted() {
+                return Err(TrainerError::Config(
+                    "f16 gradients overflow at every loss scale down to 2^-16: the model has \
+                     diverged; train in bf16 or f32, or lower the learning rate"
+                        .into(),
+                ));
+            }
+            return Ok(StepInfo { grad_norm: 0.0, lr, skipped: true });
+        }
         if !norm.is_finite() {
             return Err(TrainerError::Config(format!("gradient norm is {norm}; refusing to step")));
         }
         let clip = match self.config.grad_clip {
             Some(max) if norm > max => max / (norm + 1e-6),
             Some(_) | None => 1.0,
-        };
-        let lr = self.config.lr * self.config.schedule.factor(step)?;
+        } / scale;
         let (b1, b2) = self.config.betas;
         self.t += 1;
         let bc1 = 1.0 - b1.powi(self.t as i32);
@@ -204,7 +234,7 @@ impl AdamW {
             self.m.insert(name.clone(), m);
             self.v.insert(name.clone(), v);
         }
-        Ok(StepInfo { grad_norm: norm, lr })
+        Ok(StepInfo { grad_norm: norm, lr, skipped: false })
     }
 
     /// Save the moments (`m.NAME`, `v.NAME`) to a safetensors file.

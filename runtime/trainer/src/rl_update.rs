@@ -15,7 +15,7 @@ use crate::rl::{
     is_active, kl_cov_selection, kl_cov_token_loss, shaped_rewards, token_loss,
 };
 use crate::rl_advantage::{self, kl_penalties};
-use crate::trainer::{Trainer, accumulate};
+use crate::trainer::{Trainer, accumulate, backward};
 
 /// A sample prepared for the loss: full sequence and the positions of its loss tokens.
 pub(crate) struct Prepared {
@@ -146,6 +146,8 @@ struct Acc {
     grad_norm: f64,
     lr: f64,
     steps: usize,
+    /// f16 steps skipped on overflow (their gradient norm is not in `grad_norm`).
+    skipped: usize,
     tokens: usize,
     clip_low: usize,
     clip_high: usize,
@@ -160,7 +162,14 @@ impl Trainer {
     /// steps first), then `ppo_epochs` passes of `minibatches` optimiser steps over the clipped
     /// surrogate (+ KL unless it is a reward penalty, − entropy).
     /// Samples flagged `excluded` (or truncated with overlong filtering) take no part.
+    /// The metrics say what memory the update held (`memory.rs`).
     pub fn rl_update(&mut self, samples: &[Sample], cfg: &RlConfig) -> Result<Metrics> {
+        let meter = crate::memory::Meter::start();
+        let m = self.rl_update_unmetered(samples, cfg)?;
+        Ok(m.with_memory(meter.finish(&self.device())))
+    }
+
+    fn rl_update_unmetered(&mut self, samples: &[Sample], cfg: &RlConfig) -> Result<Metrics> {
         cfg.validate()?;
         let rewards = shaped_rewards(samples, cfg);
         let dropped = if cfg.dynamic_sampling {
@@ -385,7 +394,7 @@ impl Trainer {
                         let c = Tensor::from_vec(c_all, m, &device)?;
                         surrogate = (surrogate - ((h * c)?.sum_all()? * cfg.entropy_coef)?)?;
                     }
-                    let store = surrogate.backward()?;
+                    let store = backward(&surrogate, &self.optimizer)?;
                     accumulate(&self.model, &store, &mut grads)?;
                 }
                 let info = self.optimizer.step(self.model.params(), &grads, self.step)?;
@@ -393,6 +402,7 @@ impl Trainer {
                 acc.loss += step_loss;
                 acc.pg += step_pg;
                 acc.grad_norm += info.grad_norm;
+                acc.skipped += usize::from(info.skipped);
                 acc.lr = info.lr;
                 acc.steps += 1;
             }
@@ -402,7 +412,7 @@ impl Trainer {
         metrics.step = self.step;
         metrics.loss = acc.loss / steps;
         metrics.pg_loss = Some(acc.pg / steps);
-        metrics.grad_norm = acc.grad_norm / steps;
+        metrics.grad_norm = acc.grad_norm / (acc.steps - acc.skipped).max(1) as f64;
         metrics.lr = acc.lr;
         metrics.tokens = prepared.iter().map(|p| p.positions.len()).sum();
         metrics.clip_frac = Some((acc.clip_low + acc.clip_high) as f64 / toks);
@@ -419,6 +429,8 @@ impl Trainer {
         });
         metrics.entropy = Some(acc.entropy / toks);
         metrics.optimizer_steps = Some(acc.steps);
+        metrics.skipped_steps = self.optimizer.scaler.map(|_| acc.skipped);
+        metrics.loss_scale = self.optimizer.scaler.map(|s| s.scale);
         tracing::debug!(step = self.step, loss = metrics.loss, "rl update");
         Ok(metrics)
     }

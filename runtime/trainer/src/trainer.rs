@@ -89,6 +89,16 @@ pub struct Trainer {
     pub(crate) critic: Option<crate::critic::Critic>,
 }
 
+/// The gradients of `loss` times `optimizer`'s loss scale (f16; 1 otherwise), which its
+/// [`AdamW::step`] divides out again.
+pub(crate) fn backward(
+    loss: &Tensor,
+    optimizer: &AdamW,
+) -> Result<candle_core::backprop::GradStore> {
+    let s = optimizer.loss_scale();
+    Ok(if s == 1.0 { loss.backward()? } else { (loss * s)?.backward()? })
+}
+
 /// Collect the gradients of every parameter from a candle gradient store into `acc`.
 pub(crate) fn accumulate(
     model: &Model,
@@ -120,7 +130,7 @@ impl Trainer {
         let mut init_rng = rng_from_seed(config.seed ^ 0x1417_u64);
         let (model, tokenizer) = Model::build_at(&config.policy, dir, &device, &mut init_rng)?;
         Ok(Trainer {
-            optimizer: AdamW::new(config.optim.clone()),
+            optimizer: AdamW::for_precision(config.optim.clone(), config.policy.precision()),
             rng: rng_from_seed(config.seed),
             config,
             model,
@@ -222,7 +232,18 @@ impl Trainer {
     /// reported as `tokens: 0`): micro-batches of `micro_batch`, gradients
     /// accumulated, loss = Σ w·(−log p) / (number of loss tokens in the whole step), so the
     /// split into micro-batches does not change the update. `weights` scales each example.
+    /// The metrics say what memory the step held (`memory.rs`).
     pub fn sft_step_on(
+        &mut self,
+        examples: &[(&Example, f32)],
+        micro_batch: usize,
+    ) -> Result<Metrics> {
+        let meter = crate::memory::Meter::start();
+        let m = self.sft_step_unmetered(examples, micro_batch)?;
+        Ok(m.with_memory(meter.finish(&self.device())))
+    }
+
+    fn sft_step_unmetered(
         &mut self,
         examples: &[(&Example, f32)],
         micro_batch: usize,
@@ -257,7 +278,7 @@ impl Trainer {
             let w = Tensor::from_vec(w, batch.rows.len(), &device)?;
             let loss = (lp * w)?.sum_all()?.neg()?;
             loss_sum += loss.to_scalar::<f32>()? as f64;
-            let store = loss.backward()?;
+            let store = backward(&loss, &self.optimizer)?;
             accumulate(&self.model, &store, &mut grads)?;
         }
         let info = self.optimizer.step(self.model.params(), &grads, self.step)?;
@@ -270,6 +291,8 @@ impl Trainer {
             lr: info.lr,
             tokens: total_tokens,
             samples: examples.len(),
+            skipped_steps: self.optimizer.scaler.map(|_| usize::from(info.skipped)),
+            loss_scale: self.optimizer.scaler.map(|s| s.scale),
             ..Metrics::default()
         })
     }

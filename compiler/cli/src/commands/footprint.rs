@@ -242,7 +242,8 @@ pub fn render_text(models: &[ModelFootprint]) -> String {
         }
     }
     s.push_str(
-        "\n  * the recipe's dtype; optimizer: AdamW's two f32 moments per trained parameter;\n",
+        "\n  * the recipe's dtype; weights: f32 masters (and in bf16/f16 their cast copy); \
+         gradients: f32;\n    optimizer: AdamW's two f32 moments per trained parameter;\n",
     );
     s.push_str("    activations: what one forward keeps for its backward (an estimate, docs/plan-format.md)\n");
     s

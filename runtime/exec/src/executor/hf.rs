@@ -7,6 +7,7 @@
 use wrl_plan::Node;
 use wrl_plan::params::{self, ChatTemplate, DType, Family};
 use wrl_trainer::hf::{self, Arch, HfError, RepoKind};
+use wrl_trainer::precision::Precision;
 use wrl_trainer::{OpsMode, PolicyConfig, PretrainedSource};
 
 use crate::error::{Fault, RunError};
@@ -106,22 +107,13 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
             None
         }
     };
-    match dtype {
-        DType::F32 => {}
-        DType::Bf16 | DType::F16 => errs.push(
-            RunError::new(
-                Fault::Unsupported,
-                format!(
-                    "model `{}`: this runtime trains in f32 on the CPU; `dtype = {}` is not \
-                     implemented",
-                    n.decl,
-                    if *dtype == DType::Bf16 { "bf16" } else { "f16" }
-                ),
-            )
-            .help("set `dtype = f32` (a profile can); bf16 training is the GPU backend's")
-            .at(n, Some("dtype"), "this runtime cannot train in this precision"),
-        ),
-    }
+    // Mixed precision: f32 master weights and optimiser state, activations in `dtype`
+    // (wrl_trainer::precision); f16 adds a dynamic loss scale.
+    let precision = match dtype {
+        DType::F32 => Precision::F32,
+        DType::Bf16 => Precision::Bf16,
+        DType::F16 => Precision::F16,
+    };
     match chat_template {
         ChatTemplate::Native => {}
         ChatTemplate::Hermes | ChatTemplate::Xml => errs.push(
@@ -210,6 +202,7 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
         frozen: Vec::new(),
         thinking: *thinking,
         context: Some(context.0 as usize),
+        dtype: precision,
     };
     Ok(match arch {
         Arch::Qwen2 => PolicyConfig::Qwen2(src),

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Result;
 use crate::ops::OpsMode;
 use crate::params::ParamStore;
+use crate::precision::Precision;
 use crate::tokenizer::Tokenizer;
 
 pub use crate::hf::QwenConfig;
@@ -34,6 +35,16 @@ pub enum PolicyConfig {
     Qwen3(PretrainedSource),
 }
 
+impl PolicyConfig {
+    /// The dtype the policy computes in (the tiny model: always f32).
+    pub fn precision(&self) -> Precision {
+        match self {
+            PolicyConfig::Tiny(_) => Precision::F32,
+            PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) => src.dtype,
+        }
+    }
+}
+
 /// Where a pretrained checkpoint lives, and how the recipe uses it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PretrainedSource {
@@ -52,6 +63,9 @@ pub struct PretrainedSource {
     /// The longest sequence, prompt and completion; `None`: `max_position_embeddings`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<usize>,
+    /// The dtype the forward computes in, over f32 master weights (`precision.rs`).
+    #[serde(default)]
+    pub dtype: Precision,
 }
 
 impl PretrainedSource {
@@ -63,6 +77,7 @@ impl PretrainedSource {
             frozen: Vec::new(),
             thinking: false,
             context: None,
+            dtype: Precision::F32,
         }
     }
 }

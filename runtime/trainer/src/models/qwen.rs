@@ -3,6 +3,7 @@
 //! scalings, sliding-window layers, grouped-query attention, tied embeddings) and built from
 //! differentiable ops only (RMSNorm slow path, rotate-half RoPE as tensor ops), unlike
 //! candle-transformers' inference code. Frozen parts are read detached: no gradient reaches them.
+//! The weights are f32; the forward computes in the source's `dtype` (`precision.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +31,8 @@ pub struct QwenModel {
     ops: Ops,
     /// `inv_freq` (head_dim / 2) and the factor on cos/sin, as transformers computes them.
     rope: (Vec<f32>, f32),
+    /// The dtype the forward computes in; the parameters stay f32 (`precision.rs`).
+    compute: DType,
 }
 
 /// The parameter names a frozen part covers.
@@ -141,6 +144,7 @@ impl QwenModel {
             ops_mode: src.ops,
             ops: Ops::new(src.ops, device),
             rope,
+            compute: src.dtype.dtype(),
         };
         Ok((model, tok))
     }
@@ -165,8 +169,18 @@ impl QwenModel {
         Ok(QwenModel { params, ops, ..self.clone() })
     }
 
+    /// Parameter `name` in the compute dtype (a differentiable cast of the f32 master).
+    fn weight(&self, name: &str) -> Result<Tensor> {
+        Ok(self.params.get(name)?.to_dtype(self.compute)?)
+    }
+
     fn bias(&self, name: &str) -> Result<Option<Tensor>> {
-        if self.params.contains(name) { Ok(Some(self.params.get(name)?)) } else { Ok(None) }
+        if self.params.contains(name) { Ok(Some(self.weight(name)?)) } else { Ok(None) }
+    }
+
+    /// The dtype the forward computes in.
+    pub fn compute_dtype(&self) -> DType {
+        self.compute
     }
 
     /// cos/sin tables (t, head_dim) for absolute positions offset..offset+t: the angle
@@ -183,7 +197,10 @@ impl QwenModel {
                 sin.extend(row.iter().map(|a| ((*a as f64).sin() as f32) * factor));
             }
         }
-        Ok((Tensor::from_vec(cos, (t, hd), device)?, Tensor::from_vec(sin, (t, hd), device)?))
+        let table = |v: Vec<f32>| -> Result<Tensor> {
+            Ok(Tensor::from_vec(v, (t, hd), device)?.to_dtype(self.compute)?)
+        };
+        Ok((table(cos)?, table(sin)?))
     }
 
     /// Rotate-half RoPE on x (B, H, T, D), as tensor ops (differentiable).
@@ -213,9 +230,9 @@ impl QwenModel {
     /// The vocabulary projection of final hidden states (..., hidden) → (..., V).
     pub fn head(&self, h: &Tensor) -> Result<Tensor> {
         let w = if self.config.tie_word_embeddings {
-            self.params.get("model.embed_tokens.weight")?
+            self.weight("model.embed_tokens.weight")?
         } else {
-            self.params.get("lm_head.weight")?
+            self.weight("lm_head.weight")?
         };
         self.ops.linear(h, &w, None)
     }
@@ -236,12 +253,15 @@ impl QwenModel {
         }
         let p = &self.params;
         let emb = p.get("model.embed_tokens.weight")?;
-        let mut x = emb.index_select(&ids.flatten_all()?, 0)?.reshape((b, t, c.hidden_size))?;
+        let mut x = emb
+            .index_select(&ids.flatten_all()?, 0)?
+            .reshape((b, t, c.hidden_size))?
+            .to_dtype(self.compute)?;
         let (cos, sin) = self.rope_tables(offset, t, ids.device())?;
         let scale = 1.0 / (hd as f64).sqrt();
         for i in 0..c.num_hidden_layers {
             let n = |s: &str| format!("model.layers.{i}.{s}");
-            let g = |s: &str| p.get(&n(s));
+            let g = |s: &str| self.weight(&n(s));
             let h = self.ops.rms_norm(&x, &g("input_layernorm.weight")?, eps)?;
             let proj = |s: &str, heads: usize| -> Result<Tensor> {
                 let w = g(&format!("self_attn.{s}.weight"))?;
@@ -286,6 +306,6 @@ impl QwenModel {
         if let Some(kv) = cache {
             kv.pos += t;
         }
-        self.ops.rms_norm(&x, &p.get("model.norm.weight")?, eps)
+        self.ops.rms_norm(&x, &self.weight("model.norm.weight")?, eps)
     }
 }

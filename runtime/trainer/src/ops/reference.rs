@@ -105,8 +105,7 @@ pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, offset: usize) 
     } else {
         scores
     };
-    let p = candle_nn::ops::softmax(&scores, D::Minus1)?;
-    Ok(p.matmul(v)?)
+    Ok(softmax_f32(&scores)?.matmul(v)?)
 }
 
 /// [`attention`] where query i (at `offset + i`) sees only keys j with
@@ -132,8 +131,15 @@ pub fn attention_window(
     let mask = Tensor::from_vec(m, (tq, tk), q.device())?;
     let scores = (q.matmul(&k.t()?)? * scale)?;
     let scores = scores.broadcast_add(&mask.to_dtype(scores.dtype())?)?;
-    let p = candle_nn::ops::softmax(&scores, D::Minus1)?;
-    Ok(p.matmul(v)?)
+    Ok(softmax_f32(&scores)?.matmul(v)?)
+}
+
+/// Softmax over the last dimension computed in f32 and returned in the input's dtype, as
+/// transformers' eager attention does for bf16 and f16 scores.
+fn softmax_f32(scores: &Tensor) -> Result<Tensor> {
+    let dt = scores.dtype();
+    let p = candle_nn::ops::softmax(&scores.to_dtype(DType::F32)?, D::Minus1)?;
+    Ok(p.to_dtype(dt)?)
 }
 
 /// Log-probability of each target under the logits: `log_softmax(logits)[i, targets[i]]`.

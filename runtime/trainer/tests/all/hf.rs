@@ -35,7 +35,7 @@ fn trainer(dir: &Path, frozen: Vec<Frozen>, thinking: bool) -> Trainer {
 
 const TOOL: &str = r#"{"type": "function", "function": {"name": "search", "description": "Search the web.", "parameters": {"type": "object", "properties": {"query": {"type": "array", "items": {"type": "string"}}}, "required": ["query"]}}}"#;
 
-fn conversation() -> Conversation {
+pub(crate) fn conversation() -> Conversation {
     let call = CallText { name: "search".into(), arguments: r#"{"query": ["Barvel"]}"#.into() };
     Conversation {
         messages: vec![

@@ -10,6 +10,7 @@ mod fused;
 mod grads;
 mod hf;
 mod ppo_critic;
+mod precision;
 mod qwen;
 mod resume;
 mod rl_loss;
