@@ -21,6 +21,7 @@ fn sft(step: u64, loss: f64) -> MetricLine {
         global_step: 0,
         phase: None,
         time: 0.0,
+        memory: Default::default(),
     })
 }
 
@@ -53,6 +54,7 @@ fn rl(phase: u64, iter: u64, reward: f64) -> MetricLine {
         global_step: 0,
         phase: None,
         time: 0.0,
+        memory: Default::default(),
     })
 }
 

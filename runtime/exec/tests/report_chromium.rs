@@ -85,6 +85,7 @@ fn run_dir(root: &Path) {
             global_step: 0,
             phase: None,
             time: 0.0,
+            memory: Default::default(),
         }));
     }
     for iter in 1..=6u64 {
@@ -111,6 +112,7 @@ fn run_dir(root: &Path) {
             global_step: 0,
             phase: None,
             time: 0.0,
+            memory: Default::default(),
         }));
     }
     lines.push(MetricLine::Eval(EvalLine {

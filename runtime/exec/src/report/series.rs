@@ -86,7 +86,22 @@ fn metrics() -> Vec<Metric> {
         metric("episodes run again", "episodes", |m| rl(m).map(|r| r.retried as f64)).hide_zero(),
         metric("rollout time per iteration", "seconds", |m| rl(m).map(|r| r.rollout_s)),
         metric("update time per iteration", "seconds", |m| rl(m).map(|r| r.update_s)),
+        metric("peak host memory per step", "MiB", |m| {
+            memory(m).and_then(|x| x.host_peak_bytes).map(|b| b as f64 / (1024.0 * 1024.0))
+        }),
+        metric("GPU memory in use after each step", "MiB", |m| {
+            memory(m).and_then(|x| x.device_bytes).map(|b| b as f64 / (1024.0 * 1024.0))
+        }),
     ]
+}
+
+/// What a training line measured of memory (`None` for an evaluation).
+fn memory(m: &MetricLine) -> Option<&crate::rundir::records::StepMemory> {
+    match m {
+        MetricLine::Sft(s) => Some(&s.memory),
+        MetricLine::Rl(r) => Some(&r.memory),
+        MetricLine::Eval(_) => None,
+    }
 }
 
 /// A series: whether it holds evaluations (drawn as points), and its name.

@@ -119,6 +119,7 @@ mod tests {
             global_step: 0,
             phase: None,
             time: 0.0,
+            memory: Default::default(),
         })
     }
 

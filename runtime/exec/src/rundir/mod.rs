@@ -454,6 +454,7 @@ mod tests {
             global_step: 0,
             phase: None,
             time: 0.0,
+            memory: Default::default(),
         })
     }
 

@@ -42,6 +42,9 @@ pub struct SftStep {
     /// When the line was written: Unix time in seconds.
     #[serde(default)]
     pub time: f64,
+    /// What the step held (a measurement, like `time`).
+    #[serde(default, skip_serializing_if = "StepMemory::is_empty")]
+    pub memory: StepMemory,
 }
 
 /// One RL iteration: its rollouts and its update.
@@ -93,6 +96,33 @@ pub struct RlIter {
     /// When the line was written: Unix time in seconds.
     #[serde(default)]
     pub time: f64,
+    /// What the update held (the largest of its roles' updates).
+    #[serde(default, skip_serializing_if = "StepMemory::is_empty")]
+    pub memory: StepMemory,
+}
+
+/// Memory one training step or update held, as the trainer measured it (`wrl_trainer::memory`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepMemory {
+    /// Peak resident bytes of the `wrlc` process during the step (Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_peak_bytes: Option<u64>,
+    /// Bytes in use on the model's GPU after the step (CUDA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_bytes: Option<u64>,
+}
+
+impl StepMemory {
+    /// Of the trainer's metrics.
+    pub fn of(m: &wrl_trainer::Metrics) -> StepMemory {
+        StepMemory { host_peak_bytes: m.host_peak_bytes, device_bytes: m.device_bytes }
+    }
+
+    /// Nothing measured.
+    pub fn is_empty(&self) -> bool {
+        self.host_peak_bytes.is_none() && self.device_bytes.is_none()
+    }
 }
 
 /// One role's part of an RL iteration's update.

@@ -7,7 +7,7 @@
 
 use std::io::Write;
 
-use super::records::MetricLine;
+use super::records::{MetricLine, StepMemory};
 
 /// CRC-32C (Castagnoli), bitwise; the files are small.
 fn crc32c(data: &[u8]) -> u32 {
@@ -72,6 +72,17 @@ fn record(data: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&masked(data).to_le_bytes());
 }
 
+/// A step's measured memory as `memory/host_peak_mib` and `memory/device_mib` scalars.
+fn memory(put: &mut impl FnMut(&str, &str, f64), stage: &str, m: &StepMemory) {
+    const MIB: f64 = 1024.0 * 1024.0;
+    if let Some(b) = m.host_peak_bytes {
+        put(stage, "memory/host_peak_mib", b as f64 / MIB);
+    }
+    if let Some(b) = m.device_bytes {
+        put(stage, "memory/device_mib", b as f64 / MIB);
+    }
+}
+
 /// The scalars of one metrics line: `(tag, value)`, tags `<stage>/<series>`.
 pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
     let mut out = Vec::new();
@@ -81,6 +92,7 @@ pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
             put(&s.stage, "loss", s.loss);
             put(&s.stage, "lr", s.lr);
             put(&s.stage, "grad_norm", s.grad_norm);
+            memory(&mut put, &s.stage, &s.memory);
         }
         MetricLine::Rl(r) => {
             put(&r.stage, "reward", r.reward);
@@ -108,6 +120,7 @@ pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
             put(&r.stage, "update_s", r.update_s);
             put(&r.stage, "retried", r.retried as f64);
             put(&r.stage, "excluded", r.excluded.values().sum::<usize>() as f64);
+            memory(&mut put, &r.stage, &r.memory);
         }
         MetricLine::Eval(e) => {
             put(&format!("eval/{}", e.stage), "success", e.success);
