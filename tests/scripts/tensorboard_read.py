@@ -28,6 +28,12 @@ def expected(lines):
             if l.get(k) is None:
                 continue
             out.setdefault(f"{prefix}/{k}", []).append((l["global_step"], float(l[k]), l["time"]))
+        # What the step held, measured by the trainer, in MiB.
+        for k, tag in (("host_peak_bytes", "host_peak_mib"), ("device_bytes", "device_mib")):
+            v = l.get("memory", {}).get(k)
+            if v is not None:
+                out.setdefault(f"{prefix}/memory/{tag}", []).append(
+                    (l["global_step"], v / (1024.0 * 1024.0), l["time"]))
     return out
 
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use wrl_exec::rundir::records::{EvalLine, RlIter, SftStep};
+use wrl_exec::rundir::records::{EvalLine, RlIter, SftStep, StepMemory};
 use wrl_exec::{Cursor, MetricLine, RunDir};
 
 fn sft(step: u64, loss: f64) -> MetricLine {
@@ -21,7 +21,7 @@ fn sft(step: u64, loss: f64) -> MetricLine {
         global_step: 0,
         phase: None,
         time: 0.0,
-        memory: Default::default(),
+        memory: StepMemory { host_peak_bytes: Some((300 + step) << 20), device_bytes: None },
     })
 }
 
@@ -54,7 +54,10 @@ fn rl(phase: u64, iter: u64, reward: f64) -> MetricLine {
         global_step: 0,
         phase: None,
         time: 0.0,
-        memory: Default::default(),
+        memory: StepMemory {
+            host_peak_bytes: Some(512 << 20),
+            device_bytes: Some((40 + iter) << 30),
+        },
     })
 }
 
