@@ -14,7 +14,8 @@
 #   bench/gpu.sh cpu     here: the same benchmark on the CPU with a narrow shape (a check that
 #                        it runs; its MFU means nothing)
 # Options (environment): SEQS (default 512,1024,2048), STEPS (3), PEAK_TFLOPS (989: H100/H200
-# dense bf16; the trainer runs f32 on CUDA until bf16 lands, so expect a low figure), SHAPE.
+# dense bf16), SHAPE, DTYPE (bf16 | f16 | f32; default bf16 over f32 master weights),
+# CHECKPOINTING (on | off; default on). Each row also shows the memory the trainer measured.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -61,7 +62,8 @@ EOF
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$mem_log" &
     smi=$!
     set +e
-    "$bin" "${SHAPE:-qwen2-0.5b}" cuda:0 "$seqs" "$steps" "$peak" >"$mem_log.out"
+    "$bin" "${SHAPE:-qwen2-0.5b}" cuda:0 "$seqs" "$steps" "$peak" "${DTYPE:-bf16}" \
+      "${CHECKPOINTING:-on}" >"$mem_log.out"
     code=$?
     set -e
     kill "$smi" 2>/dev/null || true
@@ -74,7 +76,8 @@ EOF
   cpu)
     export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
     cargo build --release -q -p wrl-trainer --example gpu_bench
-    "$CARGO_TARGET_DIR/release/examples/gpu_bench" "${SHAPE:-narrow}" cpu "${SEQS:-64,128}" "$steps" "${PEAK_TFLOPS:-0.1}"
+    "$CARGO_TARGET_DIR/release/examples/gpu_bench" "${SHAPE:-narrow}" cpu "${SEQS:-64,128}" "$steps" \
+      "${PEAK_TFLOPS:-0.1}" "${DTYPE:-bf16}" "${CHECKPOINTING:-on}"
     ;;
   *)
     echo "usage: bench/gpu.sh build | run | cpu" >&2

@@ -5,12 +5,18 @@
 //! It prints a Markdown table, the peak resident memory of the process (the GPU's own memory is
 //! read by the script from `nvidia-smi`), and, last, `mfu: X.XX` (the best SFT row).
 //!
-//! Usage: gpu_bench SHAPE DEVICE [SEQS] [STEPS] [PEAK_TFLOPS]
+//! Usage: gpu_bench SHAPE DEVICE [SEQS] [STEPS] [PEAK_TFLOPS] [DTYPE] [CHECKPOINTING]
 //!   SHAPE        qwen2-0.5b (Qwen2-0.5B's layers, widths and heads) | narrow (a CPU smoke shape)
 //!   DEVICE       auto | cpu | cuda:N
 //!   SEQS         comma-separated sequence lengths (default 512,1024,2048)
 //!   STEPS        timed steps per length, after one warm-up step (default 3)
 //!   PEAK_TFLOPS  the device's dense peak the MFU divides by (default 989: an H100/H200 in bf16)
+//!   DTYPE        bf16 (default) | f16 | f32: the compute dtype, over f32 master weights
+//!   CHECKPOINTING on (default) | off: recompute each layer in the backward pass
+//!
+//! Each row's memory is the trainer's own measurement of that step (`Metrics`): the GPU's
+//! memory in use after it, or on the CPU the process's peak resident memory during it. MFU
+//! counts the model's FLOPs only, not those of recomputed layers.
 //!
 //! FLOPs per trained token are 6·N + 12·L·d·T (PaLM's appendix B: the weights' matmuls forward
 //! and backward, plus attention over T positions), N the parameter count, L layers, d width.
@@ -22,6 +28,7 @@ use std::time::Instant;
 
 use wrl_trainer::hf::Arch;
 use wrl_trainer::hf::tiny::{self, TinySpec, TokenizerSource};
+use wrl_trainer::precision::Precision;
 use wrl_trainer::{
     DeviceChoice, Example, OptimConfig, PolicyConfig, PretrainedSource, RlConfig, Sample,
     SampleParams, Trainer, TrainerConfig,
@@ -64,6 +71,16 @@ fn device(s: &str) -> DeviceChoice {
     }
 }
 
+/// A step's measured memory: the GPU's in use after it, else the process's peak during it.
+fn memory(m: &wrl_trainer::Metrics) -> String {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    match (m.device_bytes, m.host_peak_bytes) {
+        (Some(d), _) => format!("{:.0} MiB GPU", mib(d)),
+        (None, Some(h)) => format!("{:.0} MiB peak RSS", mib(h)),
+        (None, None) => "—".to_string(),
+    }
+}
+
 /// The process's peak resident memory in MiB (`VmHWM`), where the kernel reports it.
 fn peak_rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -94,6 +111,17 @@ fn main() {
         .collect();
     let steps: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(3).max(1);
     let peak: f64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(989.0) * 1e12;
+    let dtype = match args.get(5).map_or("bf16", String::as_str) {
+        "bf16" => Precision::Bf16,
+        "f16" => Precision::F16,
+        "f32" => Precision::F32,
+        other => fail(format!("DTYPE is bf16, f16 or f32, not `{other}`")),
+    };
+    let checkpointing = match args.get(6).map_or("on", String::as_str) {
+        "on" => true,
+        "off" => false,
+        other => fail(format!("CHECKPOINTING is on or off, not `{other}`")),
+    };
 
     let spec = spec(shape);
     let dir = tempfile_dir();
@@ -101,7 +129,11 @@ fn main() {
     let vocab = tiny::write(&dir, &spec, &TokenizerSource::Generated { corpus, merges: 200 })
         .unwrap_or_else(|e| fail(e));
     let mut trainer = Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Qwen2(PretrainedSource::new(&dir)),
+        policy: PolicyConfig::Qwen2(PretrainedSource {
+            dtype,
+            gradient_checkpointing: checkpointing,
+            ..PretrainedSource::new(&dir)
+        }),
         optim: OptimConfig { lr: 1e-5, ..OptimConfig::default() },
         seed: 0,
         device: dev,
@@ -110,13 +142,15 @@ fn main() {
     let n_params = trainer.model().params().num_elements() as f64;
     let (layers, width) = (spec.layers as f64, spec.hidden as f64);
     println!(
-        "gpu_bench: shape {shape}, {:.2} M parameters (vocabulary {vocab}), device {dev:?}, peak {:.1} TFLOP/s",
+        "gpu_bench: shape {shape}, {:.2} M parameters (vocabulary {vocab}), device {dev:?}, {}, checkpointing {}, peak {:.1} TFLOP/s",
         n_params / 1e6,
+        dtype.name(),
+        if checkpointing { "on" } else { "off" },
         peak / 1e12
     );
     println!();
-    println!("| measure | length | batch | best | median | tokens/s (best) | MFU |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("| measure | length | batch | best | median | tokens/s (best) | MFU | memory |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut best_mfu: f64 = 0.0;
     for &t in &seqs {
         // One sequence of t + 1 tokens per step, every position trained.
@@ -130,12 +164,16 @@ fn main() {
             .collect();
         let pairs: Vec<(&Example, f32)> = exs.iter().map(|e| (e, 1.0)).collect();
         let mut times = Vec::new();
+        let mut held = String::new();
         for s in 0..=steps {
             let t0 = Instant::now();
-            trainer.sft_step_on(&pairs, batch).unwrap_or_else(|e| fail(format!("SFT at {t}: {e}")));
+            let m = trainer
+                .sft_step_on(&pairs, batch)
+                .unwrap_or_else(|e| fail(format!("SFT at {t}: {e}")));
             if s > 0 {
                 times.push(t0.elapsed().as_secs_f64());
             }
+            held = memory(&m);
         }
         let (best, median) = best_and_median(times);
         let toks = (batch * t) as f64;
@@ -143,7 +181,7 @@ fn main() {
         let mfu = flops / best / peak;
         best_mfu = best_mfu.max(mfu);
         println!(
-            "| SFT step | {t} | {batch} | {:.1} ms | {:.1} ms | {:.0} | {mfu:.3} |",
+            "| SFT step | {t} | {batch} | {:.1} ms | {:.1} ms | {:.0} | {mfu:.3} | {held} |",
             best * 1e3,
             median * 1e3,
             toks / best
@@ -168,17 +206,20 @@ fn main() {
         .collect();
     let cfg = RlConfig::default();
     let mut times = Vec::new();
+    let mut held = String::new();
     for s in 0..=steps.min(2) {
         let t0 = Instant::now();
-        trainer.rl_update(&samples, &cfg).unwrap_or_else(|e| fail(format!("GRPO update: {e}")));
+        let m =
+            trainer.rl_update(&samples, &cfg).unwrap_or_else(|e| fail(format!("GRPO update: {e}")));
         if s > 0 {
             times.push(t0.elapsed().as_secs_f64());
         }
+        held = memory(&m);
     }
     let (best, median) = best_and_median(times);
     let toks = (group * (p + c)) as f64;
     println!(
-        "| GRPO update | {} | {group} | {:.1} ms | {:.1} ms | {:.0} | — |",
+        "| GRPO update | {} | {group} | {:.1} ms | {:.1} ms | {:.0} | — | {held} |",
         p + c,
         best * 1e3,
         median * 1e3,
@@ -192,7 +233,11 @@ fn main() {
     let out = trainer.sample(&prompts, &params).unwrap_or_else(|e| fail(format!("sampling: {e}")));
     let dt = t0.elapsed().as_secs_f64();
     let made: usize = out.iter().map(|c| c.tokens.len()).sum();
-    println!("| sampling | 128 + 128 | 8 | {:.1} ms | — | {:.0} | — |", dt * 1e3, made as f64 / dt);
+    println!(
+        "| sampling | 128 + 128 | 8 | {:.1} ms | — | {:.0} | — | — |",
+        dt * 1e3,
+        made as f64 / dt
+    );
     println!();
     match peak_rss_mib() {
         Some(m) => println!("peak resident memory of the process: {m:.0} MiB"),

@@ -135,9 +135,9 @@ impl TokenBatch {
         let (b, t, v) = full.dims3()?;
         let device = full.device().clone();
         let all_rows = self.rows.len() == b * t && self.all_rows();
-        if all_rows && ops.is_fused() {
+        if all_rows && ops.is_fused() && full.dtype() == candle_core::DType::F32 {
             // Every position is a target, in order: the fused op reads the rows of the 3-D
-            // logits directly, so the loss graph has no reshape/index-select nodes.
+            // f32 logits directly, so the loss graph has no reshape/index-select nodes.
             let targets = Tensor::from_vec(self.targets.clone(), self.targets.len(), &device)?;
             let lp = ops.token_logprobs(&tempered(full.clone(), temperature)?, &targets)?;
             return Ok((lp, tempered(full.reshape((b * t, v))?, temperature)?));

@@ -134,6 +134,8 @@ impl Shape {
     /// Bytes of a training step over `seqs` sequences of `len` tokens in one forward, in a
     /// dtype of `width` bytes, training `trainable` parameters. The logits are kept in the
     /// dtype and their log-softmax in f32. `reference`: a frozen f32 copy of the weights is kept.
+    /// `checkpointing`: only each layer's input is kept, and one layer's intermediates exist at
+    /// a time (`models/recompute.rs`).
     pub fn memory(
         &self,
         width: u64,
@@ -141,6 +143,7 @@ impl Shape {
         seqs: u64,
         len: u64,
         reference: bool,
+        checkpointing: bool,
     ) -> Memory {
         let master = self.params.total.saturating_mul(4);
         let cast = if width < 4 { self.params.total.saturating_mul(width) } else { 0 };
@@ -149,8 +152,12 @@ impl Shape {
         let gradients = trainable.saturating_mul(4);
         let optimizer = trainable.saturating_mul(2 * 4);
         let tokens = seqs.saturating_mul(len);
-        let per_token = (self.layers * self.per_token_layer(len) + self.hidden) * width
-            + self.vocab * (width + 4);
+        let layers = if checkpointing {
+            self.layers * self.hidden + self.per_token_layer(len)
+        } else {
+            self.layers * self.per_token_layer(len)
+        };
+        let per_token = (layers + self.hidden) * width + self.vocab * (width + 4);
         let activations = tokens.saturating_mul(per_token);
         let total = weights
             .saturating_add(reference)
@@ -218,26 +225,34 @@ mod tests {
     #[test]
     fn frozen_parts_have_no_gradient_and_no_optimiser_state() {
         let s = Shape::of_tiny(&TinyConfig::default());
-        let all = s.memory(4, s.trainable(false, false), 2, 64, false);
-        let frozen = s.memory(4, s.trainable(true, true), 2, 64, false);
+        let all = s.memory(4, s.trainable(false, false), 2, 64, false, false);
+        let frozen = s.memory(4, s.trainable(true, true), 2, 64, false, false);
         assert_eq!(all.weights, frozen.weights);
         assert_eq!(all.activations, frozen.activations);
         let fewer = s.params.embeddings + s.params.lm_head;
         assert_eq!(all.gradients - frozen.gradients, fewer * 4);
         assert_eq!(all.optimizer - frozen.optimizer, fewer * 8);
         assert_eq!(all.total, all.weights + all.gradients + all.optimizer + all.activations);
-        let kl = s.memory(4, s.trainable(false, false), 2, 64, true);
+        let kl = s.memory(4, s.trainable(false, false), 2, 64, true, false);
         assert_eq!((kl.reference, kl.total - all.total), (all.weights, all.weights));
         // Half width: f32 masters plus their half-width cast; f32 gradients and moments.
-        let half = s.memory(2, s.trainable(false, false), 2, 64, false);
+        let half = s.memory(2, s.trainable(false, false), 2, 64, false, false);
         assert_eq!(half.weights * 2, all.weights * 3);
         assert_eq!((half.gradients, half.optimizer), (all.gradients, all.optimizer));
-        let half_kl = s.memory(2, s.trainable(false, false), 2, 64, true);
+        let half_kl = s.memory(2, s.trainable(false, false), 2, 64, true, false);
         assert_eq!(half_kl.reference, all.weights);
         // Activations grow with tokens, faster than linearly with length (attention scores).
-        let long = s.memory(4, 0, 2, 128, false);
+        let long = s.memory(4, 0, 2, 128, false, false);
         assert!(long.activations > 2 * all.activations);
-        assert_eq!(s.memory(4, 0, 4, 64, false).activations, 2 * all.activations);
+        assert_eq!(s.memory(4, 0, 4, 64, false, false).activations, 2 * all.activations);
+        // Checkpointing keeps one layer's intermediates and every layer's input.
+        let re = s.memory(4, s.trainable(false, false), 2, 64, false, true);
+        assert_eq!((re.weights, re.gradients), (all.weights, all.gradients));
+        let (keep, one) = (s.layers * s.per_token_layer(64), s.per_token_layer(64));
+        assert_eq!(
+            all.activations - re.activations,
+            2 * 64 * 4 * (keep - one - s.layers * s.hidden)
+        );
     }
 
     #[test]

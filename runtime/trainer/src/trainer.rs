@@ -105,14 +105,22 @@ pub(crate) fn accumulate(
     store: &candle_core::backprop::GradStore,
     acc: &mut Grads,
 ) -> Result<()> {
+    let mut add = |name: &String, g: &Tensor| -> Result<()> {
+        let g = match acc.remove(name) {
+            Some(prev) => (prev + g)?,
+            None => g.clone(),
+        };
+        acc.insert(name.clone(), g);
+        Ok(())
+    };
     for (name, var) in model.params().iter() {
         if let Some(g) = store.get(var.as_tensor()) {
-            let g = match acc.remove(name) {
-                Some(prev) => (prev + g)?,
-                None => g.clone(),
-            };
-            acc.insert(name.clone(), g);
+            add(name, g)?;
         }
+    }
+    // Layers recomputed in this backward pass (activation checkpointing) left theirs aside.
+    for (name, g) in model.take_recomputed() {
+        add(&name, &g)?;
     }
     Ok(())
 }

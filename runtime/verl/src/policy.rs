@@ -253,6 +253,7 @@ fn model_fields(c: &mut Ctx<'_>, m: &str, cfg: &mut Json, al: &mut Json) -> Opti
                 chat_template,
                 thinking,
                 device,
+                gradient_checkpointing,
             } = h;
             match device {
                 params::Device::Auto | params::Device::Cuda(_) => {
@@ -292,6 +293,17 @@ fn model_fields(c: &mut Ctx<'_>, m: &str, cfg: &mut Json, al: &mut Json) -> Opti
                     (&format!("{R}.dtype"), json!(d)),
                 ],
                 "compute dtype of training and rollout; FSDP keeps fp32 master weights",
+            );
+            put(
+                c,
+                cfg,
+                n,
+                "gradient_checkpointing",
+                &[(
+                    "actor_rollout_ref.model.enable_gradient_checkpointing",
+                    json!(gradient_checkpointing),
+                )],
+                "the actor's layers recomputed in the backward pass",
             );
             let vl = matches!(family, Family::Qwen3Vl | Family::Qwen25Vl);
             let px = match family {

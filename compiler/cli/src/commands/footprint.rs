@@ -22,6 +22,8 @@ pub struct ModelFootprint {
     pub source: String,
     /// The dtype the recipe trains it in.
     pub dtype: String,
+    /// Whether its layers are recomputed in the backward pass (`gradient_checkpointing`).
+    pub gradient_checkpointing: bool,
     pub shape: Option<Shape>,
     pub stages: Vec<StageFootprint>,
 }
@@ -59,6 +61,10 @@ pub fn models(plan: &Plan) -> Vec<ModelFootprint> {
     let mut out = Vec::new();
     for (n, p) in &nodes {
         let Params::Model(m) = p else { continue };
+        let checkpointing = match m {
+            Model::Hf(h) => h.gradient_checkpointing,
+            Model::Tiny(_) | Model::Api(_) => false,
+        };
         let (source, dtype, shape, context) = match m {
             Model::Api(_) => continue,
             Model::Tiny(t) => {
@@ -91,7 +97,14 @@ pub fn models(plan: &Plan) -> Vec<ModelFootprint> {
             let memory = DTYPES
                 .iter()
                 .map(|(name, width)| {
-                    let m = shape.memory(*width, trained, sequences, length, t.reference);
+                    let m = shape.memory(
+                        *width,
+                        trained,
+                        sequences,
+                        length,
+                        t.reference,
+                        checkpointing,
+                    );
                     (name.to_string(), m)
                 })
                 .collect();
@@ -108,6 +121,7 @@ pub fn models(plan: &Plan) -> Vec<ModelFootprint> {
             ctor: n.ctor.clone(),
             source,
             dtype: dtype.to_string(),
+            gradient_checkpointing: checkpointing,
             shape,
             stages,
         });
@@ -195,7 +209,8 @@ pub fn render_text(models: &[ModelFootprint]) -> String {
     }
     let _ = writeln!(s, "\nmodels (parameters; training memory per forward batch, by dtype)");
     for m in models {
-        let _ = writeln!(s, "\n{} ({}), trained in {}", m.id, m.ctor, m.dtype);
+        let recompute = if m.gradient_checkpointing { ", layers recomputed" } else { "" };
+        let _ = writeln!(s, "\n{} ({}), trained in {}{recompute}", m.id, m.ctor, m.dtype);
         let Some(shape) = &m.shape else {
             let _ = writeln!(s, "  parameters  {}", m.source);
             continue;

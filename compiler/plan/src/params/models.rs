@@ -18,6 +18,7 @@ pub struct Hf {
     pub chat_template: ChatTemplate,
     pub thinking: bool,
     pub device: Device,
+    pub gradient_checkpointing: bool,
 }
 
 /// A part of a model that gets no gradient (a stage's `frozen`).

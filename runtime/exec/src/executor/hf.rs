@@ -81,6 +81,7 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
         chat_template,
         thinking,
         device: _,
+        gradient_checkpointing,
     } = h;
     let mut errs = Vec::new();
     let want = match family {
@@ -203,6 +204,7 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
         thinking: *thinking,
         context: Some(context.0 as usize),
         dtype: precision,
+        gradient_checkpointing: *gradient_checkpointing,
     };
     Ok(match arch {
         Arch::Qwen2 => PolicyConfig::Qwen2(src),

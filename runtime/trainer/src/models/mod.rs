@@ -1,6 +1,7 @@
 //! Policy model families behind one enum: the byte-level `tiny` transformer and Qwen2/Qwen3.
 
 pub mod qwen;
+mod recompute;
 pub mod tiny;
 
 use std::path::PathBuf;
@@ -66,6 +67,10 @@ pub struct PretrainedSource {
     /// The dtype the forward computes in, over f32 master weights (`precision.rs`).
     #[serde(default)]
     pub dtype: Precision,
+    /// Keep only each decoder layer's input in a training forward and recompute the layer in
+    /// the backward pass (activation checkpointing, `recompute.rs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gradient_checkpointing: bool,
 }
 
 impl PretrainedSource {
@@ -78,6 +83,7 @@ impl PretrainedSource {
             thinking: false,
             context: None,
             dtype: Precision::F32,
+            gradient_checkpointing: false,
         }
     }
 }
@@ -257,6 +263,18 @@ impl Model {
         match self {
             Model::Tiny(m) => !m.config.copy,
             Model::Qwen(_) => true,
+        }
+    }
+
+    /// The gradients of the layers recomputed in the last backward passes (activation
+    /// checkpointing), taken: the trainer adds them to the graph's own.
+    pub(crate) fn take_recomputed(&self) -> crate::optim::Grads {
+        match self {
+            Model::Tiny(_) => crate::optim::Grads::new(),
+            Model::Qwen(m) => match m.recomputed.lock() {
+                Ok(mut g) => std::mem::take(&mut *g),
+                Err(p) => std::mem::take(&mut *p.into_inner()),
+            },
         }
     }
 

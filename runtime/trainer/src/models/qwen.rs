@@ -6,6 +6,7 @@
 //! The weights are f32; the forward computes in the source's `dtype` (`precision.rs`).
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use candle_core::{D, DType, Device, Tensor};
 
@@ -13,6 +14,7 @@ use crate::error::{Result, config_err};
 use crate::hf::{ModelFiles, QwenConfig, RopeKind};
 use crate::models::{Frozen, KvCache, PretrainedSource};
 use crate::ops::{Ops, OpsMode, reference};
+use crate::optim::Grads;
 use crate::params::ParamStore;
 use crate::tokenizer::Tokenizer;
 
@@ -33,6 +35,10 @@ pub struct QwenModel {
     rope: (Vec<f32>, f32),
     /// The dtype the forward computes in; the parameters stay f32 (`precision.rs`).
     compute: DType,
+    /// Recompute each layer in the backward pass instead of keeping its activations.
+    pub(crate) checkpointing: bool,
+    /// The gradients recomputed layers produced, until the trainer collects them.
+    pub(crate) recomputed: Arc<Mutex<Grads>>,
 }
 
 /// The parameter names a frozen part covers.
@@ -145,6 +151,8 @@ impl QwenModel {
             ops: Ops::new(src.ops, device),
             rope,
             compute: src.dtype.dtype(),
+            checkpointing: src.gradient_checkpointing,
+            recomputed: Arc::default(),
         };
         Ok((model, tok))
     }
@@ -166,7 +174,8 @@ impl QwenModel {
     /// The same architecture over another parameter store.
     pub fn with_params(&self, params: ParamStore) -> Result<Self> {
         let ops = Ops::new(self.ops_mode, &params.device());
-        Ok(QwenModel { params, ops, ..self.clone() })
+        // Its own gradients: a critic or a reference never hands its layers' to the policy.
+        Ok(QwenModel { params, ops, recomputed: Arc::default(), ..self.clone() })
     }
 
     /// Parameter `name` in the compute dtype (a differentiable cast of the f32 master).
@@ -237,12 +246,12 @@ impl QwenModel {
         self.ops.linear(h, &w, None)
     }
 
-    /// ids (B, T) → final hidden states (B, T, hidden), after the last RMSNorm.
+    /// ids (B, T) → final hidden states (B, T, hidden), after the last RMSNorm. A training
+    /// forward (no cache) with `gradient_checkpointing` keeps only each layer's input and
+    /// recomputes the layer in the backward pass (`recompute.rs`).
     pub fn hidden(&self, ids: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
         let (b, t) = ids.dims2()?;
         let c = &self.config;
-        let (nh, nkv, hd) = (c.num_attention_heads, c.num_key_value_heads, c.head_dim());
-        let eps = c.rms_norm_eps as f32;
         let offset = cache.as_ref().map(|k| k.pos).unwrap_or(0);
         if offset + t > self.context {
             return Err(config_err(format!(
@@ -251,61 +260,82 @@ impl QwenModel {
                 self.context
             )));
         }
-        let p = &self.params;
-        let emb = p.get("model.embed_tokens.weight")?;
+        let emb = self.params.get("model.embed_tokens.weight")?;
         let mut x = emb
             .index_select(&ids.flatten_all()?, 0)?
             .reshape((b, t, c.hidden_size))?
             .to_dtype(self.compute)?;
-        let (cos, sin) = self.rope_tables(offset, t, ids.device())?;
-        let scale = 1.0 / (hd as f64).sqrt();
+        let rope = self.rope_tables(offset, t, ids.device())?;
         for i in 0..c.num_hidden_layers {
-            let n = |s: &str| format!("model.layers.{i}.{s}");
-            let g = |s: &str| self.weight(&n(s));
-            let h = self.ops.rms_norm(&x, &g("input_layernorm.weight")?, eps)?;
-            let proj = |s: &str, heads: usize| -> Result<Tensor> {
-                let w = g(&format!("self_attn.{s}.weight"))?;
-                let bias = self.bias(&n(&format!("self_attn.{s}.bias")))?;
-                let y = self.ops.linear(&h, &w, bias.as_ref())?;
-                Ok(y.reshape((b, t, heads, hd))?.transpose(1, 2)?.contiguous()?)
+            x = match cache.as_deref_mut() {
+                None if self.checkpointing => super::recompute::layer(self, i, &x, &rope)?,
+                kv => self.layer(i, &x, kv, &rope, offset)?,
             };
-            let mut q = proj("q_proj", nh)?;
-            let mut k = proj("k_proj", nkv)?;
-            let v = proj("v_proj", nkv)?;
-            if c.is_qwen3() {
-                q = self.ops.rms_norm(&q, &g("self_attn.q_norm.weight")?, eps)?;
-                k = self.ops.rms_norm(&k, &g("self_attn.k_norm.weight")?, eps)?;
-            }
-            let q = Self::rope(&q, &cos, &sin)?.contiguous()?;
-            let k = Self::rope(&k, &cos, &sin)?.contiguous()?;
-            let window = c.windows.get(i).copied().flatten();
-            let y = match cache.as_deref_mut() {
-                None => {
-                    let k = Self::repeat_kv(k, nh / nkv)?;
-                    let v = Self::repeat_kv(v, nh / nkv)?;
-                    self.ops.causal_attention(&q, &k, &v, scale, window)?
-                }
-                Some(kv) => {
-                    let (k, v) = kv.append(i, k, v)?;
-                    let k = Self::repeat_kv(k, nh / nkv)?;
-                    let v = Self::repeat_kv(v, nh / nkv)?;
-                    reference::attention_window(&q, &k, &v, scale, offset, window)?
-                }
-            };
-            let y = y.transpose(1, 2)?.reshape((b, t, nh * hd))?;
-            let o_bias = self.bias(&n("self_attn.o_proj.bias"))?;
-            let y = self.ops.linear(&y, &g("self_attn.o_proj.weight")?, o_bias.as_ref())?;
-            x = (x + y)?;
-            let h = self.ops.rms_norm(&x, &g("post_attention_layernorm.weight")?, eps)?;
-            let gate = self.ops.linear(&h, &g("mlp.gate_proj.weight")?, None)?;
-            let up = self.ops.linear(&h, &g("mlp.up_proj.weight")?, None)?;
-            let h = (gate.silu()? * up)?;
-            let h = self.ops.linear(&h, &g("mlp.down_proj.weight")?, None)?;
-            x = (x + h)?;
         }
         if let Some(kv) = cache {
             kv.pos += t;
         }
+        let eps = c.rms_norm_eps as f32;
         self.ops.rms_norm(&x, &self.weight("model.norm.weight")?, eps)
+    }
+
+    /// Decoder layer `i` on x (B, T, hidden) at absolute positions `offset`.. (the cache's),
+    /// with RoPE tables `rope` (cos, sin) for those positions.
+    pub(crate) fn layer(
+        &self,
+        i: usize,
+        x: &Tensor,
+        cache: Option<&mut KvCache>,
+        rope: &(Tensor, Tensor),
+        offset: usize,
+    ) -> Result<Tensor> {
+        let (b, t, _) = x.dims3()?;
+        let c = &self.config;
+        let (nh, nkv, hd) = (c.num_attention_heads, c.num_key_value_heads, c.head_dim());
+        let eps = c.rms_norm_eps as f32;
+        let (cos, sin) = rope;
+        let scale = 1.0 / (hd as f64).sqrt();
+        let n = |s: &str| format!("model.layers.{i}.{s}");
+        let g = |s: &str| self.weight(&n(s));
+        let h = self.ops.rms_norm(x, &g("input_layernorm.weight")?, eps)?;
+        let proj = |s: &str, heads: usize| -> Result<Tensor> {
+            let w = g(&format!("self_attn.{s}.weight"))?;
+            let bias = self.bias(&n(&format!("self_attn.{s}.bias")))?;
+            let y = self.ops.linear(&h, &w, bias.as_ref())?;
+            Ok(y.reshape((b, t, heads, hd))?.transpose(1, 2)?.contiguous()?)
+        };
+        let mut q = proj("q_proj", nh)?;
+        let mut k = proj("k_proj", nkv)?;
+        let v = proj("v_proj", nkv)?;
+        if c.is_qwen3() {
+            q = self.ops.rms_norm(&q, &g("self_attn.q_norm.weight")?, eps)?;
+            k = self.ops.rms_norm(&k, &g("self_attn.k_norm.weight")?, eps)?;
+        }
+        let q = Self::rope(&q, cos, sin)?.contiguous()?;
+        let k = Self::rope(&k, cos, sin)?.contiguous()?;
+        let window = c.windows.get(i).copied().flatten();
+        let y = match cache {
+            None => {
+                let k = Self::repeat_kv(k, nh / nkv)?;
+                let v = Self::repeat_kv(v, nh / nkv)?;
+                self.ops.causal_attention(&q, &k, &v, scale, window)?
+            }
+            Some(kv) => {
+                let (k, v) = kv.append(i, k, v)?;
+                let k = Self::repeat_kv(k, nh / nkv)?;
+                let v = Self::repeat_kv(v, nh / nkv)?;
+                reference::attention_window(&q, &k, &v, scale, offset, window)?
+            }
+        };
+        let y = y.transpose(1, 2)?.reshape((b, t, nh * hd))?;
+        let o_bias = self.bias(&n("self_attn.o_proj.bias"))?;
+        let y = self.ops.linear(&y, &g("self_attn.o_proj.weight")?, o_bias.as_ref())?;
+        let x = (x + y)?;
+        let h = self.ops.rms_norm(&x, &g("post_attention_layernorm.weight")?, eps)?;
+        let gate = self.ops.linear(&h, &g("mlp.gate_proj.weight")?, None)?;
+        let up = self.ops.linear(&h, &g("mlp.up_proj.weight")?, None)?;
+        let h = (gate.silu()? * up)?;
+        let h = self.ops.linear(&h, &g("mlp.down_proj.weight")?, None)?;
+        Ok((x + h)?)
     }
 }

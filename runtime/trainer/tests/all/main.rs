@@ -12,6 +12,7 @@ mod hf;
 mod ppo_critic;
 mod precision;
 mod qwen;
+mod recompute;
 mod resume;
 mod rl_loss;
 mod rl_train;

@@ -130,6 +130,22 @@ fn sft_in_bf16_and_f16_lowers_the_loss() {
     }
 }
 
+/// Every position trained (the fused loss reads 3-D f32 logits in place; half-precision ones
+/// take the reference path), as in pretraining-style data.
+#[test]
+fn half_precision_trains_sequences_whose_every_token_counts() {
+    let dir = model_dir();
+    for p in [Precision::Bf16, Precision::F16] {
+        let mut t = trainer(dir.path(), p, 1e-2);
+        let tokens: Vec<u32> = examples(&t)[0].tokens.iter().copied().take(24).collect();
+        let mut weights = vec![1.0; tokens.len()];
+        weights[0] = 0.0;
+        let e = Example { tokens, weights };
+        let m = t.sft_step_on(&[(&e, 1.0)], 1).unwrap();
+        assert!(m.loss.is_finite() && m.tokens == 23, "{p:?}: {m:?}");
+    }
+}
+
 #[test]
 fn an_f16_overflow_skips_the_step_and_halves_the_scale() {
     let dir = model_dir();

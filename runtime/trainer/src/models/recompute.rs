@@ -1,0 +1,123 @@
+//! Activation checkpointing for the Qwen decoder: a training forward runs each layer without
+//! keeping its graph, and a custom op stands in for the layer, holding only its input and
+//! output. In the backward pass the op runs the layer again on its input, with a graph, and
+//! backpropagates the output's gradient through it: the input's gradient continues down the
+//! outer graph, the layer's weight gradients are set aside for the trainer (`Model::
+//! take_recomputed`), since a custom op can return gradients for its arguments only. Peak
+//! activation memory falls from every layer's intermediates to one layer's plus each layer's
+//! input; the price is a second forward of every layer.
+
+use candle_core::{CpuStorage, CudaStorage, DType, Layout, Shape, Storage, Tensor, Var};
+
+use super::qwen::QwenModel;
+use crate::error::Result;
+
+/// Layer `i` of `model` on `x` as a recomputed layer (a training forward: no cache).
+pub(crate) fn layer(
+    model: &QwenModel,
+    i: usize,
+    x: &Tensor,
+    rope: &(Tensor, Tensor),
+) -> Result<Tensor> {
+    let out = model.layer(i, &x.detach(), None, rope, 0)?;
+    // A fresh contiguous buffer that the op hands on as its own output.
+    let out = out.contiguous()?.detach();
+    // The anchor is a weight of the layer: it keeps the op in the graph where `x` is not in
+    // it (frozen embeddings), so that the layer's weights still get their gradients.
+    let anchor = model.params.get(&format!("model.layers.{i}.input_layernorm.weight"))?;
+    let op = Recompute { model: model.clone(), layer: i, rope: rope.clone(), out };
+    Ok(x.apply_op2(&anchor, op)?)
+}
+
+/// The layer as an op of (x, anchor): its value is the layer's output computed in the forward
+/// pass, its backward recomputes the layer.
+struct Recompute {
+    model: QwenModel,
+    layer: usize,
+    rope: (Tensor, Tensor),
+    out: Tensor,
+}
+
+fn stored_cpu(t: &Tensor) -> candle_core::Result<(CpuStorage, Shape)> {
+    let (storage, layout) = t.storage_and_layout();
+    match &*storage {
+        Storage::Cpu(c) if whole(layout, t) => Ok((c.clone(), t.shape().clone())),
+        _ => Err(candle_core::Error::Msg("recompute: output is not a whole CPU buffer".into())),
+    }
+}
+
+fn stored_cuda(t: &Tensor) -> candle_core::Result<(CudaStorage, Shape)> {
+    use candle_core::backend::BackendStorage;
+    let (storage, layout) = t.storage_and_layout();
+    match &*storage {
+        Storage::Cuda(c) if whole(layout, t) => Ok((c.try_clone(layout)?, t.shape().clone())),
+        _ => Err(candle_core::Error::Msg("recompute: output is not a whole CUDA buffer".into())),
+    }
+}
+
+/// Whether `layout` covers its buffer from the start, contiguously.
+fn whole(layout: &Layout, t: &Tensor) -> bool {
+    layout.is_contiguous()
+        && layout.start_offset() == 0
+        && t.elem_count() == layout.shape().elem_count()
+}
+
+impl candle_core::CustomOp2 for Recompute {
+    fn name(&self) -> &'static str {
+        "recompute"
+    }
+
+    fn cpu_fwd(
+        &self,
+        _: &CpuStorage,
+        _: &Layout,
+        _: &CpuStorage,
+        _: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        stored_cpu(&self.out)
+    }
+
+    fn cuda_fwd(
+        &self,
+        _: &CudaStorage,
+        _: &Layout,
+        _: &CudaStorage,
+        _: &Layout,
+    ) -> candle_core::Result<(CudaStorage, Shape)> {
+        stored_cuda(&self.out)
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        _anchor: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        self.backward(x, grad).map_err(|e| candle_core::Error::Msg(e.to_string()))
+    }
+}
+
+impl Recompute {
+    /// Runs the layer again on `x` and backpropagates `grad` through it: x's gradient is
+    /// returned, the weights' are set aside.
+    fn backward(&self, x: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let input = Var::from_tensor(&x.detach())?;
+        let y = self.model.layer(self.layer, input.as_tensor(), None, &self.rope, 0)?;
+        // Σ y·g has gradient g at y: backpropagating it is backpropagating g.
+        let g = grad.detach().to_dtype(DType::F32)?;
+        let store = (y.to_dtype(DType::F32)? * g)?.sum_all()?.backward()?;
+        let prefix = format!("model.layers.{}.", self.layer);
+        let mut side = self.model.recomputed.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, var) in self.model.params.iter().filter(|(n, _)| n.starts_with(&prefix)) {
+            if let Some(g) = store.get(var.as_tensor()) {
+                let g = match side.remove(name) {
+                    Some(prev) => (prev + g)?,
+                    None => g.clone(),
+                };
+                side.insert(name.clone(), g);
+            }
+        }
+        Ok((store.get(input.as_tensor()).cloned(), None))
+    }
+}
