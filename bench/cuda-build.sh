@@ -93,7 +93,16 @@ stamp "library wheels installed"
 # Wherever the wheels put them, the linker (and, at run time, the loader) finds them.
 libdirs="$(find "$venv" -name 'libcublas.so*' -o -name 'libcurand.so*' -o -name 'libnvrtc.so*' -o -name 'libcudart.so*' | xargs -r -n1 dirname | sort -u | paste -sd:)"
 [[ -n "$libdirs" ]] || { echo "cuda-build: the wheels hold no libcublas/libcurand/libnvrtc" >&2; exit 1; }
-export LIBRARY_PATH="$libdirs:$LIBRARY_PATH"
+# The wheels hold only versioned libraries (libcublas.so.13), the linker's `-lcublas` wants
+# libcublas.so: unversioned links to them, in a folder of their own. The binary still records
+# the sonames (libcublas.so.13), which the loader finds at run time.
+links="$venv/links"
+mkdir -p "$links"
+while IFS= read -r f; do
+  base="$(basename "$f")"
+  ln -sf "$f" "$links/${base%%.so.*}.so"
+done < <(find "$venv" -name 'libcublas.so.*' -o -name 'libcublasLt.so.*' -o -name 'libcurand.so.*' -o -name 'libnvrtc.so.*' -o -name 'libcudart.so.*')
+export LIBRARY_PATH="$links:$libdirs:$LIBRARY_PATH"
 if [[ $print_env == 1 ]]; then
   for v in CUDA_ROOT CUDA_HOME CUDA_PATH CUDA_COMPUTE_CAP PATH LIBRARY_PATH; do
     printf 'export %s=%q\n' "$v" "${!v}" >&3

@@ -192,7 +192,7 @@ impl Critic {
                     }
                     let m = g.len();
                     let surrogate = (v * Tensor::from_vec(g, m, &device)?)?.sum_all()?;
-                    let store = backward(&surrogate, &self.optimizer)?;
+                    let store = backward(&surrogate, &self.optimizer, &self.model)?;
                     accumulate(&self.model, &store, &mut grads)?;
                 }
                 let info = self.optimizer.step(self.model.params(), &grads, self.step)?;

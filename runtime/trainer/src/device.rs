@@ -36,6 +36,17 @@ impl DeviceChoice {
     }
 }
 
+impl DeviceChoice {
+    /// Whether the choice resolves to the CPU (without opening anything).
+    pub fn is_cpu(self) -> bool {
+        match self {
+            DeviceChoice::Cpu => true,
+            DeviceChoice::Auto => !candle_core::utils::cuda_is_available(),
+            DeviceChoice::Cuda(_) => false,
+        }
+    }
+}
+
 /// GPU `ordinal`, opened on first use (candle gives each opening its own id, and refuses to mix
 /// tensors of two).
 fn cuda(ordinal: usize) -> Result<Device> {

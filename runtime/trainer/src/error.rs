@@ -3,9 +3,10 @@
 /// Everything that can go wrong in the trainer.
 #[derive(Debug, thiserror::Error)]
 pub enum TrainerError {
-    /// A tensor operation failed (shape mismatch, unsupported device, ...).
+    /// A tensor operation failed (shape mismatch, unsupported device, ...). Held without the
+    /// backtrace candle attaches under `RUST_BACKTRACE`: messages reach users, stacks do not.
     #[error("tensor error: {0}")]
-    Candle(#[from] candle_core::Error),
+    Candle(candle_core::Error),
     /// Reading or writing a file failed.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
@@ -29,10 +30,44 @@ pub enum TrainerError {
     Hf(#[from] crate::hf::HfError),
 }
 
+impl From<candle_core::Error> for TrainerError {
+    fn from(e: candle_core::Error) -> Self {
+        TrainerError::Candle(without_backtrace(e))
+    }
+}
+
+/// `e` with every backtrace candle wrapped around it removed.
+fn without_backtrace(e: candle_core::Error) -> candle_core::Error {
+    match e {
+        candle_core::Error::WithBacktrace { inner, .. } => without_backtrace(*inner),
+        candle_core::Error::WithPath { inner, path } => {
+            candle_core::Error::WithPath { inner: Box::new(without_backtrace(*inner)), path }
+        }
+        other => other,
+    }
+}
+
 /// Result alias used across the crate.
 pub type Result<T> = std::result::Result<T, TrainerError>;
 
 /// Shorthand for a configuration error.
 pub(crate) fn config_err(msg: impl Into<String>) -> TrainerError {
     TrainerError::Config(msg.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Under `RUST_BACKTRACE=1` candle attaches a stack to its errors; the trainer's message
+    /// carries none.
+    #[test]
+    fn a_candle_error_reads_without_its_backtrace() {
+        let inner = candle_core::Error::Msg("shape mismatch".into());
+        let e = candle_core::Error::WithBacktrace {
+            inner: Box::new(inner),
+            backtrace: Box::new(std::backtrace::Backtrace::force_capture()),
+        };
+        assert_eq!(TrainerError::from(e).to_string(), "tensor error: shape mismatch");
+    }
 }

@@ -394,7 +394,7 @@ impl Trainer {
                         let c = Tensor::from_vec(c_all, m, &device)?;
                         surrogate = (surrogate - ((h * c)?.sum_all()? * cfg.entropy_coef)?)?;
                     }
-                    let store = backward(&surrogate, &self.optimizer)?;
+                    let store = backward(&surrogate, &self.optimizer, &self.model)?;
                     accumulate(&self.model, &store, &mut grads)?;
                 }
                 let info = self.optimizer.step(self.model.params(), &grads, self.step)?;

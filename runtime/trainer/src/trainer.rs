@@ -89,12 +89,16 @@ pub struct Trainer {
     pub(crate) critic: Option<crate::critic::Critic>,
 }
 
-/// The gradients of `loss` times `optimizer`'s loss scale (f16; 1 otherwise), which its
-/// [`AdamW::step`] divides out again.
+/// The gradients of `loss` (a forward of `model`) times `optimizer`'s loss scale (f16; 1
+/// otherwise), which its [`AdamW::step`] divides out again; [`accumulate`] collects them.
+/// Layer gradients a recomputed layer set aside in an earlier backward that nobody collected
+/// (a caller's own `backward` on [`Trainer::sft_loss`]) are dropped first.
 pub(crate) fn backward(
     loss: &Tensor,
     optimizer: &AdamW,
+    model: &Model,
 ) -> Result<candle_core::backprop::GradStore> {
+    drop(model.take_recomputed());
     let s = optimizer.loss_scale();
     Ok(if s == 1.0 { loss.backward()? } else { (loss * s)?.backward()? })
 }
@@ -286,7 +290,7 @@ impl Trainer {
             let w = Tensor::from_vec(w, batch.rows.len(), &device)?;
             let loss = (lp * w)?.sum_all()?.neg()?;
             loss_sum += loss.to_scalar::<f32>()? as f64;
-            let store = backward(&loss, &self.optimizer)?;
+            let store = backward(&loss, &self.optimizer, &self.model)?;
             accumulate(&self.model, &store, &mut grads)?;
         }
         let info = self.optimizer.step(self.model.params(), &grads, self.step)?;

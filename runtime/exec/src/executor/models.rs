@@ -38,6 +38,16 @@ impl<'a> Executor<'a> {
                     seed: 0,
                     device: crate::preflight::device_choice(h.device),
                 };
+                let dtype = cfg.policy.precision();
+                if dtype != wrl_trainer::precision::Precision::F32 && cfg.device.is_cpu() {
+                    self.say(&format!(
+                        "note: model `{m}` trains in {d} on the CPU, where every {d} product is \
+                         widened to f32 (2.5–8× slower than f32, docs/benchmarks.md); \
+                         `--set '{m}.dtype=f32'` trains in f32",
+                        m = node.decl,
+                        d = dtype.name()
+                    ));
+                }
                 self.built.models.insert(node.id.clone(), cfg);
             }
         }

@@ -81,3 +81,21 @@ fn recomputed_layers_train_as_kept_ones() {
         }
     }
 }
+
+/// A caller's own backward pass (on `Trainer::sft_loss`) leaves recomputed layers' gradients
+/// aside; the next step must not take them for its own.
+#[test]
+fn a_callers_own_backward_does_not_leak_into_the_next_step() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::hf::tiny_qwen3(dir.path(), TinySpec::default());
+    let mut a = trainer(dir.path(), Precision::F32, true, Vec::new());
+    let ex = chat::examples(a.tokenizer(), &crate::hf::conversation(), 10_000).unwrap();
+    let all: Vec<&Example> = ex.iter().collect();
+    let (loss, _) = a.sft_loss(&all).unwrap();
+    loss.backward().unwrap();
+    let pairs: Vec<(&Example, f32)> = ex.iter().map(|e| (e, 1.0)).collect();
+    let got = a.sft_step_on(&pairs, 2).unwrap();
+    let want =
+        trainer(dir.path(), Precision::F32, true, Vec::new()).sft_step_on(&pairs, 2).unwrap();
+    assert_eq!(got.grad_norm, want.grad_norm);
+}
