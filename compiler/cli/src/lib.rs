@@ -7,6 +7,7 @@ mod commands;
 mod compile;
 mod explain;
 mod load;
+pub mod malloc;
 mod render;
 mod sarif;
 mod stream;

@@ -7,6 +7,8 @@
 //! activation memory falls from every layer's intermediates to one layer's plus each layer's
 //! input; the price is a second forward of every layer.
 
+use std::sync::Mutex;
+
 use candle_core::{CpuStorage, CudaStorage, DType, Layout, Shape, Storage, Tensor, Var};
 
 use super::qwen::QwenModel;
@@ -25,7 +27,12 @@ pub(crate) fn layer(
     // The anchor is a weight of the layer: it keeps the op in the graph where `x` is not in
     // it (frozen embeddings), so that the layer's weights still get their gradients.
     let anchor = model.params.get(&format!("model.layers.{i}.input_layernorm.weight"))?;
-    let op = Recompute { model: model.clone(), layer: i, rope: rope.clone(), out };
+    let op = Recompute {
+        model: model.clone(),
+        layer: i,
+        rope: rope.clone(),
+        out: Mutex::new(Some(out)),
+    };
     Ok(x.apply_op2(&anchor, op)?)
 }
 
@@ -35,7 +42,15 @@ struct Recompute {
     model: QwenModel,
     layer: usize,
     rope: (Tensor, Tensor),
-    out: Tensor,
+    /// The output, until the op's forward hands its buffer on (so it is not held twice).
+    out: Mutex<Option<Tensor>>,
+}
+
+impl Recompute {
+    fn take_out(&self) -> candle_core::Result<Tensor> {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        out.take().ok_or_else(|| candle_core::Error::Msg("recompute: forward ran twice".into()))
+    }
 }
 
 fn stored_cpu(t: &Tensor) -> candle_core::Result<(CpuStorage, Shape)> {
@@ -74,7 +89,7 @@ impl candle_core::CustomOp2 for Recompute {
         _: &CpuStorage,
         _: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        stored_cpu(&self.out)
+        stored_cpu(&self.take_out()?)
     }
 
     fn cuda_fwd(
@@ -84,7 +99,7 @@ impl candle_core::CustomOp2 for Recompute {
         _: &CudaStorage,
         _: &Layout,
     ) -> candle_core::Result<(CudaStorage, Shape)> {
-        stored_cuda(&self.out)
+        stored_cuda(&self.take_out()?)
     }
 
     fn bwd(
