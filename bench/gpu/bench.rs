@@ -74,7 +74,7 @@ fn device(s: &str) -> DeviceChoice {
 /// A step's measured memory: the GPU's in use after it, else the process's peak during it.
 fn memory(m: &wrl_trainer::Metrics) -> String {
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    match (m.device_bytes, m.host_peak_bytes) {
+    match (m.memory.device_bytes, m.memory.host_peak_bytes) {
         (Some(d), _) => format!("{:.0} MiB GPU", mib(d)),
         (None, Some(h)) => format!("{:.0} MiB peak RSS", mib(h)),
         (None, None) => "—".to_string(),

@@ -3,17 +3,36 @@
 //! when the step starts) and, on a CUDA device, the device memory in use when it ended.
 
 use candle_core::Device;
+use serde::{Deserialize, Serialize};
 
-/// What one step held.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What one step held: in the trainer's `Metrics` and, as it is, in `metrics.jsonl`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StepMemory {
     /// Peak resident bytes of the process during the step; `None` where the high-water mark
     /// cannot be reset (not Linux, or `/proc` read-only), since a peak since start-up would
     /// not be this step's.
-    pub host_peak: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_peak_bytes: Option<u64>,
     /// Bytes in use on the model's GPU after the step (all of the device's users); `None` on
     /// the CPU.
-    pub device: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_bytes: Option<u64>,
+}
+
+impl StepMemory {
+    /// Nothing measured.
+    pub fn is_empty(&self) -> bool {
+        self.host_peak_bytes.is_none() && self.device_bytes.is_none()
+    }
+
+    /// The larger of two steps' figures, each where measured (one update per graph role).
+    pub fn max(self, other: StepMemory) -> StepMemory {
+        StepMemory {
+            host_peak_bytes: self.host_peak_bytes.max(other.host_peak_bytes),
+            device_bytes: self.device_bytes.max(other.device_bytes),
+        }
+    }
 }
 
 /// A step being measured: [`Meter::start`] before it, [`Meter::finish`] after.
@@ -30,8 +49,8 @@ impl Meter {
 
     /// The step's memory on `device`.
     pub fn finish(self, device: &Device) -> StepMemory {
-        let host_peak = if self.reset { status_bytes("VmHWM:") } else { None };
-        StepMemory { host_peak, device: device_used(device) }
+        let host_peak_bytes = if self.reset { status_bytes("VmHWM:") } else { None };
+        StepMemory { host_peak_bytes, device_bytes: device_used(device) }
     }
 }
 
@@ -73,9 +92,9 @@ mod tests {
         let big = vec![1u8; 64 << 20];
         let sum: u64 = big.iter().step_by(4096).map(|&b| u64::from(b)).sum();
         let got = m.finish(&Device::Cpu);
-        assert!(sum > 0 && got.device.is_none());
+        assert!(sum > 0 && got.device_bytes.is_none());
         if cfg!(target_os = "linux") {
-            let peak = got.host_peak.expect("Linux resets the high-water mark");
+            let peak = got.host_peak_bytes.expect("Linux resets the high-water mark");
             assert!(peak >= 64 << 20, "peak {peak} below the 64 MiB touched");
         }
         drop(big);

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::memory::StepMemory;
+
 /// What one SFT step or one RL update did. RL-only fields are `None` after SFT.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
@@ -80,19 +82,7 @@ pub struct Metrics {
     /// f16: the loss scale after this call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_scale: Option<f64>,
-    /// Peak resident bytes of the process during this call (`memory.rs`; Linux).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_peak_bytes: Option<u64>,
-    /// Bytes in use on the model's GPU after this call (CUDA only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_bytes: Option<u64>,
-}
-
-impl Metrics {
-    /// Records what the call held.
-    pub(crate) fn with_memory(mut self, m: crate::memory::StepMemory) -> Metrics {
-        self.host_peak_bytes = m.host_peak;
-        self.device_bytes = m.device;
-        self
-    }
+    /// What this call held, measured (`memory.rs`).
+    #[serde(default, skip_serializing_if = "StepMemory::is_empty")]
+    pub memory: StepMemory,
 }

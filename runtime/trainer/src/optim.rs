@@ -149,6 +149,16 @@ pub struct StepInfo {
 /// Gradients keyed by parameter name.
 pub type Grads = BTreeMap<String, Tensor>;
 
+/// Adds `g` to the gradient accumulated for `name`, or starts it.
+pub(crate) fn add_grad(acc: &mut Grads, name: &str, g: &Tensor) -> Result<()> {
+    let g = match acc.remove(name) {
+        Some(prev) => (prev + g)?,
+        None => g.clone(),
+    };
+    acc.insert(name.to_string(), g);
+    Ok(())
+}
+
 /// Global L2 norm of a set of gradients.
 pub fn grad_norm(grads: &Grads) -> Result<f64> {
     let mut total = 0f64;

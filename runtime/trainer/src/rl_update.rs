@@ -166,7 +166,7 @@ impl Trainer {
     pub fn rl_update(&mut self, samples: &[Sample], cfg: &RlConfig) -> Result<Metrics> {
         let meter = crate::memory::Meter::start();
         let m = self.rl_update_unmetered(samples, cfg)?;
-        Ok(m.with_memory(meter.finish(&self.device())))
+        Ok(Metrics { memory: meter.finish(&self.device()), ..m })
     }
 
     fn rl_update_unmetered(&mut self, samples: &[Sample], cfg: &RlConfig) -> Result<Metrics> {

@@ -109,22 +109,14 @@ pub(crate) fn accumulate(
     store: &candle_core::backprop::GradStore,
     acc: &mut Grads,
 ) -> Result<()> {
-    let mut add = |name: &String, g: &Tensor| -> Result<()> {
-        let g = match acc.remove(name) {
-            Some(prev) => (prev + g)?,
-            None => g.clone(),
-        };
-        acc.insert(name.clone(), g);
-        Ok(())
-    };
     for (name, var) in model.params().iter() {
         if let Some(g) = store.get(var.as_tensor()) {
-            add(name, g)?;
+            crate::optim::add_grad(acc, name, g)?;
         }
     }
     // Layers recomputed in this backward pass (activation checkpointing) left theirs aside.
     for (name, g) in model.take_recomputed() {
-        add(&name, &g)?;
+        crate::optim::add_grad(acc, &name, &g)?;
     }
     Ok(())
 }
@@ -252,7 +244,7 @@ impl Trainer {
     ) -> Result<Metrics> {
         let meter = crate::memory::Meter::start();
         let m = self.sft_step_unmetered(examples, micro_batch)?;
-        Ok(m.with_memory(meter.finish(&self.device())))
+        Ok(Metrics { memory: meter.finish(&self.device()), ..m })
     }
 
     fn sft_step_unmetered(

@@ -22,7 +22,7 @@ use crate::rollout::{
     Episode, RolloutCfg, Scoring, informative_groups, rollout, samples, uniform_groups,
 };
 use crate::rollout::{generated, replay};
-use crate::rundir::records::{MetricLine, RlIter, RoleUpdate, Scored, StepMemory, TrajectoryLine};
+use crate::rundir::records::{MetricLine, RlIter, RoleUpdate, Scored, TrajectoryLine};
 
 impl<'a> Executor<'a> {
     /// The reward a stage or eval names.
@@ -382,7 +382,7 @@ impl<'a> Executor<'a> {
                 global_step: 0,
                 phase: None,
                 time: 0.0,
-                memory: StepMemory::of(&metrics),
+                memory: metrics.memory,
             };
             self.run.log_metrics(vec![MetricLine::Rl(line)])?;
             self.built.trainers.insert(node.id.clone(), trainer.clone());
@@ -471,8 +471,7 @@ fn mean_metrics(updates: &[(String, usize, Metrics)]) -> Metrics {
             .value_loss
             .map(|_| updates.iter().map(|(_, n, m)| w(*n) * m.value_loss.unwrap_or(0.0)).sum());
         // Memory: the largest any role's update held.
-        out.host_peak_bytes = updates.iter().filter_map(|(_, _, m)| m.host_peak_bytes).max();
-        out.device_bytes = updates.iter().filter_map(|(_, _, m)| m.device_bytes).max();
+        out.memory = updates.iter().fold(out.memory, |acc, (_, _, m)| acc.max(m.memory));
     }
     out
 }

@@ -10,7 +10,7 @@ use super::progress::Progress;
 use super::{Data, Executor, settings};
 use crate::agent::policy::{History, Window, sft_examples};
 use crate::error::{Fault, RunError};
-use crate::rundir::records::{MetricLine, SftStep, StepMemory};
+use crate::rundir::records::{MetricLine, SftStep};
 
 impl<'a> Executor<'a> {
     pub(super) fn sft(&mut self, node: &Node, s: &params::Sft) -> Result<(), RunError> {
@@ -161,7 +161,7 @@ impl<'a> Executor<'a> {
                     global_step: 0,
                     phase: None,
                     time: 0.0,
-                    memory: StepMemory::of(m),
+                    memory: m.memory,
                 })
             })
             .collect();

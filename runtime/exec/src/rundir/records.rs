@@ -101,29 +101,8 @@ pub struct RlIter {
     pub memory: StepMemory,
 }
 
-/// Memory one training step or update held, as the trainer measured it (`wrl_trainer::memory`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StepMemory {
-    /// Peak resident bytes of the `wrlc` process during the step (Linux).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_peak_bytes: Option<u64>,
-    /// Bytes in use on the model's GPU after the step (CUDA).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_bytes: Option<u64>,
-}
-
-impl StepMemory {
-    /// Of the trainer's metrics.
-    pub fn of(m: &wrl_trainer::Metrics) -> StepMemory {
-        StepMemory { host_peak_bytes: m.host_peak_bytes, device_bytes: m.device_bytes }
-    }
-
-    /// Nothing measured.
-    pub fn is_empty(&self) -> bool {
-        self.host_peak_bytes.is_none() && self.device_bytes.is_none()
-    }
-}
+/// Memory one training step or update held, as the trainer measured it.
+pub use wrl_trainer::memory::StepMemory;
 
 /// One role's part of an RL iteration's update.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

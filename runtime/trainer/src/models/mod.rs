@@ -271,10 +271,9 @@ impl Model {
     pub(crate) fn take_recomputed(&self) -> crate::optim::Grads {
         match self {
             Model::Tiny(_) => crate::optim::Grads::new(),
-            Model::Qwen(m) => match m.recomputed.lock() {
-                Ok(mut g) => std::mem::take(&mut *g),
-                Err(p) => std::mem::take(&mut *p.into_inner()),
-            },
+            Model::Qwen(m) => std::mem::take(
+                &mut *m.recomputed.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+            ),
         }
     }
 

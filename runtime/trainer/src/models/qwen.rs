@@ -187,11 +187,6 @@ impl QwenModel {
         if self.params.contains(name) { Ok(Some(self.weight(name)?)) } else { Ok(None) }
     }
 
-    /// The dtype the forward computes in.
-    pub fn compute_dtype(&self) -> DType {
-        self.compute
-    }
-
     /// cos/sin tables (t, head_dim) for absolute positions offset..offset+t: the angle
     /// `inv_freq · p` in f32, its cos and sin times the scaling factor.
     fn rope_tables(&self, offset: usize, t: usize, device: &Device) -> Result<(Tensor, Tensor)> {

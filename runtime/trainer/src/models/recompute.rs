@@ -21,9 +21,9 @@ pub(crate) fn layer(
     x: &Tensor,
     rope: &(Tensor, Tensor),
 ) -> Result<Tensor> {
-    let out = model.layer(i, &x.detach(), None, rope, 0)?;
-    // A fresh contiguous buffer that the op hands on as its own output.
-    let out = out.contiguous()?.detach();
+    // The layer's last op is the residual sum: a fresh contiguous buffer, which the op hands on
+    // as its own output (`whole`).
+    let out = model.layer(i, &x.detach(), None, rope, 0)?.detach();
     // The anchor is a weight of the layer: it keeps the op in the graph where `x` is not in
     // it (frozen embeddings), so that the layer's weights still get their gradients.
     let anchor = model.params.get(&format!("model.layers.{i}.input_layernorm.weight"))?;
@@ -56,7 +56,7 @@ impl Recompute {
 fn stored_cpu(t: &Tensor) -> candle_core::Result<(CpuStorage, Shape)> {
     let (storage, layout) = t.storage_and_layout();
     match &*storage {
-        Storage::Cpu(c) if whole(layout, t) => Ok((c.clone(), t.shape().clone())),
+        Storage::Cpu(c) if whole(layout) => Ok((c.clone(), t.shape().clone())),
         _ => Err(candle_core::Error::Msg("recompute: output is not a whole CPU buffer".into())),
     }
 }
@@ -65,16 +65,15 @@ fn stored_cuda(t: &Tensor) -> candle_core::Result<(CudaStorage, Shape)> {
     use candle_core::backend::BackendStorage;
     let (storage, layout) = t.storage_and_layout();
     match &*storage {
-        Storage::Cuda(c) if whole(layout, t) => Ok((c.try_clone(layout)?, t.shape().clone())),
+        Storage::Cuda(c) if whole(layout) => Ok((c.try_clone(layout)?, t.shape().clone())),
         _ => Err(candle_core::Error::Msg("recompute: output is not a whole CUDA buffer".into())),
     }
 }
 
-/// Whether `layout` covers its buffer from the start, contiguously.
-fn whole(layout: &Layout, t: &Tensor) -> bool {
-    layout.is_contiguous()
-        && layout.start_offset() == 0
-        && t.elem_count() == layout.shape().elem_count()
+/// Whether `layout` reads its buffer contiguously from the start. The buffer holds nothing
+/// more: it is the layer's residual sum, a fresh result of exactly the output's size.
+fn whole(layout: &Layout) -> bool {
+    layout.is_contiguous() && layout.start_offset() == 0
 }
 
 impl candle_core::CustomOp2 for Recompute {
@@ -126,11 +125,7 @@ impl Recompute {
         let mut side = self.model.recomputed.lock().unwrap_or_else(|p| p.into_inner());
         for (name, var) in self.model.params.iter().filter(|(n, _)| n.starts_with(&prefix)) {
             if let Some(g) = store.get(var.as_tensor()) {
-                let g = match side.remove(name) {
-                    Some(prev) => (prev + g)?,
-                    None => g.clone(),
-                };
-                side.insert(name.clone(), g);
+                crate::optim::add_grad(&mut side, name, g)?;
             }
         }
         Ok((store.get(input.as_tensor()).cloned(), None))

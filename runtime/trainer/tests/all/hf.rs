@@ -22,15 +22,19 @@ pub fn tiny_qwen3(dir: &Path, spec: TinySpec) {
     hf::tiny::write(dir, &spec, &TokenizerSource::Generated { corpus, merges: 40 }).unwrap();
 }
 
-fn trainer(dir: &Path, frozen: Vec<Frozen>, thinking: bool) -> Trainer {
-    let src = PretrainedSource { frozen, thinking, ..PretrainedSource::new(dir) };
+/// A CPU trainer of the Qwen3 `src`, AdamW at `lr`.
+pub fn qwen3_trainer(src: PretrainedSource, lr: f64) -> Trainer {
     Trainer::new(TrainerConfig {
         policy: PolicyConfig::Qwen3(src),
-        optim: OptimConfig { lr: 1e-2, ..OptimConfig::default() },
+        optim: OptimConfig { lr, ..OptimConfig::default() },
         seed: 3,
         device: DeviceChoice::Cpu,
     })
     .unwrap()
+}
+
+fn trainer(dir: &Path, frozen: Vec<Frozen>, thinking: bool) -> Trainer {
+    qwen3_trainer(PretrainedSource { frozen, thinking, ..PretrainedSource::new(dir) }, 1e-2)
 }
 
 const TOOL: &str = r#"{"type": "function", "function": {"name": "search", "description": "Search the web.", "parameters": {"type": "object", "properties": {"query": {"type": "array", "items": {"type": "string"}}}, "required": ["query"]}}}"#;

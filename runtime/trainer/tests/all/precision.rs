@@ -9,19 +9,10 @@ use candle_core::{DType, Device, Tensor};
 use wrl_trainer::chat;
 use wrl_trainer::hf::tiny::TinySpec;
 use wrl_trainer::precision::Precision;
-use wrl_trainer::{
-    DeviceChoice, Example, OptimConfig, PolicyConfig, PretrainedSource, Trainer, TrainerConfig,
-};
+use wrl_trainer::{Example, PretrainedSource, Trainer};
 
 fn trainer(dir: &Path, dtype: Precision, lr: f64) -> Trainer {
-    let src = PretrainedSource { dtype, ..PretrainedSource::new(dir) };
-    Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Qwen3(src),
-        optim: OptimConfig { lr, ..OptimConfig::default() },
-        seed: 3,
-        device: DeviceChoice::Cpu,
-    })
-    .unwrap()
+    crate::hf::qwen3_trainer(PretrainedSource { dtype, ..PretrainedSource::new(dir) }, lr)
 }
 
 fn examples(t: &Trainer) -> Vec<Example> {
@@ -180,7 +171,7 @@ fn an_f16_checkpoint_resumes_exactly_with_its_loss_scale() {
     a.save(ck.path()).unwrap();
     let mut b = Trainer::load(ck.path()).unwrap();
     let (ma, mb) = (a.sft_step_on(&pairs, 2).unwrap(), b.sft_step_on(&pairs, 2).unwrap());
-    let same = |m: wrl_trainer::Metrics| wrl_trainer::Metrics { host_peak_bytes: None, ..m };
+    let same = |m: wrl_trainer::Metrics| wrl_trainer::Metrics { memory: Default::default(), ..m };
     assert_eq!(same(ma), same(mb));
     assert_eq!(crate::common::snapshot(&a), crate::common::snapshot(&b));
     assert_eq!(b.model().params().iter().next().unwrap().1.dtype(), DType::F32);

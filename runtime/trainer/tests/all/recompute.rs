@@ -8,10 +8,7 @@ use wrl_trainer::chat;
 use wrl_trainer::hf::tiny::TinySpec;
 use wrl_trainer::models::Frozen;
 use wrl_trainer::precision::Precision;
-use wrl_trainer::{
-    DeviceChoice, Example, Metrics, OptimConfig, PolicyConfig, PretrainedSource, Trainer,
-    TrainerConfig,
-};
+use wrl_trainer::{Example, Metrics, PretrainedSource, Trainer};
 
 fn trainer(dir: &Path, dtype: Precision, checkpointing: bool, frozen: Vec<Frozen>) -> Trainer {
     let src = PretrainedSource {
@@ -20,13 +17,7 @@ fn trainer(dir: &Path, dtype: Precision, checkpointing: bool, frozen: Vec<Frozen
         frozen,
         ..PretrainedSource::new(dir)
     };
-    Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Qwen3(src),
-        optim: OptimConfig { lr: 1e-2, ..OptimConfig::default() },
-        seed: 3,
-        device: DeviceChoice::Cpu,
-    })
-    .unwrap()
+    crate::hf::qwen3_trainer(src, 1e-2)
 }
 
 /// Two SFT steps: their metrics and the weights after them.
