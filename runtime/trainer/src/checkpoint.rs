@@ -176,6 +176,7 @@ impl Trainer {
             rng: self.rng.clone(),
             step: self.step,
             cursor: self.cursor,
+            decode: crate::trainer::DecodeSlot::default(),
             reference: self.reference.clone(),
             critic: match &self.critic {
                 Some(c) => Some(Critic {

@@ -26,6 +26,7 @@ pub mod chat;
 pub mod checkpoint;
 pub mod critic;
 pub mod data;
+pub mod decode;
 pub mod device;
 pub mod error;
 pub mod footprint;

@@ -6,6 +6,9 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
+use crate::decode::Batcher;
 use crate::error::{Result, config_err};
 use crate::models::Model;
 use crate::tokenizer::Tokenizer;
@@ -171,8 +174,9 @@ pub fn sample_token(logits: &[f32], p: &SampleParams, rng: &mut ChaCha8Rng) -> (
     (last as u32, lp[last])
 }
 
-/// Sample `params.n` completions for every prompt. Each prompt's group is one batch that shares
-/// the prefill; rows that finished keep being fed padding and are ignored.
+/// Sample `params.n` completions for every prompt, prompt after prompt, the group's rows
+/// sharing the prefill: the tiny model on the CPU through the row-stable decoder (`decode`),
+/// others on candle's ops ([`sample_candle`]).
 pub fn sample(
     model: &Model,
     tokenizer: &Tokenizer,
@@ -209,95 +213,188 @@ pub fn sample_observed(
     if params.n == 0 {
         return Err(config_err("sample: n must be at least 1"));
     }
+    match crate::decode::weights_for(model)? {
+        Some(weights) => {
+            crate::decode::sample_alone(&weights, tokenizer, prompts, params, rng, on_token)
+        }
+        None => sample_candle(model, tokenizer, prompts, params, rng, on_token),
+    }
+}
+
+/// As [`sample_observed`] on candle's ops whatever the model: a group is one batch of `n` rows
+/// over a [`crate::models::KvCache`], rows that finished fed padding. The path of Qwen models,
+/// and the one the tiny model's batched decoder is measured against (`bench/rollout.sh`).
+pub fn sample_candle(
+    model: &Model,
+    tokenizer: &Tokenizer,
+    prompts: &[Vec<u32>],
+    params: &SampleParams,
+    rng: &mut ChaCha8Rng,
+    on_token: &mut dyn FnMut(TokenEvent<'_>),
+) -> Result<Vec<Completion>> {
+    if params.n == 0 {
+        return Err(config_err("sample: n must be at least 1"));
+    }
     let device = model.device();
     let mut out = Vec::new();
     for (pi, prompt) in prompts.iter().enumerate() {
-        if prompt.is_empty() {
-            return Err(config_err(format!("sample: prompt {pi} is empty")));
-        }
-        if prompt.len() >= model.context() {
-            return Err(config_err(format!(
-                "sample: prompt {pi} has {} tokens, the model's context is {}",
-                prompt.len(),
-                model.context()
-            )));
-        }
+        let mut group = Group::new(pi, prompt, params, model.context())?;
         let n = params.n;
-        let budget = params.max_tokens.min(model.context() - prompt.len());
         let mut cache = model.new_cache();
         let ids: Vec<u32> = (0..n).flat_map(|_| prompt.iter().copied()).collect();
         let ids = Tensor::from_vec(ids, (n, prompt.len()), &device)?;
         let mut last = model.forward_cached_last(&ids, &mut cache)?.detach();
-        let mut rows: Vec<Completion> = (0..n)
-            .map(|_| Completion {
-                prompt_index: pi,
-                text: String::new(),
-                tokens: Vec::new(),
-                logprobs: Vec::new(),
-                finish: FinishReason::Length,
-            })
-            .collect();
-        let mut done = vec![false; n];
-        let penalised = params.repetition_penalty != 1.0;
-        // Per row, the tokens seen so far (the prompt, then the completion).
-        let mut seen: Vec<Vec<bool>> = Vec::new();
-        for step in 0..budget {
+        while !group.finished() {
             let mut rows_logits: Vec<Vec<f32>> = last.to_dtype(DType::F32)?.to_vec2()?;
-            if penalised && seen.is_empty() {
-                let vocab = rows_logits.first().map_or(0, Vec::len);
-                let mut first = vec![false; vocab];
-                for &t in prompt {
-                    if let Some(s) = first.get_mut(t as usize) {
-                        *s = true;
-                    }
-                }
-                seen = vec![first; n];
-            }
-            let mut next = vec![tokenizer.pad_id(); n];
-            for r in 0..n {
-                if done[r] {
-                    continue;
-                }
-                if penalised {
-                    penalise(&mut rows_logits[r], &seen[r], params.repetition_penalty);
-                }
-                let (tok, lp) = sample_token(&rows_logits[r], params, rng);
-                if let Some(s) = seen.get_mut(r).and_then(|s| s.get_mut(tok as usize)) {
-                    *s = true;
-                }
-                let row = &mut rows[r];
-                row.tokens.push(tok);
-                row.logprobs.push(lp);
-                on_token(TokenEvent {
-                    completion: pi * n + r,
-                    token: tok,
-                    logprob: lp,
-                    logits: &rows_logits[r],
-                });
-                next[r] = tok;
-                if tokenizer.is_stop(tok) {
-                    row.finish = FinishReason::Eos;
-                    done[r] = true;
-                } else if !params.stop.is_empty() {
-                    let text = tokenizer.decode(&row.tokens)?;
-                    if let Some(s) = params.stop.iter().find(|s| text.contains(s.as_str())) {
-                        row.finish = FinishReason::Stop(s.clone());
-                        done[r] = true;
-                    }
-                }
-            }
-            if done.iter().all(|&d| d) || step + 1 == budget {
+            let next = group.draw(&mut rows_logits, params, tokenizer, rng, on_token)?;
+            if group.finished() {
                 break;
             }
+            // Rows that finished are fed padding and ignored.
+            let next: Vec<u32> = next.iter().map(|t| t.unwrap_or(tokenizer.pad_id())).collect();
             let ids = Tensor::from_vec(next, (n, 1), &device)?;
             last = model.forward_cached_last(&ids, &mut cache)?.detach();
         }
-        for mut row in rows {
-            row.text = tokenizer.decode(&row.tokens)?;
-            out.push(row);
-        }
+        out.extend(group.complete(tokenizer)?);
     }
     Ok(out)
+}
+
+/// One prompt's `n` completions as they are drawn: the rows, which have ended, the tokens each
+/// has seen (for the repetition penalty), and the token budget. Both decoders (candle's ops
+/// here, the batched one in `decode`) draw through it, so they stop and penalise alike.
+#[derive(Debug, Clone)]
+pub(crate) struct Group {
+    prompt_index: usize,
+    prompt: Vec<u32>,
+    rows: Vec<Completion>,
+    done: Vec<bool>,
+    seen: Vec<Vec<bool>>,
+    budget: usize,
+    steps: usize,
+}
+
+impl Group {
+    /// Checks prompt `pi` against the model's context and starts its `params.n` rows.
+    pub(crate) fn new(
+        pi: usize,
+        prompt: &[u32],
+        params: &SampleParams,
+        context: usize,
+    ) -> Result<Group> {
+        if prompt.is_empty() {
+            return Err(config_err(format!("sample: prompt {pi} is empty")));
+        }
+        if prompt.len() >= context {
+            return Err(config_err(format!(
+                "sample: prompt {pi} has {} tokens, the model's context is {context}",
+                prompt.len(),
+            )));
+        }
+        let row = Completion {
+            prompt_index: pi,
+            text: String::new(),
+            tokens: Vec::new(),
+            logprobs: Vec::new(),
+            finish: FinishReason::Length,
+        };
+        Ok(Group {
+            prompt_index: pi,
+            prompt: prompt.to_vec(),
+            rows: vec![row; params.n],
+            done: vec![false; params.n],
+            seen: Vec::new(),
+            budget: params.max_tokens.min(context - prompt.len()),
+            steps: 0,
+        })
+    }
+
+    /// The prompt.
+    pub(crate) fn prompt(&self) -> &[u32] {
+        &self.prompt
+    }
+
+    /// Whether row `r` has ended.
+    pub(crate) fn is_done(&self, r: usize) -> bool {
+        self.done[r]
+    }
+
+    /// Whether every row has ended or the budget is spent.
+    pub(crate) fn finished(&self) -> bool {
+        self.steps >= self.budget || self.done.iter().all(|&d| d)
+    }
+
+    /// Draws each unfinished row's next token from its row of `logits` (one per row, finished
+    /// rows' ignored), rows in order from the one `rng`; returns each row's token (`None` for
+    /// rows that had ended before).
+    pub(crate) fn draw(
+        &mut self,
+        logits: &mut [Vec<f32>],
+        params: &SampleParams,
+        tokenizer: &Tokenizer,
+        rng: &mut ChaCha8Rng,
+        on_token: &mut dyn FnMut(TokenEvent<'_>),
+    ) -> Result<Vec<Option<u32>>> {
+        let n = self.rows.len();
+        let penalised = params.repetition_penalty != 1.0;
+        // Per row, the tokens seen so far (the prompt, then the completion).
+        if penalised && self.seen.is_empty() {
+            let vocab = logits.first().map_or(0, Vec::len);
+            let mut first = vec![false; vocab];
+            for &t in &self.prompt {
+                if let Some(s) = first.get_mut(t as usize) {
+                    *s = true;
+                }
+            }
+            self.seen = vec![first; n];
+        }
+        let mut next = vec![None; n];
+        for (r, row_logits) in logits.iter_mut().enumerate().take(n) {
+            if self.done[r] {
+                continue;
+            }
+            if penalised {
+                penalise(row_logits, &self.seen[r], params.repetition_penalty);
+            }
+            let (tok, lp) = sample_token(row_logits, params, rng);
+            if let Some(s) = self.seen.get_mut(r).and_then(|s| s.get_mut(tok as usize)) {
+                *s = true;
+            }
+            let row = &mut self.rows[r];
+            row.tokens.push(tok);
+            row.logprobs.push(lp);
+            on_token(TokenEvent {
+                completion: self.prompt_index * n + r,
+                token: tok,
+                logprob: lp,
+                logits: row_logits,
+            });
+            next[r] = Some(tok);
+            if tokenizer.is_stop(tok) {
+                row.finish = FinishReason::Eos;
+                self.done[r] = true;
+            } else if !params.stop.is_empty() {
+                let text = tokenizer.decode(&row.tokens)?;
+                if let Some(s) = params.stop.iter().find(|s| text.contains(s.as_str())) {
+                    row.finish = FinishReason::Stop(s.clone());
+                    self.done[r] = true;
+                }
+            }
+        }
+        self.steps += 1;
+        Ok(next)
+    }
+
+    /// The completions, their text decoded.
+    pub(crate) fn complete(self, tokenizer: &Tokenizer) -> Result<Vec<Completion>> {
+        self.rows
+            .into_iter()
+            .map(|mut row| {
+                row.text = tokenizer.decode(&row.tokens)?;
+                Ok(row)
+            })
+            .collect()
+    }
 }
 
 /// The current weights, tokenizer and a forked RNG, to sample without holding the trainer: the
@@ -309,11 +406,19 @@ pub struct Sampler {
     model: Model,
     tokenizer: Tokenizer,
     rng: ChaCha8Rng,
+    /// Where the tiny model on the CPU decodes: one batch shared by every sampler forked from
+    /// the same weights (`decode::Batcher`).
+    batcher: Option<Arc<Batcher>>,
 }
 
 impl Sampler {
-    pub(crate) fn new(model: Model, tokenizer: Tokenizer, rng: ChaCha8Rng) -> Sampler {
-        Sampler { model, tokenizer, rng }
+    pub(crate) fn new(
+        model: Model,
+        tokenizer: Tokenizer,
+        rng: ChaCha8Rng,
+        batcher: Option<Arc<Batcher>>,
+    ) -> Sampler {
+        Sampler { model, tokenizer, rng, batcher }
     }
 
     /// The policy's tokenizer.
@@ -327,6 +432,9 @@ impl Sampler {
         prompts: &[Vec<u32>],
         params: &SampleParams,
     ) -> Result<Vec<Completion>> {
-        sample(&self.model, &self.tokenizer, prompts, params, &mut self.rng)
+        match &self.batcher {
+            Some(b) => b.sample(prompts, params, &mut self.rng),
+            None => sample(&self.model, &self.tokenizer, prompts, params, &mut self.rng),
+        }
     }
 }

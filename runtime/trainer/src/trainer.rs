@@ -87,7 +87,14 @@ pub struct Trainer {
     pub(crate) reference: Option<Model>,
     /// PPO's value function (`advantage = gae(…)`).
     pub(crate) critic: Option<crate::critic::Critic>,
+    /// The decoding batch its samplers share, with the step whose weights it holds (every
+    /// change of the weights is an optimiser step).
+    pub(crate) decode: DecodeSlot,
 }
+
+/// The trainer's shared decoding batch, made again when the weights move (`decode.rs`).
+pub(crate) type DecodeSlot =
+    std::sync::Mutex<Option<(u64, std::sync::Arc<crate::decode::Batcher>)>>;
 
 /// The gradients of `loss` (a forward of `model`) times `optimizer`'s loss scale (f16; 1
 /// otherwise), which its [`AdamW::step`] divides out again; [`accumulate`] collects them.
@@ -143,6 +150,7 @@ impl Trainer {
             cursor: DataCursor::default(),
             reference: None,
             critic: None,
+            decode: DecodeSlot::default(),
         })
     }
 
@@ -201,7 +209,31 @@ impl Trainer {
     /// trainer's, so that several episodes can decode at once.
     pub fn sampler(&mut self) -> Sampler {
         let seed = self.rng.random::<u64>();
-        Sampler::new(self.model.clone(), self.tokenizer.clone(), rng_from_seed(seed))
+        Sampler::new(
+            self.model.clone(),
+            self.tokenizer.clone(),
+            rng_from_seed(seed),
+            self.batcher(),
+        )
+    }
+
+    /// The decoding batch of the current weights (the tiny model on the CPU; `None`: samplers
+    /// decode alone on candle's ops), made on first use after each optimiser step.
+    fn batcher(&self) -> Option<std::sync::Arc<crate::decode::Batcher>> {
+        let mut slot = self.decode.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, b)) = slot.as_ref().filter(|(step, _)| *step == self.step) {
+            return Some(b.clone());
+        }
+        let weights = match crate::decode::weights_for(&self.model) {
+            Ok(w) => w?,
+            Err(e) => {
+                tracing::warn!("batched decoding is off: the weights did not read ({e})");
+                return None;
+            }
+        };
+        let b = std::sync::Arc::new(crate::decode::Batcher::new(weights, self.tokenizer.clone()));
+        *slot = Some((self.step, b.clone()));
+        Some(b)
     }
 
     /// A [`Sampler`] over the current weights whose RNG is stream `stream` of the model's seed:
@@ -209,7 +241,12 @@ impl Trainer {
     /// stream decode the same tokens whatever order they run in.
     pub fn sampler_for(&self, stream: u64) -> Sampler {
         let seed = crate::rng::mix(self.config.seed, stream);
-        Sampler::new(self.model.clone(), self.tokenizer.clone(), rng_from_seed(seed))
+        Sampler::new(
+            self.model.clone(),
+            self.tokenizer.clone(),
+            rng_from_seed(seed),
+            self.batcher(),
+        )
     }
 
     /// Freezes exactly `parts` from now on (a stage's `frozen`; others thaw): no gradient

@@ -6,6 +6,7 @@
 mod common;
 mod config;
 mod cpu_independent;
+mod decode;
 mod fused;
 mod grads;
 mod hf;

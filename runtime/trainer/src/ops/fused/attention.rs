@@ -74,7 +74,7 @@ fn probs(
 }
 
 /// One head's forward: q, k, v are (T, D) contiguous; writes o (T, D) = P·v.
-fn head_forward(
+pub(crate) fn head_forward(
     q: &[f32],
     k: &[f32],
     v: &[f32],

@@ -1,0 +1,159 @@
+//! One decoding batch shared by concurrent callers: each caller's group joins the batch when it
+//! arrives and leaves it when it ends, and one forward per step serves them all. No thread of
+//! its own: the first waiting caller leads, stepping everyone's sequences until its own group is
+//! done, then hands the batch to the next waiter.
+
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+use rand_chacha::ChaCha8Rng;
+
+use super::{Job, TinyWeights, step};
+use crate::error::{Result, config_err};
+use crate::sample::{Completion, SampleParams};
+use crate::tokenizer::Tokenizer;
+
+type Outcome = Result<(Vec<Completion>, ChaCha8Rng)>;
+
+/// Groups waiting to join, groups in the batch, and finished groups' results.
+#[derive(Default)]
+struct State {
+    joining: Vec<(u64, Job)>,
+    running: Vec<(u64, Job)>,
+    results: HashMap<u64, Outcome>,
+    leading: bool,
+    next_id: u64,
+    /// Forwards run, and rows they advanced (for tests and benchmarks).
+    steps: u64,
+    rows: u64,
+}
+
+/// A batch decoder over one snapshot of the tiny model's weights (see the module doc).
+pub struct Batcher {
+    weights: TinyWeights,
+    tokenizer: Tokenizer,
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+impl std::fmt::Debug for Batcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (steps, rows) = self.counts();
+        f.debug_struct("Batcher").field("steps", &steps).field("rows", &rows).finish()
+    }
+}
+
+/// Fails the groups a panicking leader held, so their callers get an error instead of waiting
+/// for ever, and frees the lead.
+struct LeadGuard<'a> {
+    batcher: &'a Batcher,
+    held: Vec<u64>,
+}
+
+impl Drop for LeadGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut st = self.batcher.lock();
+            for id in self.held.drain(..) {
+                st.results.insert(id, Err(config_err("the decoding batch failed (a panic)")));
+            }
+            st.leading = false;
+            self.batcher.wake.notify_all();
+        }
+    }
+}
+
+impl Batcher {
+    /// A batcher decoding with `weights`, stop strings read by `tokenizer`.
+    pub fn new(weights: TinyWeights, tokenizer: Tokenizer) -> Batcher {
+        Batcher { weights, tokenizer, state: Mutex::default(), wake: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many forwards have run and how many sequence rows they advanced in all.
+    pub fn counts(&self) -> (u64, u64) {
+        let st = self.lock();
+        (st.steps, st.rows)
+    }
+
+    /// `params.n` completions of each prompt, prompts one after another with `rng` (which
+    /// advances past every draw), decoded in the shared batch. The same tokens as decoding
+    /// alone (`sample::sample`), whatever else is in the batch.
+    pub fn sample(
+        &self,
+        prompts: &[Vec<u32>],
+        params: &SampleParams,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Vec<Completion>> {
+        if params.n == 0 {
+            return Err(config_err("sample: n must be at least 1"));
+        }
+        let mut out = Vec::new();
+        for (pi, prompt) in prompts.iter().enumerate() {
+            let job = Job::new(&self.weights, pi, prompt, params, rng.clone())?;
+            let (completions, advanced) = self.run(job)?;
+            *rng = advanced;
+            out.extend(completions);
+        }
+        Ok(out)
+    }
+
+    /// Puts `job` in the batch and returns its outcome, leading the batch while needed.
+    fn run(&self, job: Job) -> Outcome {
+        let mut st = self.lock();
+        let id = st.next_id;
+        st.next_id += 1;
+        st.joining.push((id, job));
+        loop {
+            if let Some(outcome) = st.results.remove(&id) {
+                return outcome;
+            }
+            if !st.leading {
+                return self.lead(id, st);
+            }
+            st = self.wake.wait(st).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Steps the batch until group `mine` is done; then leaves the rest to the next caller.
+    fn lead(&self, mine: u64, mut st: MutexGuard<'_, State>) -> Outcome {
+        st.leading = true;
+        let mut batch = std::mem::take(&mut st.running);
+        batch.append(&mut st.joining);
+        drop(st);
+        let mut guard = LeadGuard { batcher: self, held: batch.iter().map(|(i, _)| *i).collect() };
+        loop {
+            let (ids, mut jobs): (Vec<u64>, Vec<Job>) = batch.into_iter().unzip();
+            let rows_before: usize = jobs.iter().map(Job::active_rows).sum();
+            let failed = step(&self.weights, &self.tokenizer, &mut jobs, &mut |_| {});
+            let mut failed: HashMap<usize, _> = failed.into_iter().collect();
+            let mut ended = Vec::new();
+            batch = Vec::new();
+            for (i, (id, job)) in ids.into_iter().zip(jobs).enumerate() {
+                if let Some(e) = failed.remove(&i) {
+                    ended.push((id, Err(e)));
+                } else if job.finished() {
+                    ended.push((id, job.complete(&self.tokenizer)));
+                } else {
+                    batch.push((id, job));
+                }
+            }
+            let mut st = self.lock();
+            st.steps += 1;
+            st.rows += rows_before as u64;
+            st.results.extend(ended);
+            batch.append(&mut st.joining);
+            guard.held = batch.iter().map(|(i, _)| *i).collect();
+            self.wake.notify_all();
+            if let Some(outcome) = st.results.remove(&mine) {
+                st.running = batch;
+                st.leading = false;
+                guard.held.clear();
+                return outcome;
+            }
+        }
+    }
+}

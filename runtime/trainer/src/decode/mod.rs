@@ -1,0 +1,186 @@
+//! Batched decoding of the tiny model on the CPU: concurrent requests' sequences advance
+//! together, one forward per step, each request drawing from its own seeded RNG. The kernels
+//! are row-stable (`kernels.rs`), so what a request decodes never depends on what shares its
+//! steps: runs stay reproducible however episodes interleave.
+//!
+//! `Sampler::sample` goes through the [`Batcher`] its trainer shares among all samplers of one
+//! set of weights; `sample::sample_observed` (one caller, a callback per token) runs the same
+//! steps alone. Qwen models, and the tiny model with `ops = reference` or off the CPU, keep
+//! candle's path (`sample.rs`).
+
+mod batcher;
+pub mod kernels;
+pub mod tiny;
+
+use rand_chacha::ChaCha8Rng;
+
+pub use batcher::Batcher;
+pub use tiny::{Seq, TinyWeights};
+
+use crate::error::Result;
+use crate::models::Model;
+use crate::sample::{Completion, Group, SampleParams, TokenEvent};
+use crate::tokenizer::Tokenizer;
+
+/// The weights to decode `model` with here, when it is the tiny model on the CPU with the
+/// default (fused) ops; `None`: candle's path.
+pub fn weights_for(model: &Model) -> Result<Option<TinyWeights>> {
+    match model {
+        Model::Tiny(m) if m.ops().is_fused() && model.device().is_cpu() => {
+            Ok(Some(TinyWeights::new(m)?))
+        }
+        Model::Tiny(_) | Model::Qwen(_) => Ok(None),
+    }
+}
+
+/// One prompt's group being decoded: its rows' sequences (one, the prompt's, until the prefill
+/// has run), the tokens to feed next, and its RNG.
+#[derive(Debug)]
+pub(crate) struct Job {
+    group: Group,
+    params: SampleParams,
+    rng: ChaCha8Rng,
+    seqs: Vec<Seq>,
+    next: Vec<Option<u32>>,
+    prefilled: bool,
+}
+
+impl Job {
+    /// Prompt `pi`'s group, checked against the context.
+    pub(crate) fn new(
+        weights: &TinyWeights,
+        pi: usize,
+        prompt: &[u32],
+        params: &SampleParams,
+        rng: ChaCha8Rng,
+    ) -> Result<Job> {
+        let group = Group::new(pi, prompt, params, weights.context())?;
+        let capacity = prompt.len().saturating_add(params.max_tokens).min(weights.context());
+        Ok(Job {
+            group,
+            params: params.clone(),
+            rng,
+            seqs: vec![Seq::new(weights, capacity)],
+            next: Vec::new(),
+            prefilled: false,
+        })
+    }
+
+    /// Sequence rows the next step advances (the prompt's tokens before the prefill).
+    pub(crate) fn active_rows(&self) -> usize {
+        if self.finished() {
+            0
+        } else if !self.prefilled {
+            self.group.prompt().len()
+        } else {
+            (0..self.params.n)
+                .filter(|&r| {
+                    self.next.get(r).copied().flatten().is_some() && !self.group.is_done(r)
+                })
+                .count()
+        }
+    }
+
+    /// Whether the group is complete.
+    pub(crate) fn finished(&self) -> bool {
+        self.group.finished()
+    }
+
+    /// The completions and the RNG, advanced past every draw.
+    pub(crate) fn complete(self, tokenizer: &Tokenizer) -> Result<(Vec<Completion>, ChaCha8Rng)> {
+        Ok((self.group.complete(tokenizer)?, self.rng))
+    }
+}
+
+/// One decoding step of every unfinished job in `jobs`: new jobs' prompts prefilled, each
+/// alone, then a single forward over every other job's new tokens, then each job's draws.
+/// Returns the jobs that failed, with the error; those are left unfinished.
+pub(crate) fn step(
+    weights: &TinyWeights,
+    tokenizer: &Tokenizer,
+    jobs: &mut [Job],
+    on_token: &mut dyn FnMut(TokenEvent<'_>),
+) -> Vec<(usize, crate::error::TrainerError)> {
+    let mut failed = Vec::new();
+    // Per job, its rows' scores this step (empty for rows not drawn).
+    let mut scores: Vec<Vec<Vec<f32>>> =
+        jobs.iter().map(|j| vec![Vec::new(); j.params.n]).collect();
+    let mut seqs: Vec<&mut Seq> = Vec::new();
+    let mut tokens: Vec<u32> = Vec::new();
+    let mut slots: Vec<(usize, usize)> = Vec::new();
+    for (ji, job) in jobs.iter_mut().enumerate().filter(|(_, j)| !j.finished()) {
+        if !job.prefilled {
+            let mut seq = job.seqs.swap_remove(0);
+            match tiny::prefill(weights, &mut seq, job.group.prompt()) {
+                Ok(first) => {
+                    job.seqs = vec![seq; job.params.n];
+                    scores[ji] = vec![first; job.params.n];
+                    job.prefilled = true;
+                }
+                Err(e) => failed.push((ji, e)),
+            }
+            continue;
+        }
+        let (group, next) = (&job.group, &job.next);
+        for (r, seq) in job.seqs.iter_mut().enumerate() {
+            if let Some(tok) = next.get(r).copied().flatten().filter(|_| !group.is_done(r)) {
+                tokens.push(tok);
+                seqs.push(seq);
+                slots.push((ji, r));
+            }
+        }
+    }
+    if !seqs.is_empty() {
+        match tiny::advance(weights, &mut seqs, &tokens) {
+            Ok(out) => {
+                for ((ji, r), row) in slots.iter().zip(out) {
+                    scores[*ji][*r] = row;
+                }
+            }
+            Err(e) => {
+                let mut hit: Vec<usize> = slots.iter().map(|&(ji, _)| ji).collect();
+                hit.dedup();
+                let msg = e.to_string();
+                failed
+                    .extend(hit.into_iter().map(|ji| (ji, crate::error::config_err(msg.clone()))));
+            }
+        }
+    }
+    drop(seqs);
+    for (ji, job) in jobs.iter_mut().enumerate().filter(|(_, j)| !j.finished()) {
+        if failed.iter().any(|(f, _)| *f == ji) {
+            continue;
+        }
+        let rows = &mut scores[ji];
+        match job.group.draw(rows, &job.params, tokenizer, &mut job.rng, on_token) {
+            Ok(next) => job.next = next,
+            Err(e) => failed.push((ji, e)),
+        }
+    }
+    failed
+}
+
+/// Decodes `prompts` one after another with `rng` (as `sample::sample_observed`), alone.
+pub(crate) fn sample_alone(
+    weights: &TinyWeights,
+    tokenizer: &Tokenizer,
+    prompts: &[Vec<u32>],
+    params: &SampleParams,
+    rng: &mut ChaCha8Rng,
+    on_token: &mut dyn FnMut(TokenEvent<'_>),
+) -> Result<Vec<Completion>> {
+    let mut out = Vec::new();
+    for (pi, prompt) in prompts.iter().enumerate() {
+        let mut jobs = [Job::new(weights, pi, prompt, params, rng.clone())?];
+        while !jobs[0].finished() {
+            if let Some((_, e)) = step(weights, tokenizer, &mut jobs, on_token).pop() {
+                return Err(e);
+            }
+        }
+        let [job] = jobs;
+        let (completions, advanced) = job.complete(tokenizer)?;
+        *rng = advanced;
+        out.extend(completions);
+    }
+    Ok(out)
+}
