@@ -398,9 +398,11 @@ impl Group {
 }
 
 /// The current weights, tokenizer and a forked RNG, to sample without holding the trainer: the
-/// executor's concurrent episodes decode in parallel through their own samplers instead of
-/// queueing for the trainer's lock. The weights are shared, not copied, so a sampler must not be
-/// used while the trainer updates them (rollouts finish before an update starts).
+/// executor's concurrent episodes decode through their own samplers instead of queueing for the
+/// trainer's lock. For the tiny model on the CPU they all decode in the trainer's one shared
+/// batch of these weights (`decode::Batcher`, read once per optimiser step); otherwise the
+/// weights are shared, not copied, so a sampler must not be used while the trainer updates
+/// them (rollouts finish before an update starts).
 #[derive(Debug, Clone)]
 pub struct Sampler {
     model: Model,
