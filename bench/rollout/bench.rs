@@ -7,7 +7,8 @@
 //! the highest concurrency).
 //!
 //! Usage: rollout_bench [CONCURRENCY,…] [EPISODES] [PROMPT_BYTES] [MAX_TOKENS] [alone|batched]
-//! (the last to run one decoder only, for a profile).
+//! (the last to run one decoder only, for a profile). `ROLLOUT_COUNTS=1` prints the batch's
+//! forwards and rows to stderr.
 
 use std::time::Instant;
 

@@ -210,9 +210,6 @@ pub fn sample_observed(
     rng: &mut ChaCha8Rng,
     on_token: &mut dyn FnMut(TokenEvent<'_>),
 ) -> Result<Vec<Completion>> {
-    if params.n == 0 {
-        return Err(config_err("sample: n must be at least 1"));
-    }
     match crate::decode::weights_for(model)? {
         Some(weights) => {
             crate::decode::sample_alone(&weights, tokenizer, prompts, params, rng, on_token)
@@ -232,9 +229,6 @@ pub fn sample_candle(
     rng: &mut ChaCha8Rng,
     on_token: &mut dyn FnMut(TokenEvent<'_>),
 ) -> Result<Vec<Completion>> {
-    if params.n == 0 {
-        return Err(config_err("sample: n must be at least 1"));
-    }
     let device = model.device();
     let mut out = Vec::new();
     for (pi, prompt) in prompts.iter().enumerate() {
@@ -275,13 +269,16 @@ pub(crate) struct Group {
 }
 
 impl Group {
-    /// Checks prompt `pi` against the model's context and starts its `params.n` rows.
+    /// Checks `params.n` and prompt `pi` against the model's context and starts the rows.
     pub(crate) fn new(
         pi: usize,
         prompt: &[u32],
         params: &SampleParams,
         context: usize,
     ) -> Result<Group> {
+        if params.n == 0 {
+            return Err(config_err("sample: n must be at least 1"));
+        }
         if prompt.is_empty() {
             return Err(config_err(format!("sample: prompt {pi} is empty")));
         }

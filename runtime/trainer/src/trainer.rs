@@ -185,7 +185,7 @@ impl Trainer {
         prompts: &[Vec<u32>],
         params: &SampleParams,
     ) -> Result<Vec<Completion>> {
-        crate::sample::sample(&self.model, &self.tokenizer, prompts, params, &mut self.rng)
+        self.sample_observed(prompts, params, &mut |_| {})
     }
 
     /// As [`Trainer::sample`], calling `on_token` for every token as soon as it is drawn.
@@ -195,6 +195,10 @@ impl Trainer {
         params: &SampleParams,
         on_token: &mut dyn FnMut(crate::sample::TokenEvent<'_>),
     ) -> Result<Vec<Completion>> {
+        // The tiny model on the CPU: the weights its samplers' batch already read.
+        if let Some(b) = self.batcher() {
+            return b.sample_observed(prompts, params, &mut self.rng, on_token);
+        }
         crate::sample::sample_observed(
             &self.model,
             &self.tokenizer,

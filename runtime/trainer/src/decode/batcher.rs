@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{Job, TinyWeights, step};
 use crate::error::{Result, config_err};
-use crate::sample::{Completion, SampleParams};
+use crate::sample::{Completion, SampleParams, TokenEvent};
 use crate::tokenizer::Tokenizer;
 
 type Outcome = Result<(Vec<Completion>, ChaCha8Rng)>;
@@ -88,17 +88,19 @@ impl Batcher {
         params: &SampleParams,
         rng: &mut ChaCha8Rng,
     ) -> Result<Vec<Completion>> {
-        if params.n == 0 {
-            return Err(config_err("sample: n must be at least 1"));
-        }
-        let mut out = Vec::new();
-        for (pi, prompt) in prompts.iter().enumerate() {
-            let job = Job::new(&self.weights, pi, prompt, params, rng.clone())?;
-            let (completions, advanced) = self.run(job)?;
-            *rng = advanced;
-            out.extend(completions);
-        }
-        Ok(out)
+        super::per_prompt(&self.weights, prompts, params, rng, |job| self.run(job))
+    }
+
+    /// As [`Batcher::sample`] with `on_token` called for every draw, decoded alone on these
+    /// weights (the callback cannot run on another caller's thread): `Trainer::sample`'s path.
+    pub fn sample_observed(
+        &self,
+        prompts: &[Vec<u32>],
+        params: &SampleParams,
+        rng: &mut ChaCha8Rng,
+        on_token: &mut dyn FnMut(TokenEvent<'_>),
+    ) -> Result<Vec<Completion>> {
+        super::sample_alone(&self.weights, &self.tokenizer, prompts, params, rng, on_token)
     }
 
     /// Puts `job` in the batch and returns its outcome, leading the batch while needed.

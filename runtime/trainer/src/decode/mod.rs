@@ -73,11 +73,7 @@ impl Job {
         } else if !self.prefilled {
             self.group.prompt().len()
         } else {
-            (0..self.params.n)
-                .filter(|&r| {
-                    self.next.get(r).copied().flatten().is_some() && !self.group.is_done(r)
-                })
-                .count()
+            (0..self.params.n).filter(|&r| feed(&self.group, &self.next, r).is_some()).count()
         }
     }
 
@@ -90,6 +86,11 @@ impl Job {
     pub(crate) fn complete(self, tokenizer: &Tokenizer) -> Result<(Vec<Completion>, ChaCha8Rng)> {
         Ok((self.group.complete(tokenizer)?, self.rng))
     }
+}
+
+/// The token row `r` of a prefilled group feeds next: its last draw, unless that ended it.
+fn feed(group: &Group, next: &[Option<u32>], r: usize) -> Option<u32> {
+    next.get(r).copied().flatten().filter(|_| !group.is_done(r))
 }
 
 /// One decoding step of every unfinished job in `jobs`: new jobs' prompts prefilled, each
@@ -123,7 +124,7 @@ pub(crate) fn step(
         }
         let (group, next) = (&job.group, &job.next);
         for (r, seq) in job.seqs.iter_mut().enumerate() {
-            if let Some(tok) = next.get(r).copied().flatten().filter(|_| !group.is_done(r)) {
+            if let Some(tok) = feed(group, next, r) {
                 tokens.push(tok);
                 seqs.push(seq);
                 slots.push((ji, r));
@@ -160,6 +161,23 @@ pub(crate) fn step(
     failed
 }
 
+/// Each prompt's group in turn from `rng` (advanced past every draw), decoded by `decode`.
+fn per_prompt(
+    weights: &TinyWeights,
+    prompts: &[Vec<u32>],
+    params: &SampleParams,
+    rng: &mut ChaCha8Rng,
+    mut decode: impl FnMut(Job) -> Result<(Vec<Completion>, ChaCha8Rng)>,
+) -> Result<Vec<Completion>> {
+    let mut out = Vec::new();
+    for (pi, prompt) in prompts.iter().enumerate() {
+        let (completions, advanced) = decode(Job::new(weights, pi, prompt, params, rng.clone())?)?;
+        *rng = advanced;
+        out.extend(completions);
+    }
+    Ok(out)
+}
+
 /// Decodes `prompts` one after another with `rng` (as `sample::sample_observed`), alone.
 pub(crate) fn sample_alone(
     weights: &TinyWeights,
@@ -169,18 +187,14 @@ pub(crate) fn sample_alone(
     rng: &mut ChaCha8Rng,
     on_token: &mut dyn FnMut(TokenEvent<'_>),
 ) -> Result<Vec<Completion>> {
-    let mut out = Vec::new();
-    for (pi, prompt) in prompts.iter().enumerate() {
-        let mut jobs = [Job::new(weights, pi, prompt, params, rng.clone())?];
+    per_prompt(weights, prompts, params, rng, |job| {
+        let mut jobs = [job];
         while !jobs[0].finished() {
             if let Some((_, e)) = step(weights, tokenizer, &mut jobs, on_token).pop() {
                 return Err(e);
             }
         }
         let [job] = jobs;
-        let (completions, advanced) = job.complete(tokenizer)?;
-        *rng = advanced;
-        out.extend(completions);
-    }
-    Ok(out)
+        job.complete(tokenizer)
+    })
 }
