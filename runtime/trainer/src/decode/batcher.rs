@@ -8,7 +8,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use rand_chacha::ChaCha8Rng;
 
-use super::{Job, TinyWeights, step};
+use super::{Job, PrefixCache, TinyWeights, step};
 use crate::error::{Result, config_err};
 use crate::sample::{Completion, SampleParams, TokenEvent};
 use crate::tokenizer::Tokenizer;
@@ -34,12 +34,18 @@ pub struct Batcher {
     tokenizer: Tokenizer,
     state: Mutex<State>,
     wake: Condvar,
+    /// Prompts prefilled on these weights (only the leader touches it).
+    cache: Mutex<PrefixCache>,
 }
 
 impl std::fmt::Debug for Batcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (steps, rows) = self.counts();
-        f.debug_struct("Batcher").field("steps", &steps).field("rows", &rows).finish()
+        let (steps, rows, reused) = self.counts();
+        f.debug_struct("Batcher")
+            .field("steps", &steps)
+            .field("rows", &rows)
+            .field("reused", &reused)
+            .finish()
     }
 }
 
@@ -66,17 +72,26 @@ impl Drop for LeadGuard<'_> {
 impl Batcher {
     /// A batcher decoding with `weights`, stop strings read by `tokenizer`.
     pub fn new(weights: TinyWeights, tokenizer: Tokenizer) -> Batcher {
-        Batcher { weights, tokenizer, state: Mutex::default(), wake: Condvar::new() }
+        Batcher {
+            weights,
+            tokenizer,
+            state: Mutex::default(),
+            wake: Condvar::new(),
+            cache: Mutex::default(),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// How many forwards have run and how many sequence rows they advanced in all.
-    pub fn counts(&self) -> (u64, u64) {
+    /// How many steps have run, how many sequence rows their forwards advanced in all (prompt
+    /// tokens served from the prefix cache not counted), and how many prompt tokens the cache
+    /// served.
+    pub fn counts(&self) -> (u64, u64, u64) {
+        let reused = self.cache.lock().unwrap_or_else(PoisonError::into_inner).reused();
         let st = self.lock();
-        (st.steps, st.rows)
+        (st.steps, st.rows, reused)
     }
 
     /// `params.n` completions of each prompt, prompts one after another with `rng` (which
@@ -129,8 +144,15 @@ impl Batcher {
         let mut guard = LeadGuard { batcher: self, held: batch.iter().map(|(i, _)| *i).collect() };
         loop {
             let (ids, mut jobs): (Vec<u64>, Vec<Job>) = batch.into_iter().unzip();
-            let rows_before: usize = jobs.iter().map(Job::active_rows).sum();
-            let failed = step(&self.weights, &self.tokenizer, &mut jobs, &mut |_| {});
+            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            let held: &mut PrefixCache = &mut cache;
+            // The whole step on one of rayon's threads: its parallel parts then hand work to
+            // the other threads from inside the pool, rather than each part waking the pool
+            // from this caller's thread and sleeping until it is done.
+            let (failed, advanced) = rayon::scope(|_| {
+                step(&self.weights, &self.tokenizer, &mut jobs, Some(held), &mut |_| {})
+            });
+            drop(cache);
             let mut failed: HashMap<usize, _> = failed.into_iter().collect();
             let mut ended = Vec::new();
             batch = Vec::new();
@@ -145,11 +167,15 @@ impl Batcher {
             }
             let mut st = self.lock();
             st.steps += 1;
-            st.rows += rows_before as u64;
+            st.rows += advanced as u64;
+            // Waiters wake for a result or for the lead, which is only ever handed on in a
+            // step where this leader's own group ended: a step that ended nothing wakes no one.
+            if !ended.is_empty() {
+                self.wake.notify_all();
+            }
             st.results.extend(ended);
             batch.append(&mut st.joining);
             guard.held = batch.iter().map(|(i, _)| *i).collect();
-            self.wake.notify_all();
             if let Some(outcome) = st.results.remove(&mine) {
                 st.running = batch;
                 st.leading = false;

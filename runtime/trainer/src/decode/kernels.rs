@@ -1,14 +1,13 @@
-//! Row-stable kernels for batched decoding: every output element is summed in one fixed order
-//! whatever the batch around it, the thread count or the CPU, so a sequence decodes the same
-//! tokens alone or among fifteen others. (gemm's sums depend on the matrix shape: a row alone
-//! and the same row in a batch differ in their last bits.)
+//! Row-stable kernels for batched decoding besides the dense layers (`dense.rs`) and softmax
+//! (`softmax.rs`): attention's scores and weighted sums, LayerNorm and a dot product, every
+//! output summed in one fixed order whatever the batch around it, the thread count or the CPU,
+//! so a sequence decodes the same tokens alone or among fifteen others. (gemm's sums depend on
+//! the matrix shape: a row alone and the same row in a batch differ in their last bits.)
 //!
-//! The order: eight lanes, lane `l` accumulating the products at `i ≡ l (mod 8)` by fused
-//! multiply-add, the lanes then summed `((0+4)+(2+6))+((1+5)+(3+7))`, the tail after. The AVX2
-//! kernel and the portable one (`f32::mul_add`, correctly rounded like the hardware's FMA) give
-//! the same bits.
-
-use rayon::prelude::*;
+//! The dot product's order: eight lanes, lane `l` accumulating the products at `i ≡ l (mod 8)`
+//! by fused multiply-add, the lanes then summed `((0+4)+(2+6))+((1+5)+(3+7))`, the tail after.
+//! Attention's are one FMA chain per output. The AVX2 kernels and the portable ones
+//! (`f32::mul_add`, correctly rounded like the hardware's FMA) give the same bits.
 
 /// Lanes of the fixed summation order.
 const LANES: usize = 8;
@@ -37,7 +36,8 @@ fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)] // AVX2 intrinsics: loads stay inside the slices (checked bounds), features checked at run time
+// AVX2 intrinsics: loads stay inside the slices (checked bounds), features checked at run time.
+#[allow(unsafe_code)]
 mod avx2 {
     //! The same order on AVX2 + FMA registers.
     use std::arch::x86_64::*;
@@ -48,6 +48,12 @@ mod avx2 {
     pub fn available() -> bool {
         static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *OK.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
+    }
+
+    /// Whether this CPU also runs the AVX-512 kernels (checked once).
+    pub fn wide_available() -> bool {
+        static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *OK.get_or_init(|| available() && is_x86_feature_detected!("avx512f"))
     }
 
     #[inline]
@@ -153,56 +159,85 @@ mod avx2 {
         }
     }
 
-    /// The R × C dot products of `xs` and `ws` (every slice at least `k` long), each in the
-    /// fixed order: R·C independent accumulators, so FMA latency overlaps. Safety: as [`dot`].
+    /// `out[e] = Σⱼ p[(e / hd)·len + j]·v[j·stride + e]` for the first `8·⌊len(out)/8⌋`
+    /// elements, j in order from 0 (every head at once, eight registers of chains in flight);
+    /// returns how many elements it wrote. Safety: as [`dot`]; `hd` a multiple of 8, p and v
+    /// long enough (asserted).
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn block<const R: usize, const C: usize>(
-        xs: [&[f32]; R],
-        ws: [&[f32]; C],
-        k: usize,
-    ) -> [[f32; C]; R] {
-        assert!(xs.iter().chain(ws.iter()).all(|s| s.len() >= k), "block: slices shorter than k");
-        let body = k - k % LANES;
-        let mut acc = [[_mm256_setzero_ps(); C]; R];
-        let mut i = 0;
-        while i < body {
-            // SAFETY: i + 8 ≤ body ≤ k, and every slice is at least k long (asserted above).
-            unsafe {
-                let w: [__m256; C] =
-                    std::array::from_fn(|c| _mm256_loadu_ps(ws[c].as_ptr().add(i)));
-                for r in 0..R {
-                    let x = _mm256_loadu_ps(xs[r].as_ptr().add(i));
-                    for c in 0..C {
-                        acc[r][c] = _mm256_fmadd_ps(x, w[c], acc[r][c]);
-                    }
+    pub unsafe fn weighted_sum_heads(
+        p: &[f32],
+        len: usize,
+        v: &[f32],
+        stride: usize,
+        hd: usize,
+        out: &mut [f32],
+    ) -> usize {
+        let n = out.len();
+        let body = n - n % LANES;
+        assert!(hd > 0 && hd.is_multiple_of(LANES), "weighted_sum_heads: head width");
+        assert!(p.len() >= body.div_ceil(hd) * len, "weighted_sum_heads: p too short");
+        assert!(len == 0 || (len - 1) * stride + body <= v.len(), "weighted_sum_heads: v short");
+        let mut e = 0;
+        while e + 8 * LANES <= body {
+            // SAFETY: as this function's; e + 64 ≤ body.
+            unsafe { heads_block::<8>(p, len, v, stride, hd, e, out) };
+            e += 8 * LANES;
+        }
+        while e < body {
+            // SAFETY: as this function's; e + 8 ≤ body.
+            unsafe { heads_block::<1>(p, len, v, stride, hd, e, out) };
+            e += LANES;
+        }
+        body
+    }
+
+    /// Elements `e0..e0 + 8R` of [`weighted_sum_heads`]. Safety: as it, e0 + 8R ≤ its body.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn heads_block<const R: usize>(
+        p: &[f32],
+        len: usize,
+        v: &[f32],
+        stride: usize,
+        hd: usize,
+        e0: usize,
+        out: &mut [f32],
+    ) {
+        let rows: [usize; R] = std::array::from_fn(|c| (e0 + c * LANES) / hd * len);
+        let mut acc = [_mm256_setzero_ps(); R];
+        for j in 0..len {
+            for (c, a) in acc.iter_mut().enumerate() {
+                // SAFETY: rows[c] + j < len(p) and j·stride + e0 + 8c + 8 ≤ len(v), as the
+                // caller asserted for every element of its body.
+                unsafe {
+                    let pv = _mm256_broadcast_ss(&*p.as_ptr().add(rows[c] + j));
+                    let x = _mm256_loadu_ps(v.as_ptr().add(j * stride + e0 + c * LANES));
+                    *a = _mm256_fmadd_ps(pv, x, *a);
                 }
             }
-            i += LANES;
         }
-        let mut out = [[0f32; C]; R];
-        for r in 0..R {
-            for c in 0..C {
-                // SAFETY: AVX is enabled on this function.
-                out[r][c] = reduce(&unsafe { lanes(acc[r][c]) }, &xs[r][body..k], &ws[c][body..k]);
-            }
+        for (c, a) in acc.iter().enumerate() {
+            // SAFETY: e0 + 8c + 8 ≤ len(out).
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(e0 + c * LANES), *a) };
         }
-        out
     }
 }
 
-/// The R × C dot products of `xs` and `ws` in the fixed order (the AVX2 kernel where it runs).
-#[allow(unsafe_code)] // the AVX2 kernel, after its feature check
-pub fn block<const R: usize, const C: usize>(
-    xs: [&[f32]; R],
-    ws: [&[f32]; C],
-    k: usize,
-) -> [[f32; C]; R] {
+/// Whether this CPU runs the AVX2 kernels (checked once).
+pub fn avx2_available() -> bool {
     #[cfg(target_arch = "x86_64")]
-    if avx2::available() {
-        // SAFETY: the CPU has AVX2 and FMA.
-        return unsafe { avx2::block(xs, ws, k) };
-    }
-    std::array::from_fn(|r| std::array::from_fn(|c| dot_portable(&xs[r][..k], &ws[c][..k])))
+    return avx2::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether this CPU runs the AVX-512 kernels too (checked once). They compute the same
+/// per-lane chains on sixteen lanes, so they give the AVX2 kernels' bits: a fused multiply-add
+/// rounds once whatever the register's width.
+pub fn avx512_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return avx2::wide_available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// `a · b` in the fixed order.
@@ -214,72 +249,6 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
         return unsafe { avx2::dot(a, b) };
     }
     dot_portable(a, b)
-}
-
-/// `x (rows, k) · wᵀ + bias` into `out` (rows, n), `w` being (n, k) row-major: blocks of 4
-/// rows × 2 columns, then 1 × 4, each element in the fixed order.
-fn matmul_rows(x: &[f32], k: usize, w: &[f32], n: usize, bias: Option<&[f32]>, out: &mut [f32]) {
-    let rows = out.len() / n.max(1);
-    let xr = |r: usize| &x[r * k..(r + 1) * k];
-    let wr = |j: usize| &w[j * k..(j + 1) * k];
-    let b = |j: usize| bias.map_or(0.0, |b| b[j]);
-    let mut r = 0;
-    while r + 4 <= rows {
-        let xs: [&[f32]; 4] = std::array::from_fn(|i| xr(r + i));
-        let mut j = 0;
-        while j + 2 <= n {
-            let d = block(xs, [wr(j), wr(j + 1)], k);
-            for (i, row) in d.iter().enumerate() {
-                out[(r + i) * n + j] = row[0] + b(j);
-                out[(r + i) * n + j + 1] = row[1] + b(j + 1);
-            }
-            j += 2;
-        }
-        for j in j..n {
-            let d = block(xs, [wr(j)], k);
-            for (i, row) in d.iter().enumerate() {
-                out[(r + i) * n + j] = row[0] + b(j);
-            }
-        }
-        r += 4;
-    }
-    for r in r..rows {
-        let mut j = 0;
-        while j + 4 <= n {
-            let [d] = block([xr(r)], [wr(j), wr(j + 1), wr(j + 2), wr(j + 3)], k);
-            for (c, v) in d.into_iter().enumerate() {
-                out[r * n + j + c] = v + b(j + c);
-            }
-            j += 4;
-        }
-        for j in j..n {
-            out[r * n + j] = dot(xr(r), wr(j)) + b(j);
-        }
-    }
-}
-
-/// Multiply-adds below which a product runs on the calling thread.
-const PARALLEL_WORK: usize = 1 << 17;
-
-/// `x (rows, k) · wᵀ (+ bias)` → (rows, n), `w` (n, k) row-major: the trainer's `linear`. Rows
-/// are shared out among rayon's threads; a row's sums never depend on the split.
-pub fn linear(x: &[f32], k: usize, w: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
-    let rows = x.len() / k.max(1);
-    let n = w.len() / k.max(1);
-    let mut out = vec![0f32; rows * n];
-    let threads = rayon::current_num_threads().max(1);
-    if rows * n * k < PARALLEL_WORK || threads == 1 || rows < 2 {
-        matmul_rows(x, k, w, n, bias, &mut out);
-        return out;
-    }
-    // Blocks of whole groups of four rows where there are enough, so the AVX2 kernel runs.
-    let per = rows.div_ceil(threads).next_multiple_of(4).min(rows).max(1);
-    out.par_chunks_mut(per * n).enumerate().for_each(|(c, chunk)| {
-        let r0 = c * per;
-        let nr = chunk.len() / n;
-        matmul_rows(&x[r0 * k..(r0 + nr) * k], k, w, n, bias, chunk);
-    });
-    out
 }
 
 /// LayerNorm of each `d`-long row in place: `(x − mean) / √(var + eps) · w + b`.
@@ -295,31 +264,21 @@ pub fn layer_norm(x: &mut [f32], d: usize, w: &[f32], b: &[f32], eps: f32) {
     }
 }
 
-/// Softmax of `x` in place (max-subtracted; an all-`-inf` row stays as it is).
-pub fn softmax(x: &mut [f32]) {
-    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    if max == f32::NEG_INFINITY {
-        return;
-    }
-    let mut sum = 0f32;
-    for v in x.iter_mut() {
-        *v = (*v - max).exp();
-        sum += *v;
-    }
-    let inv = 1.0 / sum;
-    for v in x.iter_mut() {
-        *v *= inv;
-    }
-}
-
 /// `out[j] = Σᵢ q[i]·kt[i·stride + j]`: attention scores against keys stored transposed (one
 /// row per dimension, one column per position), each a chain of FMAs over i in order.
 #[allow(unsafe_code)] // the AVX2 kernel, after its feature check
 pub fn scores_t(q: &[f32], kt: &[f32], stride: usize, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if avx2::available() {
+        let done = if avx2::wide_available() {
+            // SAFETY: the CPU has AVX-512F; the lengths are asserted inside.
+            unsafe { super::avx512::scores_t(q, kt, stride, out) }
+        } else {
+            0
+        };
+        let kt = kt.get(done..).unwrap_or_default();
         // SAFETY: the CPU has AVX2 and FMA.
-        return unsafe { avx2::scores_t(q, kt, stride, out) };
+        return unsafe { avx2::scores_t(q, kt, stride, &mut out[done..]) };
     }
     for (j, o) in out.iter_mut().enumerate() {
         *o = q.iter().enumerate().fold(0f32, |s, (i, &qi)| qi.mul_add(kt[i * stride + j], s));
@@ -332,46 +291,61 @@ pub fn scores_t(q: &[f32], kt: &[f32], stride: usize, out: &mut [f32]) {
 pub fn weighted_sum(p: &[f32], v: &[f32], stride: usize, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if avx2::available() && out.len().is_multiple_of(LANES) {
+        let done = if avx2::wide_available() {
+            // SAFETY: the CPU has AVX-512F; the lengths are asserted inside.
+            unsafe { super::avx512::weighted_sum(p, v, stride, out) }
+        } else {
+            0
+        };
+        let v = v.get(done..).unwrap_or_default();
         // SAFETY: the CPU has AVX2 and FMA.
-        return unsafe { avx2::weighted_sum(p, v, stride, out) };
+        return unsafe { avx2::weighted_sum(p, v, stride, &mut out[done..]) };
     }
     for (e, o) in out.iter_mut().enumerate() {
         *o = p.iter().enumerate().fold(0f32, |s, (j, &pj)| pj.mul_add(v[j * stride + e], s));
     }
 }
 
+/// Every head's weighted sum of values at once: `out[e] = Σⱼ p[(e / hd)·len + j]·v[j·stride +
+/// e]`, head h's `len` weights at `p[h·len..]`. Each element is the chain [`weighted_sum`]
+/// computes for its head (so the same bits); the vector kernels keep eight registers of chains
+/// in flight where one head's sum has two.
+#[allow(unsafe_code)] // the vector kernels, after their feature checks
+pub fn weighted_sum_heads(
+    p: &[f32],
+    len: usize,
+    v: &[f32],
+    stride: usize,
+    hd: usize,
+    out: &mut [f32],
+) {
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if avx2::available() && hd.is_multiple_of(LANES) && hd > 0 {
+        if avx2::wide_available() && hd.is_multiple_of(2 * LANES) {
+            // SAFETY: the CPU has AVX-512F; the lengths are asserted inside.
+            done = unsafe { super::avx512::weighted_sum_heads(p, len, v, stride, hd, out) };
+        }
+        if done < out.len() {
+            // SAFETY: the CPU has AVX2 and FMA; the lengths are asserted inside.
+            done = unsafe { avx2::weighted_sum_heads(p, len, v, stride, hd, out) };
+        }
+    }
+    for (e, o) in out.iter_mut().enumerate().skip(done) {
+        let ph = &p[e / hd.max(1) * len..];
+        *o = (0..len).fold(0f32, |s, j| ph[j].mul_add(v[j * stride + e], s));
+    }
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn data(n: usize, seed: u32) -> Vec<f32> {
+    /// Deterministic test values in [−0.5, 0.5], shared by the decoding kernels' tests.
+    pub(crate) fn data(n: usize, seed: u32) -> Vec<f32> {
         (0..n)
             .map(|i| (((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 1000) as f32 / 997.0 - 0.5)
             .collect()
-    }
-
-    /// The AVX2 kernels, the portable one and every batch size give the same bits.
-    #[test]
-    fn every_row_sums_the_same_whatever_the_batch() {
-        let (k, n) = (131, 37);
-        let w = data(n * k, 7);
-        let bias = data(n, 3);
-        let x = data(9 * k, 11);
-        let all = linear(&x, k, &w, Some(&bias));
-        for r in 0..9 {
-            let one = linear(&x[r * k..(r + 1) * k], k, &w, Some(&bias));
-            assert_eq!(one, all[r * n..(r + 1) * n], "row {r} alone");
-            for j in 0..n {
-                let p = dot_portable(&x[r * k..(r + 1) * k], &w[j * k..(j + 1) * k]) + bias[j];
-                assert_eq!(p.to_bits(), all[r * n + j].to_bits(), "portable ({r}, {j})");
-            }
-        }
-        // Split among threads: the same bits again.
-        let big = data(64 * k, 5);
-        let many = linear(&big, k, &w, None);
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let single = pool.install(|| linear(&big, k, &w, None));
-        assert_eq!(many, single);
     }
 
     /// The attention kernels' vector paths give the portable chains' bits.
@@ -396,11 +370,56 @@ mod tests {
         }
     }
 
+    /// Where the CPU has AVX-512, its kernels give the eight-lane kernels' bits.
+    #[cfg(target_arch = "x86_64")]
     #[test]
-    fn softmax_and_layer_norm_are_normalised() {
-        let mut x = vec![1.0, 2.0, 3.0, f32::NEG_INFINITY];
-        softmax(&mut x);
-        assert!((x.iter().sum::<f32>() - 1.0).abs() < 1e-6 && x[3] == 0.0);
+    #[allow(unsafe_code)] // the AVX2 kernels called directly, after their feature check
+    fn sixteen_lanes_give_eight_lanes_bits() {
+        if !avx2::available() {
+            return;
+        }
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        for n in [16, 75, 64, 200, 8, 3] {
+            let (hd, stride) = (32, n + 5);
+            let q = data(hd, 1);
+            let kt = data(hd * stride, 2);
+            let (mut wide, mut narrow) = (vec![0f32; n], vec![0f32; n]);
+            scores_t(&q, &kt, stride, &mut wide);
+            // SAFETY: the CPU has AVX2 and FMA.
+            unsafe { avx2::scores_t(&q, &kt, stride, &mut narrow) };
+            assert_eq!(bits(&wide), bits(&narrow), "scores over {n} positions");
+            for width in [8, 16, 24, 32, 40, 72] {
+                let p = data(n, 3);
+                let v = data(n * width, 4);
+                let (mut wide, mut narrow) = (vec![0f32; width], vec![0f32; width]);
+                weighted_sum(&p, &v, width, &mut wide);
+                // SAFETY: the CPU has AVX2 and FMA.
+                unsafe { avx2::weighted_sum(&p, &v, width, &mut narrow) };
+                assert_eq!(bits(&wide), bits(&narrow), "weighted sum of {n} × {width}");
+            }
+        }
+    }
+
+    /// All heads at once give each head's own weighted sum, bit for bit.
+    #[test]
+    fn every_head_at_once_is_each_head_alone() {
+        for (nh, hd, len) in [(4, 32, 77), (2, 16, 5), (3, 8, 40), (2, 12, 9), (8, 16, 1)] {
+            let d = nh * hd;
+            let p = data(nh * len, 5);
+            let v = data(len * d, 6);
+            let mut all = vec![0f32; d];
+            weighted_sum_heads(&p, len, &v, d, hd, &mut all);
+            for h in 0..nh {
+                let mut one = vec![0f32; hd];
+                weighted_sum(&p[h * len..(h + 1) * len], &v[h * hd..], d, &mut one);
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&all[h * hd..(h + 1) * hd]), bits(&one), "{nh}×{hd}, head {h}");
+            }
+        }
+    }
+
+    #[test]
+    fn layer_norm_is_normalised() {
         let mut y = vec![1.0, 2.0, 3.0, 4.0];
         layer_norm(&mut y, 4, &[1.0; 4], &[0.0; 4], 1e-5);
         assert!(y.iter().sum::<f32>().abs() < 1e-5);

@@ -1,20 +1,27 @@
 //! Batched decoding of the tiny model on the CPU: concurrent requests' sequences advance
 //! together, one forward per step, each request drawing from its own seeded RNG. The kernels
-//! are row-stable (`kernels.rs`), so what a request decodes never depends on what shares its
-//! steps: runs stay reproducible however episodes interleave.
+//! are row-stable (`dense.rs`, `kernels.rs`, `softmax.rs`), so what a request decodes never
+//! depends on what shares its steps, nor on whether its prompt's prefix came from the prefix
+//! cache (`prefix.rs`): runs stay reproducible however episodes interleave.
 //!
 //! `Sampler::sample` goes through the [`Batcher`] its trainer shares among all samplers of one
 //! set of weights; `sample::sample_observed` (one caller, a callback per token) runs the same
 //! steps alone. Qwen models, and the tiny model with `ops = reference` or off the CPU, keep
 //! candle's path (`sample.rs`).
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod batcher;
+pub mod dense;
 pub mod kernels;
+mod prefix;
+pub mod softmax;
 pub mod tiny;
 
 use rand_chacha::ChaCha8Rng;
 
 pub use batcher::Batcher;
+pub use prefix::PrefixCache;
 pub use tiny::{Seq, TinyWeights};
 
 use crate::error::Result;
@@ -66,17 +73,6 @@ impl Job {
         })
     }
 
-    /// Sequence rows the next step advances (the prompt's tokens before the prefill).
-    pub(crate) fn active_rows(&self) -> usize {
-        if self.finished() {
-            0
-        } else if !self.prefilled {
-            self.group.prompt().len()
-        } else {
-            (0..self.params.n).filter(|&r| feed(&self.group, &self.next, r).is_some()).count()
-        }
-    }
-
     /// Whether the group is complete.
     pub(crate) fn finished(&self) -> bool {
         self.group.finished()
@@ -93,63 +89,104 @@ fn feed(group: &Group, next: &[Option<u32>], r: usize) -> Option<u32> {
     next.get(r).copied().flatten().filter(|_| !group.is_done(r))
 }
 
-/// One decoding step of every unfinished job in `jobs`: new jobs' prompts prefilled, each
-/// alone, then a single forward over every other job's new tokens, then each job's draws.
-/// Returns the jobs that failed, with the error; those are left unfinished.
+/// One decoding step of every unfinished job in `jobs`, in a single forward: new jobs' prompts
+/// (after the longest prefix `cache` holds, if any) and every other job's new tokens; then each
+/// job's draws. Returns the jobs that failed, with the error (those are left unfinished), and
+/// the sequence rows the forward advanced.
 pub(crate) fn step(
     weights: &TinyWeights,
     tokenizer: &Tokenizer,
     jobs: &mut [Job],
+    mut cache: Option<&mut PrefixCache>,
     on_token: &mut dyn FnMut(TokenEvent<'_>),
-) -> Vec<(usize, crate::error::TrainerError)> {
+) -> (Vec<(usize, crate::error::TrainerError)>, usize) {
     let mut failed = Vec::new();
     // Per job, its rows' scores this step (empty for rows not drawn).
     let mut scores: Vec<Vec<Vec<f32>>> =
         jobs.iter().map(|j| vec![Vec::new(); j.params.n]).collect();
-    let mut seqs: Vec<&mut Seq> = Vec::new();
+    // The new tokens of prefilled jobs' rows, and which (job, row) each is; `None`: a prefill.
     let mut tokens: Vec<u32> = Vec::new();
-    let mut slots: Vec<(usize, usize)> = Vec::new();
+    let mut slots: Vec<(usize, Option<usize>)> = Vec::new();
+    // New jobs waiting a step for an earlier new job's prompt to be cached: they share more
+    // of it than the cache holds (the episodes of one group start together).
+    let mut waiting: Vec<usize> = Vec::new();
+    let mut starting: Vec<Vec<u32>> = Vec::new();
     for (ji, job) in jobs.iter_mut().enumerate().filter(|(_, j)| !j.finished()) {
         if !job.prefilled {
-            let mut seq = job.seqs.swap_remove(0);
-            match tiny::prefill(weights, &mut seq, job.group.prompt()) {
-                Ok(first) => {
-                    job.seqs = vec![seq; job.params.n];
-                    scores[ji] = vec![first; job.params.n];
-                    job.prefilled = true;
+            let prompt = job.group.prompt().to_vec();
+            if let (Some(c), true) = (cache.as_deref_mut(), job.seqs[0].is_empty()) {
+                let shared = starting.iter().map(|p| prefix::common_prefix(p, &prompt)).max();
+                if shared.unwrap_or(0) >= c.longest(&prompt) + prefix::MIN_REUSE {
+                    waiting.push(ji);
+                    continue;
                 }
-                Err(e) => failed.push((ji, e)),
+                if let Some(seq) = c.start(&prompt) {
+                    job.seqs[0] = seq;
+                }
             }
+            starting.push(prompt);
+            slots.push((ji, None));
             continue;
         }
-        let (group, next) = (&job.group, &job.next);
-        for (r, seq) in job.seqs.iter_mut().enumerate() {
-            if let Some(tok) = feed(group, next, r) {
+        for r in 0..job.params.n {
+            if let Some(tok) = feed(&job.group, &job.next, r) {
                 tokens.push(tok);
-                seqs.push(seq);
-                slots.push((ji, r));
+                slots.push((ji, Some(r)));
             }
         }
     }
-    if !seqs.is_empty() {
-        match tiny::advance(weights, &mut seqs, &tokens) {
-            Ok(out) => {
-                for ((ji, r), row) in slots.iter().zip(out) {
-                    scores[*ji][*r] = row;
+    let mut seqs: Vec<&mut Seq> = Vec::new();
+    let mut feeds: Vec<&[u32]> = Vec::new();
+    let mut toks = tokens.iter();
+    for (ji, job) in jobs.iter_mut().enumerate().filter(|(_, j)| !j.finished()) {
+        let Job { group, seqs: rows, prefilled, next, .. } = job;
+        if waiting.contains(&ji) {
+            continue;
+        }
+        if !*prefilled {
+            let seq = &mut rows[0];
+            feeds.push(&group.prompt()[seq.len()..]);
+            seqs.push(seq);
+            continue;
+        }
+        for (r, seq) in rows.iter_mut().enumerate() {
+            // The rows the first loop took a token for, in the same order.
+            if feed(group, next, r).is_some() {
+                feeds.push(toks.next().map(std::slice::from_ref).unwrap_or_default());
+                seqs.push(seq);
+            }
+        }
+    }
+    let advanced = feeds.iter().map(|f| f.len()).sum();
+    let out =
+        if seqs.is_empty() { Ok(Vec::new()) } else { tiny::forward(weights, &mut seqs, &feeds) };
+    drop(seqs);
+    match out {
+        Ok(out) => {
+            for (&(ji, r), row) in slots.iter().zip(out) {
+                let job = &mut jobs[ji];
+                match r {
+                    Some(r) => scores[ji][r] = row,
+                    None => {
+                        if let Some(c) = cache.as_deref_mut() {
+                            c.keep(&job.seqs[0]);
+                        }
+                        job.seqs = vec![job.seqs[0].clone(); job.params.n];
+                        scores[ji] = vec![row; job.params.n];
+                        job.prefilled = true;
+                    }
                 }
             }
-            Err(e) => {
-                let mut hit: Vec<usize> = slots.iter().map(|&(ji, _)| ji).collect();
-                hit.dedup();
-                let msg = e.to_string();
-                failed
-                    .extend(hit.into_iter().map(|ji| (ji, crate::error::config_err(msg.clone()))));
-            }
+        }
+        Err(e) => {
+            let mut hit: Vec<usize> = slots.iter().map(|&(ji, _)| ji).collect();
+            hit.dedup();
+            let msg = e.to_string();
+            failed.extend(hit.into_iter().map(|ji| (ji, crate::error::config_err(msg.clone()))));
         }
     }
-    drop(seqs);
     for (ji, job) in jobs.iter_mut().enumerate().filter(|(_, j)| !j.finished()) {
-        if failed.iter().any(|(f, _)| *f == ji) {
+        if failed.iter().any(|(f, _)| *f == ji) || waiting.contains(&ji) {
             continue;
         }
         let rows = &mut scores[ji];
@@ -158,7 +195,7 @@ pub(crate) fn step(
             Err(e) => failed.push((ji, e)),
         }
     }
-    failed
+    (failed, advanced)
 }
 
 /// Each prompt's group in turn from `rng` (advanced past every draw), decoded by `decode`.
@@ -190,7 +227,7 @@ pub(crate) fn sample_alone(
     per_prompt(weights, prompts, params, rng, |job| {
         let mut jobs = [job];
         while !jobs[0].finished() {
-            if let Some((_, e)) = step(weights, tokenizer, &mut jobs, on_token).pop() {
+            if let Some((_, e)) = step(weights, tokenizer, &mut jobs, None, on_token).0.pop() {
                 return Err(e);
             }
         }

@@ -6,32 +6,33 @@
 
 use rayon::prelude::*;
 
-use super::kernels::{dot, layer_norm, linear, scores_t, softmax, weighted_sum};
+use super::dense::Dense;
+use super::kernels::{dot, layer_norm, scores_t, weighted_sum_heads};
+use super::softmax::{self, softmax};
 use crate::error::Result;
 use crate::models::{Positions, TinyConfig, TinyModel};
-use crate::ops::fused::attention::{alibi_slope, head_forward};
+use crate::ops::fused::attention::alibi_slope;
 use crate::ops::fused::gelu::fast_tanh;
-use crate::ops::fused::matmul::{View, matmul};
 use crate::tokenizer::byte_specials;
 
 const LN_EPS: f32 = 1e-5;
 
-/// One decoder layer's weights, each row-major as in the parameter store.
+/// One decoder layer's weights: LayerNorms (weight, bias) and dense layers.
 #[derive(Debug, Clone)]
 struct Layer {
     ln1: (Vec<f32>, Vec<f32>),
-    qkv: (Vec<f32>, Vec<f32>),
-    proj: (Vec<f32>, Vec<f32>),
+    qkv: Dense,
+    proj: Dense,
     ln2: (Vec<f32>, Vec<f32>),
-    fc: (Vec<f32>, Vec<f32>),
-    mlp_proj: (Vec<f32>, Vec<f32>),
+    fc: Dense,
+    mlp_proj: Dense,
 }
 
 /// The copy head's weights (`models::copy`).
 #[derive(Debug, Clone)]
 struct Copy {
-    query: Vec<f32>,
-    key: Vec<f32>,
+    query: Dense,
+    key: Dense,
     matches: [Vec<f32>; 3],
     gate_w: Vec<f32>,
     gate_b: f32,
@@ -46,7 +47,7 @@ pub struct TinyWeights {
     pos_emb: Option<Vec<f32>>,
     layers: Vec<Layer>,
     ln_f: (Vec<f32>, Vec<f32>),
-    lm_head: Vec<f32>,
+    lm_head: Dense,
     copy: Option<Copy>,
 }
 
@@ -61,23 +62,29 @@ impl TinyWeights {
             Ok((get(&format!("{a}.weight"))?, get(&format!("{a}.bias"))?))
         };
         let c = &model.config;
+        let (d, hidden) = (c.d_model, c.d_model * c.mlp_ratio);
+        let dense = |a: &str, k: usize| -> Result<Dense> {
+            let (w, b) = pair(a)?;
+            Ok(Dense::new(&w, k, Some(b)))
+        };
+        let plain = |a: &str| -> Result<Dense> { Ok(Dense::new(&get(a)?, d, None)) };
         let layers = (0..c.layers)
             .map(|i| {
                 let n = |s: &str| format!("layers.{i}.{s}");
                 Ok(Layer {
                     ln1: pair(&n("ln1"))?,
-                    qkv: pair(&n("attn.qkv"))?,
-                    proj: pair(&n("attn.proj"))?,
+                    qkv: dense(&n("attn.qkv"), d)?,
+                    proj: dense(&n("attn.proj"), d)?,
                     ln2: pair(&n("ln2"))?,
-                    fc: pair(&n("mlp.fc"))?,
-                    mlp_proj: pair(&n("mlp.proj"))?,
+                    fc: dense(&n("mlp.fc"), d)?,
+                    mlp_proj: dense(&n("mlp.proj"), hidden)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         let copy = if c.copy {
             Some(Copy {
-                query: get("copy.query.weight")?,
-                key: get("copy.key.weight")?,
+                query: plain("copy.query.weight")?,
+                key: plain("copy.key.weight")?,
                 matches: [
                     get("copy.match1.weight")?,
                     get("copy.match2.weight")?,
@@ -99,7 +106,7 @@ impl TinyWeights {
             },
             layers,
             ln_f: pair("ln_f")?,
-            lm_head: get("lm_head.weight")?,
+            lm_head: plain("lm_head.weight")?,
             copy,
         })
     }
@@ -119,15 +126,20 @@ struct KeysT {
     cap: usize,
 }
 
+/// Positions per score block: the capacity is a multiple of it, so scores are computed in
+/// whole blocks (the kernels' widest registers) and the positions past the last are ignored.
+const BLOCK: usize = 16;
+
 impl KeysT {
     fn new(dims: usize, cap: usize) -> KeysT {
+        let cap = cap.next_multiple_of(BLOCK);
         KeysT { data: vec![0f32; dims * cap], dims, cap }
     }
 
     /// Writes `key` (dims) at position `j`, doubling the capacity when it is full.
     fn put(&mut self, j: usize, key: &[f32]) {
         if j >= self.cap {
-            let cap = (2 * self.cap).max(j + 1).max(16);
+            let cap = (2 * self.cap).max(j + 1).next_multiple_of(BLOCK);
             let mut data = vec![0f32; self.dims * cap];
             for i in 0..self.dims {
                 data[i * cap..i * cap + self.cap]
@@ -140,9 +152,18 @@ impl KeysT {
         }
     }
 
-    /// Scores of `q` (dims `from..from + q.len()`) against positions `0..out.len()`.
+    /// Scores of `q` (dims `from..from + q.len()`) against positions `0..out.len()`, computed
+    /// for whole blocks of positions: each score is the same chain whichever kernel runs it,
+    /// and a whole block runs on the widest.
     fn scores(&self, q: &[f32], from: usize, out: &mut [f32]) {
-        scores_t(q, &self.data[from * self.cap..], self.cap, out);
+        let kt = &self.data[from * self.cap..];
+        let whole = out.len().next_multiple_of(BLOCK);
+        if whole == out.len() || whole > self.cap {
+            return scores_t(q, kt, self.cap, out);
+        }
+        let mut block = vec![0f32; whole];
+        scores_t(q, kt, self.cap, &mut block);
+        out.copy_from_slice(&block[..out.len()]);
     }
 }
 
@@ -194,6 +215,24 @@ impl Seq {
         self.segment.push(start);
     }
 
+    /// The tokens fed so far.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// Forgets every position from `len` on (a cached prefix reused for another prompt).
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.ids.len() {
+            return;
+        }
+        let d = self.v.first().map_or(0, |v| v.len() / self.ids.len().max(1));
+        self.ids.truncate(len);
+        self.segment.truncate(len);
+        for v in &mut self.v {
+            v.truncate(len * d);
+        }
+    }
+
     /// The token `back` places before position `j` (BOS before the start).
     fn id_before(&self, j: usize, back: usize) -> u32 {
         if j >= back { self.ids[j - back] } else { byte_specials::BOS }
@@ -201,103 +240,80 @@ impl Seq {
 }
 
 /// A prompt's prefill into the empty `seq`: its next-token scores after the prompt's last
-/// token, logits or log-probabilities with the copy head (as `TinyModel::forward_last`). The
-/// products run on gemm, shaped by this prompt alone, so they are the same whatever else
-/// decodes meanwhile.
+/// token, logits or log-probabilities with the copy head (as `TinyModel::forward_last`).
 pub fn prefill(w: &TinyWeights, seq: &mut Seq, prompt: &[u32]) -> Result<Vec<f32>> {
-    if !seq.is_empty() || prompt.is_empty() || prompt.len() > w.config.context {
-        return Err(crate::error::config_err(format!(
-            "decode: a prefill of {} tokens into a sequence of {} (context {})",
-            prompt.len(),
-            seq.len(),
-            w.config.context
-        )));
+    if !seq.is_empty() {
+        return Err(crate::error::config_err("decode: a prefill into a sequence already fed"));
     }
-    Ok(pass(w, &mut [seq], &[prompt], Pass::Prefill)?.remove(0))
+    Ok(forward(w, &mut [seq], &[prompt])?.remove(0))
 }
 
-/// One decoding step: `tokens[s]` fed to `seqs[s]` (each within the context), all in one pass
-/// on the row-stable kernels; returns each sequence's next-token scores.
+/// One decoding step: `tokens[s]` fed to `seqs[s]`; returns each sequence's next-token scores.
 pub fn advance(w: &TinyWeights, seqs: &mut [&mut Seq], tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
-    if let Some(s) = seqs.iter().find(|s| s.len() >= w.config.context) {
-        return Err(crate::error::config_err(format!(
-            "decode: a sequence of {} tokens is at the context ({})",
-            s.len(),
-            w.config.context
-        )));
-    }
     let feeds: Vec<&[u32]> = tokens.iter().map(std::slice::from_ref).collect();
-    pass(w, seqs, &feeds, Pass::Step)
+    forward(w, seqs, &feeds)
 }
 
-/// How a pass computes its products.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Pass {
-    /// One sequence's prompt: gemm, attention per head as whole matrices.
-    Prefill,
-    /// One new token per sequence: the row-stable kernels, attention row by row.
-    Step,
-}
-
-/// `x · wᵀ + b` for `pass`.
-fn lin(pass: Pass, x: &[f32], k: usize, w: &[f32], b: Option<&[f32]>) -> Result<Vec<f32>> {
-    match pass {
-        Pass::Step => Ok(linear(x, k, w, b)),
-        Pass::Prefill => {
-            let rows = x.len() / k.max(1);
-            let n = w.len() / k.max(1);
-            let mut out = match b {
-                Some(b) => b.repeat(rows),
-                None => vec![0f32; rows * n],
-            };
-            matmul(
-                &mut out,
-                View { data: x, rows, cols: k, rs: k, cs: 1 },
-                View { data: w, rows: k, cols: n, rs: 1, cs: k },
-                b.is_some(),
-                true,
-            )?;
-            Ok(out)
+/// Feeds `feeds[s]` (at least one token, within the context) to `seqs[s]`, all in one pass,
+/// and returns each sequence's next-token scores after its last new token. Every position's
+/// numbers depend on its sequence's tokens up to it only: not on the other sequences, nor on
+/// how the sequence's tokens were split between passes (a prompt at once, a cached prefix
+/// and the rest, or one token at a time).
+pub fn forward(w: &TinyWeights, seqs: &mut [&mut Seq], feeds: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+    let ctx = w.config.context;
+    for (seq, feed) in seqs.iter().zip(feeds) {
+        if feed.is_empty() || seq.len() + feed.len() > ctx {
+            return Err(crate::error::config_err(format!(
+                "decode: {} tokens fed to a sequence of {} (context {ctx})",
+                feed.len(),
+                seq.len()
+            )));
         }
     }
-}
-
-/// Causal attention of a whole prompt `qkv` (T, 3d), head by head on gemm: (T, d).
-fn prefill_attention(qkv: &[f32], d: usize, nh: usize, alibi: bool) -> Result<Vec<f32>> {
-    let hd = d / nh;
-    let t = qkv.len() / (3 * d);
-    let scale = 1.0 / (hd as f32).sqrt();
-    let heads: Vec<Vec<f32>> = (0..nh)
-        .into_par_iter()
-        .map(|h| {
-            let part = |j: usize| -> Vec<f32> {
-                let o = j * d + h * hd;
-                qkv.chunks_exact(3 * d).flat_map(|r| r[o..o + hd].iter().copied()).collect()
-            };
-            let slope = if alibi { alibi_slope(h, nh) } else { 0.0 };
-            let mut out = vec![0f32; t * hd];
-            head_forward(&part(0), &part(1), &part(2), t, hd, (scale, slope), &mut out)?;
-            Ok(out)
-        })
-        .collect::<Result<_>>()?;
-    let mut y = vec![0f32; t * d];
-    for (h, out) in heads.iter().enumerate() {
-        for (row, o) in y.chunks_exact_mut(d).zip(out.chunks_exact(hd)) {
-            row[h * hd..(h + 1) * hd].copy_from_slice(o);
+    if seqs.len() != feeds.len() {
+        return Err(crate::error::config_err("decode: one feed per sequence"));
+    }
+    let mut out = vec![Vec::new(); seqs.len()];
+    // Tokens of each feed given to a pass so far.
+    let mut fed = vec![0usize; seqs.len()];
+    let mut s = 0;
+    while s < seqs.len() {
+        // The next pass: (sequence, its feed's range), at most PASS_ROWS rows in all.
+        let mut plan: Vec<(usize, usize, usize)> = Vec::new();
+        let mut room = PASS_ROWS;
+        while s < seqs.len() && room > 0 {
+            let take = (feeds[s].len() - fed[s]).min(room);
+            plan.push((s, fed[s], fed[s] + take));
+            fed[s] += take;
+            room -= take;
+            if fed[s] == feeds[s].len() {
+                s += 1;
+            }
+        }
+        let mut part: Vec<&mut Seq> = seqs
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| plan.iter().any(|p| p.0 == *i))
+            .map(|(_, seq)| &mut **seq)
+            .collect();
+        let part_feeds: Vec<&[u32]> = plan.iter().map(|&(i, a, b)| &feeds[i][a..b]).collect();
+        for (&(i, _, end), scores) in plan.iter().zip(pass(w, &mut part, &part_feeds)) {
+            if end == feeds[i].len() {
+                out[i] = scores;
+            }
         }
     }
-    Ok(y)
+    Ok(out)
 }
+
+/// Rows one pass advances at most: a longer feed (many prompts at once) runs as several passes,
+/// one after another, so each pass's activations stay in the cache.
+const PASS_ROWS: usize = 256;
 
 /// Feeds `feeds[s]` to `seqs[s]` and returns each sequence's scores after its last new token.
-fn pass(
-    w: &TinyWeights,
-    seqs: &mut [&mut Seq],
-    feeds: &[&[u32]],
-    pass: Pass,
-) -> Result<Vec<Vec<f32>>> {
+fn pass(w: &TinyWeights, seqs: &mut [&mut Seq], feeds: &[&[u32]]) -> Vec<Vec<f32>> {
     let c = &w.config;
-    let (d, nh) = (c.d_model, c.heads);
+    let d = c.d_model;
     // The rows of this pass: (sequence, absolute position).
     let mut rows: Vec<(usize, usize)> = Vec::new();
     for (s, (seq, feed)) in seqs.iter_mut().zip(feeds).enumerate() {
@@ -317,46 +333,46 @@ fn pass(
             }
         }
     }
-    let alibi = c.positions == Positions::Alibi;
+    let norm = |x: &mut [f32], (g, b): &(Vec<f32>, Vec<f32>)| {
+        by_rows(x, d, |rows| layer_norm(rows, d, g, b, LN_EPS));
+    };
     for (l, layer) in w.layers.iter().enumerate() {
         let mut h = x.clone();
-        layer_norm(&mut h, d, &layer.ln1.0, &layer.ln1.1, LN_EPS);
-        let qkv = lin(pass, &h, d, &layer.qkv.0, Some(&layer.qkv.1))?;
+        norm(&mut h, &layer.ln1);
+        let qkv = layer.qkv.apply(&h);
         for (r, &(s, pos)) in rows.iter().enumerate() {
             let q = &qkv[r * 3 * d..(r + 1) * 3 * d];
             seqs[s].k[l].put(pos, &q[d..2 * d]);
             seqs[s].v[l].extend_from_slice(&q[2 * d..]);
         }
-        let y = match pass {
-            Pass::Prefill => prefill_attention(&qkv, d, nh, alibi)?,
-            Pass::Step => step_attention(seqs, &rows, l, &qkv, c),
-        };
-        let y = lin(pass, &y, d, &layer.proj.0, Some(&layer.proj.1))?;
+        let y = layer.proj.apply(&step_attention(seqs, &rows, l, &qkv, c));
         for (a, b) in x.iter_mut().zip(&y) {
             *a += b;
         }
         let mut h = x.clone();
-        layer_norm(&mut h, d, &layer.ln2.0, &layer.ln2.1, LN_EPS);
-        let mut f = lin(pass, &h, d, &layer.fc.0, Some(&layer.fc.1))?;
-        for v in f.iter_mut() {
-            *v = 0.5 * *v * (1.0 + fast_tanh(0.797_884_6 * (*v + 0.044_715 * *v * *v * *v)));
-        }
-        let f = lin(pass, &f, d * c.mlp_ratio, &layer.mlp_proj.0, Some(&layer.mlp_proj.1))?;
+        norm(&mut h, &layer.ln2);
+        let mut f = layer.fc.apply(&h);
+        by_rows(&mut f, d * c.mlp_ratio, |f| {
+            for v in f.iter_mut() {
+                *v = 0.5 * *v * (1.0 + fast_tanh(0.797_884_6 * (*v + 0.044_715 * *v * *v * *v)));
+            }
+        });
+        let f = layer.mlp_proj.apply(&f);
         for (a, b) in x.iter_mut().zip(&f) {
             *a += b;
         }
     }
-    layer_norm(&mut x, d, &w.ln_f.0, &w.ln_f.1, LN_EPS);
+    norm(&mut x, &w.ln_f);
     // Each sequence's last new row.
     let last: Vec<usize> =
         (0..seqs.len()).map(|s| rows.iter().rposition(|&(rs, _)| rs == s).unwrap_or(0)).collect();
     let hl: Vec<f32> = last.iter().flat_map(|&r| x[r * d..(r + 1) * d].iter().copied()).collect();
-    let logits = linear(&hl, d, &w.lm_head, None);
+    let logits = w.lm_head.apply(&hl);
     let vocab = byte_specials::VOCAB;
     let Some(cp) = &w.copy else {
-        return Ok(logits.chunks_exact(vocab).map(<[f32]>::to_vec).collect());
+        return logits.chunks_exact(vocab).map(<[f32]>::to_vec).collect();
     };
-    let keys = lin(pass, &x, d, &cp.key, None)?;
+    let keys = cp.key.apply(&x);
     for (r, &(s, pos)) in rows.iter().enumerate() {
         let mut key = keys[r * d..(r + 1) * d].to_vec();
         for (back, table) in cp.matches.iter().enumerate() {
@@ -367,18 +383,29 @@ fn pass(
         }
         seqs[s].copy_keys.put(pos, &key);
     }
-    let queries = linear(&hl, d, &cp.query, None);
+    let queries = cp.query.apply(&hl);
     let seqs_ro: &[&mut Seq] = seqs;
     let mix = |s: usize| {
         let (r, pos) = (last[s], rows[last[s]].1);
         let (h, q) = (&x[r * d..(r + 1) * d], &queries[s * d..(s + 1) * d]);
         copy_mix(cp, seqs_ro[s], pos, h, q, &logits[s * vocab..(s + 1) * vocab])
     };
-    Ok(if seqs_ro.len() < 2 {
+    if seqs_ro.len() < 2 {
         (0..seqs_ro.len()).map(mix).collect()
     } else {
         (0..seqs_ro.len()).into_par_iter().map(mix).collect()
-    })
+    }
+}
+
+/// `f` over `x`'s rows of `width`, blocks of rows shared out among rayon's threads where
+/// there are enough rows to be worth the hand-off (each row's numbers are the same either way).
+fn by_rows(x: &mut [f32], width: usize, f: impl Fn(&mut [f32]) + Sync + Send) {
+    let rows = x.len() / width.max(1);
+    let threads = rayon::current_num_threads().max(1);
+    if rows < 32 || threads == 1 {
+        return f(x);
+    }
+    x.par_chunks_mut(rows.div_ceil(threads) * width).for_each(f);
 }
 
 /// Attention of one new row per sequence over its cache, rows in parallel: (rows, d).
@@ -396,17 +423,16 @@ fn step_attention(
     let one = |r: usize, yr: &mut [f32], (s, pos): (usize, usize)| {
         let (keys, vals) = (&seqs[s].k[l], &seqs[s].v[l]);
         let q = &qkv[r * 3 * d..r * 3 * d + d];
-        let mut p = vec![0f32; pos + 1];
-        for head in 0..nh {
+        // Every head's probabilities, then their weighted sums of values all at once.
+        let len = pos + 1;
+        let mut p = vec![0f32; nh * len];
+        for (head, ph) in p.chunks_exact_mut(len).enumerate() {
             let o = head * hd;
             let slope = if alibi { alibi_slope(head, nh) } else { 0.0 };
-            keys.scores(&q[o..o + hd], o, &mut p);
-            for (j, pj) in p.iter_mut().enumerate() {
-                *pj = *pj * scale - slope * (pos - j) as f32;
-            }
-            softmax(&mut p);
-            weighted_sum(&p, &vals[o..], d, &mut yr[o..o + hd]);
+            keys.scores(&q[o..o + hd], o, ph);
+            softmax::attention(ph, scale, slope, pos);
         }
+        weighted_sum_heads(&p, len, vals, d, hd, yr);
     };
     let mut y = vec![0f32; rows.len() * d];
     if rows.len() < 2 {

@@ -2,7 +2,7 @@
 //! group decodes the same tokens in a shared batch as alone, whoever else is in it.
 
 use candle_core::{Device, Tensor};
-use wrl_trainer::decode::tiny::{advance, prefill};
+use wrl_trainer::decode::tiny::{advance, forward, prefill};
 use wrl_trainer::decode::{Batcher, Seq, TinyWeights};
 use wrl_trainer::models::Model;
 use wrl_trainer::{OpsMode, SampleParams};
@@ -145,6 +145,73 @@ fn concurrent_groups_decode_what_they_decode_alone() {
         hs.into_iter().map(|h| h.join().unwrap().unwrap()).collect()
     });
     assert_eq!(together, alone);
-    let (steps, rows) = batcher.counts();
+    let (steps, rows, _) = batcher.counts();
     assert!(steps > 0 && rows > steps, "{steps} steps advanced {rows} rows");
+}
+
+/// However a sequence's tokens are split between passes (a prompt at once, a prefix then the
+/// rest, one token at a time) and whatever shares the passes, its scores have the same bits:
+/// what makes a cached prefix exact.
+#[test]
+fn the_forward_does_not_depend_on_how_tokens_are_split() {
+    let t = trainer(tiny_copy(2, 32, OpsMode::Auto), 1e-3, 0.0, 9);
+    let Model::Tiny(m) = t.model() else { panic!("tiny") };
+    let w = TinyWeights::new(m).unwrap();
+    let p = prompt(30, 4);
+    let mut whole = Seq::new(&w, 8);
+    let want = prefill(&w, &mut whole, &p).unwrap();
+    for cut in [1, 7, p.len() - 1] {
+        let mut seq = Seq::new(&w, 8);
+        prefill(&w, &mut seq, &p[..cut]).unwrap();
+        let mut other = Seq::new(&w, 8);
+        prefill(&w, &mut other, &prompt(3, 1)).unwrap();
+        let got = forward(&w, &mut [&mut other, &mut seq], &[&[97, 98], &p[cut..]]).unwrap();
+        assert_eq!(got[1], want, "cut at {cut}");
+    }
+    let mut one = Seq::new(&w, 8);
+    let mut last = Vec::new();
+    for &tok in &p {
+        last = advance(&w, &mut [&mut one], &[tok]).unwrap().remove(0);
+    }
+    assert_eq!(last, want, "one token at a time");
+    // A longer sequence cut back to a prefix goes on as the prefix fed alone.
+    let mut cut = whole.clone();
+    cut.truncate(12);
+    let mut fresh = Seq::new(&w, 8);
+    prefill(&w, &mut fresh, &p[..12]).unwrap();
+    assert_eq!(
+        advance(&w, &mut [&mut cut], &[99]).unwrap(),
+        advance(&w, &mut [&mut fresh], &[99]).unwrap()
+    );
+    assert!(forward(&w, &mut [&mut fresh], &[&[]]).is_err(), "an empty feed");
+}
+
+/// Prompts sharing a task's prefix, and one prompt sampled twice, through the batch (whose
+/// prefix cache serves them) decode exactly what they decode without any cache.
+#[test]
+fn cached_prefixes_decode_what_fresh_prefills_decode() {
+    let t = trainer(tiny_copy(2, 32, OpsMode::Auto), 1e-3, 0.0, 3);
+    let Model::Tiny(m) = t.model() else { panic!("tiny") };
+    let batcher = Batcher::new(TinyWeights::new(m).unwrap(), t.tokenizer().clone());
+    let plain = Batcher::new(TinyWeights::new(m).unwrap(), t.tokenizer().clone());
+    let task = prompt(40, 2);
+    let prompts: Vec<Vec<u32>> = (0..6)
+        .map(|i| {
+            let mut p = task.clone();
+            p.extend(prompt(i % 4, i as u32));
+            p
+        })
+        .collect();
+    let params = SampleParams { n: 2, max_tokens: 8, temperature: 0.9, ..SampleParams::default() };
+    let seeded = |i: usize| wrl_trainer::rng::rng_from_seed(wrl_trainer::rng::mix(3, i as u64));
+    for (i, p) in prompts.iter().enumerate() {
+        let cached = batcher.sample(std::slice::from_ref(p), &params, &mut seeded(i)).unwrap();
+        let fresh = plain
+            .sample_observed(std::slice::from_ref(p), &params, &mut seeded(i), &mut |_| {})
+            .unwrap();
+        assert_eq!(cached, fresh, "prompt {i}");
+    }
+    let (_, _, reused) = batcher.counts();
+    assert!(reused >= 5 * task.len() as u64, "{reused} prompt tokens reused");
+    assert_eq!(plain.counts().2, 0);
 }

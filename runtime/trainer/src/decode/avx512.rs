@@ -1,0 +1,188 @@
+//! The decoding kernels whose sums are one chain per output (dense panels, attention scores,
+//! weighted sums) on sixteen-lane AVX-512 registers, for CPUs that have them. Each lane runs
+//! the same chain of fused multiply-adds as the AVX2 kernels' eight lanes and the portable
+//! `f32::mul_add` chains, and a fused multiply-add rounds once whatever the register's width,
+//! so these give the same bits: a run's figures do not depend on whether its CPU has AVX-512.
+//! Whatever is narrower than sixteen lanes is left to the AVX2 kernels.
+#![allow(unsafe_code)] // AVX-512 intrinsics: every load and store is inside the checked ranges
+
+use std::arch::x86_64::*;
+
+/// Lanes per register.
+pub const LANES: usize = 16;
+
+/// `out[r·n + j0 + e] = Σᵢ x[r·k + i]·wt[i·n + j0 + e]` for r < R, e < 16C, i in order from 0
+/// (no bias). Safety: the CPU has AVX-512F (`kernels::avx512_available`); `x` holds R·k,
+/// `wt` k·n and `out` R·n values, and j0 + 16C ≤ n.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn panel<const R: usize, const C: usize>(
+    wt: &[f32],
+    n: usize,
+    k: usize,
+    x: &[f32],
+    j0: usize,
+    out: &mut [f32],
+) {
+    let mut acc = [[_mm512_setzero_ps(); C]; R];
+    for i in 0..k {
+        // SAFETY: i·n + j0 + 16C ≤ (k − 1)·n + n = k·n; r·k + i < R·k.
+        unsafe {
+            let w: [__m512; C] =
+                std::array::from_fn(|c| _mm512_loadu_ps(wt.as_ptr().add(i * n + j0 + c * LANES)));
+            for (r, row) in acc.iter_mut().enumerate() {
+                let xv = _mm512_set1_ps(*x.as_ptr().add(r * k + i));
+                for (a, &wc) in row.iter_mut().zip(&w) {
+                    *a = _mm512_fmadd_ps(xv, wc, *a);
+                }
+            }
+        }
+    }
+    for (r, row) in acc.iter().enumerate() {
+        for (c, a) in row.iter().enumerate() {
+            // SAFETY: r·n + j0 + 16c + 16 ≤ (R − 1)·n + n.
+            unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(r * n + j0 + c * LANES), *a) };
+        }
+    }
+}
+
+/// `out[j] = Σᵢ q[i]·kt[i·stride + j]` for the first `16·⌊len/16⌋` positions, i in order from
+/// 0; returns how many positions it wrote. Safety: as [`panel`]; (len(q) − 1)·stride +
+/// len(out) ≤ len(kt) (asserted).
+#[target_feature(enable = "avx512f")]
+pub unsafe fn scores_t(q: &[f32], kt: &[f32], stride: usize, out: &mut [f32]) -> usize {
+    let n = out.len();
+    assert!(q.is_empty() || (q.len() - 1) * stride + n <= kt.len(), "scores_t: kt too short");
+    let body = n - n % LANES;
+    let mut j = 0;
+    // Eight blocks of sixteen positions at a time: independent chains hide the FMA latency.
+    while j + 8 * LANES <= body {
+        // SAFETY: as this function's; j + 128 ≤ body.
+        unsafe { scores_block::<8>(q, kt, stride, j, out) };
+        j += 8 * LANES;
+    }
+    while j < body {
+        // SAFETY: as this function's; j + 16 ≤ body.
+        unsafe { scores_block::<1>(q, kt, stride, j, out) };
+        j += LANES;
+    }
+    body
+}
+
+/// Positions `j0..j0 + 16B` of [`scores_t`]. Safety: as it, with j0 + 16B ≤ len(out).
+#[target_feature(enable = "avx512f")]
+unsafe fn scores_block<const B: usize>(
+    q: &[f32],
+    kt: &[f32],
+    stride: usize,
+    j0: usize,
+    out: &mut [f32],
+) {
+    let mut acc = [_mm512_setzero_ps(); B];
+    for (i, &qi) in q.iter().enumerate() {
+        let qv = _mm512_set1_ps(qi);
+        for (b, a) in acc.iter_mut().enumerate() {
+            // SAFETY: i·stride + j0 + 16b + 16 ≤ (len(q) − 1)·stride + len(out) ≤ len(kt).
+            unsafe {
+                let k = _mm512_loadu_ps(kt.as_ptr().add(i * stride + j0 + b * LANES));
+                *a = _mm512_fmadd_ps(qv, k, *a);
+            }
+        }
+    }
+    for (b, a) in acc.iter().enumerate() {
+        // SAFETY: j0 + 16b + 16 ≤ len(out).
+        unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(j0 + b * LANES), *a) };
+    }
+}
+
+/// `out[e] = Σⱼ p[j]·v[j·stride + e]` for the first `16·⌊len/16⌋` elements, j in order from
+/// 0; returns how many elements it wrote. Safety: as [`panel`]; (len(p) − 1)·stride + len(out)
+/// ≤ len(v) (asserted).
+#[target_feature(enable = "avx512f")]
+pub unsafe fn weighted_sum(p: &[f32], v: &[f32], stride: usize, out: &mut [f32]) -> usize {
+    let n = out.len();
+    assert!(p.is_empty() || (p.len() - 1) * stride + n <= v.len(), "weighted_sum: v too short");
+    let body = n - n % LANES;
+    let mut e = 0;
+    while e < body {
+        let chunks = ((body - e) / LANES).min(4);
+        let mut acc = [_mm512_setzero_ps(); 4];
+        for (j, &pj) in p.iter().enumerate() {
+            let pv = _mm512_set1_ps(pj);
+            for (c, a) in acc.iter_mut().enumerate().take(chunks) {
+                // SAFETY: j·stride + e + 16c + 16 ≤ (len(p) − 1)·stride + n ≤ len(v).
+                unsafe {
+                    let x = _mm512_loadu_ps(v.as_ptr().add(j * stride + e + c * LANES));
+                    *a = _mm512_fmadd_ps(pv, x, *a);
+                }
+            }
+        }
+        for (c, a) in acc.iter().enumerate().take(chunks) {
+            // SAFETY: e + 16c + 16 ≤ body ≤ n.
+            unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(e + c * LANES), *a) };
+        }
+        e += chunks * LANES;
+    }
+    body
+}
+
+/// `out[e] = Σⱼ p[(e / hd)·len + j]·v[j·stride + e]` for the first `16·⌊len(out)/16⌋`
+/// elements, j in order from 0: every head's weighted sum at once (head h's weights at
+/// `p[h·len..]`), eight registers of chains in flight; returns how many elements it wrote.
+/// Safety: as [`panel`]; `hd` a multiple of 16, p and v long enough (asserted).
+#[target_feature(enable = "avx512f")]
+pub unsafe fn weighted_sum_heads(
+    p: &[f32],
+    len: usize,
+    v: &[f32],
+    stride: usize,
+    hd: usize,
+    out: &mut [f32],
+) -> usize {
+    let n = out.len();
+    let body = n - n % LANES;
+    assert!(hd > 0 && hd.is_multiple_of(LANES), "weighted_sum_heads: head width");
+    assert!(p.len() >= body.div_ceil(hd) * len, "weighted_sum_heads: p too short");
+    assert!(len == 0 || (len - 1) * stride + body <= v.len(), "weighted_sum_heads: v too short");
+    let mut e = 0;
+    while e + 8 * LANES <= body {
+        // SAFETY: as this function's; e + 128 ≤ body.
+        unsafe { heads_block::<8>(p, len, v, stride, hd, e, out) };
+        e += 8 * LANES;
+    }
+    while e < body {
+        // SAFETY: as this function's; e + 16 ≤ body.
+        unsafe { heads_block::<1>(p, len, v, stride, hd, e, out) };
+        e += LANES;
+    }
+    body
+}
+
+/// Elements `e0..e0 + 16R` of [`weighted_sum_heads`]. Safety: as it, with e0 + 16R ≤ its body.
+#[target_feature(enable = "avx512f")]
+unsafe fn heads_block<const R: usize>(
+    p: &[f32],
+    len: usize,
+    v: &[f32],
+    stride: usize,
+    hd: usize,
+    e0: usize,
+    out: &mut [f32],
+) {
+    let rows: [usize; R] = std::array::from_fn(|c| (e0 + c * LANES) / hd * len);
+    let mut acc = [_mm512_setzero_ps(); R];
+    for j in 0..len {
+        for (c, a) in acc.iter_mut().enumerate() {
+            // SAFETY: rows[c] + j < p.len() and j·stride + e0 + 16c + 16 ≤ len(v) (asserted
+            // by the caller for every element of its body).
+            unsafe {
+                let pv = _mm512_set1_ps(*p.as_ptr().add(rows[c] + j));
+                let x = _mm512_loadu_ps(v.as_ptr().add(j * stride + e0 + c * LANES));
+                *a = _mm512_fmadd_ps(pv, x, *a);
+            }
+        }
+    }
+    for (c, a) in acc.iter().enumerate() {
+        // SAFETY: e0 + 16c + 16 ≤ len(out).
+        unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(e0 + c * LANES), *a) };
+    }
+}
