@@ -2,7 +2,9 @@
 # Rollout decoding: each turn alone on candle's ops (before batching) against the shared
 # row-stable batch (`wrlc run` now), at 1, 4 and 16 concurrent episodes, in one run. Not part
 # of `cargo test`. Prints a table and, last, `speedup: X.XX` (batched / alone at 16).
-# Knobs: LEVELS (1,4,16), EPISODES (32), PROMPT_BYTES (400), MAX_TOKENS (48), THREADS (2).
+# Knobs: LEVELS (1,4,16), EPISODES (32), PROMPT_BYTES (400), MAX_TOKENS (48), THREADS (2),
+# GROUP (1: every episode its own task; 6: groups of six sharing one, as the quickstart's GRPO).
+# ROUNDS (3): runs per figure, the decoders taking turns; the table gives the best and the median.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"

@@ -4,11 +4,12 @@
 //! batching) and the shared row-stable batch (`decode::Batcher`, how `wrlc run` decodes now).
 //! Concurrent episodes are threads, each decoding its share of the turns one after another
 //! from its own seeded stream. Prints a table and, last, `speedup: X.XX` (batched / alone at
-//! the highest concurrency).
+//! the highest concurrency), each figure the best of `ROUNDS` (3) runs, with the median beside.
 //!
 //! Usage: rollout_bench [CONCURRENCY,…] [EPISODES] [PROMPT_BYTES] [MAX_TOKENS] [alone|batched]
-//! (the last to run one decoder only, for a profile). `ROLLOUT_COUNTS=1` prints the batch's
-//! forwards and rows to stderr.
+//! (the last to run one decoder only, for a profile). `GROUP=6` gives every six episodes in a
+//! row one task (their prompt), as a GRPO group of six; `ROLLOUT_COUNTS=1` prints the batch's
+//! steps, rows advanced and prompt tokens served from its prefix cache to stderr.
 
 use std::time::Instant;
 
@@ -60,77 +61,100 @@ fn main() {
     let Model::Tiny(tiny) = trainer.model() else { unreachable!("a tiny policy") };
     let text =
         "[1] link \"Blue mug\" [2] button \"Add to cart\" [3] textbox \"Search\" url: /shop ";
+    // `GROUP` episodes in a row share their task (a GRPO group starts from one page).
+    let group: usize =
+        std::env::var("GROUP").ok().and_then(|s| s.parse().ok()).filter(|&g| g > 0).unwrap_or(1);
     let prompts: Vec<Vec<u32>> = (0..episodes)
         .map(|i| {
+            let task = i / group;
             let s: String =
-                format!("task {i}: {text}").chars().cycle().take(prompt_bytes).collect();
+                format!("task {task}: {text}").chars().cycle().take(prompt_bytes).collect();
             s.bytes().map(u32::from).collect()
         })
         .collect();
     // The policy is untrained, so turns rarely end early; the table counts the tokens made.
     let params = SampleParams { max_tokens, temperature: 0.7, ..SampleParams::default() };
-    println!("| concurrent | decoder | episodes | seconds | episodes/s | decode tokens/s | load |");
-    println!("|---:|---|---:|---:|---:|---:|---:|");
+    // Each figure is the best of `ROUNDS` runs, the decoders taking turns (a run lasts about a
+    // second, so one run's figure swings with whatever else the machine does for a moment).
+    let rounds: usize =
+        std::env::var("ROUNDS").ok().and_then(|s| s.parse().ok()).filter(|&r| r > 0).unwrap_or(3);
+    let header =
+        "| concurrent | decoder | episodes | best s | median s | episodes/s | decode tokens/s |";
+    println!("{header} load |");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
     let mut last = (0.0, 0.0);
     for &c in &levels {
+        // Per decoder: each run's seconds, and the tokens it made (the same every run).
+        let mut runs: [(Vec<f64>, usize); 2] = Default::default();
+        for _ in 0..rounds {
+            for (d, (times, made)) in runs.iter_mut().enumerate() {
+                if only.is_some_and(|o| o != ["alone", "batched"][d]) {
+                    continue;
+                }
+                let batcher = Batcher::new(
+                    TinyWeights::new(tiny).expect("weights"),
+                    trainer.tokenizer().clone(),
+                );
+                let t0 = Instant::now();
+                *made = run(c, &prompts, &params, &trainer, (d == 1).then_some(&batcher));
+                times.push(t0.elapsed().as_secs_f64());
+                if std::env::var_os("ROLLOUT_COUNTS").is_some() && d == 1 {
+                    let (steps, rows, reused) = batcher.counts();
+                    eprintln!("batched: {steps} steps, {rows} rows, {reused} prompt tokens reused");
+                }
+            }
+        }
         let mut rates = [0.0f64; 2];
-        for (d, rate) in rates.iter_mut().enumerate() {
-            if only.is_some_and(|o| o != ["alone", "batched"][d]) {
+        for (d, (times, made)) in runs.iter_mut().enumerate() {
+            if times.is_empty() {
                 continue;
             }
-            let batcher =
-                Batcher::new(TinyWeights::new(tiny).expect("weights"), trainer.tokenizer().clone());
-            let t0 = Instant::now();
-            let tokens: usize = std::thread::scope(|s| {
-                let handles: Vec<_> = (0..c)
-                    .map(|thread| {
-                        let (prompts, params, batcher, model) =
-                            (&prompts, &params, &batcher, trainer.model());
-                        let tokenizer = trainer.tokenizer();
-                        s.spawn(move || {
-                            let mut n = 0;
-                            for i in (thread..prompts.len()).step_by(c) {
-                                let mut rng = rng_from_seed(mix(0, i as u64));
-                                let one = std::slice::from_ref(&prompts[i]);
-                                let out = if d == 0 {
-                                    sample_candle(
-                                        model,
-                                        tokenizer,
-                                        one,
-                                        params,
-                                        &mut rng,
-                                        &mut |_| {},
-                                    )
-                                } else {
-                                    batcher.sample(one, params, &mut rng)
-                                };
-                                n += out
-                                    .expect("sample")
-                                    .iter()
-                                    .map(|o| o.tokens.len())
-                                    .sum::<usize>();
-                            }
-                            n
-                        })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join().expect("thread")).sum()
-            });
-            let dt = t0.elapsed().as_secs_f64();
-            *rate = tokens as f64 / dt;
-            if std::env::var_os("ROLLOUT_COUNTS").is_some() {
-                let (steps, rows) = batcher.counts();
-                eprintln!("batched: {steps} steps, {rows} rows");
-            }
+            times.sort_by(f64::total_cmp);
+            let (best, median) = (times[0], times[times.len() / 2]);
+            rates[d] = *made as f64 / best;
             let name = if d == 0 { "alone (candle)" } else { "batched" };
             println!(
-                "| {c} | {name} | {episodes} | {dt:.2} | {:.1} | {:.0} | {} |",
-                episodes as f64 / dt,
-                *rate,
+                "| {c} | {name} | {episodes} | {best:.2} | {median:.2} | {:.1} | {:.0} | {} |",
+                episodes as f64 / best,
+                rates[d],
                 load()
             );
         }
         last = (rates[0], rates[1]);
     }
     println!("speedup: {:.2}", last.1 / last.0.max(f64::MIN_POSITIVE));
+}
+
+/// The turns decoded by `c` threads, each taking every `c`-th prompt in turn from its own
+/// seeded stream, alone on candle's ops or through `batcher`; returns the tokens made.
+fn run(
+    c: usize,
+    prompts: &[Vec<u32>],
+    params: &SampleParams,
+    trainer: &Trainer,
+    batcher: Option<&Batcher>,
+) -> usize {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..c)
+            .map(|thread| {
+                let (model, tokenizer) = (trainer.model(), trainer.tokenizer());
+                s.spawn(move || {
+                    let mut n = 0;
+                    for i in (thread..prompts.len()).step_by(c) {
+                        let mut rng = rng_from_seed(mix(0, i as u64));
+                        let one = std::slice::from_ref(&prompts[i]);
+                        let out = match batcher {
+                            None => {
+                                sample_candle(model, tokenizer, one, params, &mut rng, &mut |_| {})
+                            }
+                            Some(b) => b.sample(one, params, &mut rng),
+                        };
+                        n += out.expect("sample").iter().map(|o| o.tokens.len()).sum::<usize>();
+                    }
+                    n
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("thread")).sum()
+    })
 }
