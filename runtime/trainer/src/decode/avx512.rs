@@ -94,37 +94,6 @@ unsafe fn scores_block<const B: usize>(
     }
 }
 
-/// `out[e] = Σⱼ p[j]·v[j·stride + e]` for the first `16·⌊len/16⌋` elements, j in order from
-/// 0; returns how many elements it wrote. Safety: as [`panel`]; (len(p) − 1)·stride + len(out)
-/// ≤ len(v) (asserted).
-#[target_feature(enable = "avx512f")]
-pub unsafe fn weighted_sum(p: &[f32], v: &[f32], stride: usize, out: &mut [f32]) -> usize {
-    let n = out.len();
-    assert!(p.is_empty() || (p.len() - 1) * stride + n <= v.len(), "weighted_sum: v too short");
-    let body = n - n % LANES;
-    let mut e = 0;
-    while e < body {
-        let chunks = ((body - e) / LANES).min(4);
-        let mut acc = [_mm512_setzero_ps(); 4];
-        for (j, &pj) in p.iter().enumerate() {
-            let pv = _mm512_set1_ps(pj);
-            for (c, a) in acc.iter_mut().enumerate().take(chunks) {
-                // SAFETY: j·stride + e + 16c + 16 ≤ (len(p) − 1)·stride + n ≤ len(v).
-                unsafe {
-                    let x = _mm512_loadu_ps(v.as_ptr().add(j * stride + e + c * LANES));
-                    *a = _mm512_fmadd_ps(pv, x, *a);
-                }
-            }
-        }
-        for (c, a) in acc.iter().enumerate().take(chunks) {
-            // SAFETY: e + 16c + 16 ≤ body ≤ n.
-            unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(e + c * LANES), *a) };
-        }
-        e += chunks * LANES;
-    }
-    body
-}
-
 /// `out[e] = Σⱼ p[(e / hd)·len + j]·v[j·stride + e]` for the first `16·⌊len(out)/16⌋`
 /// elements, j in order from 0: every head's weighted sum at once (head h's weights at
 /// `p[h·len..]`), eight registers of chains in flight; returns how many elements it wrote.

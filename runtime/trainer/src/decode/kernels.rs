@@ -130,35 +130,6 @@ mod avx2 {
         }
     }
 
-    /// `out[e] = Σⱼ p[j]·v[j·stride + e]`, j in order from 0, for `out.len()` a multiple of 8.
-    /// Safety: as [`dot`].
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn weighted_sum(p: &[f32], v: &[f32], stride: usize, out: &mut [f32]) {
-        let n = out.len();
-        assert!(n.is_multiple_of(LANES), "weighted_sum: width not a multiple of 8");
-        assert!(p.is_empty() || (p.len() - 1) * stride + n <= v.len(), "weighted_sum: v too short");
-        let mut e = 0;
-        while e < n {
-            let mut acc = [_mm256_setzero_ps(); 4];
-            let chunks = ((n - e) / LANES).min(4);
-            for (j, &pj) in p.iter().enumerate() {
-                let pv = _mm256_set1_ps(pj);
-                for (c, a) in acc.iter_mut().enumerate().take(chunks) {
-                    // SAFETY: j·stride + e + 8c + 8 ≤ (len(p) − 1)·stride + n ≤ len(v).
-                    unsafe {
-                        let x = _mm256_loadu_ps(v.as_ptr().add(j * stride + e + c * LANES));
-                        *a = _mm256_fmadd_ps(pv, x, *a);
-                    }
-                }
-            }
-            for (c, a) in acc.iter().enumerate().take(chunks) {
-                // SAFETY: e + 8c + 8 ≤ n.
-                unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(e + c * LANES), *a) };
-            }
-            e += chunks * LANES;
-        }
-    }
-
     /// `out[e] = Σⱼ p[(e / hd)·len + j]·v[j·stride + e]` for the first `8·⌊len(out)/8⌋`
     /// elements, j in order from 0 (every head at once, eight registers of chains in flight);
     /// returns how many elements it wrote. Safety: as [`dot`]; `hd` a multiple of 8, p and v
@@ -285,31 +256,10 @@ pub fn scores_t(q: &[f32], kt: &[f32], stride: usize, out: &mut [f32]) {
     }
 }
 
-/// `out[e] = Σⱼ p[j]·v[j·stride + e]`: attention's weighted sum of values, each element a
-/// chain of FMAs over positions in order.
-#[allow(unsafe_code)] // the AVX2 kernel, after its feature check
-pub fn weighted_sum(p: &[f32], v: &[f32], stride: usize, out: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if avx2::available() && out.len().is_multiple_of(LANES) {
-        let done = if avx2::wide_available() {
-            // SAFETY: the CPU has AVX-512F; the lengths are asserted inside.
-            unsafe { super::avx512::weighted_sum(p, v, stride, out) }
-        } else {
-            0
-        };
-        let v = v.get(done..).unwrap_or_default();
-        // SAFETY: the CPU has AVX2 and FMA.
-        return unsafe { avx2::weighted_sum(p, v, stride, &mut out[done..]) };
-    }
-    for (e, o) in out.iter_mut().enumerate() {
-        *o = p.iter().enumerate().fold(0f32, |s, (j, &pj)| pj.mul_add(v[j * stride + e], s));
-    }
-}
-
 /// Every head's weighted sum of values at once: `out[e] = Σⱼ p[(e / hd)·len + j]·v[j·stride +
-/// e]`, head h's `len` weights at `p[h·len..]`. Each element is the chain [`weighted_sum`]
-/// computes for its head (so the same bits); the vector kernels keep eight registers of chains
-/// in flight where one head's sum has two.
+/// e]`, head h's `len` weights at `p[h·len..]`, each element one FMA chain over positions in
+/// order; the vector kernels keep eight registers of chains in flight where one head's sum
+/// alone would have two.
 #[allow(unsafe_code)] // the vector kernels, after their feature checks
 pub fn weighted_sum_heads(
     p: &[f32],
@@ -363,7 +313,7 @@ pub(crate) mod tests {
         let p = data(n, 3);
         let v = data(n * 40, 4);
         let mut y = vec![0f32; 40];
-        weighted_sum(&p, &v, 40, &mut y);
+        weighted_sum_heads(&p, n, &v, 40, 40, &mut y);
         for (e, &o) in y.iter().enumerate() {
             let want = (0..n).fold(0f32, |s, j| p[j].mul_add(v[j * 40 + e], s));
             assert_eq!(o.to_bits(), want.to_bits(), "element {e}");
@@ -392,9 +342,9 @@ pub(crate) mod tests {
                 let p = data(n, 3);
                 let v = data(n * width, 4);
                 let (mut wide, mut narrow) = (vec![0f32; width], vec![0f32; width]);
-                weighted_sum(&p, &v, width, &mut wide);
+                weighted_sum_heads(&p, n, &v, width, width, &mut wide);
                 // SAFETY: the CPU has AVX2 and FMA.
-                unsafe { avx2::weighted_sum(&p, &v, width, &mut narrow) };
+                unsafe { avx2::weighted_sum_heads(&p, n, &v, width, width, &mut narrow) };
                 assert_eq!(bits(&wide), bits(&narrow), "weighted sum of {n} × {width}");
             }
         }
@@ -410,10 +360,15 @@ pub(crate) mod tests {
             let mut all = vec![0f32; d];
             weighted_sum_heads(&p, len, &v, d, hd, &mut all);
             for h in 0..nh {
-                let mut one = vec![0f32; hd];
-                weighted_sum(&p[h * len..(h + 1) * len], &v[h * hd..], d, &mut one);
+                // Head h alone: each element's chain over the positions, in order.
+                let one: Vec<u32> = (h * hd..(h + 1) * hd)
+                    .map(|e| {
+                        let s = (0..len).fold(0f32, |s, j| p[h * len + j].mul_add(v[j * d + e], s));
+                        s.to_bits()
+                    })
+                    .collect();
                 let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&all[h * hd..(h + 1) * hd]), bits(&one), "{nh}×{hd}, head {h}");
+                assert_eq!(bits(&all[h * hd..(h + 1) * hd]), one, "{nh}×{hd}, head {h}");
             }
         }
     }

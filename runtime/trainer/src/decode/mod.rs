@@ -85,8 +85,8 @@ impl Job {
 }
 
 /// The token row `r` of a prefilled group feeds next: its last draw, unless that ended it.
-fn feed(group: &Group, next: &[Option<u32>], r: usize) -> Option<u32> {
-    next.get(r).copied().flatten().filter(|_| !group.is_done(r))
+fn feed<'a>(group: &Group, next: &'a [Option<u32>], r: usize) -> Option<&'a u32> {
+    next.get(r).and_then(Option::as_ref).filter(|_| !group.is_done(r))
 }
 
 /// One decoding step of every unfinished job in `jobs`, in a single forward: new jobs' prompts
@@ -104,63 +104,47 @@ pub(crate) fn step(
     // Per job, its rows' scores this step (empty for rows not drawn).
     let mut scores: Vec<Vec<Vec<f32>>> =
         jobs.iter().map(|j| vec![Vec::new(); j.params.n]).collect();
-    // The new tokens of prefilled jobs' rows, and which (job, row) each is; `None`: a prefill.
-    let mut tokens: Vec<u32> = Vec::new();
+    // The forward's sequences and what each is fed, and which (job, row) each is (`None`: a
+    // new job's prompt).
+    let mut seqs: Vec<&mut Seq> = Vec::new();
+    let mut feeds: Vec<&[u32]> = Vec::new();
     let mut slots: Vec<(usize, Option<usize>)> = Vec::new();
     // New jobs waiting a step for an earlier new job's prompt to be cached: they share more
     // of it than the cache holds (the episodes of one group start together).
     let mut waiting: Vec<usize> = Vec::new();
-    let mut starting: Vec<Vec<u32>> = Vec::new();
+    let mut starting: Vec<&[u32]> = Vec::new();
     for (ji, job) in jobs.iter_mut().enumerate().filter(|(_, j)| !j.finished()) {
-        if !job.prefilled {
-            let prompt = job.group.prompt().to_vec();
-            if let (Some(c), true) = (cache.as_deref_mut(), job.seqs[0].is_empty()) {
-                let shared = starting.iter().map(|p| prefix::common_prefix(p, &prompt)).max();
-                if shared.unwrap_or(0) >= c.longest(&prompt) + prefix::MIN_REUSE {
+        let Job { group, seqs: rows, prefilled, next, .. } = job;
+        if !*prefilled {
+            let prompt = group.prompt();
+            if let (Some(c), true) = (cache.as_deref_mut(), rows[0].is_empty()) {
+                let shared = starting.iter().map(|p| prefix::common_prefix(p, prompt)).max();
+                if shared.unwrap_or(0) >= c.longest(prompt) + prefix::MIN_REUSE {
                     waiting.push(ji);
                     continue;
                 }
-                if let Some(seq) = c.start(&prompt) {
-                    job.seqs[0] = seq;
+                if let Some(seq) = c.start(prompt) {
+                    rows[0] = seq;
                 }
             }
             starting.push(prompt);
+            feeds.push(&prompt[rows[0].len()..]);
+            seqs.push(&mut rows[0]);
             slots.push((ji, None));
             continue;
         }
-        for r in 0..job.params.n {
-            if let Some(tok) = feed(&job.group, &job.next, r) {
-                tokens.push(tok);
-                slots.push((ji, Some(r)));
-            }
-        }
-    }
-    let mut seqs: Vec<&mut Seq> = Vec::new();
-    let mut feeds: Vec<&[u32]> = Vec::new();
-    let mut toks = tokens.iter();
-    for (ji, job) in jobs.iter_mut().enumerate().filter(|(_, j)| !j.finished()) {
-        let Job { group, seqs: rows, prefilled, next, .. } = job;
-        if waiting.contains(&ji) {
-            continue;
-        }
-        if !*prefilled {
-            let seq = &mut rows[0];
-            feeds.push(&group.prompt()[seq.len()..]);
-            seqs.push(seq);
-            continue;
-        }
         for (r, seq) in rows.iter_mut().enumerate() {
-            // The rows the first loop took a token for, in the same order.
-            if feed(group, next, r).is_some() {
-                feeds.push(toks.next().map(std::slice::from_ref).unwrap_or_default());
+            if let Some(tok) = feed(group, next, r) {
+                feeds.push(std::slice::from_ref(tok));
                 seqs.push(seq);
+                slots.push((ji, Some(r)));
             }
         }
     }
     let advanced = feeds.iter().map(|f| f.len()).sum();
     let out =
         if seqs.is_empty() { Ok(Vec::new()) } else { tiny::forward(weights, &mut seqs, &feeds) };
-    drop(seqs);
+    drop((seqs, feeds, starting));
     match out {
         Ok(out) => {
             for (&(ji, r), row) in slots.iter().zip(out) {
