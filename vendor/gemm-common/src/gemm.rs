@@ -1012,8 +1012,9 @@ macro_rules! gemm_def {
             #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
             {
                 #[cfg(feature = "x86-v4")]
-                if $crate::feature_detected!("avx512f") {
-                    return avx512f::gemm_basic;
+                if $crate::feature_detected!("avx512f") && $crate::feature_detected!("fma") {
+                    // wrl patch (vendor/README.md): AVX-512 only where it gives AVX2's bits.
+                    return gemm_avx512_same_bits;
                 }
                 if $crate::feature_detected!("fma") {
                     fma::gemm_basic
@@ -1073,6 +1074,50 @@ macro_rules! gemm_def {
             }
             unsafe { ::core::mem::transmute(gemm_fn) }
         }
+
+        // wrl patch (vendor/README.md): the register-blocked microkernels compute every
+        // element as one fused multiply-add chain over each k block, whatever the register
+        // width, so AVX-512 gives AVX2's bits there. The other paths reduce across SIMD lanes
+        // (horizontal kernels for m·n ≤ 256 with lhs rows and rhs columns contiguous, gemv for
+        // m or n ≤ 1, gevv for k ≤ 2), so those shapes stay on the AVX2 kernels.
+        #[cfg(all(feature = "x86-v4", any(target_arch = "x86", target_arch = "x86_64")))]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn gemm_avx512_same_bits(
+            m: usize,
+            n: usize,
+            k: usize,
+            dst: *mut T,
+            dst_cs: isize,
+            dst_rs: isize,
+            read_dst: bool,
+            lhs: *const T,
+            lhs_cs: isize,
+            lhs_rs: isize,
+            rhs: *const T,
+            rhs_cs: isize,
+            rhs_rs: isize,
+            alpha: T,
+            beta: T,
+            conj_dst: bool,
+            conj_lhs: bool,
+            conj_rhs: bool,
+            parallelism: $crate::Parallelism,
+        ) {
+            let lane_reduced = k <= 2
+                || m <= 1
+                || n <= 1
+                || (lhs_cs == 1 && rhs_rs == 1 && m * n <= 16 * 16);
+            let f = if lane_reduced { fma::gemm_basic } else { avx512f::gemm_basic };
+            f(
+                m, n, k, dst, dst_cs, dst_rs, read_dst, lhs, lhs_cs, lhs_rs, rhs, rhs_cs,
+                rhs_rs, alpha, beta, conj_dst, conj_lhs, conj_rhs, parallelism,
+            )
+        }
+
+        /// wrl patch (vendor/README.md): the AVX2+FMA kernels whatever the CPU has, so a test
+        /// can hold the dispatched kernels to them bit for bit.
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        pub use self::fma::gemm_basic as gemm_basic_avx2;
 
         $crate::__inject_mod!(scalar, $ty, 1, Scalar, false);
 

@@ -1,11 +1,11 @@
 //! The trainer computes the same numbers on every x86-64 CPU with AVX2+FMA and at every thread
-//! count (docs/trainer.md, "Same figures on every CPU"). gemm must run its AVX2 kernels (no
-//! `x86-v4` feature) and split k into the same blocks everywhere (vendor/gemm-common pins
-//! them); every other reduction is split into fixed chunks. A failure here on some machine
-//! means the quickstart's figures would differ there.
+//! count (docs/trainer.md, "Same figures on every CPU"). gemm must give its AVX2 kernels' bits
+//! (its AVX-512 kernels run only where they do, vendor/gemm-common) and split k into the same
+//! blocks everywhere (vendor/gemm-common pins them); every other reduction is split into fixed
+//! chunks. A failure here on some machine means the quickstart's figures would differ there.
 
 use rand::{Rng, SeedableRng};
-use wrl_trainer::ops::fused::matmul::{View, matmul};
+use wrl_trainer::ops::fused::matmul::{Kernels, View, matmul, matmul_on};
 use wrl_trainer::{OpsMode, Role, Segment, Trajectory, render};
 
 use crate::common::{snapshot, tiny_copy, trainer};
@@ -91,6 +91,46 @@ fn cpu_independent_gemm_sums_follow_one_formula() {
         if k > 512 {
             let one = formula(lhs, rhs, &[(0, k)], init.as_deref());
             assert!(differing(&one, &want) > 0, "{m}x{k}·{k}x{n}: blocks made no difference");
+        }
+    }
+}
+
+/// Products on the kernels gemm picks for this CPU (AVX-512 where it has it) are bit for bit
+/// those of the AVX2+FMA kernels, at every shape class gemm treats apart: the register-blocked
+/// path with whole and partial tiles, the lane-reducing paths (m or n of 1, k ≤ 2, m·n ≤ 256
+/// with contiguous lhs rows and rhs columns), one and several k blocks, every layout.
+#[test]
+fn cpu_independent_dispatched_products_match_avx2() {
+    let avx512 = std::arch::is_x86_feature_detected!("avx512f");
+    eprintln!("this CPU runs gemm's AVX-512 kernels: {avx512}");
+    let sizes = [1, 2, 3, 7, 16, 17, 31, 64, 65, 97, 130];
+    let depths = [1, 2, 3, 8, 32, 100, 512, 513, 1100];
+    let mut case = 0u64;
+    for (i, &m) in sizes.iter().enumerate() {
+        for (j, &n) in sizes.iter().enumerate() {
+            // Every pair of sizes, at three depths chosen to cycle through all of them.
+            for &k in depths.iter().cycle().skip(i * 3 + j).take(3) {
+                case += 1;
+                let (a, b) = (random(m * k, 2 * case), random(k * n, 2 * case + 1));
+                let (lt, rt, acc) =
+                    (case.is_multiple_of(2), !case.is_multiple_of(3), case.is_multiple_of(5));
+                let lhs = if lt {
+                    View { data: &a, rows: m, cols: k, rs: 1, cs: m }
+                } else {
+                    View { data: &a, rows: m, cols: k, rs: k, cs: 1 }
+                };
+                let rhs = if rt {
+                    View { data: &b, rows: k, cols: n, rs: 1, cs: k }
+                } else {
+                    View { data: &b, rows: k, cols: n, rs: n, cs: 1 }
+                };
+                let init = if acc { random(m * n, 99) } else { vec![0f32; m * n] };
+                let (mut got, mut want) = (init.clone(), init);
+                matmul_on(Kernels::Dispatched, &mut got, lhs, rhs, acc, true).unwrap();
+                matmul_on(Kernels::Avx2, &mut want, lhs, rhs, acc, true).unwrap();
+                let bad = differing(&got, &want);
+                assert_eq!(bad, 0, "{m}x{k}·{k}x{n} (lhs T {lt}, rhs T {rt}): {bad} differ");
+            }
         }
     }
 }

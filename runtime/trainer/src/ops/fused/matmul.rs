@@ -25,6 +25,11 @@ pub struct View<'a> {
 }
 
 impl View<'_> {
+    /// (column stride, row stride), as gemm takes them.
+    fn strides(&self) -> (isize, isize) {
+        (self.cs as isize, self.rs as isize)
+    }
+
     fn fits(&self) -> bool {
         self.rows == 0
             || self.cols == 0
@@ -32,10 +37,33 @@ impl View<'_> {
     }
 }
 
+/// Which of gemm's kernel sets runs a product.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernels {
+    /// gemm's choice for this CPU: AVX-512 where it has it and the shape allows the same bits,
+    /// AVX2+FMA otherwise (vendor/gemm-common).
+    Dispatched,
+    /// The AVX2+FMA kernels whatever the CPU has: what the dispatched ones must match bit for
+    /// bit (`tests/all/cpu_independent.rs`). An error on a CPU without AVX2 and FMA.
+    Avx2,
+}
+
 /// `dst (m × n, row-major, contiguous) = [dst +] lhs (m × k) · rhs (k × n)`.
 /// `parallel` lets gemm use the rayon pool (false inside rayon tasks).
 /// Panics-free: returns an error when shapes or strides do not fit the slices.
 pub fn matmul(
+    dst: &mut [f32],
+    lhs: View<'_>,
+    rhs: View<'_>,
+    accumulate: bool,
+    parallel: bool,
+) -> candle_core::Result<()> {
+    matmul_on(Kernels::Dispatched, dst, lhs, rhs, accumulate, parallel)
+}
+
+/// [`matmul`] on a chosen kernel set.
+pub fn matmul_on(
+    kernels: Kernels,
     dst: &mut [f32],
     lhs: View<'_>,
     rhs: View<'_>,
@@ -64,30 +92,115 @@ pub fn matmul(
     } else {
         Parallelism::None
     };
+    let (dst, (lc, lr), (rc, rr)) = (dst.as_mut_ptr(), lhs.strides(), rhs.strides());
     // SAFETY: dst is m×n contiguous (checked above), and `fits` proves every lhs/rhs element
-    // addressed by the strides is inside its slice. gemm reads lhs/rhs and writes dst only.
+    // addressed by the strides is inside its slice. gemm reads lhs/rhs and writes dst only;
+    // the AVX2 kernels are only handed out on a CPU that has AVX2 and FMA. Their call is
+    // `gemm::gemm`'s own preamble for a row-major dst: the product is transposed (dstᵀ =
+    // rhsᵀ·lhsᵀ) when n > 1, as the kernels prefer a column-major dst.
     unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            accumulate,
-            lhs.data.as_ptr(),
-            lhs.cs as isize,
-            lhs.rs as isize,
-            rhs.data.as_ptr(),
-            rhs.cs as isize,
-            rhs.rs as isize,
-            1.0,
-            1.0,
-            false,
-            false,
-            false,
-            par,
-        );
+        match kernels {
+            Kernels::Dispatched => gemm::gemm::<f32>(
+                m,
+                n,
+                k,
+                dst,
+                1,
+                n as isize,
+                accumulate,
+                lhs.data.as_ptr(),
+                lc,
+                lr,
+                rhs.data.as_ptr(),
+                rc,
+                rr,
+                1.0,
+                1.0,
+                false,
+                false,
+                false,
+                par,
+            ),
+            Kernels::Avx2 if n > 1 => avx2()?(
+                n,
+                m,
+                k,
+                dst,
+                n as isize,
+                1,
+                accumulate,
+                rhs.data.as_ptr(),
+                rr,
+                rc,
+                lhs.data.as_ptr(),
+                lr,
+                lc,
+                1.0,
+                1.0,
+                false,
+                false,
+                false,
+                par,
+            ),
+            Kernels::Avx2 => avx2()?(
+                m,
+                n,
+                k,
+                dst,
+                1,
+                n as isize,
+                accumulate,
+                lhs.data.as_ptr(),
+                lc,
+                lr,
+                rhs.data.as_ptr(),
+                rc,
+                rr,
+                1.0,
+                1.0,
+                false,
+                false,
+                false,
+                par,
+            ),
+        }
     }
     Ok(())
+}
+
+/// gemm's entry point, as `gemm::gemm::<f32>` and the kernel sets of gemm-f32 share it.
+type GemmFn = unsafe fn(
+    usize,
+    usize,
+    usize,
+    *mut f32,
+    isize,
+    isize,
+    bool,
+    *const f32,
+    isize,
+    isize,
+    *const f32,
+    isize,
+    isize,
+    f32,
+    f32,
+    bool,
+    bool,
+    bool,
+    Parallelism,
+);
+
+#[cfg(target_arch = "x86_64")]
+fn avx2() -> candle_core::Result<GemmFn> {
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        Ok(gemm_f32::gemm::f32::gemm_basic_avx2)
+    } else {
+        Err(candle_core::Error::Msg("fused matmul: this CPU has no AVX2 and FMA".into()))
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn avx2() -> candle_core::Result<GemmFn> {
+    Err(candle_core::Error::Msg("fused matmul: AVX2 kernels exist on x86-64 only".into()))
 }
