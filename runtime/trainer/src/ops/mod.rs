@@ -102,7 +102,7 @@ impl Ops {
         alibi: bool,
     ) -> Result<Tensor> {
         if self.fused && qkv.dtype() == DType::F32 {
-            let op = fused::attention::CausalAttentionQkv { heads, scale: scale as f32, alibi };
+            let op = fused::attention::CausalAttentionQkv::new(heads, scale as f32, alibi);
             return Ok(qkv.contiguous()?.apply_op1(op)?);
         }
         let (b, t, w) = qkv.dims3()?;

@@ -234,6 +234,28 @@ fn fused_packed_qkv_attention_matches_reference() {
     );
 }
 
+/// The backward from the forward's kept probabilities gives bit for bit the gradient of one that
+/// recomputes them (what a call past `KEEP_MAX` does), with and without ALiBi.
+#[test]
+fn kept_attention_probabilities_give_the_recomputed_gradient() {
+    use wrl_trainer::ops::fused::attention::CausalAttentionQkv;
+    let qkv = rand_var(&[2, 21, 3 * 2 * 8], 1.5, 37);
+    let g = rand_var(&[2, 21, 2 * 8], 1.0, 38);
+    for alibi in [false, true] {
+        let grad = |keep: usize| {
+            let op = CausalAttentionQkv::new(2, 0.35, alibi).keeping(keep);
+            let y = qkv.as_tensor().apply_op1(op).unwrap();
+            let loss = (y * g.as_tensor()).unwrap().sum_all().unwrap();
+            let store = loss.backward().unwrap();
+            store.get(qkv.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap()
+        };
+        let (kept, recomputed) = (grad(usize::MAX), grad(0));
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&kept), bits(&recomputed), "alibi {alibi}");
+        assert!(kept.iter().any(|&x| x != 0.0));
+    }
+}
+
 #[test]
 fn entropy_metric_matches_reference() {
     let fused = Ops::new(OpsMode::Auto, &Device::Cpu);

@@ -1,9 +1,13 @@
 //! Fused causal self-attention for training. `CausalAttention` takes q, k, v (B, H, T, D);
 //! `CausalAttentionQkv` takes the packed qkv projection (B, T, 3·H·D) and returns (B, T, H·D),
 //! so the model needs no split/transpose copies (whose backward in candle is zero-pad + cat).
-//! One (batch, head) per rayon task; the masked upper triangle is never computed; the backward
-//! recomputes the probabilities row by row instead of storing them. With ALiBi, each head adds
-//! −slope·(i − j) to its scores: a constant, so the backward formula is unchanged.
+//! One (batch, head) per rayon task; the masked upper triangle is never computed. The packed op
+//! keeps each head's probabilities from the forward for its backward (up to [`KEEP_MAX`]
+//! floats a call; past that, and in the unpacked op, the backward recomputes them with the same
+//! bits). With ALiBi, each head adds −slope·(i − j) to its scores: a constant, so the backward
+//! formula is unchanged.
+
+use std::sync::{Arc, OnceLock};
 
 use candle_core::{CpuStorage, CustomOp1, CustomOp3, Layout, Shape, Tensor};
 use rayon::prelude::*;
@@ -19,7 +23,7 @@ pub struct CausalAttention {
 }
 
 /// Fused attention over a packed qkv (B, T, 3·H·D) → (B, T, H·D).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CausalAttentionQkv {
     /// Number of heads H.
     pub heads: usize,
@@ -27,6 +31,27 @@ pub struct CausalAttentionQkv {
     pub scale: f32,
     /// Add ALiBi's per-head linear distance penalty (see [`alibi_slope`]).
     pub alibi: bool,
+    /// Each (batch, head)'s probabilities (T, T), set by the forward when they fit
+    /// [`KEEP_MAX`], read by the backward; dropped with the op (that is, with the graph).
+    kept: Arc<OnceLock<Vec<Vec<f32>>>>,
+    /// Most floats of probabilities the forward keeps ([`KEEP_MAX`] unless set otherwise).
+    keep_max: usize,
+}
+
+/// Most probabilities (B·H·T² floats, 64 MiB) one packed attention call keeps for its
+/// backward; a larger call's backward recomputes them (the same bits, one more product).
+pub const KEEP_MAX: usize = 16 << 20;
+
+impl CausalAttentionQkv {
+    /// One application of the op (each keeps its own forward's probabilities).
+    pub fn new(heads: usize, scale: f32, alibi: bool) -> Self {
+        CausalAttentionQkv { heads, scale, alibi, kept: Arc::default(), keep_max: KEEP_MAX }
+    }
+
+    /// The same op keeping at most `floats` probabilities (0: the backward always recomputes).
+    pub fn keeping(self, floats: usize) -> Self {
+        CausalAttentionQkv { keep_max: floats, ..self }
+    }
 }
 
 /// ALiBi's slope of head `h` of `heads`: 2^(−8(h+1)/H) (Press et al., 2022).
@@ -73,8 +98,8 @@ fn probs(
     Ok(p)
 }
 
-/// One head's forward: q, k, v are (T, D) contiguous; writes o (T, D) = P·v.
-pub(crate) fn head_forward(
+/// One head's forward: q, k, v are (T, D) contiguous; writes o (T, D) = P·v and returns P.
+fn head_forward(
     q: &[f32],
     k: &[f32],
     v: &[f32],
@@ -82,7 +107,7 @@ pub(crate) fn head_forward(
     d: usize,
     (scale, slope): (f32, f32),
     o: &mut [f32],
-) -> candle_core::Result<()> {
+) -> candle_core::Result<Vec<f32>> {
     let p = probs(q, k, t, d, scale, slope)?;
     matmul(
         o,
@@ -90,11 +115,14 @@ pub(crate) fn head_forward(
         View { data: v, rows: t, cols: d, rs: d, cs: 1 },
         false,
         false,
-    )
+    )?;
+    Ok(p)
 }
 
 /// One head's backward from the output gradient g (T, D); returns (dq, dk, dv), each (T, D):
 /// dV = Pᵀ·g, dP = g·Vᵀ, dS = scale·P∘(dP − rowsum(dP∘P)), dQ = dS·K, dK = dSᵀ·Q.
+/// `kept` is the forward's P when it was kept; otherwise it is recomputed.
+#[allow(clippy::too_many_arguments)]
 fn head_backward(
     q: &[f32],
     k: &[f32],
@@ -103,12 +131,20 @@ fn head_backward(
     t: usize,
     d: usize,
     (scale, slope): (f32, f32),
+    kept: Option<&[f32]>,
 ) -> candle_core::Result<[Vec<f32>; 3]> {
-    let p = probs(q, k, t, d, scale, slope)?;
+    let recomputed;
+    let p = match kept {
+        Some(p) if p.len() == t * t => p,
+        _ => {
+            recomputed = probs(q, k, t, d, scale, slope)?;
+            &recomputed
+        }
+    };
     let mat = |data, rows, cols| View { data, rows, cols, rs: cols, cs: 1 };
     let tr = |data, rows, cols| View { data, rows, cols, rs: 1, cs: rows };
     let mut dv = vec![0f32; t * d];
-    matmul(&mut dv, tr(&p, t, t), mat(g, t, d), false, false)?;
+    matmul(&mut dv, tr(p, t, t), mat(g, t, d), false, false)?;
     let mut ds = vec![0f32; t * t];
     matmul(&mut ds, mat(g, t, d), tr(v, d, t), false, false)?;
     for (i, (ds, p)) in ds.chunks_mut(t).zip(p.chunks(t)).enumerate() {
@@ -148,7 +184,7 @@ impl CustomOp3 for CausalAttention {
         let td = t * d;
         out.par_chunks_mut(td).enumerate().try_for_each(|(bh, o)| {
             let r = bh * td..(bh + 1) * td;
-            head_forward(&q[r.clone()], &k[r.clone()], &v[r], t, d, (self.scale, 0.0), o)
+            head_forward(&q[r.clone()], &k[r.clone()], &v[r], t, d, (self.scale, 0.0), o).map(drop)
         })?;
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
@@ -180,6 +216,7 @@ impl CustomOp3 for CausalAttention {
                                     t,
                                     d,
                                     (scale, 0.0),
+                                    None,
                                 )
                             })
                             .collect()
@@ -250,7 +287,8 @@ impl CustomOp1 for CausalAttentionQkv {
         let qkv = slice(s, l)?;
         let (b, t, d) = self.shape(l.dims())?;
         let hs = self.heads;
-        let heads: Vec<Vec<f32>> = (0..b * hs)
+        let keep = b * hs * t * t <= self.keep_max;
+        let (heads, probs): (Vec<Vec<f32>>, Vec<Option<Vec<f32>>>) = (0..b * hs)
             .into_par_iter()
             .map(|bh| {
                 let (bi, h) = (bh / hs, bh % hs);
@@ -258,10 +296,16 @@ impl CustomOp1 for CausalAttentionQkv {
                 let k = gather(qkv, bi, h, 1, t, hs, d);
                 let v = gather(qkv, bi, h, 2, t, hs, d);
                 let mut o = vec![0f32; t * d];
-                head_forward(&q, &k, &v, t, d, (self.scale, self.slope(h)), &mut o)?;
-                Ok(o)
+                let p = head_forward(&q, &k, &v, t, d, (self.scale, self.slope(h)), &mut o)?;
+                Ok((o, keep.then_some(p)))
             })
-            .collect::<candle_core::Result<_>>()?;
+            .collect::<candle_core::Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        if keep {
+            // Each op runs one forward; were it run twice, the first one's P would stay.
+            let _ = self.kept.set(probs.into_iter().flatten().collect());
+        }
         let width = hs * d;
         let mut out = vec![0f32; b * t * width];
         for (bh, o) in heads.iter().enumerate() {
@@ -297,7 +341,8 @@ impl CustomOp1 for CausalAttentionQkv {
                             let start = (bi * t + i) * width + h * d;
                             gh.extend_from_slice(&g[start..start + d]);
                         }
-                        head_backward(&q, &k, &v, &gh, t, d, (self.scale, self.slope(h)))
+                        let kept = self.kept.get().and_then(|p| p.get(bh)).map(Vec::as_slice);
+                        head_backward(&q, &k, &v, &gh, t, d, (self.scale, self.slope(h)), kept)
                     })
                     .collect()
             })
