@@ -1,5 +1,6 @@
 //! Trainer throughput benchmark (run by bench/trainer.sh, not by `cargo test`): train tokens/s
-//! of the tiny policy through the real `Trainer::sft_step_on` path, full-sequence loss.
+//! of the tiny policy through the real `Trainer::sft_step_on` path, full-sequence loss, with
+//! the thread settings `wrlc` starts with (`wrl_trainer::threads`).
 //!
 //! Usage: trainer_bench LAYERS D_MODEL HEADS CONTEXT BATCH STEPS [DATA_FILE]
 //! Prints one line: `rust layers=.. d=.. tok/s median=.. best=.. loss=..`.
@@ -16,6 +17,14 @@ fn arg(args: &[String], i: usize, default: usize) -> usize {
 }
 
 fn main() -> wrl_trainer::Result<()> {
+    // The thread settings wrlc applies at start-up, unless set in the environment.
+    for (key, value) in wrl_trainer::threads::unset_defaults() {
+        // SAFETY: first thing in main, before any other thread exists.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var(key, value)
+        };
+    }
     let args: Vec<String> = std::env::args().collect();
     let (layers, d, heads, ctx, batch, steps) = (
         arg(&args, 1, 2),

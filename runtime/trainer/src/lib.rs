@@ -46,6 +46,7 @@ pub mod rl_update;
 pub mod rng;
 pub mod sample;
 mod stage;
+pub mod threads;
 pub mod tokenizer;
 pub mod trainer;
 
