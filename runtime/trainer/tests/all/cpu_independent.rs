@@ -45,6 +45,14 @@ fn formula(lhs: View, rhs: View, blocks: &[(usize, usize)], init: Option<&[f32]>
     out
 }
 
+/// A rows × cols matrix over `data`, stored row-major or (`transposed`) column-major.
+fn view(data: &[f32], rows: usize, cols: usize, transposed: bool) -> View<'_> {
+    match transposed {
+        true => View { data, rows, cols, rs: 1, cs: rows },
+        false => View { data, rows, cols, rs: cols, cs: 1 },
+    }
+}
+
 fn differing(a: &[f32], b: &[f32]) -> usize {
     a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count()
 }
@@ -67,16 +75,7 @@ fn cpu_independent_gemm_sums_follow_one_formula() {
     ];
     for (c, &(m, n, k, lt, rt, acc)) in cases.iter().enumerate() {
         let (a, b) = (random(m * k, 2 * c as u64), random(k * n, 2 * c as u64 + 1));
-        let lhs = if lt {
-            View { data: &a, rows: m, cols: k, rs: 1, cs: m }
-        } else {
-            View { data: &a, rows: m, cols: k, rs: k, cs: 1 }
-        };
-        let rhs = if rt {
-            View { data: &b, rows: k, cols: n, rs: 1, cs: k }
-        } else {
-            View { data: &b, rows: k, cols: n, rs: n, cs: 1 }
-        };
+        let (lhs, rhs) = (view(&a, m, k, lt), view(&b, k, n, rt));
         let init = acc.then(|| random(m * n, 99));
         let want = formula(lhs, rhs, &blocks(m, n, k), init.as_deref());
         for threads in [1, 2, 3] {
@@ -114,16 +113,7 @@ fn cpu_independent_dispatched_products_match_avx2() {
                 let (a, b) = (random(m * k, 2 * case), random(k * n, 2 * case + 1));
                 let (lt, rt, acc) =
                     (case.is_multiple_of(2), !case.is_multiple_of(3), case.is_multiple_of(5));
-                let lhs = if lt {
-                    View { data: &a, rows: m, cols: k, rs: 1, cs: m }
-                } else {
-                    View { data: &a, rows: m, cols: k, rs: k, cs: 1 }
-                };
-                let rhs = if rt {
-                    View { data: &b, rows: k, cols: n, rs: 1, cs: k }
-                } else {
-                    View { data: &b, rows: k, cols: n, rs: n, cs: 1 }
-                };
+                let (lhs, rhs) = (view(&a, m, k, lt), view(&b, k, n, rt));
                 let init = if acc { random(m * n, 99) } else { vec![0f32; m * n] };
                 let (mut got, mut want) = (init.clone(), init);
                 matmul_on(Kernels::Dispatched, &mut got, lhs, rhs, acc, true).unwrap();

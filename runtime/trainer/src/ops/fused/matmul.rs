@@ -25,9 +25,9 @@ pub struct View<'a> {
 }
 
 impl View<'_> {
-    /// (column stride, row stride), as gemm takes them.
-    fn strides(&self) -> (isize, isize) {
-        (self.cs as isize, self.rs as isize)
+    /// The transposed matrix over the same data.
+    fn t(self) -> Self {
+        View { rows: self.cols, cols: self.rows, rs: self.cs, cs: self.rs, ..self }
     }
 
     fn fits(&self) -> bool {
@@ -92,78 +92,42 @@ pub fn matmul_on(
     } else {
         Parallelism::None
     };
-    let (dst, (lc, lr), (rc, rr)) = (dst.as_mut_ptr(), lhs.strides(), rhs.strides());
-    // SAFETY: dst is m×n contiguous (checked above), and `fits` proves every lhs/rhs element
-    // addressed by the strides is inside its slice. gemm reads lhs/rhs and writes dst only;
-    // the AVX2 kernels are only handed out on a CPU that has AVX2 and FMA. Their call is
-    // `gemm::gemm`'s own preamble for a row-major dst: the product is transposed (dstᵀ =
-    // rhsᵀ·lhsᵀ) when n > 1, as the kernels prefer a column-major dst.
+    let (kernel, transpose): (GemmFn, bool) = match kernels {
+        Kernels::Dispatched => (gemm::gemm::<f32>, false),
+        // `gemm::gemm`'s own preamble for a row-major dst: it transposes the product (dstᵀ =
+        // rhsᵀ·lhsᵀ) when n > 1, as the kernels prefer a column-major dst.
+        Kernels::Avx2 => (avx2()?, n > 1),
+    };
+    let (lhs, rhs, (m, n), (dst_cs, dst_rs)) = match transpose {
+        false => (lhs, rhs, (m, n), (1, n as isize)),
+        true => (rhs.t(), lhs.t(), (n, m), (n as isize, 1)),
+    };
+    // SAFETY: dst is m×n contiguous (checked above; transposing swaps its strides with m and
+    // n), and `fits` proves every lhs/rhs element addressed by the strides is inside its slice
+    // (a transposed view addresses the same elements). gemm reads lhs/rhs and writes dst only;
+    // the AVX2 kernels are only handed out on a CPU that has AVX2 and FMA.
     unsafe {
-        match kernels {
-            Kernels::Dispatched => gemm::gemm::<f32>(
-                m,
-                n,
-                k,
-                dst,
-                1,
-                n as isize,
-                accumulate,
-                lhs.data.as_ptr(),
-                lc,
-                lr,
-                rhs.data.as_ptr(),
-                rc,
-                rr,
-                1.0,
-                1.0,
-                false,
-                false,
-                false,
-                par,
-            ),
-            Kernels::Avx2 if n > 1 => avx2()?(
-                n,
-                m,
-                k,
-                dst,
-                n as isize,
-                1,
-                accumulate,
-                rhs.data.as_ptr(),
-                rr,
-                rc,
-                lhs.data.as_ptr(),
-                lr,
-                lc,
-                1.0,
-                1.0,
-                false,
-                false,
-                false,
-                par,
-            ),
-            Kernels::Avx2 => avx2()?(
-                m,
-                n,
-                k,
-                dst,
-                1,
-                n as isize,
-                accumulate,
-                lhs.data.as_ptr(),
-                lc,
-                lr,
-                rhs.data.as_ptr(),
-                rc,
-                rr,
-                1.0,
-                1.0,
-                false,
-                false,
-                false,
-                par,
-            ),
-        }
+        kernel(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            dst_cs,
+            dst_rs,
+            accumulate,
+            lhs.data.as_ptr(),
+            lhs.cs as isize,
+            lhs.rs as isize,
+            rhs.data.as_ptr(),
+            rhs.cs as isize,
+            rhs.rs as isize,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            par,
+        );
     }
     Ok(())
 }
