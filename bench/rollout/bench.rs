@@ -10,16 +10,22 @@
 //! (the last to run one decoder only, for a profile). `GROUP=6` gives every six episodes in a
 //! row one task (their prompt), as a GRPO group of six; `ROLLOUT_COUNTS=1` prints the batch's
 //! steps, rows advanced and prompt tokens served from its prefix cache to stderr.
+//!
+//! `MODEL=qwen` decodes a randomly initialised Qwen2 in Hugging Face layout that the bench
+//! writes itself (f32, byte-level vocabulary) instead: by default Qwen2.5-0.5B's layer shape
+//! (hidden 896, 14 query heads over 2 kv heads of 64, MLP 4864) with `QWEN_LAYERS` (4) of its
+//! 24 layers; `QWEN_LAYERS=24` is the whole 0.5B stack.
 
 use std::time::Instant;
 
-use wrl_trainer::decode::{Batcher, TinyWeights};
-use wrl_trainer::models::Model;
+use wrl_trainer::decode::{Batcher, weights_for};
+use wrl_trainer::hf::Arch;
+use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource, write};
 use wrl_trainer::rng::{mix, rng_from_seed};
 use wrl_trainer::sample::sample_candle;
 use wrl_trainer::{
-    DeviceChoice, OptimConfig, PolicyConfig, Positions, SampleParams, TinyConfig, Trainer,
-    TrainerConfig,
+    DeviceChoice, OptimConfig, PolicyConfig, Positions, PretrainedSource, SampleParams, TinyConfig,
+    Trainer, TrainerConfig,
 };
 
 /// The 1-minute load average, as the table prints it beside each figure.
@@ -42,15 +48,21 @@ fn main() {
     let prompt_bytes: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(400);
     let max_tokens: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(48);
     let only = args.get(4).map(String::as_str);
-    let policy = PolicyConfig::Tiny(TinyConfig {
-        layers: 2,
-        d_model: 128,
-        heads: 4,
-        context: 1024,
-        positions: Positions::Alibi,
-        copy: true,
-        ..TinyConfig::default()
-    });
+    // The Qwen checkpoint's directory lives as long as the run.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy = match std::env::var("MODEL").as_deref() {
+        Ok("qwen") => qwen_policy(dir.path()),
+        Ok("tiny") | Err(_) => PolicyConfig::Tiny(TinyConfig {
+            layers: 2,
+            d_model: 128,
+            heads: 4,
+            context: 1024,
+            positions: Positions::Alibi,
+            copy: true,
+            ..TinyConfig::default()
+        }),
+        Ok(other) => panic!("MODEL={other}: tiny or qwen"),
+    };
     let trainer = Trainer::new(TrainerConfig {
         policy,
         optim: OptimConfig::default(),
@@ -58,7 +70,6 @@ fn main() {
         device: DeviceChoice::Cpu,
     })
     .expect("the tiny policy");
-    let Model::Tiny(tiny) = trainer.model() else { unreachable!("a tiny policy") };
     let text =
         "[1] link \"Blue mug\" [2] button \"Add to cart\" [3] textbox \"Search\" url: /shop ";
     // `GROUP` episodes in a row share their task (a GRPO group starts from one page).
@@ -91,10 +102,8 @@ fn main() {
                 if only.is_some_and(|o| o != ["alone", "batched"][d]) {
                     continue;
                 }
-                let batcher = Batcher::new(
-                    TinyWeights::new(tiny).expect("weights"),
-                    trainer.tokenizer().clone(),
-                );
+                let weights = weights_for(trainer.model()).expect("weights").expect("batched");
+                let batcher = Batcher::new(weights, trainer.tokenizer().clone());
                 let t0 = Instant::now();
                 *made = run(c, &prompts, &params, &trainer, (d == 1).then_some(&batcher));
                 times.push(t0.elapsed().as_secs_f64());
@@ -157,4 +166,25 @@ fn run(
             .collect();
         handles.into_iter().map(|h| h.join().expect("thread")).sum()
     })
+}
+
+/// A random Qwen2 with Qwen2.5-0.5B's layer shape and `QWEN_LAYERS` (4) layers, written to
+/// `dir` in Hugging Face layout with a byte-level tokenizer (no merges: a byte is a token).
+fn qwen_policy(dir: &std::path::Path) -> PolicyConfig {
+    let layers = std::env::var("QWEN_LAYERS").ok().and_then(|s| s.parse().ok()).filter(|&l| l > 0);
+    let spec = TinySpec {
+        arch: Arch::Qwen2,
+        hidden: 896,
+        intermediate: 4864,
+        layers: layers.unwrap_or(4),
+        heads: 14,
+        kv_heads: 2,
+        head_dim: 64,
+        context: 4096,
+        tie: true,
+        seed: 0,
+    };
+    let tokenizer = TokenizerSource::Generated { corpus: Vec::new(), merges: 0 };
+    write(dir, &spec, &tokenizer).expect("the random Qwen checkpoint");
+    PolicyConfig::Qwen2(PretrainedSource::new(dir))
 }

@@ -175,8 +175,8 @@ pub fn sample_token(logits: &[f32], p: &SampleParams, rng: &mut ChaCha8Rng) -> (
 }
 
 /// Sample `params.n` completions for every prompt, prompt after prompt, the group's rows
-/// sharing the prefill: the tiny model on the CPU through the row-stable decoder (`decode`),
-/// others on candle's ops ([`sample_candle`]).
+/// sharing the prefill: the tiny model and f32 Qwen models on the CPU through the row-stable
+/// decoder (`decode`), others on candle's ops ([`sample_candle`]).
 pub fn sample(
     model: &Model,
     tokenizer: &Tokenizer,
@@ -396,7 +396,7 @@ impl Group {
 
 /// The current weights, tokenizer and a forked RNG, to sample without holding the trainer: the
 /// executor's concurrent episodes decode through their own samplers instead of queueing for the
-/// trainer's lock. For the tiny model on the CPU they all decode in the trainer's one shared
+/// trainer's lock. For the tiny model and f32 Qwen models on the CPU they all decode in the trainer's one shared
 /// batch of these weights (`decode::Batcher`, read once per optimiser step); otherwise the
 /// weights are shared, not copied, so a sampler must not be used while the trainer updates
 /// them (rollouts finish before an update starts).
@@ -405,7 +405,7 @@ pub struct Sampler {
     model: Model,
     tokenizer: Tokenizer,
     rng: ChaCha8Rng,
-    /// Where the tiny model on the CPU decodes: one batch shared by every sampler forked from
+    /// Where the tiny model or an f32 Qwen model on the CPU decodes: one batch shared by every sampler forked from
     /// the same weights (`decode::Batcher`).
     batcher: Option<Arc<Batcher>>,
 }

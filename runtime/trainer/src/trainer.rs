@@ -195,7 +195,8 @@ impl Trainer {
         params: &SampleParams,
         on_token: &mut dyn FnMut(crate::sample::TokenEvent<'_>),
     ) -> Result<Vec<Completion>> {
-        // The tiny model on the CPU: the weights its samplers' batch already read.
+        // A row-stable decoder (the tiny model, an f32 Qwen, on the CPU): the weights its
+        // samplers' batch already read.
         if let Some(b) = self.batcher() {
             return b.sample_observed(prompts, params, &mut self.rng, on_token);
         }
@@ -221,7 +222,7 @@ impl Trainer {
         )
     }
 
-    /// The decoding batch of the current weights (the tiny model on the CPU; `None`: samplers
+    /// The decoding batch of the current weights (the tiny model or an f32 Qwen on the CPU; `None`: samplers
     /// decode alone on candle's ops), made on first use after each optimiser step.
     fn batcher(&self) -> Option<std::sync::Arc<crate::decode::Batcher>> {
         let mut slot = self.decode.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

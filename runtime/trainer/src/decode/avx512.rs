@@ -155,3 +155,70 @@ unsafe fn heads_block<const R: usize>(
         unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(e0 + c * LANES), *a) };
     }
 }
+
+/// A prefill block of Q consecutive queries of one sequence, elements `e0..e0 + 16C` of each:
+/// `out[q·d + e] = Σⱼ p[(h·Q + q)·ps + j]·v[j·stride + e]` over j < len0 + q in order from 0,
+/// h = e / hd. Every value load serves the Q queries (each its own chain, the same one
+/// [`weighted_sum_heads`] runs for the query alone). Safety: as [`panel`]; `hd` a multiple of
+/// 16, e0 + 16C ≤ d, and p, v and out long enough (`kernels::weighted_sums_rows` asserts it).
+#[target_feature(enable = "avx512f")]
+pub unsafe fn weighted_rows<const Q: usize, const C: usize>(
+    (p, ps): (&[f32], usize),
+    len0: usize,
+    (v, stride): (&[f32], usize),
+    hd: usize,
+    e0: usize,
+    d: usize,
+    out: &mut [f32],
+) {
+    let heads: [usize; C] = std::array::from_fn(|c| (e0 + c * LANES) / hd * Q * ps);
+    let mut acc = [[_mm512_setzero_ps(); C]; Q];
+    let at = Weighted { p, ps, v, stride, e0, heads };
+    for j in 0..len0 {
+        // SAFETY: j < len0 + Q − 1, as the caller asserted for every position.
+        unsafe { at.step(&mut acc, j, 0) };
+    }
+    // The block's last positions: query q's chain stops before len0 + q.
+    for j in len0..len0 + Q - 1 {
+        // SAFETY: as above.
+        unsafe { at.step(&mut acc, j, j + 1 - len0) };
+    }
+    for (q, row) in acc.iter().enumerate() {
+        for (c, a) in row.iter().enumerate() {
+            // SAFETY: q·d + e0 + 16c + 16 ≤ (Q − 1)·d + d ≤ len(out).
+            unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(q * d + e0 + c * LANES), *a) };
+        }
+    }
+}
+
+/// What [`weighted_rows`] reads: the queries' weights, the values, and where its elements are.
+struct Weighted<'a, const C: usize> {
+    p: &'a [f32],
+    ps: usize,
+    v: &'a [f32],
+    stride: usize,
+    e0: usize,
+    /// Per register, where its head's weights start in `p`.
+    heads: [usize; C],
+}
+
+impl<const C: usize> Weighted<'_, C> {
+    /// Position j's term of queries `first..Q`. Safety: AVX-512F; heads[c] + q·ps + j <
+    /// len(p) and j·stride + e0 + 16C ≤ len(v).
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn step<const Q: usize>(&self, acc: &mut [[__m512; C]; Q], j: usize, first: usize) {
+        // SAFETY: the loads are inside p and v, as this function's safety says.
+        unsafe {
+            let x: [__m512; C] = std::array::from_fn(|c| {
+                _mm512_loadu_ps(self.v.as_ptr().add(j * self.stride + self.e0 + c * LANES))
+            });
+            for (q, row) in acc.iter_mut().enumerate().skip(first) {
+                for (c, a) in row.iter_mut().enumerate() {
+                    let pv = _mm512_set1_ps(*self.p.as_ptr().add(self.heads[c] + q * self.ps + j));
+                    *a = _mm512_fmadd_ps(pv, x[c], *a);
+                }
+            }
+        }
+    }
+}

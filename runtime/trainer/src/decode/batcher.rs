@@ -8,7 +8,8 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use rand_chacha::ChaCha8Rng;
 
-use super::{Job, PrefixCache, TinyWeights, step};
+use super::step::{Job, per_prompt, sample_alone, step};
+use super::{Decoder, PrefixCache, Weights};
 use crate::error::{Result, config_err};
 use crate::sample::{Completion, SampleParams, TokenEvent};
 use crate::tokenizer::Tokenizer;
@@ -16,10 +17,9 @@ use crate::tokenizer::Tokenizer;
 type Outcome = Result<(Vec<Completion>, ChaCha8Rng)>;
 
 /// Groups waiting to join, groups in the batch, and finished groups' results.
-#[derive(Default)]
-struct State {
-    joining: Vec<(u64, Job)>,
-    running: Vec<(u64, Job)>,
+struct State<D: Decoder> {
+    joining: Vec<(u64, Job<D>)>,
+    running: Vec<(u64, Job<D>)>,
     results: HashMap<u64, Outcome>,
     leading: bool,
     next_id: u64,
@@ -28,14 +28,27 @@ struct State {
     rows: u64,
 }
 
-/// A batch decoder over one snapshot of the tiny model's weights (see the module doc).
-pub struct Batcher {
-    weights: TinyWeights,
-    tokenizer: Tokenizer,
-    state: Mutex<State>,
-    wake: Condvar,
-    /// Prompts prefilled on these weights (only the leader touches it).
-    cache: Mutex<PrefixCache>,
+impl<D: Decoder> Default for State<D> {
+    fn default() -> Self {
+        State {
+            joining: Vec::new(),
+            running: Vec::new(),
+            results: HashMap::new(),
+            leading: false,
+            next_id: 0,
+            steps: 0,
+            rows: 0,
+        }
+    }
+}
+
+/// A batch decoder over one snapshot of a model's weights (see the module doc): the tiny
+/// model's or a Qwen model's.
+pub struct Batcher(Kind);
+
+enum Kind {
+    Tiny(Box<Batch<super::TinyWeights>>),
+    Qwen(Box<Batch<super::QwenWeights>>),
 }
 
 impl std::fmt::Debug for Batcher {
@@ -49,14 +62,74 @@ impl std::fmt::Debug for Batcher {
     }
 }
 
+impl Batcher {
+    /// A batcher decoding with `weights`, stop strings read by `tokenizer`.
+    pub fn new(weights: impl Into<Weights>, tokenizer: Tokenizer) -> Batcher {
+        Batcher(match weights.into() {
+            Weights::Tiny(w) => Kind::Tiny(Box::new(Batch::new(*w, tokenizer))),
+            Weights::Qwen(w) => Kind::Qwen(Box::new(Batch::new(*w, tokenizer))),
+        })
+    }
+
+    /// How many steps have run, how many sequence rows their forwards advanced in all (prompt
+    /// tokens served from the prefix cache not counted), and how many prompt tokens the cache
+    /// served.
+    pub fn counts(&self) -> (u64, u64, u64) {
+        match &self.0 {
+            Kind::Tiny(b) => b.counts(),
+            Kind::Qwen(b) => b.counts(),
+        }
+    }
+
+    /// `params.n` completions of each prompt, prompts one after another with `rng` (which
+    /// advances past every draw), decoded in the shared batch. The same tokens as decoding
+    /// alone (`sample::sample`), whatever else is in the batch.
+    pub fn sample(
+        &self,
+        prompts: &[Vec<u32>],
+        params: &SampleParams,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Vec<Completion>> {
+        match &self.0 {
+            Kind::Tiny(b) => b.sample(prompts, params, rng),
+            Kind::Qwen(b) => b.sample(prompts, params, rng),
+        }
+    }
+
+    /// As [`Batcher::sample`] with `on_token` called for every draw, decoded alone on these
+    /// weights (the callback cannot run on another caller's thread): `Trainer::sample`'s path.
+    pub fn sample_observed(
+        &self,
+        prompts: &[Vec<u32>],
+        params: &SampleParams,
+        rng: &mut ChaCha8Rng,
+        on_token: &mut dyn FnMut(TokenEvent<'_>),
+    ) -> Result<Vec<Completion>> {
+        match &self.0 {
+            Kind::Tiny(b) => sample_alone(&b.weights, &b.tokenizer, prompts, params, rng, on_token),
+            Kind::Qwen(b) => sample_alone(&b.weights, &b.tokenizer, prompts, params, rng, on_token),
+        }
+    }
+}
+
+/// The batch of one decoder's weights.
+struct Batch<D: Decoder> {
+    weights: D,
+    tokenizer: Tokenizer,
+    state: Mutex<State<D>>,
+    wake: Condvar,
+    /// Prompts prefilled on these weights (only the leader touches it).
+    cache: Mutex<PrefixCache<D::Seq>>,
+}
+
 /// Fails the groups a panicking leader held, so their callers get an error instead of waiting
 /// for ever, and frees the lead.
-struct LeadGuard<'a> {
-    batcher: &'a Batcher,
+struct LeadGuard<'a, D: Decoder> {
+    batcher: &'a Batch<D>,
     held: Vec<u64>,
 }
 
-impl Drop for LeadGuard<'_> {
+impl<D: Decoder> Drop for LeadGuard<'_, D> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             let mut st = self.batcher.lock();
@@ -69,10 +142,9 @@ impl Drop for LeadGuard<'_> {
     }
 }
 
-impl Batcher {
-    /// A batcher decoding with `weights`, stop strings read by `tokenizer`.
-    pub fn new(weights: TinyWeights, tokenizer: Tokenizer) -> Batcher {
-        Batcher {
+impl<D: Decoder> Batch<D> {
+    fn new(weights: D, tokenizer: Tokenizer) -> Batch<D> {
+        Batch {
             weights,
             tokenizer,
             state: Mutex::default(),
@@ -81,45 +153,27 @@ impl Batcher {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State<D>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// How many steps have run, how many sequence rows their forwards advanced in all (prompt
-    /// tokens served from the prefix cache not counted), and how many prompt tokens the cache
-    /// served.
-    pub fn counts(&self) -> (u64, u64, u64) {
+    fn counts(&self) -> (u64, u64, u64) {
         let reused = self.cache.lock().unwrap_or_else(PoisonError::into_inner).reused();
         let st = self.lock();
         (st.steps, st.rows, reused)
     }
 
-    /// `params.n` completions of each prompt, prompts one after another with `rng` (which
-    /// advances past every draw), decoded in the shared batch. The same tokens as decoding
-    /// alone (`sample::sample`), whatever else is in the batch.
-    pub fn sample(
+    fn sample(
         &self,
         prompts: &[Vec<u32>],
         params: &SampleParams,
         rng: &mut ChaCha8Rng,
     ) -> Result<Vec<Completion>> {
-        super::per_prompt(&self.weights, prompts, params, rng, |job| self.run(job))
-    }
-
-    /// As [`Batcher::sample`] with `on_token` called for every draw, decoded alone on these
-    /// weights (the callback cannot run on another caller's thread): `Trainer::sample`'s path.
-    pub fn sample_observed(
-        &self,
-        prompts: &[Vec<u32>],
-        params: &SampleParams,
-        rng: &mut ChaCha8Rng,
-        on_token: &mut dyn FnMut(TokenEvent<'_>),
-    ) -> Result<Vec<Completion>> {
-        super::sample_alone(&self.weights, &self.tokenizer, prompts, params, rng, on_token)
+        per_prompt(&self.weights, prompts, params, rng, |job| self.run(job))
     }
 
     /// Puts `job` in the batch and returns its outcome, leading the batch while needed.
-    fn run(&self, job: Job) -> Outcome {
+    fn run(&self, job: Job<D>) -> Outcome {
         let mut st = self.lock();
         let id = st.next_id;
         st.next_id += 1;
@@ -136,16 +190,16 @@ impl Batcher {
     }
 
     /// Steps the batch until group `mine` is done; then leaves the rest to the next caller.
-    fn lead(&self, mine: u64, mut st: MutexGuard<'_, State>) -> Outcome {
+    fn lead(&self, mine: u64, mut st: MutexGuard<'_, State<D>>) -> Outcome {
         st.leading = true;
         let mut batch = std::mem::take(&mut st.running);
         batch.append(&mut st.joining);
         drop(st);
         let mut guard = LeadGuard { batcher: self, held: batch.iter().map(|(i, _)| *i).collect() };
         loop {
-            let (ids, mut jobs): (Vec<u64>, Vec<Job>) = batch.into_iter().unzip();
+            let (ids, mut jobs): (Vec<u64>, Vec<Job<D>>) = batch.into_iter().unzip();
             let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-            let held: &mut PrefixCache = &mut cache;
+            let held: &mut PrefixCache<D::Seq> = &mut cache;
             // The whole step on one of rayon's threads: its parallel parts then hand work to
             // the other threads from inside the pool, rather than each part waking the pool
             // from this caller's thread and sleeping until it is done.

@@ -19,6 +19,9 @@ const WIDE: usize = super::avx512::LANES;
 #[cfg(not(target_arch = "x86_64"))]
 const WIDE: usize = 16;
 
+/// Weights of one column tile at most (half a core's L2 on current x86 server parts).
+const TILE_BYTES: usize = 512 << 10;
+
 /// Multiply-adds below which a product runs on the calling thread.
 const PARALLEL_WORK: usize = 1 << 17;
 
@@ -55,8 +58,8 @@ impl Dense {
             self.rows(x, &mut out);
             return out;
         }
-        // Whole blocks of four rows per thread where there are enough.
-        let per = rows.div_ceil(threads).next_multiple_of(4).min(rows).max(1);
+        // Whole blocks of eight rows per thread where there are enough.
+        let per = rows.div_ceil(threads).next_multiple_of(8).min(rows).max(1);
         out.par_chunks_mut(per * n).enumerate().for_each(|(c, chunk)| {
             let r0 = c * per;
             let nr = chunk.len() / n;
@@ -65,7 +68,7 @@ impl Dense {
         out
     }
 
-    /// The product of `x`'s rows into `out` on this thread: blocks of 4 rows × 3 registers of
+    /// The product of `x`'s rows into `out` on this thread: blocks of rows × 3 registers of
     /// outputs, then single rows × 8 registers, on sixteen-lane registers where the CPU has
     /// them, then eight-lane ones, the rest element by element.
     fn rows(&self, x: &[f32], out: &mut [f32]) {
@@ -85,35 +88,64 @@ impl Dense {
     }
 
     /// Outputs `from..to` of every row, `lanes` to a register (`to − from` a multiple of it);
-    /// returns `to`.
+    /// returns `to`. Blocks of eight rows where the registers are sixteen lanes wide (and so
+    /// thirty-two: 24 accumulators), of four on AVX2's sixteen registers, then single rows.
     fn columns(&self, x: &[f32], out: &mut [f32], from: usize, to: usize, lanes: usize) -> usize {
-        let (k, n) = (self.k, self.n);
-        let rows = out.len() / n.max(1);
+        let rows = out.len() / self.n.max(1);
+        // Many rows over large weights: column tiles whose weights stay in the core's cache
+        // while every row uses them, instead of streaming the whole matrix per block of rows.
+        let tile = (TILE_BYTES / (4 * self.k.max(1))) / (3 * lanes) * (3 * lanes);
+        if rows > 8 && tile > 0 && tile < to - from {
+            let mut c = from;
+            while c < to {
+                let end = (c + tile).min(to);
+                self.columns_all(x, out, c, end, lanes);
+                c = end;
+            }
+            return to;
+        }
+        self.columns_all(x, out, from, to, lanes);
+        to
+    }
+
+    /// [`Dense::columns`] for all of `from..to` at once.
+    fn columns_all(&self, x: &[f32], out: &mut [f32], from: usize, to: usize, lanes: usize) {
+        let rows = out.len() / self.n.max(1);
         let mut r = 0;
+        if lanes == WIDE {
+            while r + 8 <= rows {
+                self.strip::<8, 3>(x, out, r, from..to, lanes);
+                r += 8;
+            }
+        }
         while r + 4 <= rows {
-            let mut j = from;
-            while j + 3 * lanes <= to {
-                self.panel::<4, 3>(&x[r * k..], r, j, lanes, out);
-                j += 3 * lanes;
-            }
-            while j < to {
-                self.panel::<4, 1>(&x[r * k..], r, j, lanes, out);
-                j += lanes;
-            }
+            self.strip::<4, 3>(x, out, r, from..to, lanes);
             r += 4;
         }
         for r in r..rows {
-            let mut j = from;
-            while j + 8 * lanes <= to {
-                self.panel::<1, 8>(&x[r * k..], r, j, lanes, out);
-                j += 8 * lanes;
-            }
-            while j < to {
-                self.panel::<1, 1>(&x[r * k..], r, j, lanes, out);
-                j += lanes;
-            }
+            self.strip::<1, 8>(x, out, r, from..to, lanes);
         }
-        to
+    }
+
+    /// Rows `r..r + R` × outputs `cols`: panels of C registers, then of one.
+    fn strip<const R: usize, const C: usize>(
+        &self,
+        x: &[f32],
+        out: &mut [f32],
+        r: usize,
+        cols: std::ops::Range<usize>,
+        lanes: usize,
+    ) {
+        let x = &x[r * self.k..];
+        let mut j = cols.start;
+        while j + C * lanes <= cols.end {
+            self.panel::<R, C>(x, r, j, lanes, out);
+            j += C * lanes;
+        }
+        while j < cols.end {
+            self.panel::<R, 1>(x, r, j, lanes, out);
+            j += lanes;
+        }
     }
 
     /// Output `j` of the row `x`: the chain every kernel computes.

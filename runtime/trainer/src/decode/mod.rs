@@ -1,221 +1,125 @@
-//! Batched decoding of the tiny model on the CPU: concurrent requests' sequences advance
-//! together, one forward per step, each request drawing from its own seeded RNG. The kernels
-//! are row-stable (`dense.rs`, `kernels.rs`, `softmax.rs`), so what a request decodes never
-//! depends on what shares its steps, nor on whether its prompt's prefix came from the prefix
-//! cache (`prefix.rs`): runs stay reproducible however episodes interleave.
+//! Batched decoding on the CPU, of the tiny model (`tiny.rs`) and of Qwen models in f32
+//! (`qwen.rs`): concurrent requests' sequences advance together, one forward per step
+//! (`step.rs`), each request drawing from its own seeded RNG. The kernels are row-stable
+//! (`dense.rs`, `kernels.rs`, `softmax.rs`), so what a request decodes never depends on what
+//! shares its steps, nor on whether its prompt's prefix came from the prefix cache
+//! (`prefix.rs`): runs stay reproducible however episodes interleave.
 //!
 //! `Sampler::sample` goes through the [`Batcher`] its trainer shares among all samplers of one
 //! set of weights; `sample::sample_observed` (one caller, a callback per token) runs the same
-//! steps alone. Qwen models, and the tiny model with `ops = reference` or off the CPU, keep
-//! candle's path (`sample.rs`).
+//! steps alone. Models off the CPU, the tiny model with `ops = reference` and Qwen models
+//! computing in bf16 or f16 keep candle's path (`sample.rs`).
 
+mod attention;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod batcher;
+mod block;
+mod cache;
 pub mod dense;
 pub mod kernels;
+mod pass;
 mod prefix;
+pub mod qwen;
 pub mod softmax;
+mod step;
 pub mod tiny;
+mod wide;
 
 use rand_chacha::ChaCha8Rng;
 
 pub use batcher::Batcher;
 pub use prefix::PrefixCache;
+pub use qwen::QwenWeights;
 pub use tiny::{Seq, TinyWeights};
 
 use crate::error::Result;
 use crate::models::Model;
-use crate::sample::{Completion, Group, SampleParams, TokenEvent};
+use crate::sample::{Completion, SampleParams, TokenEvent};
 use crate::tokenizer::Tokenizer;
 
-/// The weights to decode `model` with here, when it is the tiny model on the CPU with the
-/// default (fused) ops; `None`: candle's path.
-pub fn weights_for(model: &Model) -> Result<Option<TinyWeights>> {
+/// A model's weights as a row-stable decoder reads them.
+pub trait Decoder: std::fmt::Debug + Send + Sync {
+    /// One sequence's tokens and cache.
+    type Seq: Sequence;
+
+    /// The longest sequence it decodes.
+    fn context(&self) -> usize;
+
+    /// An empty sequence with room for `capacity` tokens (it grows past them if it must).
+    fn new_seq(&self, capacity: usize) -> Self::Seq;
+
+    /// Feeds `feeds[s]` (at least one token, within the context) to `seqs[s]` and returns each
+    /// sequence's next-token scores after its last new token. Every position's numbers depend
+    /// on its sequence's tokens up to it only: not on the other sequences, nor on how the
+    /// sequence's tokens were split between calls.
+    fn forward(&self, seqs: &mut [&mut Self::Seq], feeds: &[&[u32]]) -> Result<Vec<Vec<f32>>>;
+}
+
+/// A sequence being decoded: its tokens, and a cache that can be cut back to a prefix.
+pub trait Sequence: std::fmt::Debug + Clone + Default + Send + Sync {
+    /// The tokens fed so far.
+    fn ids(&self) -> &[u32];
+
+    /// Forgets every position from `len` on (a cached prefix reused for another prompt).
+    fn truncate(&mut self, len: usize);
+
+    /// Number of tokens fed.
+    fn len(&self) -> usize {
+        self.ids().len()
+    }
+
+    /// Whether nothing has been fed.
+    fn is_empty(&self) -> bool {
+        self.ids().is_empty()
+    }
+}
+
+/// The weights of a model the batch decodes.
+#[derive(Debug, Clone)]
+pub enum Weights {
+    /// The tiny model (`std::models::tiny`).
+    Tiny(Box<TinyWeights>),
+    /// A Qwen model computing in f32.
+    Qwen(Box<QwenWeights>),
+}
+
+impl From<TinyWeights> for Weights {
+    fn from(w: TinyWeights) -> Weights {
+        Weights::Tiny(Box::new(w))
+    }
+}
+
+impl From<QwenWeights> for Weights {
+    fn from(w: QwenWeights) -> Weights {
+        Weights::Qwen(Box::new(w))
+    }
+}
+
+/// The weights to decode `model` with here: the tiny model with the default (fused) ops, or a
+/// Qwen model computing in f32, on the CPU; `None`: candle's path.
+pub fn weights_for(model: &Model) -> Result<Option<Weights>> {
+    if !model.device().is_cpu() {
+        return Ok(None);
+    }
     match model {
-        Model::Tiny(m) if m.ops().is_fused() && model.device().is_cpu() => {
-            Ok(Some(TinyWeights::new(m)?))
-        }
+        Model::Tiny(m) if m.ops().is_fused() => Ok(Some(TinyWeights::new(m)?.into())),
+        Model::Qwen(m) if m.computes_in_f32() => Ok(Some(QwenWeights::new(m)?.into())),
         Model::Tiny(_) | Model::Qwen(_) => Ok(None),
     }
 }
 
-/// One prompt's group being decoded: its rows' sequences (one, the prompt's, until the prefill
-/// has run), the tokens to feed next, and its RNG.
-#[derive(Debug)]
-pub(crate) struct Job {
-    group: Group,
-    params: SampleParams,
-    rng: ChaCha8Rng,
-    seqs: Vec<Seq>,
-    next: Vec<Option<u32>>,
-    prefilled: bool,
-}
-
-impl Job {
-    /// Prompt `pi`'s group, checked against the context.
-    pub(crate) fn new(
-        weights: &TinyWeights,
-        pi: usize,
-        prompt: &[u32],
-        params: &SampleParams,
-        rng: ChaCha8Rng,
-    ) -> Result<Job> {
-        let group = Group::new(pi, prompt, params, weights.context())?;
-        let capacity = prompt.len().saturating_add(params.max_tokens).min(weights.context());
-        Ok(Job {
-            group,
-            params: params.clone(),
-            rng,
-            seqs: vec![Seq::new(weights, capacity)],
-            next: Vec::new(),
-            prefilled: false,
-        })
-    }
-
-    /// Whether the group is complete.
-    pub(crate) fn finished(&self) -> bool {
-        self.group.finished()
-    }
-
-    /// The completions and the RNG, advanced past every draw.
-    pub(crate) fn complete(self, tokenizer: &Tokenizer) -> Result<(Vec<Completion>, ChaCha8Rng)> {
-        Ok((self.group.complete(tokenizer)?, self.rng))
-    }
-}
-
-/// The token row `r` of a prefilled group feeds next: its last draw, unless that ended it.
-fn feed<'a>(group: &Group, next: &'a [Option<u32>], r: usize) -> Option<&'a u32> {
-    next.get(r).and_then(Option::as_ref).filter(|_| !group.is_done(r))
-}
-
-/// One decoding step of every unfinished job in `jobs`, in a single forward: new jobs' prompts
-/// (after the longest prefix `cache` holds, if any) and every other job's new tokens; then each
-/// job's draws. Returns the jobs that failed, with the error (those are left unfinished), and
-/// the sequence rows the forward advanced.
-pub(crate) fn step(
-    weights: &TinyWeights,
-    tokenizer: &Tokenizer,
-    jobs: &mut [Job],
-    mut cache: Option<&mut PrefixCache>,
-    on_token: &mut dyn FnMut(TokenEvent<'_>),
-) -> (Vec<(usize, crate::error::TrainerError)>, usize) {
-    let mut failed = Vec::new();
-    // Per job, its rows' scores this step (empty for rows not drawn).
-    let mut scores: Vec<Vec<Vec<f32>>> =
-        jobs.iter().map(|j| vec![Vec::new(); j.params.n]).collect();
-    // The forward's sequences and what each is fed, and which (job, row) each is (`None`: a
-    // new job's prompt).
-    let mut seqs: Vec<&mut Seq> = Vec::new();
-    let mut feeds: Vec<&[u32]> = Vec::new();
-    let mut slots: Vec<(usize, Option<usize>)> = Vec::new();
-    // New jobs waiting a step for an earlier new job's prompt to be cached: they share more
-    // of it than the cache holds (the episodes of one group start together).
-    let mut waiting: Vec<usize> = Vec::new();
-    let mut starting: Vec<&[u32]> = Vec::new();
-    for (ji, job) in jobs.iter_mut().enumerate().filter(|(_, j)| !j.finished()) {
-        let Job { group, seqs: rows, prefilled, next, .. } = job;
-        if !*prefilled {
-            let prompt = group.prompt();
-            if let (Some(c), true) = (cache.as_deref_mut(), rows[0].is_empty()) {
-                let shared = starting.iter().map(|p| prefix::common_prefix(p, prompt)).max();
-                if shared.unwrap_or(0) >= c.longest(prompt) + prefix::MIN_REUSE {
-                    waiting.push(ji);
-                    continue;
-                }
-                if let Some(seq) = c.start(prompt) {
-                    rows[0] = seq;
-                }
-            }
-            starting.push(prompt);
-            feeds.push(&prompt[rows[0].len()..]);
-            seqs.push(&mut rows[0]);
-            slots.push((ji, None));
-            continue;
-        }
-        for (r, seq) in rows.iter_mut().enumerate() {
-            if let Some(tok) = feed(group, next, r) {
-                feeds.push(std::slice::from_ref(tok));
-                seqs.push(seq);
-                slots.push((ji, Some(r)));
-            }
-        }
-    }
-    let advanced = feeds.iter().map(|f| f.len()).sum();
-    let out =
-        if seqs.is_empty() { Ok(Vec::new()) } else { tiny::forward(weights, &mut seqs, &feeds) };
-    drop((seqs, feeds, starting));
-    match out {
-        Ok(out) => {
-            for (&(ji, r), row) in slots.iter().zip(out) {
-                let job = &mut jobs[ji];
-                match r {
-                    Some(r) => scores[ji][r] = row,
-                    None => {
-                        if let Some(c) = cache.as_deref_mut() {
-                            c.keep(&job.seqs[0]);
-                        }
-                        job.seqs = vec![job.seqs[0].clone(); job.params.n];
-                        scores[ji] = vec![row; job.params.n];
-                        job.prefilled = true;
-                    }
-                }
-            }
-        }
-        Err(e) => {
-            let mut hit: Vec<usize> = slots.iter().map(|&(ji, _)| ji).collect();
-            hit.dedup();
-            let msg = e.to_string();
-            failed.extend(hit.into_iter().map(|ji| (ji, crate::error::config_err(msg.clone()))));
-        }
-    }
-    for (ji, job) in jobs.iter_mut().enumerate().filter(|(_, j)| !j.finished()) {
-        if failed.iter().any(|(f, _)| *f == ji) || waiting.contains(&ji) {
-            continue;
-        }
-        let rows = &mut scores[ji];
-        match job.group.draw(rows, &job.params, tokenizer, &mut job.rng, on_token) {
-            Ok(next) => job.next = next,
-            Err(e) => failed.push((ji, e)),
-        }
-    }
-    (failed, advanced)
-}
-
-/// Each prompt's group in turn from `rng` (advanced past every draw), decoded by `decode`.
-fn per_prompt(
-    weights: &TinyWeights,
-    prompts: &[Vec<u32>],
-    params: &SampleParams,
-    rng: &mut ChaCha8Rng,
-    mut decode: impl FnMut(Job) -> Result<(Vec<Completion>, ChaCha8Rng)>,
-) -> Result<Vec<Completion>> {
-    let mut out = Vec::new();
-    for (pi, prompt) in prompts.iter().enumerate() {
-        let (completions, advanced) = decode(Job::new(weights, pi, prompt, params, rng.clone())?)?;
-        *rng = advanced;
-        out.extend(completions);
-    }
-    Ok(out)
-}
-
 /// Decodes `prompts` one after another with `rng` (as `sample::sample_observed`), alone.
 pub(crate) fn sample_alone(
-    weights: &TinyWeights,
+    weights: &Weights,
     tokenizer: &Tokenizer,
     prompts: &[Vec<u32>],
     params: &SampleParams,
     rng: &mut ChaCha8Rng,
     on_token: &mut dyn FnMut(TokenEvent<'_>),
 ) -> Result<Vec<Completion>> {
-    per_prompt(weights, prompts, params, rng, |job| {
-        let mut jobs = [job];
-        while !jobs[0].finished() {
-            if let Some((_, e)) = step(weights, tokenizer, &mut jobs, None, on_token).0.pop() {
-                return Err(e);
-            }
-        }
-        let [job] = jobs;
-        job.complete(tokenizer)
-    })
+    match weights {
+        Weights::Tiny(w) => step::sample_alone(&**w, tokenizer, prompts, params, rng, on_token),
+        Weights::Qwen(w) => step::sample_alone(&**w, tokenizer, prompts, params, rng, on_token),
+    }
 }

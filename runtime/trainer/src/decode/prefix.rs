@@ -4,7 +4,7 @@
 //! passes (`tiny::forward`), so a reused prefix is exactly what prefilling it again would give:
 //! caching changes the time, never a token.
 
-use super::tiny::Seq;
+use super::Sequence;
 
 /// Prompts kept at most.
 const ENTRIES: usize = 32;
@@ -14,16 +14,22 @@ const TOKENS: usize = 16_384;
 pub(crate) const MIN_REUSE: usize = 16;
 
 /// Prefilled prompts, least recently used first out.
-#[derive(Debug, Default)]
-pub struct PrefixCache {
+#[derive(Debug)]
+pub struct PrefixCache<S> {
     /// (last use, sequence fed exactly its prompt).
-    entries: Vec<(u64, Seq)>,
+    entries: Vec<(u64, S)>,
     clock: u64,
     /// Prompt tokens served from the cache, in all.
     reused: u64,
 }
 
-impl PrefixCache {
+impl<S> Default for PrefixCache<S> {
+    fn default() -> Self {
+        PrefixCache { entries: Vec::new(), clock: 0, reused: 0 }
+    }
+}
+
+impl<S: Sequence> PrefixCache<S> {
     /// How many leading tokens of `prompt` [`PrefixCache::start`] would serve (0: none).
     pub fn longest(&self, prompt: &[u32]) -> usize {
         let limit = prompt.len().saturating_sub(1);
@@ -34,7 +40,7 @@ impl PrefixCache {
     /// The sequence to start `prompt` from: a copy of the cached prompt sharing its longest
     /// prefix, cut there (leaving at least the last token to feed), or `None` when no prompt
     /// shares at least [`MIN_REUSE`] tokens.
-    pub fn start(&mut self, prompt: &[u32]) -> Option<Seq> {
+    pub fn start(&mut self, prompt: &[u32]) -> Option<S> {
         let limit = prompt.len().saturating_sub(1);
         let (at, common) = self
             .entries
@@ -55,7 +61,7 @@ impl PrefixCache {
     }
 
     /// Keeps `seq` (fed exactly its prompt) for later prompts; prompts it extends go.
-    pub fn keep(&mut self, seq: &Seq) {
+    pub fn keep(&mut self, seq: &S) {
         if seq.len() < MIN_REUSE || seq.len() > TOKENS {
             return;
         }

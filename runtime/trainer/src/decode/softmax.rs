@@ -4,6 +4,8 @@
 //! polynomial, an exponent built from bits) that the AVX2 kernel and the portable one both
 //! run, and sums keep the fixed eight-lane order of `kernels.rs`.
 
+use super::wide::widest;
+
 /// Lanes of the fixed summation order.
 const LANES: usize = 8;
 
@@ -20,6 +22,7 @@ const P: [f32; 6] =
     [1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5];
 
 /// `eˣ` within 2 ulp, by the same operations as the AVX2 kernel.
+#[inline]
 pub fn exp(x: f32) -> f32 {
     if x < LOW {
         return 0.0;
@@ -35,20 +38,30 @@ pub fn exp(x: f32) -> f32 {
     y * f32::from_bits((((n as i32) + 127) << 23) as u32)
 }
 
-/// Softmax of attention scores in place: `x[j]·scale − slope·(pos − j)` first (ALiBi's
-/// distance penalty, none with a zero slope), then max-subtracted exponentials normalised. An
-/// all-`-inf` row stays as it is.
-pub fn attention(x: &mut [f32], scale: f32, slope: f32, pos: usize) {
-    for (j, v) in x.iter_mut().enumerate() {
-        *v = *v * scale - slope * (pos - j) as f32;
+widest! {
+    /// Softmax of attention scores in place: `x[j]·scale − slope·(pos − j)` first (ALiBi's
+    /// distance penalty, none with a zero slope), then max-subtracted exponentials normalised.
+    /// An all-`-inf` row stays as it is.
+    pub fn attention(x: &mut [f32], scale: f32, slope: f32, pos: usize) {
+        for (j, v) in x.iter_mut().enumerate() {
+            *v = *v * scale - slope * (pos - j) as f32;
+        }
+        softmax_in(x);
     }
-    softmax(x);
 }
 
-/// Softmax of `x` in place (max-subtracted; an all-`-inf` row stays as it is).
+widest! {
+    /// Softmax of `x` in place (max-subtracted; an all-`-inf` row stays as it is).
+    pub fn softmax(x: &mut [f32]) {
+        softmax_in(x);
+    }
+}
+
+/// [`softmax`]'s body, inlined into each widened copy.
+#[inline(always)]
 #[allow(unsafe_code)] // the AVX2 kernel, after its feature check
-pub fn softmax(x: &mut [f32]) {
-    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+fn softmax_in(x: &mut [f32]) {
+    let max = max(x);
     if max == f32::NEG_INFINITY {
         return;
     }
@@ -73,14 +86,36 @@ pub fn softmax(x: &mut [f32]) {
         }
     }
     let mut sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-    for v in &mut x[body..] {
-        *v = exp(*v - max);
+    let tail = &mut x[body..];
+    #[cfg(target_arch = "x86_64")]
+    if done {
+        // SAFETY: the CPU has AVX2 and FMA; the tail is shorter than eight.
+        unsafe { avx2::exp_sub_tail(tail, max) };
+    }
+    for v in tail {
+        if !done {
+            *v = exp(*v - max);
+        }
         sum += *v;
     }
     let inv = 1.0 / sum;
     for v in x.iter_mut() {
         *v *= inv;
     }
+}
+
+/// The largest of `x` (−∞ if empty), sixteen running maxima side by side: a maximum is the
+/// same whatever the order it is taken in.
+#[inline(always)]
+fn max(x: &[f32]) -> f32 {
+    let mut m = [f32::NEG_INFINITY; 16];
+    let mut chunks = x.chunks_exact(16);
+    for c in &mut chunks {
+        for (a, &v) in m.iter_mut().zip(c) {
+            *a = a.max(v);
+        }
+    }
+    chunks.remainder().iter().chain(&m).copied().fold(f32::NEG_INFINITY, f32::max)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -132,6 +167,21 @@ mod avx2 {
         // SAFETY: `out` holds eight f32s.
         unsafe { _mm256_storeu_ps(out.as_mut_ptr(), acc) };
         out
+    }
+
+    /// `x[j] = exp(x[j] − max)` for fewer than eight `x`, in one register (the lanes past
+    /// them computed and dropped). Safety: AVX2 and FMA present.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn exp_sub_tail(x: &mut [f32], max: f32) {
+        let mut lanes = [0f32; LANES];
+        let n = x.len().min(LANES);
+        lanes[..n].copy_from_slice(&x[..n]);
+        // SAFETY: `lanes` holds eight f32s.
+        unsafe {
+            let v = exp8(_mm256_sub_ps(_mm256_loadu_ps(lanes.as_ptr()), _mm256_set1_ps(max)));
+            _mm256_storeu_ps(lanes.as_mut_ptr(), v);
+        }
+        x[..n].copy_from_slice(&lanes[..n]);
     }
 }
 

@@ -6,12 +6,16 @@
 
 use rayon::prelude::*;
 
+use super::attention::{Heads, attention};
+use super::cache::{KeysT, LayerKv};
 use super::dense::Dense;
-use super::kernels::{dot, layer_norm, scores_t, weighted_sum_heads};
-use super::softmax::{self, softmax};
+use super::kernels::{dot, layer_norm};
+use super::pass::{by_rows, each_row, in_passes};
+use super::softmax::softmax;
+use super::wide::widest;
+use super::{Decoder, Sequence};
 use crate::error::Result;
 use crate::models::{Positions, TinyConfig, TinyModel};
-use crate::ops::fused::attention::alibi_slope;
 use crate::ops::fused::gelu::fast_tanh;
 use crate::tokenizer::byte_specials;
 
@@ -110,61 +114,6 @@ impl TinyWeights {
             copy,
         })
     }
-
-    /// The model's context length.
-    pub fn context(&self) -> usize {
-        self.config.context
-    }
-}
-
-/// Keys stored transposed, (dims, capacity): dimension `i` of position `j` at `i·cap + j`, so
-/// a query's scores against every position are one pass of contiguous loads per dimension.
-#[derive(Debug, Clone, Default)]
-struct KeysT {
-    data: Vec<f32>,
-    dims: usize,
-    cap: usize,
-}
-
-/// Positions per score block: the capacity is a multiple of it, so scores are computed in
-/// whole blocks (the kernels' widest registers) and the positions past the last are ignored.
-const BLOCK: usize = 16;
-
-impl KeysT {
-    fn new(dims: usize, cap: usize) -> KeysT {
-        let cap = cap.next_multiple_of(BLOCK);
-        KeysT { data: vec![0f32; dims * cap], dims, cap }
-    }
-
-    /// Writes `key` (dims) at position `j`, doubling the capacity when it is full.
-    fn put(&mut self, j: usize, key: &[f32]) {
-        if j >= self.cap {
-            let cap = (2 * self.cap).max(j + 1).next_multiple_of(BLOCK);
-            let mut data = vec![0f32; self.dims * cap];
-            for i in 0..self.dims {
-                data[i * cap..i * cap + self.cap]
-                    .copy_from_slice(&self.data[i * self.cap..(i + 1) * self.cap]);
-            }
-            (self.data, self.cap) = (data, cap);
-        }
-        for (i, &x) in key.iter().enumerate() {
-            self.data[i * self.cap + j] = x;
-        }
-    }
-
-    /// Scores of `q` (dims `from..from + q.len()`) against positions `0..out.len()`, computed
-    /// for whole blocks of positions: each score is the same chain whichever kernel runs it,
-    /// and a whole block runs on the widest.
-    fn scores(&self, q: &[f32], from: usize, out: &mut [f32]) {
-        let kt = &self.data[from * self.cap..];
-        let whole = out.len().next_multiple_of(BLOCK);
-        if whole == out.len() || whole > self.cap {
-            return scores_t(q, kt, self.cap, out);
-        }
-        let mut block = vec![0f32; whole];
-        scores_t(q, kt, self.cap, &mut block);
-        out.copy_from_slice(&block[..out.len()]);
-    }
 }
 
 /// One sequence's state: its tokens and cached keys and values.
@@ -173,8 +122,7 @@ pub struct Seq {
     /// Every token fed so far.
     ids: Vec<u32>,
     /// Per layer, keys (heads' dimensions side by side) and values (T, d) row-major.
-    k: Vec<KeysT>,
-    v: Vec<Vec<f32>>,
+    pub(super) kv: Vec<LayerKv>,
     /// The copy head's keys.
     copy_keys: KeysT,
     /// Per position, where the segment it is in starts (its role marker), if anywhere.
@@ -188,21 +136,10 @@ impl Seq {
         let layers = weights.config.layers;
         Seq {
             ids: Vec::with_capacity(capacity),
-            k: (0..layers).map(|_| KeysT::new(d, capacity)).collect(),
-            v: (0..layers).map(|_| Vec::with_capacity(capacity * d)).collect(),
+            kv: (0..layers).map(|_| LayerKv::new(d, capacity)).collect(),
             copy_keys: KeysT::new(if weights.copy.is_some() { d } else { 0 }, capacity),
             segment: Vec::with_capacity(capacity),
         }
-    }
-
-    /// Number of tokens fed.
-    pub fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    /// Whether nothing has been fed.
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
     }
 
     fn push_id(&mut self, id: u32) {
@@ -215,27 +152,42 @@ impl Seq {
         self.segment.push(start);
     }
 
-    /// The tokens fed so far.
-    pub fn ids(&self) -> &[u32] {
-        &self.ids
-    }
-
-    /// Forgets every position from `len` on (a cached prefix reused for another prompt).
-    pub fn truncate(&mut self, len: usize) {
-        if len >= self.ids.len() {
-            return;
-        }
-        let d = self.v.first().map_or(0, |v| v.len() / self.ids.len().max(1));
-        self.ids.truncate(len);
-        self.segment.truncate(len);
-        for v in &mut self.v {
-            v.truncate(len * d);
-        }
-    }
-
     /// The token `back` places before position `j` (BOS before the start).
     fn id_before(&self, j: usize, back: usize) -> u32 {
         if j >= back { self.ids[j - back] } else { byte_specials::BOS }
+    }
+}
+
+impl Sequence for Seq {
+    fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    fn truncate(&mut self, len: usize) {
+        if len >= self.ids.len() {
+            return;
+        }
+        self.ids.truncate(len);
+        self.segment.truncate(len);
+        for kv in &mut self.kv {
+            kv.truncate(len);
+        }
+    }
+}
+
+impl Decoder for TinyWeights {
+    type Seq = Seq;
+
+    fn context(&self) -> usize {
+        self.config.context
+    }
+
+    fn new_seq(&self, capacity: usize) -> Seq {
+        Seq::new(self, capacity)
+    }
+
+    fn forward(&self, seqs: &mut [&mut Seq], feeds: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        forward(self, seqs, feeds)
     }
 }
 
@@ -260,55 +212,8 @@ pub fn advance(w: &TinyWeights, seqs: &mut [&mut Seq], tokens: &[u32]) -> Result
 /// how the sequence's tokens were split between passes (a prompt at once, a cached prefix
 /// and the rest, or one token at a time).
 pub fn forward(w: &TinyWeights, seqs: &mut [&mut Seq], feeds: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
-    let ctx = w.config.context;
-    for (seq, feed) in seqs.iter().zip(feeds) {
-        if feed.is_empty() || seq.len() + feed.len() > ctx {
-            return Err(crate::error::config_err(format!(
-                "decode: {} tokens fed to a sequence of {} (context {ctx})",
-                feed.len(),
-                seq.len()
-            )));
-        }
-    }
-    if seqs.len() != feeds.len() {
-        return Err(crate::error::config_err("decode: one feed per sequence"));
-    }
-    let mut out = vec![Vec::new(); seqs.len()];
-    // Tokens of each feed given to a pass so far.
-    let mut fed = vec![0usize; seqs.len()];
-    let mut s = 0;
-    while s < seqs.len() {
-        // The next pass: (sequence, its feed's range), at most PASS_ROWS rows in all.
-        let mut plan: Vec<(usize, usize, usize)> = Vec::new();
-        let mut room = PASS_ROWS;
-        while s < seqs.len() && room > 0 {
-            let take = (feeds[s].len() - fed[s]).min(room);
-            plan.push((s, fed[s], fed[s] + take));
-            fed[s] += take;
-            room -= take;
-            if fed[s] == feeds[s].len() {
-                s += 1;
-            }
-        }
-        let mut part: Vec<&mut Seq> = seqs
-            .iter_mut()
-            .enumerate()
-            .filter(|(i, _)| plan.iter().any(|p| p.0 == *i))
-            .map(|(_, seq)| &mut **seq)
-            .collect();
-        let part_feeds: Vec<&[u32]> = plan.iter().map(|&(i, a, b)| &feeds[i][a..b]).collect();
-        for (&(i, _, end), scores) in plan.iter().zip(pass(w, &mut part, &part_feeds)) {
-            if end == feeds[i].len() {
-                out[i] = scores;
-            }
-        }
-    }
-    Ok(out)
+    in_passes(seqs, feeds, w.config.context, |seqs, feeds| pass(w, seqs, feeds))
 }
-
-/// Rows one pass advances at most: a longer feed (many prompts at once) runs as several passes,
-/// one after another, so each pass's activations stay in the cache.
-const PASS_ROWS: usize = 256;
 
 /// Feeds `feeds[s]` to `seqs[s]` and returns each sequence's scores after its last new token.
 fn pass(w: &TinyWeights, seqs: &mut [&mut Seq], feeds: &[&[u32]]) -> Vec<Vec<f32>> {
@@ -336,27 +241,31 @@ fn pass(w: &TinyWeights, seqs: &mut [&mut Seq], feeds: &[&[u32]]) -> Vec<Vec<f32
     let norm = |x: &mut [f32], (g, b): &(Vec<f32>, Vec<f32>)| {
         by_rows(x, d, |rows| layer_norm(rows, d, g, b, LN_EPS));
     };
+    let heads = Heads {
+        nh: c.heads,
+        nkv: c.heads,
+        hd: d / c.heads,
+        scale: 1.0 / ((d / c.heads) as f32).sqrt(),
+        alibi: c.positions == Positions::Alibi,
+        window: None,
+    };
     for (l, layer) in w.layers.iter().enumerate() {
         let mut h = x.clone();
         norm(&mut h, &layer.ln1);
         let qkv = layer.qkv.apply(&h);
-        for (r, &(s, pos)) in rows.iter().enumerate() {
+        each_row(seqs, &rows, |seq, r, pos| {
             let q = &qkv[r * 3 * d..(r + 1) * 3 * d];
-            seqs[s].k[l].put(pos, &q[d..2 * d]);
-            seqs[s].v[l].extend_from_slice(&q[2 * d..]);
-        }
-        let y = layer.proj.apply(&step_attention(seqs, &rows, l, &qkv, c));
+            seq.kv[l].push(pos, &q[d..2 * d], &q[2 * d..]);
+        });
+        let kvs: Vec<&LayerKv> = seqs.iter().map(|s| &s.kv[l]).collect();
+        let y = layer.proj.apply(&attention(&kvs, &rows, &qkv, 3 * d, heads));
         for (a, b) in x.iter_mut().zip(&y) {
             *a += b;
         }
         let mut h = x.clone();
         norm(&mut h, &layer.ln2);
         let mut f = layer.fc.apply(&h);
-        by_rows(&mut f, d * c.mlp_ratio, |f| {
-            for v in f.iter_mut() {
-                *v = 0.5 * *v * (1.0 + fast_tanh(0.797_884_6 * (*v + 0.044_715 * *v * *v * *v)));
-            }
-        });
+        by_rows(&mut f, d * c.mlp_ratio, gelu);
         let f = layer.mlp_proj.apply(&f);
         for (a, b) in x.iter_mut().zip(&f) {
             *a += b;
@@ -373,16 +282,16 @@ fn pass(w: &TinyWeights, seqs: &mut [&mut Seq], feeds: &[&[u32]]) -> Vec<Vec<f32
         return logits.chunks_exact(vocab).map(<[f32]>::to_vec).collect();
     };
     let keys = cp.key.apply(&x);
-    for (r, &(s, pos)) in rows.iter().enumerate() {
+    each_row(seqs, &rows, |seq, r, pos| {
         let mut key = keys[r * d..(r + 1) * d].to_vec();
         for (back, table) in cp.matches.iter().enumerate() {
-            let id = seqs[s].id_before(pos, back + 1) as usize;
+            let id = seq.id_before(pos, back + 1) as usize;
             for (a, b) in key.iter_mut().zip(&table[id * d..(id + 1) * d]) {
                 *a += b;
             }
         }
-        seqs[s].copy_keys.put(pos, &key);
-    }
+        seq.copy_keys.put(pos, &key);
+    });
     let queries = cp.query.apply(&hl);
     let seqs_ro: &[&mut Seq] = seqs;
     let mix = |s: usize| {
@@ -397,56 +306,13 @@ fn pass(w: &TinyWeights, seqs: &mut [&mut Seq], feeds: &[&[u32]]) -> Vec<Vec<f32
     }
 }
 
-/// `f` over `x`'s rows of `width`, blocks of rows shared out among rayon's threads where
-/// there are enough rows to be worth the hand-off (each row's numbers are the same either way).
-fn by_rows(x: &mut [f32], width: usize, f: impl Fn(&mut [f32]) + Sync + Send) {
-    let rows = x.len() / width.max(1);
-    let threads = rayon::current_num_threads().max(1);
-    if rows < 32 || threads == 1 {
-        return f(x);
-    }
-    x.par_chunks_mut(rows.div_ceil(threads) * width).for_each(f);
-}
-
-/// Attention of one new row per sequence over its cache, rows in parallel: (rows, d).
-fn step_attention(
-    seqs: &[&mut Seq],
-    rows: &[(usize, usize)],
-    l: usize,
-    qkv: &[f32],
-    c: &TinyConfig,
-) -> Vec<f32> {
-    let (d, nh) = (c.d_model, c.heads);
-    let hd = d / nh;
-    let scale = 1.0 / (hd as f32).sqrt();
-    let alibi = c.positions == Positions::Alibi;
-    let one = |r: usize, yr: &mut [f32], (s, pos): (usize, usize)| {
-        let (keys, vals) = (&seqs[s].k[l], &seqs[s].v[l]);
-        let q = &qkv[r * 3 * d..r * 3 * d + d];
-        // Every head's probabilities, then their weighted sums of values all at once.
-        let len = pos + 1;
-        let mut p = vec![0f32; nh * len];
-        for (head, ph) in p.chunks_exact_mut(len).enumerate() {
-            let o = head * hd;
-            let slope = if alibi { alibi_slope(head, nh) } else { 0.0 };
-            keys.scores(&q[o..o + hd], o, ph);
-            softmax::attention(ph, scale, slope, pos);
+widest! {
+    /// GELU (tanh form, as `models::tiny`'s) of every element in place.
+    fn gelu(f: &mut [f32]) {
+        for v in f.iter_mut() {
+            *v = 0.5 * *v * (1.0 + fast_tanh(0.797_884_6 * (*v + 0.044_715 * *v * *v * *v)));
         }
-        weighted_sum_heads(&p, len, vals, d, hd, yr);
-    };
-    let mut y = vec![0f32; rows.len() * d];
-    if rows.len() < 2 {
-        // One row: no hand-off to rayon's threads, which costs more than the row.
-        for (r, (yr, &row)) in y.chunks_mut(d).zip(rows).enumerate() {
-            one(r, yr, row);
-        }
-    } else {
-        y.par_chunks_mut(d)
-            .zip(rows.par_iter())
-            .enumerate()
-            .for_each(|(r, (yr, &row))| one(r, yr, row));
     }
-    y
 }
 
 /// The copy head at the sequence's position `pos` (its last): the gated mix of the vocabulary

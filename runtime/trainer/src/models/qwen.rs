@@ -166,6 +166,11 @@ impl QwenModel {
         QwenModel::load(src, &crate::hf::inspect(dir)?, device)
     }
 
+    /// Whether the forward computes in f32 (the row-stable decoder's dtype, `decode::qwen`).
+    pub fn computes_in_f32(&self) -> bool {
+        self.compute == DType::F32
+    }
+
     /// The op implementation in use.
     pub fn ops(&self) -> Ops {
         self.ops

@@ -3,7 +3,7 @@
 
 use candle_core::{Device, Tensor};
 use wrl_trainer::decode::tiny::{advance, forward, prefill};
-use wrl_trainer::decode::{Batcher, Seq, TinyWeights};
+use wrl_trainer::decode::{Batcher, Seq, Sequence, TinyWeights};
 use wrl_trainer::models::Model;
 use wrl_trainer::{OpsMode, SampleParams};
 

@@ -7,6 +7,7 @@ mod common;
 mod config;
 mod cpu_independent;
 mod decode;
+mod decode_qwen;
 mod fused;
 mod grads;
 mod hf;
