@@ -11,9 +11,9 @@ use std::arch::x86_64::*;
 /// Lanes per register.
 pub const LANES: usize = 16;
 
-/// `out[r·n + j0 + e] = Σᵢ x[r·k + i]·wt[i·n + j0 + e]` for r < R, e < 16C, i in order from 0
-/// (no bias). Safety: the CPU has AVX-512F (`kernels::avx512_available`); `x` holds R·k,
-/// `wt` k·n and `out` R·n values, and j0 + 16C ≤ n.
+/// `out[r·os + oj + e] = Σᵢ x[r·k + i]·wt[i·n + j0 + e]` for r < R, e < 16C, i in order from
+/// 0 (no bias). Safety: the CPU has AVX-512F (`kernels::avx512_available`); `x` holds R·k and
+/// `wt` k·n values, j0 + 16C ≤ n, and (R − 1)·os + oj + 16C ≤ len(out).
 #[target_feature(enable = "avx512f")]
 pub unsafe fn panel<const R: usize, const C: usize>(
     wt: &[f32],
@@ -21,7 +21,7 @@ pub unsafe fn panel<const R: usize, const C: usize>(
     k: usize,
     x: &[f32],
     j0: usize,
-    out: &mut [f32],
+    (out, os, oj): (&mut [f32], usize, usize),
 ) {
     let mut acc = [[_mm512_setzero_ps(); C]; R];
     for i in 0..k {
@@ -39,8 +39,8 @@ pub unsafe fn panel<const R: usize, const C: usize>(
     }
     for (r, row) in acc.iter().enumerate() {
         for (c, a) in row.iter().enumerate() {
-            // SAFETY: r·n + j0 + 16c + 16 ≤ (R − 1)·n + n.
-            unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(r * n + j0 + c * LANES), *a) };
+            // SAFETY: r·os + oj + 16c + 16 ≤ (R − 1)·os + oj + 16C ≤ len(out).
+            unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(r * os + oj + c * LANES), *a) };
         }
     }
 }

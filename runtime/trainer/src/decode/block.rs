@@ -24,10 +24,10 @@ pub fn scores_rows(x: &[f32], n: usize, kt: &[f32], stride: usize, width: usize,
             // SAFETY: as above.
             unsafe {
                 match n {
-                    1 => panel::<1, 4>(kt, stride, k, x, j, out),
-                    2 => panel::<2, 4>(kt, stride, k, x, j, out),
-                    3 => panel::<3, 4>(kt, stride, k, x, j, out),
-                    _ => panel::<4, 4>(kt, stride, k, x, j, out),
+                    1 => panel::<1, 4>(kt, stride, k, x, j, (out, stride, j)),
+                    2 => panel::<2, 4>(kt, stride, k, x, j, (out, stride, j)),
+                    3 => panel::<3, 4>(kt, stride, k, x, j, (out, stride, j)),
+                    _ => panel::<4, 4>(kt, stride, k, x, j, (out, stride, j)),
                 }
             }
             j += 4 * W;
@@ -36,10 +36,10 @@ pub fn scores_rows(x: &[f32], n: usize, kt: &[f32], stride: usize, width: usize,
             // SAFETY: as above.
             unsafe {
                 match n {
-                    1 => panel::<1, 1>(kt, stride, k, x, j, out),
-                    2 => panel::<2, 1>(kt, stride, k, x, j, out),
-                    3 => panel::<3, 1>(kt, stride, k, x, j, out),
-                    _ => panel::<4, 1>(kt, stride, k, x, j, out),
+                    1 => panel::<1, 1>(kt, stride, k, x, j, (out, stride, j)),
+                    2 => panel::<2, 1>(kt, stride, k, x, j, (out, stride, j)),
+                    3 => panel::<3, 1>(kt, stride, k, x, j, (out, stride, j)),
+                    _ => panel::<4, 1>(kt, stride, k, x, j, (out, stride, j)),
                 }
             }
             j += W;
