@@ -62,3 +62,37 @@ pub fn snapshot(t: &Trainer) -> BTreeMap<String, Vec<f32>> {
 pub fn unchanged(a: &BTreeMap<String, Vec<f32>>, b: &BTreeMap<String, Vec<f32>>) -> Vec<String> {
     a.iter().filter(|(n, v)| b[*n] == **v).map(|(n, _)| n.clone()).collect()
 }
+
+/// Each of `groups` prompts (`job(i)`: the prompt and its sampling) decoded alone by the
+/// sampler of stream 100 + i of `t` (whose seed is `seed`), then all at once, one thread each,
+/// through `batcher` from the same streams: (alone, together).
+pub fn alone_and_together(
+    t: &Trainer,
+    batcher: &wrl_trainer::decode::Batcher,
+    (groups, seed): (usize, u64),
+    job: impl Fn(usize) -> (Vec<u32>, wrl_trainer::SampleParams) + Sync,
+) -> (Vec<Vec<wrl_trainer::Completion>>, Vec<Vec<wrl_trainer::Completion>>) {
+    let alone: Vec<_> = (0..groups)
+        .map(|i| {
+            let (prompt, params) = job(i);
+            t.sampler_for(100 + i as u64).sample(&[prompt], &params).unwrap()
+        })
+        .collect();
+    let barrier = std::sync::Barrier::new(groups);
+    let together = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..groups)
+            .map(|i| {
+                let (barrier, job) = (&barrier, &job);
+                let stream = wrl_trainer::rng::mix(seed, 100 + i as u64);
+                let mut rng = wrl_trainer::rng::rng_from_seed(stream);
+                s.spawn(move || {
+                    let (prompt, params) = job(i);
+                    barrier.wait();
+                    batcher.sample(&[prompt], &params, &mut rng)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap().unwrap()).collect()
+    });
+    (alone, together)
+}

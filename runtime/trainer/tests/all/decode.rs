@@ -7,7 +7,7 @@ use wrl_trainer::decode::{Batcher, Seq, Sequence, TinyWeights};
 use wrl_trainer::models::Model;
 use wrl_trainer::{OpsMode, SampleParams};
 
-use crate::common::{tiny, tiny_alibi, tiny_copy, trainer};
+use crate::common::{alone_and_together, tiny, tiny_alibi, tiny_copy, trainer};
 
 /// A user turn, an assistant marker, a bit of an answer, and again: the copy head's mask has
 /// a segment of its own to hide.
@@ -120,30 +120,8 @@ fn concurrent_groups_decode_what_they_decode_alone() {
         repetition_penalty: if i == 3 { 1.3 } else { 1.0 },
         ..SampleParams::default()
     };
-    let alone: Vec<_> = (0..8)
-        .map(|i| {
-            let mut s = t.sampler_for(100 + i as u64);
-            s.sample(&[prompt(2 + 5 * i, i as u32)], &params(i)).unwrap()
-        })
-        .collect();
-    let barrier = std::sync::Barrier::new(8);
-    let together: Vec<_> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..8)
-            .map(|i| {
-                let (batcher, barrier) = (&batcher, &barrier);
-                let mut rng = wrl_trainer::rng::rng_from_seed(wrl_trainer::rng::mix(7, 100 + i));
-                s.spawn(move || {
-                    barrier.wait();
-                    batcher.sample(
-                        &[prompt(2 + 5 * i as usize, i as u32)],
-                        &params(i as usize),
-                        &mut rng,
-                    )
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap().unwrap()).collect()
-    });
+    let job = |i: usize| (prompt(2 + 5 * i, i as u32), params(i));
+    let (alone, together) = alone_and_together(&t, &batcher, (8, 7), job);
     assert_eq!(together, alone);
     let (steps, rows, _) = batcher.counts();
     assert!(steps > 0 && rows > steps, "{steps} steps advanced {rows} rows");

@@ -8,7 +8,7 @@ use wrl_trainer::decode::{Batcher, Decoder, QwenWeights, Sequence};
 use wrl_trainer::models::Model;
 use wrl_trainer::{OpsMode, SampleParams, Trainer};
 
-use crate::common::trainer;
+use crate::common::{alone_and_together, trainer};
 use crate::qwen::{Shape, policy, qwen2_shape, qwen3_shape, write_checkpoint};
 
 /// A trainer over a random checkpoint of `shape`, its layers from the second on sliding with a
@@ -128,27 +128,8 @@ fn concurrent_qwen_groups_decode_what_they_decode_alone() {
         temperature: 0.9,
         ..SampleParams::default()
     };
-    let alone: Vec<_> = (0..6)
-        .map(|i| {
-            let mut s = t.sampler_for(100 + i as u64);
-            s.sample(&[prompt(4 + 5 * i, i as u32)], &params(i)).unwrap()
-        })
-        .collect();
-    let barrier = std::sync::Barrier::new(6);
-    let together: Vec<_> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..6)
-            .map(|i| {
-                let (batcher, barrier) = (&batcher, &barrier);
-                let mut rng = wrl_trainer::rng::rng_from_seed(wrl_trainer::rng::mix(7, 100 + i));
-                s.spawn(move || {
-                    barrier.wait();
-                    let i = i as usize;
-                    batcher.sample(&[prompt(4 + 5 * i, i as u32)], &params(i), &mut rng)
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap().unwrap()).collect()
-    });
+    let job = |i: usize| (prompt(4 + 5 * i, i as u32), params(i));
+    let (alone, together) = alone_and_together(&t, &batcher, (6, 7), job);
     assert_eq!(together, alone);
     let (steps, rows, _) = batcher.counts();
     assert!(steps > 0 && rows > steps, "{steps} steps advanced {rows} rows");
