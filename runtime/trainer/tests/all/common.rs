@@ -96,3 +96,19 @@ pub fn alone_and_together(
     });
     (alone, together)
 }
+
+/// The largest difference between `ours` and candle's next-token scores after feeding `feed`
+/// to `model` over `cache` (which advances).
+pub fn candle_difference(
+    model: &wrl_trainer::models::Model,
+    cache: &mut wrl_trainer::models::KvCache,
+    feed: &[u32],
+    ours: &[f32],
+) -> f32 {
+    let device = candle_core::Device::Cpu;
+    let ids = candle_core::Tensor::from_vec(feed.to_vec(), (1, feed.len()), &device).unwrap();
+    let theirs: Vec<f32> =
+        model.forward_cached_last(&ids, cache).unwrap().squeeze(0).unwrap().to_vec1().unwrap();
+    assert_eq!(ours.len(), theirs.len(), "score widths");
+    ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max)
+}

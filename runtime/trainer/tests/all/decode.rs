@@ -1,13 +1,12 @@
 //! Batched decoding (`decode`): the row-stable forward computes what candle's does, and a
 //! group decodes the same tokens in a shared batch as alone, whoever else is in it.
 
-use candle_core::{Device, Tensor};
 use wrl_trainer::decode::tiny::{advance, forward, prefill};
 use wrl_trainer::decode::{Batcher, Seq, Sequence, TinyWeights};
 use wrl_trainer::models::Model;
 use wrl_trainer::{OpsMode, SampleParams};
 
-use crate::common::{alone_and_together, tiny, tiny_alibi, tiny_copy, trainer};
+use crate::common::{alone_and_together, candle_difference, tiny, tiny_alibi, tiny_copy, trainer};
 
 /// A user turn, an assistant marker, a bit of an answer, and again: the copy head's mask has
 /// a segment of its own to hide.
@@ -33,16 +32,7 @@ fn forward_matches_candle(policy: wrl_trainer::PolicyConfig) {
         } else {
             advance(&w, &mut [&mut seq], &feed).unwrap().remove(0)
         };
-        let ids = Tensor::from_vec(feed.clone(), (1, feed.len()), &Device::Cpu).unwrap();
-        let theirs: Vec<f32> = t
-            .model()
-            .forward_cached_last(&ids, &mut cache)
-            .unwrap()
-            .squeeze(0)
-            .unwrap()
-            .to_vec1()
-            .unwrap();
-        let worst = ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        let worst = candle_difference(t.model(), &mut cache, &feed, &ours);
         assert!(worst < 2e-4, "step {step}: scores differ by {worst}");
         feed = vec![(b'd' as u32) + step];
     }

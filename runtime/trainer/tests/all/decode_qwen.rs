@@ -3,12 +3,11 @@
 //! sequence's scores do not depend on how its tokens were split or what shares its passes, and
 //! concurrent groups decode in one batch exactly what each decodes alone.
 
-use candle_core::{Device, Tensor};
 use wrl_trainer::decode::{Batcher, Decoder, QwenWeights, Sequence};
 use wrl_trainer::models::Model;
 use wrl_trainer::{OpsMode, SampleParams, Trainer};
 
-use crate::common::{alone_and_together, trainer};
+use crate::common::{alone_and_together, candle_difference, trainer};
 use crate::qwen::{Shape, policy, qwen2_shape, qwen3_shape, write_checkpoint};
 
 /// A trainer over a random checkpoint of `shape`, its layers from the second on sliding with a
@@ -49,17 +48,7 @@ fn matches_candle(shape: Shape, window: Option<usize>) {
     let mut feed = p.clone();
     for step in 0..4u32 {
         let ours = w.forward(&mut [&mut seq], &[&feed]).unwrap().remove(0);
-        let ids = Tensor::from_vec(feed.clone(), (1, feed.len()), &Device::Cpu).unwrap();
-        let theirs: Vec<f32> = t
-            .model()
-            .forward_cached_last(&ids, &mut cache)
-            .unwrap()
-            .squeeze(0)
-            .unwrap()
-            .to_vec1()
-            .unwrap();
-        assert_eq!(ours.len(), theirs.len());
-        let worst = ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        let worst = candle_difference(t.model(), &mut cache, &feed, &ours);
         assert!(worst < 2e-4, "{}: step {step}: logits differ by {worst}", shape.model_type);
         feed = vec![40 + step];
     }
