@@ -5,6 +5,8 @@
 # Knobs: LEVELS (1,4,16), EPISODES (32), PROMPT_BYTES (400), MAX_TOKENS (48), THREADS (2),
 # GROUP (1: every episode its own task; 6: groups of six sharing one, as the quickstart's GRPO).
 # ROUNDS (3): runs per figure, the decoders taking turns; the table gives the best and the median.
+# MODEL (tiny): qwen decodes a random Qwen2 with Qwen2.5-0.5B's layer shape that the bench writes
+# itself, QWEN_LAYERS (4) of its 24 layers (try EPISODES=16 PROMPT_BYTES=128 MAX_TOKENS=32 ROUNDS=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
