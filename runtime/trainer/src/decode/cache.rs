@@ -72,7 +72,7 @@ impl LayerKv {
     /// Position `pos`'s key and value (the next position: `pos` is the count so far).
     pub(super) fn push(&mut self, pos: usize, key: &[f32], value: &[f32]) {
         self.k.put(pos, key);
-        self.v.truncate(pos * self.width);
+        debug_assert_eq!(self.v.len(), pos * self.width, "values cached out of order");
         self.v.extend_from_slice(value);
     }
 

@@ -14,7 +14,7 @@ use super::wide::widest;
 use super::{Decoder, Sequence};
 use crate::error::{Result, config_err};
 use crate::models::QwenModel;
-use crate::models::qwen::rope_frequencies;
+use crate::models::qwen::{rope_frequencies, rope_row};
 
 /// One decoder layer's weights: q, k and v as one dense layer, then the output projection,
 /// gate and up as one, and down.
@@ -95,7 +95,8 @@ impl QwenWeights {
             })
             .collect::<Result<Vec<_>>>()?;
         let emb = get("model.embed_tokens.weight")?;
-        let head = if c.tie_word_embeddings { emb.clone() } else { get("lm_head.weight")? };
+        let head = if c.tie_word_embeddings { None } else { Some(get("lm_head.weight")?) };
+        let lm_head = Dense::new(head.as_deref().unwrap_or(&emb), d, None);
         Ok(QwenWeights {
             d,
             heads: (nh, nkv, hd),
@@ -107,7 +108,7 @@ impl QwenWeights {
             emb,
             layers,
             norm: get("model.norm.weight")?,
-            lm_head: Dense::new(&head, d, None),
+            lm_head,
         })
     }
 
@@ -242,19 +243,14 @@ impl QwenWeights {
         self.lm_head.apply(&hl).chunks_exact(vocab).map(<[f32]>::to_vec).collect()
     }
 
-    /// Each row's RoPE cos and sin (rows × head_dim): the angle `inv_freq · pos` in f32, its
-    /// cos and sin in f64 rounded to f32, times the factor (`QwenModel::rope_tables`).
+    /// Each row's RoPE cos and sin (rows × head_dim), as `QwenModel::rope_tables` makes them.
     fn rope_rows(&self, rows: &[(usize, usize)]) -> (Vec<f32>, Vec<f32>) {
         let (inv, factor) = &self.rope;
         let hd = self.heads.2;
         let mut cos = Vec::with_capacity(rows.len() * hd);
         let mut sin = Vec::with_capacity(rows.len() * hd);
         for &(_, p) in rows {
-            let angles: Vec<f32> = inv.iter().map(|f| f * p as f32).collect();
-            for _ in 0..2 {
-                cos.extend(angles.iter().map(|a| ((*a as f64).cos() as f32) * factor));
-                sin.extend(angles.iter().map(|a| ((*a as f64).sin() as f32) * factor));
-            }
+            rope_row(inv, *factor, p, &mut cos, &mut sin);
         }
         (cos, sin)
     }
@@ -297,14 +293,12 @@ widest! {
     /// `x·cos + rotate_half(x)·sin`, `rotate_half(x) = [−x₂, x₁]`.
     fn rope(x: &mut [f32], hd: usize, cos: &[f32], sin: &[f32]) {
         let half = hd / 2;
-        let mut rot = vec![0f32; hd];
         for head in x.chunks_exact_mut(hd) {
+            let (x1, x2) = head.split_at_mut(half);
             for i in 0..half {
-                rot[i] = -head[half + i];
-                rot[half + i] = head[i];
-            }
-            for (i, v) in head.iter_mut().enumerate() {
-                *v = *v * cos[i] + rot[i] * sin[i];
+                let (a, b) = (x1[i], x2[i]);
+                x1[i] = a * cos[i] + -b * sin[i];
+                x2[i] = b * cos[half + i] + a * sin[half + i];
             }
         }
     }

@@ -119,6 +119,17 @@ pub fn rope_frequencies(c: &QwenConfig) -> (Vec<f32>, f32) {
     }
 }
 
+/// Appends position `p`'s RoPE cos and sin (head_dim each: the half-table twice) to `cos` and
+/// `sin`: the angle `inv_freq · p` in f32, its cos and sin in f64 rounded to f32, times
+/// `factor`, as transformers computes them.
+pub(crate) fn rope_row(inv: &[f32], factor: f32, p: usize, cos: &mut Vec<f32>, sin: &mut Vec<f32>) {
+    let angles: Vec<f32> = inv.iter().map(|f| f * p as f32).collect();
+    for _ in 0..2 {
+        cos.extend(angles.iter().map(|a| ((*a as f64).cos() as f32) * factor));
+        sin.extend(angles.iter().map(|a| ((*a as f64).sin() as f32) * factor));
+    }
+}
+
 impl QwenModel {
     /// Loads `files` (checked by `hf::inspect`): weights converted to f32, the tokenizer with
     /// its chat template, the parts `src` freezes.
@@ -200,11 +211,7 @@ impl QwenModel {
         let mut cos = Vec::with_capacity(t * hd);
         let mut sin = Vec::with_capacity(t * hd);
         for p in offset..offset + t {
-            let row: Vec<f32> = inv.iter().map(|f| f * p as f32).collect();
-            for _ in 0..2 {
-                cos.extend(row.iter().map(|a| ((*a as f64).cos() as f32) * factor));
-                sin.extend(row.iter().map(|a| ((*a as f64).sin() as f32) * factor));
-            }
+            rope_row(inv, *factor, p, &mut cos, &mut sin);
         }
         let table = |v: Vec<f32>| -> Result<Tensor> {
             Ok(Tensor::from_vec(v, (t, hd), device)?.to_dtype(self.compute)?)
