@@ -299,12 +299,16 @@ fn estimates_count_parameters_and_training_memory() {
     assert_eq!(stages, ["stage:warmup", "stage:online/phase:1"]);
     let warmup = &m["stages"][0];
     // One demonstration per forward (`micro_batch`), cut at the policy's 1 Ki context (its
-    // `max_length` is longer); RL scores 32 Ki padded tokens per forward, each episode as long
-    // as the one rule for an episode's sequence says (#47), not the whole context: at turn 6,
-    // 64 task + 1 × 64 page + 5 × 32 kept actions + 48 reply = 336 tokens, 97 a forward.
+    // `max_length` is longer); RL scores up to 32 Ki padded tokens per forward, each episode as
+    // long as the one rule for an episode's sequence says (#47), not the whole context: at turn
+    // 6, 64 task + 1 × 64 page + 5 × 32 kept actions + 48 reply = 336 tokens, 97 would fit, but
+    // a mini-batch holds 64 turns (`mini_batch = 64 turns`), so 64 a forward.
     assert_eq!((warmup["sequences"].as_u64(), warmup["length"].as_u64()), (Some(1), Some(1024)));
     let rl = &m["stages"][1];
-    assert_eq!((rl["sequences"].as_u64(), rl["length"].as_u64()), (Some(97), Some(336)));
+    assert_eq!((rl["sequences"].as_u64(), rl["length"].as_u64()), (Some(64), Some(336)));
+    // Rollouts: the browser env's 4 episodes at once, on the CPU decoder (the tiny model, f32).
+    assert_eq!(rl["rollout"]["sequences"].as_u64(), Some(4));
+    assert!(rl["memory"]["f32"]["decoder"].as_u64() == Some(4 * total));
     assert_eq!(warmup["trained_parameters"].as_u64(), Some(total));
     assert_eq!(warmup["memory"]["f32"]["weights"].as_u64(), Some(4 * total));
     assert_eq!(warmup["memory"]["f32"]["optimizer"].as_u64(), Some(8 * total));
@@ -528,4 +532,45 @@ fn the_estimate_counts_the_tasks_generated_from_failures() {
     let e = estimate("tests/recipes/from_failures.wrl", None);
     assert_eq!((e["generated_tasks"].as_u64(), e["trajectories"].as_u64()), (Some(24), Some(12)));
     assert!(estimate("recipes/quickstart.wrl", None).get("generated_tasks").is_none());
+}
+
+/// `wrlc estimate --device`: each stage against a device's memory; a stage that does not fit
+/// names the changes that would make it fit, with the figure they give; an unknown device is a
+/// usage error that lists the names.
+#[test]
+fn estimates_say_what_fits_a_device() {
+    let args = ["estimate", "tests/recipes/lora.wrl", "--set", "online.lora=off"];
+    let (code, out, err) =
+        wrlc(args.iter().copied().chain(["--format", "json", "--device", "69MiB"]));
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["fit"]["device"]["bytes"].as_u64(), Some(69 << 20));
+    let stages = v["fit"]["stages"].as_array().unwrap();
+    let peak = |id: &str, dtype: &str| {
+        let m = v["models"][0]["stages"].as_array().unwrap();
+        m.iter().find(|s| s["id"] == id).unwrap()["memory"][dtype]["total"].as_u64().unwrap()
+    };
+    assert_eq!(stages.len(), 2, "{stages:?}");
+    for s in stages {
+        let id = s["stage"].as_str().unwrap();
+        assert_eq!(s["need"].as_u64(), Some(peak(id, "f32")), "{id}");
+        assert_eq!(s["fits"].as_bool(), Some(peak(id, "f32") <= 69 << 20), "{id}");
+    }
+    // The GRPO phase (the trainer's forward batch of whole episodes, f32, layers recomputed
+    // already) does not fit 69 MiB; in bf16 it would, at the bf16 row's figure.
+    let rl = stages.iter().find(|s| s["stage"] == "stage:online/phase:1").unwrap();
+    assert_eq!(rl["fits"].as_bool(), Some(false), "{rl}");
+    let way = &rl["way_out"];
+    assert_eq!(way["changes"].as_array().map(Vec::len), Some(1), "{way}");
+    assert!(way["changes"][0].as_str().unwrap().contains("dtype = bf16"), "{way}");
+    assert_eq!(way["need"].as_u64(), Some(peak("stage:online/phase:1", "bf16")), "{way}");
+    let (code, out, _) = wrlc(args.iter().copied().chain(["--device", "69MiB"]));
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("fit on 69MiB (69.0 MiB)") && out.contains("fits with `dtype = bf16`"),
+        "{out}"
+    );
+    let (code, _, err) = wrlc(["estimate", "recipes/quickstart.wrl", "--device", "h100"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown device `h100`") && err.contains("h100-80g"), "{err}");
 }

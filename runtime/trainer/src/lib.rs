@@ -40,6 +40,7 @@ pub mod hf;
 pub mod lora;
 mod lora_trainer;
 pub mod memory;
+pub mod memory_probe;
 pub mod metrics;
 pub mod minibatch;
 pub mod models;

@@ -34,6 +34,11 @@ pub struct EstimateCmd {
     /// Override a value as `wrlc run --set` does: `--set 'policy=hf("Qwen/Qwen3-8B")'`
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<String>,
+    /// Say which stages fit this device's memory and what would make the others fit: a GPU
+    /// (`h100-80g`, `h200-141g`, `a100-80g`, `a100-40g`, `l40s-48g`, `rtx4090-24g`, `l4-24g`,
+    /// `a10-24g`), `cpu` (this machine) or a size (`24GiB`, `80GB`)
+    #[arg(long, value_name = "DEVICE")]
+    pub device: Option<String>,
 }
 
 pub fn run(cmd: EstimateCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
@@ -47,6 +52,14 @@ pub fn run(cmd: EstimateCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         },
         None => None,
     };
+    let device = match cmd.device.as_deref().map(super::footprint::parse_device) {
+        Some(Ok(d)) => Some(d),
+        Some(Err(msg)) => {
+            let _ = writeln!(io.err, "error: {msg}");
+            return EXIT_USAGE;
+        }
+        None => None,
+    };
     let planned = if cmd.set.is_empty() {
         plan_file(&cmd.file, cmd.profile.as_deref(), global, io)
     } else {
@@ -58,11 +71,17 @@ pub fn run(cmd: EstimateCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     };
     let est = wrl_plan::estimate(&plan, prices.as_ref());
     let models = super::footprint::models(&plan);
+    let fit = device.as_ref().map(|d| (super::footprint::fit(&models, d), d));
     let text = match cmd.format {
         EstimateFormat::Text => {
-            wrl_plan::estimate::render_text(&est) + &super::footprint::render_text(&models)
+            let mut t =
+                wrl_plan::estimate::render_text(&est) + &super::footprint::render_text(&models);
+            if let Some((fits, d)) = &fit {
+                t += &super::footprint::render_fit(fits, d);
+            }
+            t
         }
-        EstimateFormat::Json => json(&est, &models),
+        EstimateFormat::Json => json(&est, &models, fit.as_ref()),
     };
     match io.out.write_all(text.as_bytes()) {
         Ok(()) => EXIT_OK,
@@ -70,11 +89,20 @@ pub fn run(cmd: EstimateCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     }
 }
 
-/// The plan's estimate with a `models` key: each model's parameters and training memory.
-fn json(est: &wrl_plan::Estimate, models: &[super::footprint::ModelFootprint]) -> String {
+/// The plan's estimate with a `models` key (each model's parameters and training memory) and,
+/// with `--device`, a `fit` key (the device and each stage against it).
+fn json(
+    est: &wrl_plan::Estimate,
+    models: &[super::footprint::ModelFootprint],
+    fit: Option<&(Vec<super::footprint::Fit>, &super::footprint::Device)>,
+) -> String {
     let mut v = serde_json::to_value(est).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
         o.insert("models".into(), serde_json::to_value(models).unwrap_or_default());
+        if let Some((fits, device)) = fit {
+            let f = serde_json::json!({ "device": device, "stages": fits });
+            o.insert("fit".into(), f);
+        }
     }
     let mut s = serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".into());
     s.push('\n');

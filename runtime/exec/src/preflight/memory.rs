@@ -2,12 +2,12 @@
 //! d_model = 4096, context = 65536 tokens }` passed the preflight ("ready to run") while `wrlc
 //! estimate` said 24.7 TiB, then aborted on allocation. The training memory the estimate
 //! figures for each stage (`footprint`, in the model's own dtype) is held against this
-//! machine's memory (`MemTotal`) for every model that trains on the CPU, and a stage that needs
-//! more is refused (E0505) with both figures. A model on a GPU is not held against it here:
+//! machine's memory (`MemTotal`) for every model that trains on the CPU, and a stage whose
+//! weights, gradients and optimiser state alone need more is refused (E0505) with the figures
+//! and the way out `fit.rs` finds. A model on a GPU is not held against it here:
 //! this build cannot ask a GPU for its memory before it opens it.
 
-use wrl_plan::params::{Model, Params, TypedPlan};
-use wrl_trainer::{CUDA_BUILT, DeviceChoice};
+use wrl_plan::params::{Params, TypedPlan};
 
 use super::footprint::{self, bytes};
 use crate::error::{Fault, RunError};
@@ -24,41 +24,53 @@ pub(super) fn refusals(typed: &TypedPlan<'_>) -> Vec<RunError> {
 pub(crate) fn refusals_within(typed: &TypedPlan<'_>, total: u64) -> Vec<RunError> {
     let mut errs = Vec::new();
     for m in footprint::models(typed.plan) {
-        let device = match typed.get(&m.id) {
-            Some(Params::Model(Model::Tiny(t))) => t.device,
-            Some(Params::Model(Model::Hf(h))) => h.device,
-            _ => continue,
-        };
-        let on_cpu = match super::device_choice(device) {
-            DeviceChoice::Cpu => true,
-            DeviceChoice::Auto => !CUDA_BUILT,
-            DeviceChoice::Cuda(_) => false,
+        let on_cpu = match typed.get(&m.id) {
+            Some(Params::Model(model)) => footprint::on_cpu(model),
+            _ => false,
         };
         if !on_cpu {
             continue;
         }
         for st in &m.stages {
-            let Some(need) = st.memory.get(&m.dtype).map(|b| b.total) else { continue };
-            if need <= total {
+            let Some(b) = st.memory.get(&m.dtype) else { continue };
+            // What the stage holds whatever its sequences: a certain failure when it is more
+            // than the machine. The activations are at the stage's longest sequences (its
+            // `max_length`, the episode's bound), an upper bound its data may never reach, so
+            // a total over the machine alone is not refused: `wrlc estimate --device cpu` says
+            // it, and the report shows the measured peak beside it.
+            let fixed = [b.weights, b.reference, b.gradients, b.optimizer, b.decoder]
+                .iter()
+                .fold(0u64, |a, x| a.saturating_add(*x));
+            let need = b.total;
+            if fixed <= total {
                 continue;
             }
             let mut e = RunError::new(
                 Fault::Model,
                 format!(
-                    "stage `{}` needs an estimated {} to train `{}` in {} (weights, gradients, \
-                     optimizer and activations; `wrlc estimate` shows them), but this machine \
-                     has {} of memory",
+                    "stage `{}` needs at least {} to train `{}` in {} before any activation \
+                     (weights, gradients, optimizer state), an estimated {} at its longest \
+                     sequences (`wrlc estimate` shows the parts), but this machine has {} of memory",
                     st.id,
-                    bytes(need),
+                    bytes(fixed),
                     m.id.trim_start_matches("model:"),
                     m.dtype,
+                    bytes(need),
                     bytes(total)
                 ),
             )
-            .help(
-                "make the model smaller (`layers`, `d_model`) or its sequences shorter \
-                 (`context`, the stage's `max_length`), or run on a machine with more memory",
-            );
+            .help(match m.shape.as_ref().and_then(|s| super::fit::way_out(s, &m, st, total)) {
+                Some(w) => format!(
+                    "with {} it needs an estimated {}; or run on a machine with more memory \
+                     (`wrlc estimate --device` says what fits where)",
+                    w.changes.join(" and "),
+                    bytes(w.need)
+                ),
+                None => "make the model smaller (`layers`, `d_model`) or its sequences shorter \
+                         (`context`, the stage's `max_length`), or run on a machine with more \
+                         memory (`wrlc estimate --device` says what fits where)"
+                    .to_string(),
+            });
             if let Some(n) = typed.plan.node(&m.id) {
                 e = e.at(n, None, format!("{} to train", bytes(need)));
             }
@@ -69,7 +81,7 @@ pub(crate) fn refusals_within(typed: &TypedPlan<'_>, total: u64) -> Vec<RunError
 }
 
 /// This machine's memory in bytes (`MemTotal` of `/proc/meminfo`), when it can be read.
-fn machine_memory() -> Option<u64> {
+pub(super) fn machine_memory() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

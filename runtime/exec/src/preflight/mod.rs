@@ -7,6 +7,7 @@
 mod critic;
 mod device;
 pub mod files;
+pub mod fit;
 pub mod footprint;
 mod limits;
 mod lora;

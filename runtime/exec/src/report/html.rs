@@ -69,6 +69,7 @@ pub fn render(d: &ReportData) -> String {
         h.push_str(&chart::render(c));
     }
     h.push_str("</div></section>");
+    super::memory::render(&mut h, &d.memory);
     endings(&mut h, d);
     episodes(&mut h, d);
     config(&mut h, d);
@@ -340,6 +341,12 @@ mod tests {
                 params: vec![("group".into(), "8".into())],
                 ..Default::default()
             }],
+            memory: vec![crate::report::memory::MemoryRow {
+                stage: "stage:warmup".into(),
+                host_peak: Some(3 << 20),
+                device: None,
+                estimate: Some((2 << 20, "f32".into())),
+            }],
             chosen: vec![(
                 "after_rl".into(),
                 vec![EpisodeView {
@@ -368,6 +375,7 @@ mod tests {
             "status",
             "evals",
             "curves",
+            "memory",
             "endings",
             "by-iteration",
             "by-template",
@@ -386,5 +394,6 @@ mod tests {
         assert!(html.contains("page screens/0-1.png is missing"));
         assert!(html.contains("<span class=\"tag\">worst</span>"));
         assert!(html.contains("find &lt;b&gt;") && !html.contains("find <b>"));
+        assert!(html.contains("<td>stage:warmup</td><td>3.00 MiB</td><td>—</td><td>2.00 MiB (f32)</td><td>1.50</td>"), "{html}");
     }
 }

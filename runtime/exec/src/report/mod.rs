@@ -10,6 +10,7 @@ pub mod claims;
 pub mod compare;
 pub mod config;
 pub mod html;
+pub mod memory;
 pub mod series;
 pub mod study;
 pub mod tables;
@@ -71,6 +72,8 @@ pub struct ReportData {
     pub summary: Summary,
     pub config: Vec<NodeConfig>,
     pub charts: Vec<Chart>,
+    /// Each trained stage's measured memory beside the estimate.
+    pub memory: Vec<memory::MemoryRow>,
     /// Episodes by class: training, then each evaluation.
     pub by_source: Counts,
     pub by_iteration: Counts,
@@ -129,6 +132,7 @@ pub fn build(view: &RunView) -> Result<ReportData, RunDirError> {
         summary: view.figures(),
         config: config::nodes(&plan),
         charts: series::charts(&[(String::new(), &view.metrics)]),
+        memory: memory::rows(&plan, &view.metrics),
         by_source: tables::by_source(&view.trajectories),
         by_iteration: tables::by_iteration(&view.trajectories),
         started: view.metrics.first().map(|m| utc(m.stamp().1)),
