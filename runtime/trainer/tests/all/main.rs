@@ -23,3 +23,4 @@ mod rl_train;
 mod sample;
 mod sft;
 mod vision;
+mod vision_tower;
