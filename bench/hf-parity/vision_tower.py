@@ -7,7 +7,10 @@ images of different sizes (one image's grid smaller than the learned position ta
 one not square) through transformers' `Qwen2VLImageProcessorPil`, then `model.model.visual` on
 all three at once, and writes DIR/reference.safetensors: `pixel_values`, `image_grid_thw`, the
 tower's last hidden state, the merged embeddings (`pooler_output`) and each DeepStack feature
-(`deepstack_0`, …). The Rust example `vision_tower_parity` holds wrl's tower to that file.
+(`deepstack_0`, …); and DIR/rope.json: `get_rope_index`'s three position rows and delta, and the
+text rotary embedding's cos and sin (interleaved mRoPE, `mrope_section` [2, 2, 2]), for two token
+sequences with `<|vision_start|><|image_pad|>…<|vision_end|>` runs (one image; two images of
+different shapes). The Rust example `vision_tower_parity` holds wrl to both files.
 Needs torch (CPU is enough).
 """
 
@@ -93,7 +96,30 @@ def make(work):
     for i, f in enumerate(out.deepstack_features):
         tensors[f"deepstack_{i}"] = f.numpy()
     save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(work / "reference.safetensors"))
+    rope(model, work)
     print("grids", grid.tolist(), "merged", tuple(out.pooler_output.shape), file=sys.stderr)
+
+
+def rope(model, work):
+    cfg = model.config
+    start, pad, end = cfg.vision_start_token_id, cfg.image_token_id, cfg.vision_end_token_id
+    cases = {
+        "one image": ([10, 11, start] + [pad] * 6 + [end, 12, 13], [[1, 4, 6]]),
+        "two images": ([7, start] + [pad] * 4 + [end, 8, 9, start] + [pad] * 3 + [end, 5],
+                       [[1, 4, 4], [1, 6, 2]]),
+    }
+    rotary = model.model.language_model.rotary_emb
+    out = {"image_token_id": pad, "video_token_id": cfg.video_token_id,
+           "mrope_section": rotary.mrope_section, "inv_freq": rotary.inv_freq.tolist(), "cases": []}
+    for name, (ids, grids) in cases.items():
+        ids_t = torch.tensor([ids])
+        with torch.no_grad():
+            pos, delta = model.model.get_rope_index(
+                ids_t, mm_token_type_ids=(ids_t == pad).int(), image_grid_thw=torch.tensor(grids))
+            cos, sin = rotary(torch.zeros(1), pos)
+        out["cases"].append({"name": name, "ids": ids, "grids": grids, "positions": pos[:, 0].tolist(),
+                             "delta": int(delta[0, 0]), "cos": cos[0].tolist(), "sin": sin[0].tolist()})
+    (work / "rope.json").write_text(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,17 @@
 //! The candle side of bench/vision-parity.sh's `tower` mode: wrl's Qwen3-VL vision tower loaded
 //! from the tiny random checkpoint `vision_tower.py make` saved, run on the same pixel rows and
 //! grids transformers ran, and every output (last hidden state, merged tokens, each DeepStack
-//! feature) held to transformers' within 1e-4. Prints one line per output with its largest
-//! absolute difference; exits 1 when one is over. Usage: vision_tower_parity DIR
+//! feature) held to transformers' within 1e-4; then the multimodal RoPE of `rope.json`'s token
+//! sequences: the three position rows and the delta equal, cos and sin within 1e-6. Prints one
+//! line per output with its largest absolute difference; exits 1 when one is over. Usage:
+//! vision_tower_parity DIR
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use candle_core::{DType, Device, Tensor};
+use serde_json::Value;
+use wrl_trainer::vision::mrope::{mrope_cos_sin, rope_index};
 use wrl_trainer::vision::{Grid, VisionTower};
 
 const TOLERANCE: f32 = 1e-4;
@@ -50,6 +54,76 @@ fn main() -> Result<()> {
         bail!("the vision tower is off by {worst:.3e} > {TOLERANCE:e}");
     }
     println!("ok: every output within {TOLERANCE:e} of transformers");
+    rope(dir, tower.config.spatial_merge_size)
+}
+
+/// The multimodal RoPE of each case in `rope.json` against transformers'.
+fn rope(dir: &std::path::Path, merge: usize) -> Result<()> {
+    let path = dir.join("rope.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+    let num = |v: &Value| v.as_u64().context("not an integer");
+    let list = |v: &Value| -> Result<Vec<u64>> {
+        v.as_array().context("not a list")?.iter().map(num).collect()
+    };
+    let floats = |v: &Value| -> Result<Vec<f32>> {
+        let rows = v.as_array().context("not a list")?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.extend(
+                r.as_array()
+                    .context("not a list")?
+                    .iter()
+                    .map(|x| x.as_f64().unwrap_or(f64::NAN) as f32),
+            );
+        }
+        Ok(out)
+    };
+    let section = list(&v["mrope_section"])?;
+    let section = [section[0] as usize, section[1] as usize, section[2] as usize];
+    let inv_freq: Vec<f32> = v["inv_freq"]
+        .as_array()
+        .context("inv_freq")?
+        .iter()
+        .map(|x| x.as_f64().unwrap_or(f64::NAN) as f32)
+        .collect();
+    let (image, video) = (num(&v["image_token_id"])? as u32, num(&v["video_token_id"])? as u32);
+    for case in v["cases"].as_array().context("cases")? {
+        let ids: Vec<u32> = list(&case["ids"])?.into_iter().map(|x| x as u32).collect();
+        let grids: Vec<Grid> = case["grids"]
+            .as_array()
+            .context("grids")?
+            .iter()
+            .map(|g| list(g).map(|g| Grid { t: g[0] as usize, h: g[1] as usize, w: g[2] as usize }))
+            .collect::<Result<_>>()?;
+        let index = rope_index(&ids, image, video, &grids, merge)?;
+        let want: Vec<Vec<i64>> = case["positions"]
+            .as_array()
+            .context("positions")?
+            .iter()
+            .map(|r| list(r).map(|r| r.into_iter().map(|x| x as i64).collect()))
+            .collect::<Result<_>>()?;
+        let delta = case["delta"].as_i64().context("delta")?;
+        let same = index.positions.iter().zip(&want).all(|(a, b)| a == b) && index.delta == delta;
+        let (cos, sin) = mrope_cos_sin(&index, &inv_freq, section);
+        let diff = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(if a.len() == b.len() { 0.0 } else { f32::INFINITY }, f32::max)
+        };
+        let worst = diff(&cos, &floats(&case["cos"])?).max(diff(&sin, &floats(&case["sin"])?));
+        println!(
+            "mrope {:<12} {} tokens\tpositions {}\tdelta {}\tcos/sin max |diff| {worst:.3e}",
+            case["name"].as_str().unwrap_or("?"),
+            ids.len(),
+            if same { "equal" } else { "DIFFER" },
+            index.delta
+        );
+        if !same || worst > 1e-6 {
+            bail!("multimodal RoPE differs from transformers on `{}`", case["name"]);
+        }
+    }
+    println!("ok: multimodal RoPE as transformers computes it");
     Ok(())
 }
 

@@ -2,10 +2,12 @@
 //! (`processor.rs`, transformers' `Qwen2VLImageProcessor`; `bicubic.rs` PIL's bicubic resize), the
 //! sizes it implies (`size.rs`: `smart_resize` and the image's token count), and Qwen3-VL's vision
 //! tower (`vision_config.rs` its config, `position.rs` where each patch sits, `tower.rs` the
-//! blocks, `merger.rs` the patch and DeepStack mergers).
+//! blocks, `merger.rs` the patch and DeepStack mergers), and the text side's multimodal RoPE
+//! (`mrope.rs`: the position rows of a sequence with image placeholders).
 
 mod bicubic;
 mod merger;
+pub mod mrope;
 pub mod position;
 pub mod processor;
 pub mod size;

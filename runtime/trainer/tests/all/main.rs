@@ -13,6 +13,7 @@ mod gigpo;
 mod grads;
 mod hf;
 mod lora;
+mod mrope;
 mod ppo_critic;
 mod precision;
 mod qwen;
