@@ -9,7 +9,7 @@ use candle_core::Tensor;
 use crate::error::Result;
 use crate::ops::reference;
 
-use super::tower::Weights;
+use super::weights::Weights;
 
 /// One merger's weights under `prefix` (`model.visual.merger.`, `…deepstack_merger_list.0.`).
 #[derive(Debug, Clone)]

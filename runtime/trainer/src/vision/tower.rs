@@ -4,13 +4,11 @@
 //! 2-D RoPE, the pre-norm blocks with attention kept inside each image (frame), and the patch
 //! merger plus the DeepStack mergers fed by the blocks `deepstack_visual_indexes` names.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use candle_core::{D, DType, Device, Tensor};
 
-use crate::error::{Result, TrainerError};
-use crate::hf::HfError;
+use crate::error::Result;
 use crate::ops::reference;
 
 use super::merger::Merger;
@@ -18,79 +16,7 @@ use super::position;
 use super::processor::Pixels;
 use super::size::Grid;
 use super::vision_config::{VisionAct, VisionConfig};
-
-/// The tower's tensors as read from the shards, prefix stripped, each with the file it came
-/// from; taken one by one with their shapes checked, so a leftover is a tensor this tower does
-/// not know.
-#[derive(Debug)]
-pub(crate) struct Weights {
-    tensors: BTreeMap<String, (Tensor, PathBuf)>,
-    prefix: String,
-}
-
-fn files(why: String) -> TrainerError {
-    TrainerError::Hf(HfError::Files(why))
-}
-
-impl Weights {
-    /// Reads every tensor under `model.visual.` (or `visual.`, older exports) from `shards`.
-    fn read(shards: &[PathBuf], device: &Device) -> Result<Weights> {
-        let mut all = BTreeMap::new();
-        for f in shards {
-            let loaded = candle_core::safetensors::load(f, device)
-                .map_err(|e| files(format!("{}: {e}", f.display())))?;
-            for (name, t) in loaded {
-                all.insert(name, (t, f.clone()));
-            }
-        }
-        let prefix = ["model.visual.", "visual."]
-            .into_iter()
-            .find(|p| all.keys().any(|k| k.starts_with(p)))
-            .ok_or_else(|| {
-                files("the weights hold no vision tower (no tensor under `model.visual.`)".into())
-            })?;
-        let mut tensors = BTreeMap::new();
-        for (name, (t, f)) in all {
-            if let Some(rest) = name.strip_prefix(prefix) {
-                tensors.insert(rest.to_string(), (t.to_dtype(DType::F32)?, f));
-            }
-        }
-        Ok(Weights { tensors, prefix: prefix.to_string() })
-    }
-
-    /// The tensor `name` (without the prefix), of shape `shape`.
-    pub(crate) fn take(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
-        let full = format!("{}{name}", self.prefix);
-        let (t, f) = self
-            .tensors
-            .remove(name)
-            .ok_or_else(|| files(format!("the weights lack the vision tensor `{full}`")))?;
-        if t.dims() != shape {
-            return Err(files(format!(
-                "{}: `{full}` has shape {:?}; config.json's vision_config implies {shape:?}",
-                f.display(),
-                t.dims()
-            )));
-        }
-        Ok(t)
-    }
-
-    /// `{name}.weight` and `{name}.bias`, both of `shape`.
-    pub(crate) fn pair(&mut self, name: &str, shape: &[usize]) -> Result<(Tensor, Tensor)> {
-        Ok((
-            self.take(&format!("{name}.weight"), shape)?,
-            self.take(&format!("{name}.bias"), shape)?,
-        ))
-    }
-
-    /// A linear layer's weight (out, in) and bias (out).
-    pub(crate) fn linear(&mut self, name: &str, i: usize, o: usize) -> Result<(Tensor, Tensor)> {
-        Ok((
-            self.take(&format!("{name}.weight"), &[o, i])?,
-            self.take(&format!("{name}.bias"), &[o])?,
-        ))
-    }
-}
+use super::weights::{Weights, files};
 
 /// One pre-norm block: attention then MLP, each added to the stream.
 #[derive(Debug, Clone)]
@@ -163,14 +89,7 @@ impl VisionTower {
         let deepstack = (0..config.deepstack_visual_indexes.len())
             .map(|d| Merger::take(w, &format!("deepstack_merger_list.{d}."), h, m, out, true))
             .collect::<Result<Vec<_>>>()?;
-        if let Some((name, (_, f))) = w.tensors.iter().next() {
-            return Err(files(format!(
-                "{}: `{}{name}` is not a tensor of the Qwen3-VL vision tower config.json \
-                 describes (a deeper tower, or another architecture?)",
-                f.display(),
-                w.prefix
-            )));
-        }
+        w.all_taken()?;
         Ok(VisionTower {
             config,
             patch,
