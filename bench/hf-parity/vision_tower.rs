@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use candle_core::{DType, Device, Tensor};
 use serde_json::Value;
-use wrl_trainer::vision::mrope::{mrope_cos_sin, rope_index};
+use wrl_trainer::vision::mrope::{MropeConfig, mrope_cos_sin, rope_index};
 use wrl_trainer::vision::{Grid, VisionTower};
 
 const TOLERANCE: f32 = 1e-4;
@@ -78,15 +78,24 @@ fn rope(dir: &std::path::Path, merge: usize) -> Result<()> {
         }
         Ok(out)
     };
-    let section = list(&v["mrope_section"])?;
-    let section = [section[0] as usize, section[1] as usize, section[2] as usize];
+    // The settings as wrl reads them from config.json, against what transformers used.
+    let text = std::fs::read_to_string(dir.join("model").join("config.json"))?;
+    let config = MropeConfig::parse(&text)?;
+    let want_section: Vec<usize> =
+        list(&v["mrope_section"])?.into_iter().map(|x| x as usize).collect();
+    if config.section.as_slice() != want_section
+        || u64::from(config.image_token_id) != num(&v["image_token_id"])?
+        || config.merge != merge
+    {
+        bail!("config.json read as {config:?}; transformers used {}", v["mrope_section"]);
+    }
+    let (section, image, video) = (config.section, config.image_token_id, config.video_token_id);
     let inv_freq: Vec<f32> = v["inv_freq"]
         .as_array()
         .context("inv_freq")?
         .iter()
         .map(|x| x.as_f64().unwrap_or(f64::NAN) as f32)
         .collect();
-    let (image, video) = (num(&v["image_token_id"])? as u32, num(&v["video_token_id"])? as u32);
     for case in v["cases"].as_array().context("cases")? {
         let ids: Vec<u32> = list(&case["ids"])?.into_iter().map(|x| x as u32).collect();
         let grids: Vec<Grid> = case["grids"]

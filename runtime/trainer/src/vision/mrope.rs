@@ -8,6 +8,10 @@
 
 use std::fmt;
 
+use serde_json::Value as Json;
+
+use crate::hf::HfError;
+
 use super::size::Grid;
 
 /// Why a sequence's positions cannot be computed.
@@ -54,6 +58,63 @@ pub struct RopeIndex {
     pub positions: [Vec<i64>; 3],
     /// max position + 1 − length: the next token's position is its index plus this.
     pub delta: i64,
+}
+
+/// The settings of a Qwen3-VL `config.json` the multimodal RoPE reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MropeConfig {
+    /// `image_token_id` (`<|image_pad|>`, 151655 by default).
+    pub image_token_id: u32,
+    /// `video_token_id` (151656 by default); refused in a sequence.
+    pub video_token_id: u32,
+    /// `vision_config.spatial_merge_size` (2 by default).
+    pub merge: usize,
+    /// `text_config.rope_parameters.mrope_section` ([24, 20, 20] by default). Its
+    /// `mrope_interleaved` is not read: transformers' Qwen3-VL interleaves whatever it says.
+    pub section: [usize; 3],
+}
+
+impl MropeConfig {
+    /// Reads the settings from a whole Qwen3-VL `config.json` text.
+    pub fn parse(text: &str) -> Result<MropeConfig, HfError> {
+        let v: Json = serde_json::from_str(text)
+            .map_err(|e| HfError::Files(format!("`config.json` is not valid JSON: {e}")))?;
+        let bad = |field: &str, why: String| HfError::Field { field: field.into(), why };
+        let id = |k: &str, default: u32| -> Result<u32, HfError> {
+            match v.get(k).filter(|x| !x.is_null()) {
+                None => Ok(default),
+                Some(x) => x
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| bad(k, format!("{x} is not a token id"))),
+            }
+        };
+        let merge = match v.pointer("/vision_config/spatial_merge_size").filter(|x| !x.is_null()) {
+            None => 2,
+            Some(x) => x.as_u64().filter(|&n| n > 0).map(|n| n as usize).ok_or_else(|| {
+                bad("vision_config.spatial_merge_size", format!("{x} is not a positive integer"))
+            })?,
+        };
+        let name = "text_config.rope_parameters.mrope_section";
+        let section = match v.pointer("/text_config/rope_parameters/mrope_section") {
+            None | Some(Json::Null) => [24, 20, 20],
+            Some(x) => {
+                let n: Option<Vec<usize>> = x
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Json::as_u64).map(|n| n as usize).collect());
+                match n.as_deref() {
+                    Some(&[t, h, w]) => [t, h, w],
+                    _ => return Err(bad(name, format!("{x} is not three integers (t, h, w)"))),
+                }
+            }
+        };
+        Ok(MropeConfig {
+            image_token_id: id("image_token_id", 151_655)?,
+            video_token_id: id("video_token_id", 151_656)?,
+            merge,
+            section,
+        })
+    }
 }
 
 /// `get_rope_index` for one unpadded sequence of `ids` whose images (`grids`, in order) stand as
@@ -159,5 +220,16 @@ mod tests {
         assert_eq!(&axes[..7], &[0, 1, 2, 0, 1, 2, 0]);
         assert_eq!(&axes[57..], &[0, 1, 2, 0, 0, 0, 0]);
         assert_eq!(axes.iter().filter(|&&a| a == 1).count(), 20);
+    }
+
+    #[test]
+    fn config_defaults_and_refusal() {
+        let c = MropeConfig::parse(r#"{"model_type": "qwen3_vl"}"#).unwrap();
+        assert_eq!((c.image_token_id, c.merge, c.section), (151_655, 2, [24, 20, 20]));
+        let bad = r#"{"text_config": {"rope_parameters": {"mrope_section": [24, 40]}}}"#;
+        assert!(matches!(
+            MropeConfig::parse(bad),
+            Err(HfError::Field { field, .. }) if field == "text_config.rope_parameters.mrope_section"
+        ));
     }
 }
