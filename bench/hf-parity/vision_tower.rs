@@ -35,9 +35,12 @@ fn main() -> Result<()> {
     let started = std::time::Instant::now();
     let out = tower.forward(get("pixel_values")?, &grids)?;
     let ms = started.elapsed().as_secs_f64() * 1e3;
-    let mut outputs = vec![("last_hidden_state", out.last_hidden), ("pooler_output", out.merged)];
+    let mut outputs = vec![
+        ("last_hidden_state".to_string(), out.last_hidden),
+        ("pooler_output".into(), out.merged),
+    ];
     for (i, d) in out.deepstack.into_iter().enumerate() {
-        outputs.push((Box::leak(format!("deepstack_{i}").into_boxed_str()), d));
+        outputs.push((format!("deepstack_{i}"), d));
     }
     if want.keys().filter(|k| k.starts_with("deepstack_")).count() != outputs.len() - 2 {
         bail!("transformers made a different number of DeepStack features");
