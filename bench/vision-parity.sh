@@ -6,10 +6,34 @@
 # equal. Not part of `cargo test`; prints a table, exits 1 on a mismatch. Needs PyPI the first
 # time (bench/.venv-vision: transformers, pillow, numpy, safetensors; no torch), or
 # VISION_PYTHON=/path/to/python with those installed.
+#
+# `bench/vision-parity.sh tower`: Qwen3-VL's vision tower instead. vision_tower.py builds a tiny
+# random Qwen3-VL checkpoint (save_pretrained, seed 0) and runs transformers' tower on three images
+# of different sizes; the `vision_tower_parity` example loads the same safetensors and holds the
+# last hidden state, the merged tokens and every DeepStack feature to transformers' within 1e-4.
+# Needs torch as well (CPU is enough): bench/.venv-vision-tower, or VISION_PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 WORK="${WORK:-bench/.vision}"
+MODE="${1:-processor}"
+
+if [ "$MODE" = tower ]; then
+  PY="${VISION_PYTHON:-bench/.venv-vision-tower/bin/python}"
+  if [ -z "${VISION_PYTHON:-}" ] && [ ! -x "$PY" ]; then
+    python3 -m venv bench/.venv-vision-tower >&2
+    bench/.venv-vision-tower/bin/pip install --quiet "transformers>=5.20" torch pillow numpy safetensors >&2
+  fi
+  rm -rf "$WORK" && mkdir -p "$WORK"
+  cargo build -q -p wrl-trainer --example vision_tower_parity >&2
+  "$PY" bench/hf-parity/vision_tower.py make "$WORK"
+  status=0
+  "$CARGO_TARGET_DIR/debug/examples/vision_tower_parity" "$WORK" || status=1
+  echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit $status
+fi
+[ "$MODE" = processor ] || { echo "usage: bench/vision-parity.sh [processor|tower]" >&2; exit 2; }
+
 rm -rf "$WORK" && mkdir -p "$WORK/images"
 
 if [ -n "${VISION_PYTHON:-}" ]; then

@@ -84,7 +84,7 @@ pub struct QwenConfig {
 
 /// Fields that do not change the network's outputs: bookkeeping, dtype hints (the recipe's
 /// `dtype` decides), token ids, and generation defaults (the recipe's sampling decides).
-const INERT: &[&str] = &[
+pub(crate) const INERT: &[&str] = &[
     "_name_or_path",
     "transformers_version",
     "torch_dtype",

@@ -107,7 +107,7 @@ pub fn inspect(dir: &Path) -> Result<ModelFiles, HfError> {
 }
 
 /// The shards: those the index names, else `model.safetensors`, else every `*.safetensors`.
-fn shards(dir: &Path) -> Result<Vec<PathBuf>, HfError> {
+pub(crate) fn shards(dir: &Path) -> Result<Vec<PathBuf>, HfError> {
     let index = dir.join("model.safetensors.index.json");
     if index.is_file() {
         let v = json_file(&index)?;

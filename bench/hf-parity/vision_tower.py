@@ -1,0 +1,128 @@
+"""The transformers side of bench/vision-parity.sh's `tower` mode: the Qwen3-VL vision tower.
+
+`make DIR`: builds a tiny random `Qwen3VLForConditionalGeneration` (a small text and vision
+config, seed 0, every weight redrawn at a scale that keeps activations near 1 so a wrong op shows),
+saves it with `save_pretrained` plus a `preprocessor_config.json` into DIR/model, runs three
+images of different sizes (one image's grid smaller than the learned position table, two larger,
+one not square) through transformers' `Qwen2VLImageProcessorPil`, then `model.model.visual` on
+all three at once, and writes DIR/reference.safetensors: `pixel_values`, `image_grid_thw`, the
+tower's last hidden state, the merged embeddings (`pooler_output`) and each DeepStack feature
+(`deepstack_0`, …); and DIR/rope.json: `get_rope_index`'s three position rows and delta, and the
+text rotary embedding's cos and sin (interleaved mRoPE, `mrope_section` [2, 2, 2]), for two token
+sequences with `<|vision_start|><|image_pad|>…<|vision_end|>` runs (one image; two images of
+different shapes). The Rust example `vision_tower_parity` holds wrl to both files.
+Needs torch (CPU is enough).
+"""
+
+import json
+import pathlib
+import sys
+
+import numpy as np
+import torch
+from PIL import Image
+from safetensors.numpy import save_file
+
+PREPROCESSOR = {
+    # Qwen3-VL's settings with a small pixel budget so the tiny tower runs fast in a debug build.
+    "size": {"longest_edge": 160 * 32 * 32, "shortest_edge": 4 * 32 * 32}, "patch_size": 16,
+    "temporal_patch_size": 2, "merge_size": 2, "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5], "processor_class": "Qwen3VLProcessor",
+    "image_processor_type": "Qwen2VLImageProcessorFast",
+}
+SIZES = [(64, 64), (300, 190), (120, 410)]  # (width, height)
+
+
+def tiny_config():
+    from transformers import Qwen3VLConfig
+
+    text = {
+        "vocab_size": 151936 // 512, "hidden_size": 48, "intermediate_size": 64,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 12,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 5000000.0,
+                            "mrope_section": [2, 2, 2], "mrope_interleaved": True},
+    }
+    vision = {
+        "depth": 4, "hidden_size": 64, "intermediate_size": 96, "num_heads": 4, "patch_size": 16,
+        "temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": 48,
+        "num_position_embeddings": 64, "deepstack_visual_indexes": [0, 2],
+        "hidden_act": "gelu_pytorch_tanh",
+    }
+    return Qwen3VLConfig(text_config=text, vision_config=vision, image_token_id=250,
+                         video_token_id=251, vision_start_token_id=248, vision_end_token_id=249)
+
+
+def redraw(model):
+    """Every weight at a scale where a mistake is visible: matrices ~ 1/sqrt(fan-in), biases and
+    the position table ~ 0.5, LayerNorm weights 1 ± 0.2."""
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            if "norm" in name and name.endswith("weight"):
+                p.copy_(1 + 0.2 * torch.randn_like(p))
+            elif p.dim() >= 2 and "pos_embed" not in name and "embed_tokens" not in name:
+                fan_in = p[0].numel()
+                p.copy_(torch.randn_like(p) / fan_in**0.5)
+            else:
+                p.copy_(0.5 * torch.randn_like(p))
+
+
+def make(work):
+    from transformers import Qwen3VLForConditionalGeneration
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    torch.manual_seed(0)
+    model = Qwen3VLForConditionalGeneration(tiny_config()).eval()
+    model.config._attn_implementation = "eager"
+    model.model.visual.config._attn_implementation = "eager"
+    redraw(model)
+    model_dir = work / "model"
+    model.save_pretrained(model_dir)
+    (model_dir / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR, indent=1))
+
+    kwargs = {k: v for k, v in PREPROCESSOR.items() if k not in ("processor_class", "image_processor_type")}
+    processor = Qwen2VLImageProcessorPil(**kwargs)
+    rng = np.random.default_rng(0)
+    images = [Image.fromarray(rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)) for w, h in SIZES]
+    batch = processor(images=images, return_tensors="pt")
+    pixels, grid = batch["pixel_values"].float(), batch["image_grid_thw"]
+    with torch.no_grad():
+        out = model.model.visual(pixels, grid_thw=grid)
+    tensors = {
+        "pixel_values": pixels.numpy(),
+        "image_grid_thw": grid.numpy().astype(np.int64),
+        "last_hidden_state": out.last_hidden_state.numpy(),
+        "pooler_output": out.pooler_output.numpy(),
+    }
+    for i, f in enumerate(out.deepstack_features):
+        tensors[f"deepstack_{i}"] = f.numpy()
+    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(work / "reference.safetensors"))
+    rope(model, work)
+    print("grids", grid.tolist(), "merged", tuple(out.pooler_output.shape), file=sys.stderr)
+
+
+def rope(model, work):
+    cfg = model.config
+    start, pad, end = cfg.vision_start_token_id, cfg.image_token_id, cfg.vision_end_token_id
+    cases = {
+        "one image": ([10, 11, start] + [pad] * 6 + [end, 12, 13], [[1, 4, 6]]),
+        "two images": ([7, start] + [pad] * 4 + [end, 8, 9, start] + [pad] * 3 + [end, 5],
+                       [[1, 4, 4], [1, 6, 2]]),
+    }
+    rotary = model.model.language_model.rotary_emb
+    out = {"image_token_id": pad, "video_token_id": cfg.video_token_id,
+           "mrope_section": rotary.mrope_section, "inv_freq": rotary.inv_freq.tolist(), "cases": []}
+    for name, (ids, grids) in cases.items():
+        ids_t = torch.tensor([ids])
+        with torch.no_grad():
+            pos, delta = model.model.get_rope_index(
+                ids_t, mm_token_type_ids=(ids_t == pad).int(), image_grid_thw=torch.tensor(grids))
+            cos, sin = rotary(torch.zeros(1), pos)
+        out["cases"].append({"name": name, "ids": ids, "grids": grids, "positions": pos[:, 0].tolist(),
+                             "delta": int(delta[0, 0]), "cos": cos[0].tolist(), "sin": sin[0].tolist()})
+    (work / "rope.json").write_text(json.dumps(out))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "make":
+        sys.exit("usage: vision_tower.py make DIR")
+    make(pathlib.Path(sys.argv[2]))
