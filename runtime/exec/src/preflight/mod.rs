@@ -128,10 +128,13 @@ fn decode_error(n: &Node, e: &params::DecodeError) -> Option<RunError> {
                     false => format!("node `{}` ({}): {e}", n.id, n.ctor),
                 },
             )
-            .help(
-                "the plan does not follow the format this wrlc reads (docs/plan-format.md); plan \
-                 the recipe again with this wrlc",
-            ),
+            .help(format!(
+                "the plan was written by another wrlc or edited by hand: wrlc {} reads its own \
+                 plan format only (docs/plan-format.md). A run directory an older wrlc wrote \
+                 cannot be resumed by this one; run the recipe again into a new directory \
+                 (`wrlc run RECIPE --out NEW_DIR`)",
+                env!("CARGO_PKG_VERSION")
+            )),
         ),
     }
 }
