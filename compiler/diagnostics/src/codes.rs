@@ -153,7 +153,7 @@ pub const CODES: &[CodeInfo] = &[
     live("W0210", Phase::Warning, "a step budget the agent's `max_turns` cuts"),
     live("W0211", Phase::Warning, "a phase `lr` replaces the stage's"),
     live("W0212", Phase::Warning, "a model context in thousands where a power of two is meant"),
-    live("W0213", Phase::Warning, "`k` that the chosen metric does not read"),
+    live("W0213", Phase::Warning, "`pass_at_k` or `cons_at_k` with `k = 1`"),
     live("W0214", Phase::Warning, "mini-batch that does not say what it counts"),
     live("W0215", Phase::Warning, "critic that nothing reads (advantages are group-relative)"),
     live("W0216", Phase::Warning, "replay whose fraction of the batch is no task"),

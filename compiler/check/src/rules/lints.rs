@@ -133,7 +133,7 @@ fn kilo_context(ctx: &Ctx<'_>, model: &Obj, out: &mut Vec<Diagnostic>) {
     );
 }
 
-/// W0213: `k` set with a metric that reads one sample per task.
+/// W0213: `pass_at_k` or `cons_at_k` with `k = 1`, which is `success` by another name.
 fn unread_k(ctx: &Ctx<'_>, v: &Val, what: &str, out: &mut Vec<Diagnostic>) {
     let (Some(k), Some(metric)) = (v.field("k"), v.field("metric")) else { return };
     let Some(m @ ("pass_at_k" | "cons_at_k")) = word(metric) else { return };
