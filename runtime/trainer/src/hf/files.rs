@@ -146,8 +146,9 @@ pub(crate) fn shards(dir: &Path) -> Result<Vec<PathBuf>, HfError> {
     Ok(files)
 }
 
-/// A shard's header: tensor name → (dtype, shape).
-pub fn header(path: &Path) -> Result<BTreeMap<String, (String, Vec<usize>)>, HfError> {
+/// A shard's raw header (its JSON object, `__metadata__` included) and the length of the
+/// header in bytes: the tensors' `data_offsets` count from byte 8 + that length.
+pub(crate) fn raw_header(path: &Path) -> Result<(serde_json::Map<String, Json>, u64), HfError> {
     let bad = |why: String| {
         HfError::Files(format!("`{}` is not a safetensors file: {why}", path.display()))
     };
@@ -162,7 +163,18 @@ pub fn header(path: &Path) -> Result<BTreeMap<String, (String, Vec<usize>)>, HfE
     let mut text = vec![0u8; n as usize];
     f.read_exact(&mut text).map_err(|e| bad(e.to_string()))?;
     let v: Json = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
-    let obj = v.as_object().ok_or_else(|| bad("the header is not an object".into()))?;
+    match v {
+        Json::Object(obj) => Ok((obj, n)),
+        _ => Err(bad("the header is not an object".into())),
+    }
+}
+
+/// A shard's header: tensor name → (dtype, shape).
+pub fn header(path: &Path) -> Result<BTreeMap<String, (String, Vec<usize>)>, HfError> {
+    let bad = |why: String| {
+        HfError::Files(format!("`{}` is not a safetensors file: {why}", path.display()))
+    };
+    let (obj, _) = raw_header(path)?;
     let mut out = BTreeMap::new();
     for (name, t) in obj.iter().filter(|(k, _)| *k != "__metadata__") {
         let dtype = t.get("dtype").and_then(Json::as_str).unwrap_or("").to_string();

@@ -30,18 +30,7 @@ struct Entry {
 /// Where a shard's vision tensors lie, by full name, from its header alone.
 fn entries(path: &Path) -> Result<BTreeMap<String, Entry>> {
     let bad = |why: String| files(format!("`{}` is not a safetensors file: {why}", path.display()));
-    let mut f = std::fs::File::open(path)
-        .map_err(|e| files(format!("cannot read `{}`: {e}", path.display())))?;
-    let mut len = [0u8; 8];
-    f.read_exact(&mut len).map_err(|e| bad(e.to_string()))?;
-    let n = u64::from_le_bytes(len);
-    if n > 100_000_000 {
-        return Err(bad(format!("a header of {n} bytes")));
-    }
-    let mut text = vec![0u8; n as usize];
-    f.read_exact(&mut text).map_err(|e| bad(e.to_string()))?;
-    let v: Json = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
-    let obj = v.as_object().ok_or_else(|| bad("the header is not an object".into()))?;
+    let (obj, n) = crate::hf::files::raw_header(path)?;
     let mut out = BTreeMap::new();
     for (name, t) in
         obj.iter().filter(|(k, _)| k.starts_with("model.visual.") || k.starts_with("visual."))
