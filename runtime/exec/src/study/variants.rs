@@ -42,7 +42,8 @@ pub struct VariantStudy {
 pub struct Compute {
     /// Environment steps its runs took, over every seed (training and evaluation episodes).
     pub env_steps: u64,
-    /// The estimate's bound on environment steps per run (`wrlc estimate`), when known.
+    /// The estimate's bound on environment steps per run (`wrlc estimate`: training, refills,
+    /// validation and evaluation), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimated_env_steps: Option<u64>,
     /// The estimate's bound on generated tokens per run, when known.
@@ -116,12 +117,18 @@ pub fn aggregate(ran: &[Ran<'_, '_>], seeds: &[u64]) -> Study {
     s
 }
 
+/// A variant's compute: the steps its runs took, and the estimate's bounds for a whole run
+/// (training, refills, validation and evaluation).
 fn compute_of(r: &Ran<'_, '_>) -> Compute {
     let e = wrl_plan::estimate(r.plan.plan, None);
+    let parts = [&e.refill, &e.validation, &e.evaluation];
+    let sum = |train: Option<u64>, of: fn(&wrl_plan::estimate::Totals) -> Option<u64>| {
+        parts.iter().try_fold(train?, |acc, t| Some(acc + of(t)?))
+    };
     Compute {
         env_steps: r.env_steps,
-        estimated_env_steps: e.max_env_steps,
-        estimated_tokens: e.max_generated_tokens,
+        estimated_env_steps: sum(e.max_env_steps, |t| t.max_env_steps),
+        estimated_tokens: sum(e.max_generated_tokens, |t| t.max_generated_tokens),
     }
 }
 
