@@ -149,7 +149,11 @@ pub fn lines(claims: &[ClaimResult]) -> String {
             c.eval_tasks,
             c.over_tasks,
             c.paper.as_ref().map_or(String::new(), |p| format!(" (paper: {p})")),
-            c.pairing.as_ref().map_or(String::new(), |p| format!(", {p}")),
+            c.pairing.as_deref().map_or("", |p| if p == "seed" {
+                ", paired by seed"
+            } else {
+                ", unpaired"
+            }),
         ));
     }
     out
