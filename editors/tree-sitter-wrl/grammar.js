@@ -14,7 +14,7 @@
 // Reserved words: never names.
 const KEYWORDS = ['and', 'else', 'false', 'if', 'not', 'or', 'then', 'true', 'unknown', 'use', 'when'];
 // Keywords only where the grammar expects them.
-const CONTEXTUAL_KEYWORDS = ['as', 'builtin', 'extends', 'limit', 'module', 'profile', 'tool'];
+const CONTEXTUAL_KEYWORDS = ['as', 'builtin', 'extends', 'limit', 'module', 'profile', 'tool', 'variant'];
 // The kind words of declarations.
 const DECL_KINDS = ['model', 'dataset', 'env', 'tools', 'agent', 'reward', 'stage', 'eval', 'param', 'claim'];
 
@@ -124,7 +124,8 @@ module.exports = grammar({
 
     extends_item: ($) => seq('extends', field('file', $.string), optional(field('overrides', $.block))),
 
-    profile_item: ($) => seq('profile', field('name', $.identifier), field('overrides', $.block)),
+    profile_item: ($) =>
+      seq(choice('profile', 'variant'), field('name', $.identifier), field('overrides', $.block)),
 
     builtin_item: ($) => seq(
       'builtin', field('name', $.identifier), field('parameters', $.parameters),

@@ -30,14 +30,24 @@ fn recipes() -> Vec<String> {
 
 fn profiles(recipe: &str) -> Vec<String> {
     let comp = wrl_cli::compile_paths(&[workspace_root().join(recipe)]).expect("recipe readable");
-    comp.recipes.first().map(|r| r.profile_names().map(String::from).collect()).unwrap_or_default()
+    let Some(r) = comp.recipes.first() else { return Vec::new() };
+    // A variant is planned with `--variant V`, its golden `NAME.variant-V.plan`.
+    r.profile_names()
+        .map(String::from)
+        .chain(r.variant_names().map(|v| format!("variant-{v}")))
+        .collect()
 }
 
 /// The small recipes of `tests/recipes/` whose plans are golden too (#47: the ARPO-like and
 /// GiGPO-like cases; #48: LoRA adapters per stage);
 /// their goldens live in `tests/recipes/golden/`.
-const TEST_RECIPES: [&str; 3] =
-    ["tests/recipes/arpo.wrl", "tests/recipes/gigpo.wrl", "tests/recipes/lora.wrl"];
+/// #45: variants, each its own plan (`NAME.variant-V.plan`).
+const TEST_RECIPES: [&str; 4] = [
+    "tests/recipes/arpo.wrl",
+    "tests/recipes/gigpo.wrl",
+    "tests/recipes/lora.wrl",
+    "tests/recipes/variants.wrl",
+];
 
 fn golden_path(recipe: &str, profile: Option<&str>) -> PathBuf {
     let path = std::path::Path::new(recipe);
@@ -52,9 +62,10 @@ fn golden_path(recipe: &str, profile: Option<&str>) -> PathBuf {
 
 fn plan_args(recipe: &str, profile: Option<&str>, format: &str) -> Vec<String> {
     let mut args = vec!["plan".to_string(), recipe.to_string(), "--format".into(), format.into()];
-    if let Some(p) = profile {
-        args.push("--profile".into());
-        args.push(p.into());
+    match profile.map(|p| (p, p.strip_prefix("variant-"))) {
+        Some((_, Some(v))) => args.extend(["--variant".to_string(), v.to_string()]),
+        Some((p, None)) => args.extend(["--profile".to_string(), p.to_string()]),
+        None => {}
     }
     args
 }

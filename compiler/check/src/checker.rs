@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use wrl_diagnostics::{Diagnostic, FileId, SourceMap, Span};
 
 use crate::suggest::did_you_mean;
-use wrl_syntax::ast::{self, DeclKind, ItemKind};
+use wrl_syntax::ast::{self, DeclKind, ItemKind, ProfileKind};
 
 use crate::loader::Loader;
 use crate::stdlib::{MODULES, PRELUDE};
@@ -273,14 +273,24 @@ impl<'a> Checker<'a> {
                 }
                 ItemKind::Profile(p) => {
                     if let Some(&prev_span) = profiles_seen.get(p.name.name.as_str()) {
+                        // Profiles and variants share one namespace: a plan, an estimate and
+                        // the language server name each by its name alone.
                         self.diags.push(
                             Diagnostic::new(
                                 "E0201",
-                                format!("profile `{}` is defined twice", p.name.name),
+                                format!("{} `{}` is defined twice", p.kind.word(), p.name.name),
                             )
                             .label(p.name.span, "defined again here")
                             .label(prev_span, "first defined here")
                             .help("rename one of them, or merge their overrides"),
+                        );
+                        continue;
+                    }
+                    if p.kind == ProfileKind::Variant && p.name.name == crate::model::BASE_VARIANT {
+                        self.diags.push(
+                            Diagnostic::new("E0209", "a variant cannot be named `base`")
+                                .label(p.name.span, "`base` is the recipe without a variant")
+                                .help("rename the variant, e.g. `variant base_like { … }`"),
                         );
                         continue;
                     }

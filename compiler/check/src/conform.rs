@@ -319,6 +319,14 @@ impl Checker<'_> {
     }
 
     fn conform_kind(&mut self, m: ModId, val: Val, k: &str, ty: &Ty) -> Val {
+        // A variant is named by a bare name, resolved or not (`variant online` may share a
+        // declaration's name): the planner checks it against the recipe's variants.
+        if k == "variant" {
+            return match self.bare.get(&val.span) {
+                Some(name) => Val::new(V::Enum { value: name.clone() }, val.span),
+                None => self.mismatch(m, val, ty),
+            };
+        }
         let val = self.force(m, val);
         let span = val.span;
         let ok = match &val.v {

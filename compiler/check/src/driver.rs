@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use wrl_diagnostics::{Diagnostic, Span};
 
-use wrl_syntax::ast::{self, DeclKind};
+use wrl_syntax::ast::{self, DeclKind, ProfileKind};
 
 use crate::checker::{Checker, DeclId, ModId, Target};
 use crate::model::{CheckedDecl, Override, Profile, Recipe, apply};
@@ -157,6 +157,25 @@ impl Checker<'_> {
         state[m] = 2;
     }
 
+    /// A profile's or variant's overrides, checked; what is wrong inside a variant names it
+    /// (a study runs it beside the recipe, so its name is what the user looks for).
+    fn check_profile(&mut self, m: ModId, p: &ast::Profile) -> Profile {
+        let before = self.diags.len();
+        let overrides = self.check_overrides(m, &p.overrides);
+        match p.kind {
+            ProfileKind::Variant => {
+                for d in &mut self.diags[before..] {
+                    d.labels.push(wrl_diagnostics::Label {
+                        span: p.name.span,
+                        message: format!("in variant `{}`", p.name.name),
+                    });
+                }
+            }
+            ProfileKind::Profile => {}
+        }
+        Profile { kind: p.kind, name: p.name.name.clone(), overrides, span: p.name.span }
+    }
+
     /// Checks everything and builds a recipe for each entry module.
     pub(crate) fn run(&mut self, entries: &[ModId]) -> Vec<Recipe> {
         self.find_cycles();
@@ -171,14 +190,7 @@ impl Checker<'_> {
                 continue;
             }
             let ps = self.modules[m].profiles.clone();
-            let checked: Vec<Profile> = ps
-                .iter()
-                .map(|p| Profile {
-                    name: p.name.name.clone(),
-                    overrides: self.check_overrides(m, &p.overrides),
-                    span: p.name.span,
-                })
-                .collect();
+            let checked: Vec<Profile> = ps.iter().map(|p| self.check_profile(m, p)).collect();
             profiles.insert(m, checked);
             if let Some((_, Some(block), _)) = self.modules[m].extends.clone() {
                 let o = self.check_overrides(m, &block);
@@ -307,7 +319,13 @@ impl Checker<'_> {
         let own_names: BTreeSet<&str> = own.iter().map(|p| p.name.as_str()).collect();
         all_profiles.retain(|q: &Profile| !own_names.contains(q.name.as_str()));
         all_profiles.extend(own);
-        Recipe { file: self.modules[m].path.clone(), decls, profiles: all_profiles, profile: None }
+        Recipe {
+            file: self.modules[m].path.clone(),
+            decls,
+            profiles: all_profiles,
+            profile: None,
+            variant: None,
+        }
     }
 
     /// Declaration `d` as recipes hold it: built once, shared by every recipe that has it

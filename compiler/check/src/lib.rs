@@ -38,7 +38,7 @@ use wrl_syntax::ast;
 pub use checker::warm_stdlib;
 pub use fields::{Defaults, Fields};
 pub use loader::{FsLoader, Loader, MemLoader, join_relative};
-pub use model::{CheckedDecl, Override, Profile, Recipe, Seg};
+pub use model::{BASE_VARIANT, CheckedDecl, Override, Profile, Recipe, Seg};
 pub use name::Name;
 pub use rules::columns::{RECORD_FIELDS, record_fields};
 pub use slice::ProfileSlicer;
@@ -47,6 +47,7 @@ pub use stdlib_doc::stdlib_doc;
 pub use tables::Tables;
 pub use types::{Ty, parse_type};
 pub use value::{EdgeV, ModuleV, Obj, SigExpr, ToolParamV, ToolV, V, Val};
+pub use wrl_syntax::ast::ProfileKind;
 
 /// What checking produced: a recipe per entry file and every diagnostic, sorted.
 #[derive(Debug)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use wrl_diagnostics::{Diagnostic, Span};
-use wrl_syntax::ast::DeclKind;
+use wrl_syntax::ast::{DeclKind, ProfileKind};
 
 use crate::value::{V, Val};
 
@@ -44,8 +44,10 @@ pub struct Override {
     pub span: Span,
 }
 
+/// A named set of overrides: a `profile`, or a `variant` a study runs beside the recipe.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Profile {
+    pub kind: ProfileKind,
     pub name: String,
     pub overrides: Vec<Override>,
     #[serde(skip)]
@@ -63,7 +65,12 @@ pub struct Recipe {
     pub profiles: Vec<Profile>,
     /// The profile applied, if any.
     pub profile: Option<String>,
+    /// The variant applied, if any (on top of the profile).
+    pub variant: Option<String>,
 }
+
+/// The name a claim and a study give the recipe without a variant.
+pub const BASE_VARIANT: &str = "base";
 
 impl Recipe {
     pub fn decl(&self, name: &str) -> Option<&CheckedDecl> {
@@ -71,33 +78,75 @@ impl Recipe {
     }
 
     pub fn profile_names(&self) -> impl Iterator<Item = &str> {
-        self.profiles.iter().map(|p| p.name.as_str())
+        self.named(ProfileKind::Profile)
+    }
+
+    /// The variants' names, in declaration order.
+    pub fn variant_names(&self) -> impl Iterator<Item = &str> {
+        self.named(ProfileKind::Variant)
+    }
+
+    fn named(&self, kind: ProfileKind) -> impl Iterator<Item = &str> {
+        self.profiles.iter().filter(move |p| p.kind == kind).map(|p| p.name.as_str())
     }
 
     /// This recipe with a profile's overrides applied.
     pub fn with_profile(&self, name: &str) -> Result<Recipe, Diagnostic> {
-        let Some(profile) = self.profiles.iter().find(|p| p.name == name) else {
-            let help =
-                wrl_diagnostics::did_you_mean(name, self.profile_names()).unwrap_or_else(|| {
-                    let all: Vec<&str> = self.profile_names().collect();
-                    if all.is_empty() {
-                        format!("`{}` declares no profiles", self.file)
-                    } else {
-                        format!("the profiles are {}", all.join(", "))
-                    }
-                });
-            return Err(Diagnostic::new(
-                "E0206",
-                format!("no profile `{name}` in `{}`", self.file),
-            )
-            .help(help));
-        };
         let mut out = self.clone();
-        for o in &profile.overrides {
-            apply(&mut out, o);
-        }
+        out.apply_named(ProfileKind::Profile, name)?;
         out.profile = Some(name.to_string());
         Ok(out)
+    }
+
+    /// This recipe with a variant's overrides applied (on top of its profile, if any); the
+    /// name `base` is the recipe itself.
+    pub fn with_variant(&self, name: &str) -> Result<Recipe, Diagnostic> {
+        let mut out = self.clone();
+        if name == BASE_VARIANT {
+            return Ok(out);
+        }
+        out.apply_named(ProfileKind::Variant, name)?;
+        out.variant = Some(name.to_string());
+        Ok(out)
+    }
+
+    /// This recipe with the profile or the variant `name` applied (they share one namespace).
+    pub fn with_named(&self, name: &str) -> Result<Recipe, Diagnostic> {
+        match self.profiles.iter().find(|p| p.name == name).map(|p| p.kind) {
+            Some(ProfileKind::Variant) => self.with_variant(name),
+            Some(ProfileKind::Profile) | None => self.with_profile(name),
+        }
+    }
+
+    /// Applies the overrides of the profile or variant `name`, or E0206 / E0208 with the
+    /// nearest name.
+    fn apply_named(&mut self, kind: ProfileKind, name: &str) -> Result<(), Diagnostic> {
+        let Some(found) = self.profiles.iter().find(|p| p.kind == kind && p.name == name) else {
+            return Err(self.unknown(kind, name));
+        };
+        let overrides = found.overrides.clone();
+        for o in &overrides {
+            apply(self, o);
+        }
+        Ok(())
+    }
+
+    /// E0206 (no such profile) or E0208 (no such variant), naming the nearest one.
+    pub fn unknown(&self, kind: ProfileKind, name: &str) -> Diagnostic {
+        let word = kind.word();
+        let all: Vec<&str> = self.named(kind).collect();
+        let help = wrl_diagnostics::did_you_mean(name, all.iter().copied()).unwrap_or_else(|| {
+            if all.is_empty() {
+                format!("`{}` declares no {word}s", self.file)
+            } else {
+                format!("the {word}s are {}", all.join(", "))
+            }
+        });
+        let code = match kind {
+            ProfileKind::Profile => "E0206",
+            ProfileKind::Variant => "E0208",
+        };
+        Diagnostic::new(code, format!("no {word} `{name}` in `{}`", self.file)).help(help)
     }
 }
 

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{Profile, Recipe, apply};
 use crate::value::{Obj, SigExpr, V, Val};
+use wrl_syntax::ast::ProfileKind;
 
 /// A recipe's declarations and who refers to whom, built once for all its profiles.
 pub struct ProfileSlicer<'r> {
@@ -77,8 +78,17 @@ impl<'r> ProfileSlicer<'r> {
         let mut changed = Recipe {
             file: self.recipe.file.clone(),
             decls: overridden.iter().map(|&i| self.recipe.decls[i].clone()).collect(),
-            profiles: Vec::new(),
-            profile: Some(profile.name.clone()),
+            // The names alone (a claim names variants), not their overrides.
+            profiles: (self.recipe.profiles.iter())
+                .map(|p| Profile {
+                    kind: p.kind,
+                    name: p.name.clone(),
+                    overrides: Vec::new(),
+                    span: p.span,
+                })
+                .collect(),
+            profile: (profile.kind == ProfileKind::Profile).then(|| profile.name.clone()),
+            variant: (profile.kind == ProfileKind::Variant).then(|| profile.name.clone()),
         };
         for o in &profile.overrides {
             apply(&mut changed, o);

@@ -66,6 +66,9 @@ pub const KINDS: &[&str] = &[
     "generation",
     "lora",
     "device",
+    // A variant of the recipe by its name (`variant flat { … }`, or `base`), which a claim
+    // names; the planner checks that the recipe declares it.
+    "variant",
 ];
 
 const UNIT_TYPES: &[(&str, Dimension)] = &[

@@ -361,6 +361,41 @@ fn profile_override_of_a_param_reaches_its_uses() {
     assert_eq!(horizon, Some(9.0));
 }
 
+/// A variant is checked like a profile, whole, and on top of `--profile`: a rule it alone
+/// breaks says `(variant …)`; `with_variant` applies it (on top of a profile too), `base` is
+/// the recipe itself, and an unknown name is E0208 with the nearest name.
+#[test]
+fn variants_are_checked_whole_and_on_top_of_a_profile() {
+    let text = format!(
+        "param g = 4\n{}variant solo {{\n  g = 1\n}}\nprofile wide {{\n  g = 8\n}}\n",
+        rl("group = g")
+    );
+    let (mut sources, checked) =
+        wrl_check::check_source("recipe.wrl", &text, &wrl_check::MemLoader::default());
+    let d = checked.diagnostics.iter().find(|d| d.code == "E0402").expect("E0402 under solo");
+    assert!(d.message.ends_with("(variant `solo`)"), "{}", d.message);
+    let r = &checked.recipes[0];
+    assert_eq!(r.variant_names().collect::<Vec<_>>(), ["solo"]);
+    assert_eq!(r.profile_names().collect::<Vec<_>>(), ["wide"]);
+    let group = |r: &wrl_check::Recipe| {
+        r.decl("online").expect("online").value.field("group").and_then(|g| g.as_f64())
+    };
+    let solo = r.with_variant("solo").expect("solo");
+    assert_eq!((group(&solo), solo.variant.as_deref()), (Some(1.0), Some("solo")));
+    let both = r.with_profile("wide").and_then(|w| w.with_variant("solo")).expect("wide, solo");
+    assert_eq!((both.profile.as_deref(), both.variant.as_deref()), (Some("wide"), Some("solo")));
+    assert_eq!(group(&r.with_variant("base").expect("base")), Some(4.0));
+    let e = r.with_variant("sole").expect_err("no such variant");
+    assert_eq!((e.code, e.help.as_deref()), ("E0208", Some("did you mean `solo`?")));
+    assert_eq!(r.with_profile("solo").expect_err("a variant, not a profile").code, "E0206");
+    // Under `--profile wide`, the rules also judge the variant on top of it.
+    let id = sources.add("p.wrl", &text);
+    let parsed = wrl_syntax::parse(id, &text);
+    let loader = wrl_check::MemLoader::default();
+    let under = wrl_check::check_as(&mut sources, &[(id, &parsed.file)], &loader, Some("wide"));
+    assert!(under.diagnostics.iter().any(|d| d.message.ends_with("(variant `solo`)")));
+}
+
 /// prompts × group beyond u64 once reached the batch rule (which must not overflow); now the
 /// stdlib bounds them by what the runtime allocates, so they are refused at their fields
 /// (E0306) and nothing else is reported, with no overflow panic (tests build with overflow

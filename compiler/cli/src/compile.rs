@@ -76,6 +76,12 @@ pub fn compile_paths_as(
                 Some(name) => {
                     if let Ok(profiled) = r.with_profile(name) {
                         diagnostics.extend(wrl_plan::lower_diagnostics(&profiled));
+                        // Each variant on top of the profile, as a study under it runs them.
+                        for v in r.variant_names() {
+                            if let Ok(varied) = profiled.with_variant(v) {
+                                diagnostics.extend(wrl_plan::lower_diagnostics(&varied));
+                            }
+                        }
                     }
                 }
             }

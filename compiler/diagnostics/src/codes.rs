@@ -51,6 +51,8 @@ pub const CODES: &[CodeInfo] = &[
     live("E0205", Phase::Names, "more than one `extends`"),
     live("E0206", Phase::Names, "unknown profile"),
     live("E0207", Phase::Names, "declaration depends on itself"),
+    live("E0208", Phase::Names, "unknown variant"),
+    live("E0209", Phase::Names, "variant named `base`"),
     // E03xx — types, fields and units
     live("E0300", Phase::Types, "type mismatch"),
     live("E0301", Phase::Types, "unknown field"),

@@ -71,7 +71,8 @@ fn item(f: &mut Fmt, it: &Item) {
             }
         }
         ItemKind::Profile(p) => {
-            f.write("profile ");
+            f.write(p.kind.word());
+            f.write(" ");
             f.write(&p.name.name);
             f.write(" ");
             block(f, &p.overrides);

@@ -58,11 +58,11 @@ fn strings_are_escaped_canonically_and_text_blocks_are_verbatim() {
 
 #[test]
 fn graphs_tools_builtins_profiles() {
-    let src = "agent g = graph { module p = llm(f)\n a->b->c when x|y limit 3 }\ntools t = toolset { tool done(r: string) { terminal } tool x() {} }\nbuiltin f(a: int, b: stage = x) -> stage { n: int = 1 }\nprofile smoke { web.target = std::sandbox::web, phases[1].lr = 1e-6 }\nextends \"base.wrl\" { a = 1 }\nuse \"c.wrl\" as c\n";
+    let src = "agent g = graph { module p = llm(f)\n a->b->c when x|y limit 3 }\ntools t = toolset { tool done(r: string) { terminal } tool x() {} }\nbuiltin f(a: int, b: stage = x) -> stage { n: int = 1 }\nprofile smoke { web.target = std::sandbox::web, phases[1].lr = 1e-6 }\nvariant flat {   a.b = 2 }\nextends \"base.wrl\" { a = 1 }\nuse \"c.wrl\" as c\n";
     let out = fmt(src);
     assert_eq!(
         out,
-        "agent g = graph {\n  module p = llm(f)\n  a -> b -> c when x | y limit 3\n}\n\ntools t = toolset { tool done(r: string) { terminal }, tool x() {} }\nbuiltin f(a: int, b: stage = x) -> stage { n: int = 1 }\nprofile smoke { web.target = std::sandbox::web, phases[1].lr = 1e-6 }\nextends \"base.wrl\" { a = 1 }\n\nuse \"c.wrl\" as c\n"
+        "agent g = graph {\n  module p = llm(f)\n  a -> b -> c when x | y limit 3\n}\n\ntools t = toolset { tool done(r: string) { terminal }, tool x() {} }\nbuiltin f(a: int, b: stage = x) -> stage { n: int = 1 }\nprofile smoke { web.target = std::sandbox::web, phases[1].lr = 1e-6 }\nvariant flat { a.b = 2 }\nextends \"base.wrl\" { a = 1 }\n\nuse \"c.wrl\" as c\n"
     );
 }
 

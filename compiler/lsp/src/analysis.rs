@@ -107,7 +107,7 @@ impl Analysis {
     pub fn plan(&self, profile: Option<&str>) -> Option<wrl_plan::Plan> {
         let recipe = self.recipe.as_ref().filter(|_| !self.has_errors())?;
         match profile {
-            Some(p) => wrl_plan::lower(&recipe.with_profile(p).ok()?).ok(),
+            Some(p) => wrl_plan::lower(&recipe.with_named(p).ok()?).ok(),
             None => wrl_plan::lower(recipe).ok(),
         }
     }
@@ -134,7 +134,7 @@ impl Analysis {
             let profiles = recipe
                 .profiles
                 .iter()
-                .map(|p| (p.name.clone(), recipe.with_profile(&p.name).ok().as_ref().and_then(est)))
+                .map(|p| (p.name.clone(), recipe.with_named(&p.name).ok().as_ref().and_then(est)))
                 .collect();
             Estimates { base: est(recipe), profiles }
         })

@@ -196,7 +196,7 @@ fn field(an: &Analysis, p: &Place, root: &Root<'_>, steps: &[Step], node: &Node<
                     continue;
                 }
                 let shown = recipe
-                    .with_profile(&prof.name)
+                    .with_named(&prof.name)
                     .ok()
                     .and_then(|r| value(&r, key, path).map(show::val))
                     .unwrap_or_else(|| "?".into());
@@ -257,8 +257,9 @@ fn origin(an: &Analysis, v: &Val) -> String {
 fn profile(an: &Analysis, name: &str) -> Option<String> {
     let recipe = an.recipe.as_ref()?;
     let p = recipe.profiles.iter().find(|p| p.name == name)?;
+    let word = p.kind.word();
     let mut s =
-        format!("profile `{name}`: {} overrides (`wrlc run --profile {name}`)", p.overrides.len());
+        format!("{word} `{name}`: {} overrides (`wrlc run --{word} {name}`)", p.overrides.len());
     if let Some((_, Some(e))) = an.estimates().profiles.iter().find(|(n, _)| n == name) {
         let _ = write!(
             s,

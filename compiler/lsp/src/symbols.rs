@@ -65,7 +65,7 @@ fn item_symbol(view: &View<'_>, item: &ast::Item) -> Option<DocumentSymbol> {
             symbol(
                 view,
                 p.name.name.clone(),
-                Some("profile".into()),
+                Some(p.kind.word().into()),
                 SymbolKind::NAMESPACE,
                 item.span,
                 p.name.span,

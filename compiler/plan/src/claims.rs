@@ -41,8 +41,10 @@ impl<'r> Lowering<'r> {
             "std::claims::gain" => ClaimKind::Gain,
             _ => return None,
         };
-        let eval = self.side(o, "eval", "after")?;
-        let over = self.side(o, "over", "over_after")?;
+        let mut eval = self.side(o, "eval", "after")?;
+        let mut over = self.side(o, "over", "over_after")?;
+        eval.side.variant = self.variant(o, "variant")?;
+        over.side.variant = self.variant(o, "over_variant")?;
         let at_least = ratio(o.fields.get("at_least")).unwrap_or(0.0);
         let expect = ratio(o.fields.get("expect"));
         if self.lean {
@@ -105,7 +107,26 @@ impl<'r> Lowering<'r> {
             return None;
         }
         let after = stage.unwrap_or_else(|| decl.to_string());
-        Some(Side { side: ClaimSide { eval: decl.to_string(), after }, tasks: tasks_of(self, eo) })
+        let side = ClaimSide { eval: decl.to_string(), after, variant: None };
+        Some(Side { side, tasks: tasks_of(self, eo) })
+    }
+
+    /// The variant named in field `field` (`None`: the recipe itself, `base`), or E0208 when
+    /// the recipe declares no variant of that name.
+    fn variant(&mut self, o: &Obj, field: &str) -> Option<Option<String>> {
+        let Some(Val { v: V::Enum { value }, span, .. }) = o.fields.get(field) else {
+            return Some(None);
+        };
+        if value == wrl_check::BASE_VARIANT {
+            return Some(None);
+        }
+        if self.recipe.variant_names().any(|v| v == value) {
+            return Some(Some(value.clone()));
+        }
+        let mut d = self.recipe.unknown(wrl_check::ProfileKind::Variant, value);
+        d.message = format!("no variant `{value}` for `{field}`");
+        self.diags.push(d.label(*span, "not a variant of this recipe"));
+        None
     }
 
     /// E0456: a claim compares rates; an evaluation whose metric is a mean reward has none to

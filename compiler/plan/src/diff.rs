@@ -308,6 +308,7 @@ mod tests {
             version: 1,
             recipe: "r.wrl".into(),
             profile: None,
+            variant: None,
             nodes,
             edges: vec![],
             claims: vec![],

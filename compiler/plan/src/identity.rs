@@ -88,6 +88,7 @@ mod tests {
             version: 1,
             recipe: "a.wrl".into(),
             profile: None,
+            variant: None,
             nodes: vec![node("model:a", None), node("model:b", None)],
             edges: vec![],
             claims: vec![],
@@ -95,6 +96,7 @@ mod tests {
         let b = Plan {
             recipe: "/elsewhere/b.wrl".into(),
             profile: Some("smoke".into()),
+            variant: None,
             nodes: vec![node("model:b", Some("a comment")), node("model:a", None)],
             ..a.clone()
         };

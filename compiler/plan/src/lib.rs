@@ -32,6 +32,7 @@ pub use sequence::episode_tokens;
 pub use text::{render_text, show_num, show_val};
 pub use unknowns::refused_unknowns;
 pub use value::{BinOp, Expr, PExpr, PObj, PVal};
+pub use wrl_check::BASE_VARIANT;
 pub use wrl_check::epochs::{batch_start, iters_for};
 pub use wrl_check::turns::turns_run;
 
@@ -92,8 +93,9 @@ pub fn plan_diagnostics_sliced(recipe: &Recipe, slices: &[Recipe]) -> Vec<Diagno
             if base.contains(&(d.code, d.primary_span())) {
                 continue;
             }
-            let mut d = d.label(p.span, format!("with profile `{}`", p.name));
-            d.message = format!("{} (profile `{}`)", d.message, p.name);
+            let word = p.kind.word();
+            let mut d = d.label(p.span, format!("with {word} `{}`", p.name));
+            d.message = format!("{} ({word} `{}`)", d.message, p.name);
             out.push(d);
         }
     }
@@ -112,6 +114,8 @@ pub fn render_json(plan: &Plan) -> String {
         identity: Identity,
         recipe: &'a str,
         profile: &'a Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        variant: &'a Option<String>,
         nodes: &'a [Node],
         edges: &'a [Edge],
         #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -122,6 +126,7 @@ pub fn render_json(plan: &Plan) -> String {
         identity: Identity::of(plan),
         recipe: &plan.recipe,
         profile: &plan.profile,
+        variant: &plan.variant,
         nodes: &plan.nodes,
         edges: &plan.edges,
         claims: &plan.claims,

@@ -227,6 +227,7 @@ impl<'r> Lowering<'r> {
             version: PLAN_VERSION,
             recipe: self.recipe.file.replace('\\', "/"),
             profile: self.recipe.profile.clone(),
+            variant: self.recipe.variant.clone(),
             nodes,
             edges,
             claims: std::mem::take(&mut self.claims),

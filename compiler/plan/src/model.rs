@@ -20,6 +20,9 @@ pub struct Plan {
     pub recipe: String,
     /// The profile applied, if any.
     pub profile: Option<String>,
+    /// The variant applied, if any (`variant NAME { … }`: a study runs each beside the recipe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     /// Every node, in a topological order (producers before consumers; ties by id).
     pub nodes: Vec<Node>,
     /// Every edge, sorted by (to, port, from).

@@ -12,6 +12,9 @@ pub fn render_text(plan: &Plan) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "plan {} (format {})", plan.recipe, plan.version);
     let _ = writeln!(s, "profile {}", plan.profile.as_deref().unwrap_or("(none)"));
+    if let Some(v) = &plan.variant {
+        let _ = writeln!(s, "variant {v}");
+    }
     let _ = writeln!(s, "identity {}", crate::Identity::of(plan).line());
     let _ = writeln!(s, "{} nodes, {} edges", plan.nodes.len(), plan.edges.len());
     for n in &plan.nodes {

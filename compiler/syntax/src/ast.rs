@@ -61,8 +61,29 @@ pub struct Extends {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Profile {
+    /// `profile` or `variant`.
+    pub kind: ProfileKind,
     pub name: Ident,
     pub overrides: Block,
+}
+
+/// What a named set of overrides is: a `profile` (chosen with `--profile`, one at a time) or a
+/// `variant` (run beside the recipe in a study, with the same seeds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileKind {
+    Profile,
+    Variant,
+}
+
+impl ProfileKind {
+    /// The keyword that declares it.
+    pub fn word(self) -> &'static str {
+        match self {
+            ProfileKind::Profile => "profile",
+            ProfileKind::Variant => "variant",
+        }
+    }
 }
 
 /// A typed signature of a stdlib constructor.

@@ -36,6 +36,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::kw_use | Rule::use_item => "`use`",
         Rule::kw_extends | Rule::extends_item => "`extends`",
         Rule::kw_profile | Rule::profile_item => "`profile`",
+        Rule::kw_variant => "`variant`",
         Rule::kw_builtin | Rule::builtin_item => "`builtin`",
         Rule::kw_module | Rule::module_item => "`module`",
         Rule::kw_tool | Rule::tool_item => "`tool`",

@@ -77,7 +77,8 @@ fn begins_with_item_word(line: &str) -> bool {
     let word_end =
         line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(line.len());
     let word = &line[..word_end];
-    matches!(word, "use" | "extends" | "profile" | "builtin") || DECL_KINDS.contains(&word)
+    matches!(word, "use" | "extends" | "profile" | "variant" | "builtin")
+        || DECL_KINDS.contains(&word)
 }
 
 fn looks_like_item_start(line: &str) -> bool {
@@ -93,7 +94,7 @@ fn looks_like_item_start(line: &str) -> bool {
     match word {
         "use" => rest.starts_with([' ', '\t']),
         "extends" => rest.trim_start().starts_with('"'),
-        "profile" | "builtin" => next_is_name(),
+        "profile" | "variant" | "builtin" => next_is_name(),
         w if DECL_KINDS.contains(&w) => next_is_name(),
         _ => line.starts_with("///"),
     }

@@ -8,7 +8,7 @@ pub const KEYWORDS: &[&str] =
 
 /// Words that are keywords only where the grammar expects them.
 pub const CONTEXTUAL_KEYWORDS: &[&str] =
-    &["as", "builtin", "extends", "limit", "module", "profile", "tool"];
+    &["as", "builtin", "extends", "limit", "module", "profile", "tool", "variant"];
 
 /// The kind words of declarations, in the order the docs list them.
 pub const DECL_KINDS: &[&str] =

@@ -66,7 +66,20 @@ fn profile_items() {
         panic!()
     };
     assert_eq!(p.name.name, "smoke");
+    assert_eq!(p.kind, wrl_syntax::ast::ProfileKind::Profile);
     assert_eq!(block(&p.overrides), "{policy=std::models::tiny}");
+}
+
+#[test]
+fn variant_items() {
+    let ItemKind::Profile(p) = only_item("variant flat { online.phases[0].iters = 4 }").kind else {
+        panic!()
+    };
+    assert_eq!((p.kind, p.name.name.as_str()), (wrl_syntax::ast::ProfileKind::Variant, "flat"));
+    assert_eq!(block(&p.overrides), "{online.phases[0].iters=4}");
+    // `variant` is a keyword only where an item starts: a name everywhere else.
+    let ItemKind::Decl(d) = only_item("param variant = 3").kind else { panic!() };
+    assert_eq!(d.name.name, "variant");
 }
 
 #[test]

@@ -19,7 +19,7 @@
 ["when" "limit"] @keyword.repeat
 ["and" "or" "not"] @keyword.operator
 ["use" "as"] @keyword.import
-["extends" "profile" "builtin" "module" "tool"] @keyword
+["extends" "profile" "variant" "builtin" "module" "tool"] @keyword
 (decl_kind) @keyword.type
 
 ; Declarations and their names.

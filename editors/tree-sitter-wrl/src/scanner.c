@@ -416,7 +416,7 @@ static bool is_decl_kind(const char *word) {
 
 // Where lex.rs starts counting `if`s again: a line that looks like the start of an item
 // (`looks_like_item_start`: at its first column `use` and a space, `extends` and a string,
-// `profile`, `builtin` or a declaration kind and a name). A token of no width, produced only
+// `profile`, `variant`, `builtin` or a declaration kind and a name). A token of no width, produced only
 // when it changes the count.
 // Called at a letter in the first column, which it reads: so it also takes an `if` there.
 static bool scan_item_start(Scanner *s, TSLexer *lexer, const bool *valid) {
@@ -442,7 +442,8 @@ static bool scan_item_start(Scanner *s, TSLexer *lexer, const bool *valid) {
   if (strcmp(word, "use") == 0) {
     starts = spaced;
   } else if (strcmp(word, "extends") == 0 || strcmp(word, "profile") == 0 ||
-             strcmp(word, "builtin") == 0 || is_decl_kind(word)) {
+             strcmp(word, "variant") == 0 || strcmp(word, "builtin") == 0 ||
+             is_decl_kind(word)) {
     bool extends = strcmp(word, "extends") == 0;
     if (!extends && !spaced) return false;
     while (is_space(lexer->lookahead)) lexer->advance(lexer, false);

@@ -17,6 +17,7 @@ syn keyword wrlKwInclude use
 
 " Contextual keywords: only where the grammar expects them.
 syn match wrlContextual "\v^\s*\zs(profile)\ze\s+\h" nextgroup=wrlProfileName skipwhite
+syn match wrlContextual "\v^\s*\zs(variant)\ze\s+\h" nextgroup=wrlProfileName skipwhite
 syn match wrlProfileName "\h\w*" contained
 syn match wrlContextual "\v^\s*\zs(extends)>"
 syn match wrlContextual "\v^\s*\zs(builtin)\ze\s+\h" nextgroup=wrlDeclName skipwhite

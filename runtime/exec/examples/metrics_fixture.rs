@@ -69,6 +69,7 @@ fn run(dir: &Path) -> Result<(), String> {
         version: wrl_plan::PLAN_VERSION,
         recipe: "fixture.wrl".into(),
         profile: None,
+        variant: None,
         nodes: Vec::new(),
         edges: Vec::new(),
         claims: Vec::new(),

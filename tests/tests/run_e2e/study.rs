@@ -177,3 +177,92 @@ fn an_evaluation_at_start_runs_the_policy_as_declared() {
     // pass@2 samples each of its six questions twice.
     assert_eq!(evals, [("base", 6), ("held_out", 6), ("pass2", 12)], "{:?}", summary.evals);
 }
+
+/// `wrlc run tests/recipes/variants.wrl --seeds 2`: the recipe (`base`) and its two variants,
+/// each with the same two seeds in `NAME/seed-K`; `study.json` lays them side by side (each
+/// its own plan identity, evaluations and compute), says that the shorter horizon's compute
+/// differs, and decides the claims across variants, paired by seed (the same tasks), each
+/// verdict the rule's over its own interval and its difference the seeds' own. Resuming the
+/// finished study skips every run.
+#[test]
+fn variants_run_with_the_same_seeds_side_by_side_and_claims_across_them() {
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/variants.wrl");
+    let dir = tempfile::tempdir().unwrap();
+    let study = dir.path().join("study");
+    let args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        recipe.into(),
+        "--seeds".into(),
+        "2".into(),
+        "--out".into(),
+        study.clone().into(),
+    ];
+    let (code, stdout, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("variants.wrl and 2 variants over 2 seeds (0, 1):"), "{stdout}");
+    assert!(stdout.contains("compute differs: short:"), "{stdout}");
+    for v in ["base", "short", "slow"] {
+        for k in [0, 1] {
+            assert_eq!(records(&study.join(format!("{v}/seed-{k}"))).0.status, "finished");
+        }
+    }
+    let text = std::fs::read_to_string(study.join("study.json")).unwrap();
+    assert!(!text.contains(&*dir.path().to_string_lossy()), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(serde_json::to_string_pretty(&json).unwrap() + "\n", text);
+    let variants = json["variants"].as_array().unwrap();
+    let names: Vec<&str> = variants.iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["base", "short", "slow"]);
+    let ids: std::collections::BTreeSet<&str> =
+        variants.iter().map(|v| v["identity"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 3, "each variant is its own plan: {ids:?}");
+    assert_eq!(variants[1]["runs"], serde_json::json!(["short/seed-0", "short/seed-1"]));
+    // Each variant's figure of `held_out`, seed by seed.
+    let per_seed = |v: &serde_json::Value| -> Vec<f64> {
+        let e = &v["evals"][0];
+        assert_eq!((e["eval"].as_str(), e["tasks"].as_u64()), (Some("held_out"), Some(12)));
+        e["per_seed"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+    };
+    let [base, short, slow] = [&variants[0], &variants[1], &variants[2]].map(per_seed);
+    let steps = |v: &serde_json::Value, k: &str| v["compute"][k].as_u64();
+    assert!(
+        steps(&variants[1], "estimated_env_steps") < steps(&variants[0], "estimated_env_steps")
+    );
+    assert_eq!(
+        steps(&variants[2], "estimated_env_steps"),
+        steps(&variants[0], "estimated_env_steps")
+    );
+    assert!(steps(&variants[0], "env_steps").unwrap() > 0);
+    assert_eq!(json["compute"]["matches"], false);
+    assert!(json["compute"]["note"].as_str().unwrap().contains("short: estimated env steps"));
+
+    let claims = json["claims"].as_array().unwrap();
+    let expected = [("horizon", &base, &short), ("slower", &slow, &base)];
+    for (c, (name, a, b)) in claims.iter().zip(expected) {
+        assert_eq!(c["name"], name, "{c}");
+        assert_eq!(c["pairing"], "seed", "{c}");
+        let f = |k: &str| c[k].as_f64().unwrap();
+        let diff = (a[0] - b[0] + a[1] - b[1]) / 2.0;
+        assert!((f("difference") - diff).abs() < 1e-6, "{c} against {diff}");
+        let (low, high, margin) = (f("low"), f("high"), f("at_least"));
+        assert!(low <= f("difference") && f("difference") <= high, "{c}");
+        let rule = if low > margin {
+            "holds"
+        } else if high < margin {
+            "fails"
+        } else {
+            "undecided"
+        };
+        assert_eq!(c["verdict"], rule, "{c}");
+        assert_eq!(c["seeds"], 2, "{c}");
+    }
+    assert_eq!(claims.len(), 2);
+    let page = std::fs::read_to_string(study.join("report.html")).unwrap();
+    assert!(page.contains("Variants side by side") && page.contains("compute differs"), "{page}");
+    assert!(page.contains("href=\"short/seed-1/report.html\""), "{page}");
+
+    let args: Vec<std::ffi::OsString> = vec!["run".into(), "--resume".into(), study.into()];
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("short, seed 1: finished, skipped"), "{stderr}");
+}

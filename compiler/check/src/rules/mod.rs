@@ -205,7 +205,23 @@ pub(crate) fn run(
     if let Some(name) = only {
         for recipe in recipes {
             match recipe.with_profile(name) {
-                Ok(variant) => out.extend(check_recipe(&Ctx::new(&variant, sources, std_files))),
+                Ok(profiled) => {
+                    let base = check_recipe(&Ctx::new(&profiled, sources, std_files));
+                    // Each variant on top of the profile: a study under `--profile` runs them.
+                    let mut seen = base.clone();
+                    out.extend(base);
+                    for v in recipe.variant_names() {
+                        let Ok(varied) = profiled.with_variant(v) else { continue };
+                        let span = recipe.profiles.iter().find(|p| p.name == v).map(|p| p.span);
+                        for d in check_recipe(&Ctx::new(&varied, sources, std_files)) {
+                            if seen.contains(&d) {
+                                continue;
+                            }
+                            seen.push(d.clone());
+                            out.push(named(d, "variant", v, span));
+                        }
+                    }
+                }
                 Err(d) => out.push(d),
             }
         }
@@ -225,12 +241,19 @@ pub(crate) fn run(
                     continue;
                 }
                 seen.push(d.clone());
-                let mut d = d.label(profile.span, format!("with profile `{}`", profile.name));
-                d.message = format!("{} (profile `{}`)", d.message, profile.name);
-                out.push(d);
+                out.push(named(d, profile.kind.word(), &profile.name, Some(profile.span)));
             }
         }
         slices.push(variants);
     }
     (out, slices)
+}
+
+/// A diagnostic only a profile or variant has, saying which (`(variant `flat`)`).
+pub(crate) fn named(mut d: Diagnostic, word: &str, name: &str, span: Option<Span>) -> Diagnostic {
+    if let Some(span) = span {
+        d = d.label(span, format!("with {word} `{name}`"));
+    }
+    d.message = format!("{} ({word} `{name}`)", d.message);
+    d
 }

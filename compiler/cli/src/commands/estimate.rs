@@ -1,4 +1,4 @@
-//! `wrlc estimate FILE [--profile NAME] [--set PATH=VALUE]… [--format text|json] [--prices FILE]`: what a recipe
+//! `wrlc estimate FILE [--profile NAME] [--variant NAME] [--set PATH=VALUE]… [--format text|json] [--prices FILE]`: what a recipe
 //! will cost, computed from its plan alone (see `wrl_plan::estimate`), and what each trained
 //! model holds in memory (`footprint.rs`).
 
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use crate::commands::plan::plan_file;
-use crate::commands::planned::plan_for;
+use crate::commands::planned::{plan_for, variant_plan};
 use crate::global::GlobalOpts;
 use crate::{EXIT_OK, EXIT_USAGE, Io};
 
@@ -26,6 +26,9 @@ pub struct EstimateCmd {
     /// Apply this profile of the recipe first (e.g. `smoke`)
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
+    /// Apply this variant of the recipe (on top of the profile)
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
     #[arg(long, value_enum, default_value_t = EstimateFormat::Text)]
     pub format: EstimateFormat,
     /// A JSON file of prices (per judge call, per 1M tokens, per GPU-hour) to add money
@@ -60,10 +63,16 @@ pub fn run(cmd: EstimateCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         }
         None => None,
     };
+    let variant = cmd.variant.as_deref();
     let planned = if cmd.set.is_empty() {
-        plan_file(&cmd.file, cmd.profile.as_deref(), global, io)
+        plan_file(&cmd.file, cmd.profile.as_deref(), variant, global, io)
     } else {
-        plan_for(&cmd.file, cmd.profile.as_deref(), &cmd.set, global, io).map(|p| p.plan)
+        plan_for(&cmd.file, cmd.profile.as_deref(), &cmd.set, global, io).and_then(
+            |p| match variant {
+                Some(v) => variant_plan(&p, v, global, io),
+                None => Ok(p.plan),
+            },
+        )
     };
     let plan = match planned {
         Ok(p) => p,

@@ -20,3 +20,4 @@ pub mod run_one;
 pub mod seeds;
 pub mod serve;
 pub mod set;
+pub mod variants;

@@ -1,4 +1,4 @@
-//! `wrlc plan FILE [--profile NAME] [--format text|json|dot]`: the execution plan of one
+//! `wrlc plan FILE [--profile NAME] [--variant NAME] [--format text|json|dot]`: the execution plan of one
 //! recipe. The plan goes to stdout, diagnostics to stderr; a recipe with errors prints no plan.
 
 use std::path::Path;
@@ -28,16 +28,20 @@ pub struct PlanCmd {
     /// Apply this profile of the recipe first (e.g. `smoke`)
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
+    /// Apply this variant of the recipe (on top of the profile): its own plan
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
     /// `text` (deterministic, used for golden files), `json` (what the runtime reads) or `dot`
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
     pub format: PlanFormat,
 }
 
 pub fn run(cmd: PlanCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
-    let plan = match plan_file(&cmd.file, cmd.profile.as_deref(), global, io) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
+    let plan =
+        match plan_file(&cmd.file, cmd.profile.as_deref(), cmd.variant.as_deref(), global, io) {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
     let text = match cmd.format {
         PlanFormat::Text => wrl_plan::render_text(&plan),
         PlanFormat::Json => wrl_plan::render_json(&plan),
@@ -49,11 +53,12 @@ pub fn run(cmd: PlanCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     }
 }
 
-/// Checks one recipe file, applies the profile and lowers it. On failure the diagnostics have
+/// Checks one recipe file, applies the profile and the variant and lowers it. On failure the diagnostics have
 /// been printed and the exit status is returned.
 pub(crate) fn plan_file(
     file: &Path,
     profile: Option<&str>,
+    variant: Option<&str>,
     global: &GlobalOpts,
     io: &mut Io,
 ) -> Result<wrl_plan::Plan, u8> {
@@ -86,6 +91,14 @@ pub(crate) fn plan_file(
             }
         },
         None => recipe.clone(),
+    };
+    let recipe = match variant.map(|v| recipe.with_variant(v)) {
+        Some(Ok(r)) => r,
+        Some(Err(d)) => {
+            emit(&[d], &comp.sources, global.error_format, io);
+            return Err(EXIT_USER);
+        }
+        None => recipe,
     };
     wrl_plan::lower(&recipe).map_err(|diags| {
         emit(&diags, &comp.sources, global.error_format, io);

@@ -99,6 +99,38 @@ pub(crate) fn plan_for(
     }
 }
 
+/// The plan of the recipe's variant `name` (`base`: the recipe itself): its overrides on top
+/// of the profile, and `--set` on top of them again; E0208 when there is none.
+pub(crate) fn variant_plan(
+    p: &Planned,
+    name: &str,
+    global: &GlobalOpts,
+    io: &mut Io,
+) -> Result<Plan, u8> {
+    let varied = p.recipe.with_variant(name).and_then(|r| {
+        if !r.profiles.iter().any(|q| q.name == SET_PROFILE) {
+            return Ok(r);
+        }
+        let profile = r.profile.clone();
+        r.with_profile(SET_PROFILE).map(|mut r| {
+            r.profile = profile;
+            r
+        })
+    });
+    let recipe = match varied {
+        Ok(r) => r,
+        Err(d) => {
+            emit(&[d], &p.sources, global.error_format, io);
+            return Err(EXIT_USER);
+        }
+    };
+    wrl_plan::lower(&recipe).map_err(|ds| {
+        let ds: Vec<Diagnostic> = ds.into_iter().map(unprofiled).collect();
+        emit(&ds, &p.sources, global.error_format, io);
+        EXIT_USER
+    })
+}
+
 /// A diagnostic of the `--set` overrides without the phases' "(profile `__set__`)": the
 /// overrides are no profile of the file, and each already points at its own `--set #N`.
 fn unprofiled(mut d: Diagnostic) -> Diagnostic {

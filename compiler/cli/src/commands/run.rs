@@ -3,19 +3,24 @@
 //! runtime cannot run it (the preflight, reported like `wrlc check`'s diagnostics), and hands
 //! the decoded plan to the runtime, which writes the run directory and its report. `--dry-run`
 //! stops after the preflight; with `--resume`, after checking that the run can go on.
-//! `--seeds N` runs a study of seeded copies instead (`commands/seeds.rs`).
+//! `--seeds N` runs a study of seeded copies instead (`commands/seeds.rs`), of the recipe and
+//! each of its variants when it declares some (`commands/variants.rs`); `--variant NAME` runs
+//! one variant alone.
 
 use std::path::{Path, PathBuf};
 
-use crate::commands::planned::plan_for;
+use crate::commands::planned::{plan_for, variant_plan};
 pub use crate::commands::run_one::RunCmd;
 use crate::commands::run_one::{check_lock, dry_run_summary, report, resume, start};
-use crate::commands::seeds;
+use crate::commands::{seeds, variants};
 use crate::global::GlobalOpts;
 use crate::{EXIT_OK, EXIT_USAGE, Io};
 
 pub fn run(cmd: RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
     match &cmd.resume {
+        Some(dir) if variants::is_variants_study(dir) => {
+            variants::resume_study(dir, &cmd, global, io)
+        }
         Some(dir) if seeds::is_study(dir) => seeds::resume_study(dir, &cmd, global, io),
         Some(dir) => required(dir, resume(dir, &cmd, global, io), &cmd, global, io),
         None => fresh(&cmd, global, io),
@@ -27,11 +32,30 @@ fn fresh(cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         let _ = writeln!(io.err, "error: give a recipe to run, or `--resume DIR`");
         return EXIT_USAGE;
     };
-    let p = match plan_for(file, cmd.profile.as_deref(), &cmd.set, global, io) {
+    let mut p = match plan_for(file, cmd.profile.as_deref(), &cmd.set, global, io) {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let out = cmd.out.clone().unwrap_or_else(|| default_out(file, cmd.profile.as_deref()));
+    if let Some(v) = &cmd.variant {
+        p.plan = match variant_plan(&p, v, global, io) {
+            Ok(plan) => plan,
+            Err(code) => return code,
+        };
+    }
+    // A study of the recipe and its variants (every one it declares unless `--variants`).
+    let arms: Vec<String> = match (&cmd.variants, cmd.seeds, &cmd.variant) {
+        (Some(chosen), Some(_), None) => chosen.clone(),
+        (None, Some(_), None) => p.recipe.variant_names().map(str::to_string).collect(),
+        _ => Vec::new(),
+    };
+    if !arms.is_empty() {
+        return variants::fresh(file, &arms, &p, cmd, global, io);
+    }
+    let label = match (&cmd.profile, &cmd.variant) {
+        (Some(pr), Some(v)) => Some(format!("{pr}-{v}")),
+        (pr, v) => pr.clone().or_else(|| v.clone()),
+    };
+    let out = cmd.out.clone().unwrap_or_else(|| default_out(file, label.as_deref()));
     let (typed, mut errs) = match wrl_exec::preflight(&p.plan, cmd.chromium.as_deref()) {
         Ok(t) => (Some(t), Vec::new()),
         Err(errs) => (None, errs),

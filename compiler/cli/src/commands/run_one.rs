@@ -58,6 +58,20 @@ pub struct RunCmd {
     /// The first seed of `--seeds` (seeds K, K+1, …): seeds no one has tuned to
     #[arg(long, value_name = "K", requires = "seeds", default_value_t = 0)]
     pub seed_offset: u64,
+    /// Run this variant of the recipe (`variant NAME { … }`, on top of the profile) alone, as
+    /// a plain run, or a study of it alone with `--seeds`
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["resume", "variants"])]
+    pub variant: Option<String>,
+    /// With `--seeds`: the variants run beside the recipe with the same seeds, each its own
+    /// `DIR/NAME/seed-K` (default: every variant the recipe declares; `base` is the recipe)
+    #[arg(
+        long,
+        value_name = "A,B",
+        value_delimiter = ',',
+        requires = "seeds",
+        conflicts_with = "resume"
+    )]
+    pub variants: Option<Vec<String>>,
     /// Exit non-zero (E0550) when a claim of the recipe does not hold once the run (or every
     /// seed of the study) has finished
     #[arg(long)]

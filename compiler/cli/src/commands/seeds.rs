@@ -114,7 +114,7 @@ pub fn resume_study(dir: &Path, cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) 
 
 /// Starts seed `k` of a resumed study, whose recipe is not at hand: its plan as the other seeds
 /// ran it.
-fn start_bare(
+pub(crate) fn start_bare(
     typed: &TypedPlan<'_>,
     run: &Path,
     k: u64,
@@ -132,7 +132,7 @@ fn start_bare(
 }
 
 /// The study stopped at a seed: what is committed is kept, and says how to go on.
-fn stopped(dir: &Path, code: u8, io: &mut Io) -> u8 {
+pub(crate) fn stopped(dir: &Path, code: u8, io: &mut Io) -> u8 {
     let _ = writeln!(
         io.err,
         "the study stopped; its finished seeds are kept: `wrlc run --resume {}`",

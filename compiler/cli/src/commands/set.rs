@@ -5,7 +5,7 @@
 
 use wrl_diagnostics::{Diagnostic, SourceMap, Span};
 use wrl_syntax::ast::{
-    Block, BlockItem, Field, FieldPath, Ident, Item, ItemKind, PathSegment, Profile,
+    Block, BlockItem, Field, FieldPath, Ident, Item, ItemKind, PathSegment, Profile, ProfileKind,
 };
 
 /// The profile item holding `sets`, each added to `sources`; every malformed one is reported.
@@ -56,6 +56,7 @@ pub(crate) fn profile(
     let span = whole.unwrap_or_default();
     Ok(Item {
         kind: ItemKind::Profile(Profile {
+            kind: ProfileKind::Profile,
             name: Ident { name: name.to_string(), span },
             overrides: Block { items, span },
         }),

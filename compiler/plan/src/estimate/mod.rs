@@ -93,6 +93,9 @@ pub struct Estimate {
     pub version: u32,
     pub recipe: String,
     pub profile: Option<String>,
+    /// The variant applied, if any (`wrlc estimate --variant NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     pub trajectories: Count,
     pub max_env_steps: Count,
     pub max_generated_tokens: Count,
@@ -232,6 +235,7 @@ pub fn estimate(plan: &Plan, prices: Option<&Prices>) -> Estimate {
         version: crate::model::PLAN_VERSION,
         recipe: plan.recipe.clone(),
         profile: plan.profile.clone(),
+        variant: plan.variant.clone(),
         trajectories: train.trajectories,
         max_env_steps: train.max_env_steps,
         max_generated_tokens: train.max_generated_tokens,

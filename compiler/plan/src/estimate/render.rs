@@ -8,8 +8,9 @@ pub fn render_text(e: &Estimate) -> String {
     let show = |c: Count| c.map_or_else(|| "unknown".to_string(), group_digits);
     let money = |c: Option<f64>| c.map_or_else(|| "unknown".to_string(), |x| format!("{x:.2}"));
     let mut s = String::new();
-    let _ =
-        writeln!(s, "estimate {} (profile {})", e.recipe, e.profile.as_deref().unwrap_or("(none)"));
+    let variant = e.variant.as_ref().map(|v| format!(", variant {v}")).unwrap_or_default();
+    let profile = e.profile.as_deref().unwrap_or("(none)");
+    let _ = writeln!(s, "estimate {} (profile {profile}{variant})", e.recipe);
     let _ = writeln!(s, "\ntraining");
     let figures = |s: &mut String, t: &Totals| {
         let _ = writeln!(s, "  trajectories          {}", show(t.trajectories));

@@ -12,6 +12,17 @@ use serde::{Deserialize, Serialize};
 pub struct ClaimSide {
     pub eval: String,
     pub after: String,
+    /// The variant whose run gives the figure (`variant NAME { … }`); absent: the recipe
+    /// itself (`base`). Only a study of the variants has both sides of such a claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+}
+
+impl ClaimSide {
+    /// The variant's name, `base` for the recipe itself.
+    pub fn variant_name(&self) -> &str {
+        self.variant.as_deref().unwrap_or(wrl_check::BASE_VARIANT)
+    }
 }
 
 /// What a claim states.
@@ -59,10 +70,24 @@ pub struct Claim {
 }
 
 impl Claim {
+    /// Whether it compares variants of the recipe: only a study of them decides it.
+    pub fn across_variants(&self) -> bool {
+        self.eval.variant.is_some() || self.over.variant.is_some()
+    }
+
     /// `after_rl (after online) ≥ after_sft (after warmup) + 10 points`.
     pub fn statement(&self) -> String {
         let side = |s: &ClaimSide| {
-            if s.after == s.eval { s.eval.clone() } else { format!("{} after {}", s.eval, s.after) }
+            let fig = if s.after == s.eval {
+                s.eval.clone()
+            } else {
+                format!("{} after {}", s.eval, s.after)
+            };
+            match &s.variant {
+                Some(v) => format!("{fig} ({v})"),
+                None if self.across_variants() => format!("{fig} (base)"),
+                None => fig,
+            }
         };
         format!(
             "{} − {} ≥ {} points",

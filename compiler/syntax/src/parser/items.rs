@@ -8,7 +8,7 @@ use super::literal::unescape;
 use super::{Ctx, expect_rule, inner};
 use crate::ast::{
     Block, BlockItem, Builtin, Decl, DeclKind, Edge, Expr, ExprKind, Extends, Field, FieldPath,
-    Ident, Item, ItemKind, Module, Param, PathSegment, Profile, StrLit, Tool, Use,
+    Ident, Item, ItemKind, Module, Param, PathSegment, Profile, ProfileKind, StrLit, Tool, Use,
 };
 use crate::grammar::Rule;
 
@@ -29,12 +29,20 @@ pub(crate) fn item(pair: Pair<Rule>, ctx: &Ctx) -> Item {
             ItemKind::Extends(Extends { path, overrides })
         }
         Rule::profile_item => {
-            let mut parts = inner(pair).skip(1);
-            let (name, body) = match (parts.next(), parts.next()) {
-                (Some(n), Some(b)) => (n, b),
-                _ => unreachable!("grammar: profile has a name and a block"),
+            let mut parts = inner(pair);
+            let (word, name, body) = match (parts.next(), parts.next(), parts.next()) {
+                (Some(w), Some(n), Some(b)) => (w, n, b),
+                _ => unreachable!("grammar: profile has a keyword, a name and a block"),
             };
-            ItemKind::Profile(Profile { name: ident(name, ctx), overrides: block(body, ctx).0 })
+            let kind = match word.as_rule() {
+                Rule::kw_variant => ProfileKind::Variant,
+                _ => ProfileKind::Profile,
+            };
+            ItemKind::Profile(Profile {
+                kind,
+                name: ident(name, ctx),
+                overrides: block(body, ctx).0,
+            })
         }
         Rule::builtin_item => ItemKind::Builtin(builtin(pair, ctx)),
         Rule::decl => {

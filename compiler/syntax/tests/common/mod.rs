@@ -258,7 +258,7 @@ impl<'a> SpanCheck<'a> {
             ItemKind::Profile(pr) => {
                 self.ident("profile name", &pr.name, p);
                 self.block(&pr.overrides, p);
-                "profile"
+                pr.kind.word()
             }
             ItemKind::Builtin(b) => {
                 self.ident("builtin name", &b.name, p);

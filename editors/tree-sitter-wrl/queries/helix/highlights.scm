@@ -19,7 +19,7 @@
 ["when" "limit"] @keyword.control.repeat
 ["and" "or" "not"] @keyword.operator
 ["use" "as"] @keyword.control.import
-["extends" "profile" "builtin" "module" "tool"] @keyword
+["extends" "profile" "variant" "builtin" "module" "tool"] @keyword
 (decl_kind) @keyword.storage.type
 
 ; Declarations and their names.

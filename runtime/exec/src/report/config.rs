@@ -75,6 +75,7 @@ mod tests {
             version: 1,
             recipe: "recipes/q.wrl".into(),
             profile: None,
+            variant: None,
             nodes: nodes.iter().map(|(id, p)| node(id, p)).collect(),
             edges: vec![],
             claims: vec![],

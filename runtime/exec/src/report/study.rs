@@ -48,17 +48,89 @@ pub fn render(s: &Study) -> String {
         );
     }
     h.push_str("</table></section>");
+    variants(&mut h, s);
     claims(&mut h, &s.claims, &format!("over {} seeds and their tasks", s.seeds.len()));
     h.push_str("<section id=\"runs\"><h2>Each seed's run</h2><ul>");
-    for (k, r) in s.seeds.iter().zip(&s.runs) {
+    let runs: Vec<(String, &String)> = if s.variants.is_empty() {
+        s.seeds.iter().zip(&s.runs).map(|(k, r)| (format!("seed {k}"), r)).collect()
+    } else {
+        (s.variants.iter())
+            .flat_map(|v| {
+                s.seeds.iter().zip(&v.runs).map(move |(k, r)| (format!("{}, seed {k}", v.name), r))
+            })
+            .collect()
+    };
+    for (label, r) in runs {
         let _ = write!(
             h,
-            "<li><a href=\"{r}/report.html\">seed {k}</a> (<code>{r}</code>)</li>",
+            "<li><a href=\"{r}/report.html\">{}</a> (<code>{r}</code>)</li>",
+            esc(&label),
             r = esc(r)
         );
     }
     h.push_str("</ul></section></body></html>\n");
     h
+}
+
+/// The variants side by side (each evaluation's mean and interval per variant), their compute
+/// and whether it matches the recipe's; nothing for a study of the recipe alone.
+fn variants(h: &mut String, s: &Study) {
+    let Some(base) = s.variants.first() else { return };
+    h.push_str(
+        "<section id=\"variants\"><h2>Variants side by side</h2><table><tr><th>evaluation</th>",
+    );
+    for v in &s.variants {
+        let _ = write!(h, "<th>{}</th>", esc(&v.name));
+    }
+    h.push_str("</tr>");
+    for e in &base.evals {
+        let _ =
+            write!(h, "<tr><td>{} after {} ({})</td>", esc(&e.eval), esc(&e.after), esc(&e.metric));
+        for v in &s.variants {
+            match v.evals.iter().find(|x| x.eval == e.eval && x.after == e.after) {
+                Some(x) => {
+                    let _ = write!(
+                        h,
+                        "<td class=\"n\">{:.1}% [{:.1}%, {:.1}%]</td>",
+                        x.mean * 100.0,
+                        x.low * 100.0,
+                        x.high * 100.0
+                    );
+                }
+                None => h.push_str("<td>no figure</td>"),
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str(
+        "</table><h3>Compute</h3><table><tr><th>variant</th><th>plan</th><th>env steps (all \
+         seeds)</th><th>estimated env steps (a run)</th><th>estimated generated tokens (a \
+         run)</th></tr>",
+    );
+    let show = |x: Option<u64>| x.map_or_else(|| "unknown".to_string(), |n| n.to_string());
+    for v in &s.variants {
+        let c = &v.compute;
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td></tr>",
+            esc(&v.name),
+            esc(v.identity.get(..19).unwrap_or(&v.identity)),
+            c.env_steps,
+            show(c.estimated_env_steps),
+            show(c.estimated_tokens)
+        );
+    }
+    h.push_str("</table>");
+    if let Some(m) = &s.compute {
+        let said = if m.matches {
+            format!("compute matches (within {} %)", m.tolerance * 100.0)
+        } else {
+            format!("compute differs: {}", m.note)
+        };
+        let _ = write!(h, "<p><b>{}</b></p>", esc(&said));
+    }
+    h.push_str("</section>");
 }
 
 /// Writes the study's page into its directory.
@@ -83,6 +155,7 @@ mod tests {
                 low: 0.05,
                 name: "rl<lifts".into(),
                 over_tasks: 128,
+                pairing: None,
                 paper: Some("+11".into()),
                 seeds: 2,
                 source: Some("Table 2".into()),
@@ -105,6 +178,8 @@ mod tests {
             runs: vec!["seed-3".into(), "seed-4".into()],
             seeds: vec![3, 4],
             status: "finished".into(),
+            compute: None,
+            variants: Vec::new(),
         };
         let h = render(&s);
         assert!(h.contains("rl&lt;lifts") && !h.contains("rl<lifts"), "{h}");

@@ -6,29 +6,68 @@
 //! the interval's lower end is above its margin, fails when the upper end is below it, and is
 //! undecided otherwise (docs/run.md, "Claims and variants").
 
+use wrl_plan::NodeKind;
 use wrl_plan::params::{Claim, ClaimSide, TypedPlan};
 
 use super::stats::{self, Counts, PairedCounts};
 pub use super::verdict::{ClaimResult, Verdict};
 use crate::rundir::records::{EvalResult, Summary};
 
-/// Decides every claim of `plan` from the summaries of its runs (one per seed).
-pub fn decide(plan: &TypedPlan<'_>, runs: &[Summary]) -> Vec<ClaimResult> {
-    plan.plan.claims.iter().map(|c| decide_one(plan, c, runs)).collect()
+/// One variant of a study as its claims see it: its name (`base` for the recipe itself), its
+/// plan and its runs' summaries, one per seed in the study's order.
+pub struct Arm<'a, 'p> {
+    pub name: &'a str,
+    pub plan: &'a TypedPlan<'p>,
+    pub runs: &'a [Summary],
 }
 
-fn decide_one(plan: &TypedPlan<'_>, c: &Claim, runs: &[Summary]) -> ClaimResult {
-    let pairs: Vec<PairedCounts> = runs
-        .iter()
-        .filter_map(|s| Some((counts(plan, s, &c.eval)?, counts(plan, s, &c.over)?)))
-        .collect();
+/// Decides every claim of `plan` from the summaries of its runs (one per seed). A claim across
+/// variants has no figure in a run of one variant: it is undecided over no seeds.
+pub fn decide(plan: &TypedPlan<'_>, runs: &[Summary]) -> Vec<ClaimResult> {
+    decide_across(plan, &[Arm { name: wrl_plan::BASE_VARIANT, plan, runs }])
+}
+
+/// Decides the claims of `base` (the recipe's plan) over the study's variants, each side from
+/// the runs of the variant it names (`base` when it names none).
+pub fn decide_across(base: &TypedPlan<'_>, arms: &[Arm<'_, '_>]) -> Vec<ClaimResult> {
+    base.plan.claims.iter().map(|c| decide_one(c, arms)).collect()
+}
+
+fn decide_one(c: &Claim, arms: &[Arm<'_, '_>]) -> ClaimResult {
+    let arm = |side: &ClaimSide| arms.iter().find(|a| a.name == side.variant_name());
+    let (a, b) = (arm(&c.eval), arm(&c.over));
+    // Each seed's figures, the two sides from the same seed (the study runs every variant
+    // with the same seeds, in the same order).
+    let seeds = a.zip(b).map_or(0, |(a, b)| a.runs.len().min(b.runs.len()));
+    let pairs: Vec<PairedCounts> = match a.zip(b) {
+        Some((a, b)) => (0..seeds)
+            .filter_map(|i| {
+                Some((counts(a, &a.runs[i], &c.eval)?, counts(b, &b.runs[i], &c.over)?))
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    // Across variants, seeds pair only where both sides evaluate the same tasks.
+    let pairing = match a.zip(b) {
+        Some((a, b)) if c.across_variants() => {
+            Some(if same_tasks(a.plan, b.plan, &c.eval.eval, &c.over.eval) {
+                "seed"
+            } else {
+                "unpaired"
+            })
+        }
+        _ => None,
+    };
     let rate = |(solved, n): (u64, u64)| if n == 0 { 0.0 } else { solved as f64 / n as f64 };
     let difference = if pairs.is_empty() {
         0.0
     } else {
         pairs.iter().map(|&(a, b)| rate(a) - rate(b)).sum::<f64>() / pairs.len() as f64
     };
-    let (b_low, b_high) = stats::bootstrap_diff(&pairs, stats::RESAMPLES);
+    let (b_low, b_high) = match pairing {
+        Some("unpaired") => stats::bootstrap_diff_unpaired(&pairs, stats::RESAMPLES),
+        _ => stats::bootstrap_diff(&pairs, stats::RESAMPLES),
+    };
     let pooled = |f: fn(&PairedCounts) -> Counts| {
         pairs.iter().map(f).fold((0, 0), |(s, n), (a, b)| (s + a, n + b))
     };
@@ -51,6 +90,7 @@ fn decide_one(plan: &TypedPlan<'_>, c: &Claim, runs: &[Summary]) -> ClaimResult 
         low: super::round6(low),
         name: c.name.clone(),
         over_tasks: pairs.iter().map(|p| p.1.1).sum(),
+        pairing: pairing.map(str::to_string),
         paper: c.paper.clone(),
         seeds: pairs.len(),
         source: c.source.clone(),
@@ -59,10 +99,35 @@ fn decide_one(plan: &TypedPlan<'_>, c: &Claim, runs: &[Summary]) -> ClaimResult 
     }
 }
 
+/// Whether two plans evaluate the same tasks: the evaluations are the same declaration, with
+/// the same parameters, over datasets with the same parameters.
+fn same_tasks(a: &TypedPlan<'_>, b: &TypedPlan<'_>, eval_a: &str, eval_b: &str) -> bool {
+    if eval_a != eval_b {
+        return false;
+    }
+    let (x, y) = (eval_inputs(a.plan, eval_a), eval_inputs(b.plan, eval_a));
+    matches!((x, y), (Some(x), Some(y)) if x == y)
+}
+
+/// An evaluation node's parameters, and each dataset it reads (constructor and parameters).
+type EvalInputs<'p> = (&'p Params, Vec<(&'p String, &'p Params)>);
+type Params = std::collections::BTreeMap<String, wrl_plan::PVal>;
+
+fn eval_inputs<'p>(plan: &'p wrl_plan::Plan, eval: &str) -> Option<EvalInputs<'p>> {
+    let node = plan.nodes.iter().find(|n| n.kind == NodeKind::Eval && n.decl == eval)?;
+    let data: Vec<(&String, &Params)> = (plan.edges.iter())
+        .filter(|e| e.to == node.id)
+        .filter_map(|e| plan.node(&e.from))
+        .filter(|n| n.kind == NodeKind::LoadDataset)
+        .map(|n| (&n.ctor, &n.params))
+        .collect();
+    Some((&node.params, data))
+}
+
 /// One run's (solved, tasks) for one side of a claim, from its evaluation record.
-fn counts(plan: &TypedPlan<'_>, s: &Summary, side: &ClaimSide) -> Option<Counts> {
+fn counts(arm: &Arm<'_, '_>, s: &Summary, side: &ClaimSide) -> Option<Counts> {
     let r: &EvalResult = s.evals.iter().find(|r| r.eval == side.eval && r.after == side.after)?;
-    let (_, k) = super::metric_of(plan, &side.eval);
+    let (_, k) = super::metric_of(arm.plan, &side.eval);
     Some(super::solved_of(r, k))
 }
 
@@ -72,7 +137,7 @@ pub fn lines(claims: &[ClaimResult]) -> String {
     for c in claims {
         let points = |x: f64| format!("{:+.1}", x * 100.0);
         out.push_str(&format!(
-            "claim {}: {} — {}: {} points [{}, {}] over {} seed{}, {} and {} tasks{}\n",
+            "claim {}: {} — {}: {} points [{}, {}] over {} seed{}, {} and {} tasks{}{}\n",
             c.name,
             c.verdict.word(),
             c.statement,
@@ -84,6 +149,11 @@ pub fn lines(claims: &[ClaimResult]) -> String {
             c.eval_tasks,
             c.over_tasks,
             c.paper.as_ref().map_or(String::new(), |p| format!(" (paper: {p})")),
+            c.pairing.as_deref().map_or("", |p| if p == "seed" {
+                ", paired by seed"
+            } else {
+                ", unpaired"
+            }),
         ));
     }
     out

@@ -5,6 +5,7 @@
 
 pub mod claims;
 pub mod stats;
+pub mod variants;
 pub mod verdict;
 
 use std::path::Path;
@@ -33,7 +34,11 @@ pub struct Study {
     /// Each claim of the recipe decided over the seeds; empty until every seed finished.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<verdict::ClaimResult>,
+    /// With variants: whether their compute matches the recipe's (`variants::ComputeMatch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<variants::ComputeMatch>,
     /// Each evaluation over the seeds, in the plan's order; empty until every seed finished.
+    /// With variants, the recipe's own (`base`); each variant's are in `variants`.
     #[serde(default)]
     pub evals: Vec<StudyEval>,
     pub recipe: String,
@@ -43,6 +48,10 @@ pub struct Study {
     pub seeds: Vec<u64>,
     /// `running` until every seed finished, then `finished`.
     pub status: String,
+    /// The recipe (`base`) and each variant it ran, side by side (absent: a study of the
+    /// recipe alone, its runs `seed-K`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<variants::VariantStudy>,
 }
 
 /// One evaluation over the seeds.
@@ -72,9 +81,18 @@ pub struct StudyEval {
 
 /// Aggregates the summaries of the seeds' runs (in the order of `seeds`) of `plan`.
 pub fn aggregate(plan: &TypedPlan<'_>, seeds: &[u64], runs: &[Summary]) -> Study {
+    let mut s = study(plan, seeds, evals_of(plan, runs));
+    if !runs.is_empty() {
+        s.claims = claims::decide(plan, runs);
+    }
+    s
+}
+
+/// Each evaluation of `plan` over the seeds' runs, in the order of the first run's records.
+pub(crate) fn evals_of(plan: &TypedPlan<'_>, runs: &[Summary]) -> Vec<StudyEval> {
     let mut evals = Vec::new();
     let Some(first) = runs.first() else {
-        return study(plan, seeds, evals);
+        return evals;
     };
     for (i, e) in first.evals.iter().enumerate() {
         let (metric, k) = metric_of(plan, &e.eval);
@@ -124,9 +142,7 @@ pub fn aggregate(plan: &TypedPlan<'_>, seeds: &[u64], runs: &[Summary]) -> Study
             tasks: pairs.iter().map(|p| p.1).sum(),
         });
     }
-    let mut s = study(plan, seeds, evals);
-    s.claims = claims::decide(plan, runs);
-    s
+    evals
 }
 
 /// An evaluation record's (solved, tasks): its episodes over k are its tasks.
@@ -142,19 +158,26 @@ pub fn planned(plan: &TypedPlan<'_>, seeds: &[u64]) -> Study {
     s
 }
 
-fn study(plan: &TypedPlan<'_>, seeds: &[u64], evals: Vec<StudyEval>) -> Study {
+/// A study with no plan to name (no variant was given): its seeds alone.
+pub(crate) fn planned_empty(seeds: &[u64]) -> Study {
+    Study { seeds: seeds.to_vec(), status: "running".into(), ..Study::default() }
+}
+
+pub(crate) fn study(plan: &TypedPlan<'_>, seeds: &[u64], evals: Vec<StudyEval>) -> Study {
     Study {
         claims: Vec::new(),
+        compute: None,
         evals,
         recipe: recipe_name(&plan.plan.recipe),
         runs: seeds.iter().map(|&k| seed_dir(k)).collect(),
         seeds: seeds.to_vec(),
         status: "finished".into(),
+        variants: Vec::new(),
     }
 }
 
 /// The recipe by its file name: the study's file names no directory of the machine it ran on.
-fn recipe_name(recipe: &str) -> String {
+pub(crate) fn recipe_name(recipe: &str) -> String {
     Path::new(recipe)
         .file_name()
         .map_or_else(|| recipe.to_string(), |n| n.to_string_lossy().into_owned())
@@ -181,7 +204,7 @@ pub(crate) fn metric_of(plan: &TypedPlan<'_>, decl: &str) -> (Metric, u64) {
     (Metric::Success, 1)
 }
 
-fn metric_name(m: Metric) -> &'static str {
+pub(crate) fn metric_name(m: Metric) -> &'static str {
     match m {
         Metric::Success => "success",
         Metric::PassAtK => "pass_at_k",

@@ -39,6 +39,10 @@ pub struct ClaimResult {
     pub low: f64,
     pub name: String,
     pub over_tasks: u64,
+    /// Across variants: how the two sides' seeds were compared — `seed` (the same seed of each
+    /// variant paired, the evaluations' tasks being the same) or `unpaired` (other tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairing: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paper: Option<String>,
     /// The seeds that had both figures.
