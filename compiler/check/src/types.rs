@@ -64,6 +64,7 @@ pub const KINDS: &[&str] = &[
     "critic",
     "replay",
     "generation",
+    "branching",
     "lora",
     "device",
 ];
