@@ -511,11 +511,18 @@ fn the_estimate_counts_a_critics_steps_and_its_warm_up() {
 /// `DataProto.split`, verl/protocol.py:925). Every episode's replies stop at its 10,000
 /// `trajectory_tokens`, in validation too: 8 passes (every 5 of 40 iterations) × 203 questions
 /// = 1,624 episodes of at most 10 × 4,000 tokens, capped at 10,000 — 16,240,000, not
-/// 64,960,000; the evaluation's at its own 8,000.
+/// 64,960,000; the evaluation's at its own 8,000. Branching keeps the 5 trajectories of each
+/// question (a tree that ends early is filled), of which at most 5 − 2 = 3 are branches:
+/// 40 × 64 × 3 = 7,680; the steps and tokens above count every sample whole, upper bounds.
 #[test]
 fn the_arpo_like_estimate_follows_verls_arithmetic() {
     let e = estimate("tests/recipes/arpo.wrl", None);
     assert_eq!(figures(&e), [Some(12_800), Some(128_000), Some(0), Some(80)]);
+    assert_eq!(e["branches"].as_u64(), Some(7_680));
+    assert!(e["validation"].get("branches").is_none(), "validation samples whole episodes");
+    let (code, text, _) = wrlc(["estimate", "tests/recipes/arpo.wrl"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("branches (max)        7,680"), "{text}");
     assert_eq!(e["max_generated_tokens"].as_u64(), Some(12_800 * 10_000));
     assert_eq!(e["validation"]["trajectories"].as_u64(), Some(8 * 203));
     assert_eq!(e["validation"]["max_generated_tokens"].as_u64(), Some(16_240_000));

@@ -64,6 +64,7 @@ pub const KINDS: &[&str] = &[
     "critic",
     "replay",
     "generation",
+    "branching",
     "lora",
     "device",
     // A variant of the recipe by its name (`variant flat { … }`, or `base`), which a claim

@@ -96,6 +96,8 @@ pub const CODES: &[CodeInfo] = &[
     live("E0445", Phase::Rules, "`generator = sandbox` on tasks that are not the sandbox's"),
     live("E0446", Phase::Rules, "`last_batch = drop` over fewer tasks than one batch"),
     live("E0447", Phase::Rules, "advantage estimator the stage cannot run"),
+    live("E0448", Phase::Rules, "branching that starts more samples than the stage's `group`"),
+    live("E0449", Phase::Rules, "branching rollouts of an agent or env that cannot be forked"),
     // E045x — plan rules (the planner's checks of the stage graph)
     live("E0450", Phase::Rules, "stage input that nothing produces"),
     live("E0451", Phase::Rules, "RL agent with nothing to train"),

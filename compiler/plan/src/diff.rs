@@ -251,6 +251,7 @@ fn figures(a: &Estimate, b: &Estimate) -> Vec<FigureDiff> {
             ("optimizer_steps", t.optimizer_steps),
             ("critic_steps", t.critic_steps),
             ("generated_tasks", t.generated_tasks),
+            ("branches", t.branches),
         ]
     };
     for (part, ta, tb) in [

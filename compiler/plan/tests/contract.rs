@@ -183,6 +183,7 @@ fn agrees(ty: &Ty, shape: &Shape) -> Result<(), String> {
                 "critic",
                 "replay",
                 "generation",
+                "branching",
                 "lora",
             ]
             .contains(&k.as_str()) =>

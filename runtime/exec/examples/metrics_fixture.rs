@@ -38,6 +38,7 @@ fn rl(phase: u64, iter: u64, reward: f64) -> MetricLine {
         grad_norm: 1.5,
         clip_frac: Some(0.125),
         replayed: None,
+        branches: None,
         generated: None,
         value_loss: None,
         step_advantage: None,

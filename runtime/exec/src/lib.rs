@@ -19,6 +19,6 @@ pub mod study;
 pub use error::{Fault, RunError, Subject};
 pub use executor::{Executor, RunOptions};
 pub use preflight::{check_out, preflight};
-pub use rundir::records::{Cursor, EvalResult, MetricLine, Summary, TrajectoryLine};
+pub use rundir::records::{Branch, Cursor, EvalResult, MetricLine, Summary, TrajectoryLine};
 pub use rundir::view::RunView;
 pub use rundir::{Committed, RunDir, RunDirError};

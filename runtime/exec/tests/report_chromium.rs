@@ -65,6 +65,7 @@ fn episode(
             },
             elapsed_ms: 900,
         },
+        branch: None,
         screenshots: shots,
     }
 }
@@ -101,6 +102,7 @@ fn run_dir(root: &Path) {
             grad_norm: 0.5,
             clip_frac: Some(0.01),
             replayed: None,
+            branches: None,
             generated: None,
             value_loss: None,
             step_advantage: None,

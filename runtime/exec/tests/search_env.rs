@@ -113,6 +113,7 @@ async fn episodes_ending_in_environment_errors_are_retried_then_counted() {
         episode: cfg(),
         retries: 2,
         seed: Some(5),
+        branching: None,
     };
     let (reward, rewards, judges) =
         (RewardExpr::Const { value: 0.0 }, Rewards::new(), Judges::default());
@@ -214,6 +215,7 @@ async fn a_frozen_api_module_that_fails_ends_the_episode_as_an_environment_failu
             episode: cfg(),
             retries: 0,
             seed: Some(1),
+            branching: None,
         };
         let episodes = rollout(&env, &tasks, None, &cfg, scoring).await;
         let e = &episodes[0];
@@ -311,4 +313,103 @@ async fn a_retriever_over_a_corpus_file_answers_like_the_sandbox_api() {
     assert!(t.steps[1].feedback.starts_with("Oslo. Oslo was founded in 1040."), "{:?}", t.steps[1]);
     let t = env.run_task(&task, &mut Script(vec!["visit kb/nowhere", "answer 1"]), &cfg()).await;
     assert_eq!(t.steps[0].feedback, "error: no such document: kb/nowhere");
+}
+
+/// ARPO's branching rollouts with a real tiny candle policy on the sandbox's search API: with
+/// `threshold = 1` every turn after a tool result would branch, and each group still holds
+/// exactly `group` samples, numbered 0.. once each; every branch's turns before its branch
+/// point are its parent's token for token, and the environment answered them alike (the replay
+/// reached the parent's state); at least one branch was made. With no budget left for
+/// branches (`initial = group`) the rollout is the one without branching, token for token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn branches_share_their_parents_prefix_and_never_exceed_the_budget() {
+    use std::sync::{Arc, Mutex};
+    use wrl_exec::agent::prompt::{History, Window};
+    use wrl_exec::reward::judges::Judges;
+    use wrl_exec::reward::{RewardExpr, Rewards};
+    use wrl_exec::rollout::{RolloutCfg, Scoring, rollout};
+    use wrl_plan::params::{Branching, Tokens};
+    use wrl_trainer::{PolicyConfig, SampleParams, TinyConfig, Trainer, TrainerConfig};
+    let sb = Sandbox::start(0, 0).await.unwrap();
+    let env =
+        SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5)).unwrap();
+    let env: Arc<dyn Env> = Arc::new(env);
+    let tasks = generate_qa(sb.content(), Split::Train, 2, 0);
+    let trainer = Trainer::new(TrainerConfig {
+        policy: PolicyConfig::Tiny(TinyConfig::default()),
+        optim: Default::default(),
+        seed: 3,
+        device: Default::default(),
+    })
+    .unwrap();
+    let trainer = Arc::new(Mutex::new(trainer));
+    let tree = |initial: u32, threshold: f64| Branching {
+        initial,
+        beam: 2,
+        threshold,
+        weight: 0.2,
+        tokens: Tokens(20),
+    };
+    let cfg = |branching: Option<Branching>| RolloutCfg {
+        group: 5,
+        concurrency: 2,
+        sample: SampleParams {
+            max_tokens: 12,
+            entropy_tokens: branching.map_or(0, |b| b.tokens.0 as usize),
+            ..SampleParams::default()
+        },
+        history: History::ActionOnly,
+        window: Window::default(),
+        hermes: None,
+        exclude: Vec::new(),
+        process: None,
+        graph: None,
+        screens_for: 0,
+        episode: EpisodeCfg { max_agent_errors: 4, ..cfg() },
+        retries: 0,
+        seed: Some(11),
+        branching,
+    };
+    let (reward, rewards, judges) =
+        (RewardExpr::Const { value: 0.0 }, Rewards::new(), Judges::default());
+    let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
+    let run = |c: RolloutCfg| {
+        let (env, tasks, trainer) = (env.clone(), tasks.clone(), trainer.clone());
+        async move { rollout(&env, &tasks, Some(&trainer), &c, scoring).await }
+    };
+    let eps = run(cfg(Some(tree(1, 1.0)))).await;
+    assert_eq!(eps.len(), 2 * 5, "every group holds its budget, no more");
+    let mut branched = 0;
+    for g in 0..2 {
+        let group: Vec<_> = eps.iter().filter(|e| e.group == g).collect();
+        let samples: Vec<usize> = group.iter().map(|e| e.branch.unwrap().sample).collect();
+        assert_eq!(samples, (0..5).collect::<Vec<_>>());
+        for e in &group {
+            let b = e.branch.unwrap();
+            let Some(p) = b.parent else { continue };
+            branched += 1;
+            let parent = group.iter().find(|x| x.branch.unwrap().sample == p).unwrap();
+            assert!(b.at >= 1 && b.at <= parent.turns.len(), "{b:?}");
+            for t in 0..b.at {
+                let (mine, theirs) = (&e.turns[t], &parent.turns[t]);
+                assert_eq!(mine.prompt_tokens, theirs.prompt_tokens, "{b:?} turn {t}");
+                assert_eq!(mine.completion_tokens, theirs.completion_tokens, "{b:?} turn {t}");
+                let (ms, ps) = (&e.trajectory.steps[t], &parent.trajectory.steps[t]);
+                assert_eq!(
+                    (&ms.observation, &ms.actions, &ms.feedback),
+                    (&ps.observation, &ps.actions, &ps.feedback)
+                );
+            }
+            assert!(e.turns.iter().all(|t| t.entropy.is_some()), "entropy measured");
+        }
+    }
+    assert!(branched > 0, "every step may branch, and none did");
+    // No budget left for branches: the same rollout as without branching.
+    let plain = run(cfg(None)).await;
+    let full = run(cfg(Some(tree(5, 1.0)))).await;
+    let tokens = |eps: &[wrl_exec::rollout::Episode]| -> Vec<Vec<Vec<u32>>> {
+        eps.iter().map(|e| e.turns.iter().map(|t| t.completion_tokens.clone()).collect()).collect()
+    };
+    assert_eq!(tokens(&plain), tokens(&full));
+    assert!(full.iter().all(|e| e.branch.is_some_and(|b| b.parent.is_none())));
 }

@@ -52,6 +52,10 @@ pub struct SampleParams {
     /// 1 disables it. Log-probs are then those of the penalised distribution.
     #[serde(default = "d_penalty")]
     pub repetition_penalty: f32,
+    /// The first this many tokens of each completion have their entropy measured
+    /// ([`Completion::entropy`], [`top_entropy`]); 0 measures none. Draws are unchanged.
+    #[serde(default)]
+    pub entropy_tokens: usize,
 }
 
 impl Default for SampleParams {
@@ -64,6 +68,7 @@ impl Default for SampleParams {
             stop: Vec::new(),
             n: d_n(),
             repetition_penalty: d_penalty(),
+            entropy_tokens: 0,
         }
     }
 }
@@ -94,6 +99,35 @@ pub struct Completion {
     pub logprobs: Vec<f32>,
     /// Why it stopped.
     pub finish: FinishReason,
+    /// The entropy of the first `SampleParams::entropy_tokens` draws ([`top_entropy`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entropy: Vec<f32>,
+}
+
+/// The tokens a draw's entropy is measured over: the likeliest 20, as ARPO reads vLLM's top-20
+/// log-probs.
+pub const ENTROPY_TOP: usize = 20;
+
+/// The entropy of the distribution a token is drawn from (`logits` / T; T = 1 when greedy) over
+/// its [`ENTROPY_TOP`] likeliest tokens, −Σ p·ln p with the full distribution's p, divided by ln of
+/// the vocabulary's size, so that 1 is a uniform draw over every token (ARPO's measure).
+pub fn top_entropy(logits: &[f32], temperature: f32) -> f32 {
+    if logits.len() < 2 {
+        return 0.0;
+    }
+    let t = if temperature > 0.0 { temperature } else { 1.0 };
+    let scaled: Vec<f32> = logits.iter().map(|&x| x / t).collect();
+    let mut lp = log_softmax(&scaled);
+    let k = ENTROPY_TOP.min(lp.len());
+    lp.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+    let h: f64 = lp[..k]
+        .iter()
+        .map(|&l| {
+            let p = (l as f64).exp();
+            if p > 0.0 { -p * l as f64 } else { 0.0 }
+        })
+        .sum();
+    (h / (logits.len() as f64).ln()) as f32
 }
 
 /// log-softmax of one row.
@@ -225,6 +259,7 @@ impl Group {
             tokens: Vec::new(),
             logprobs: Vec::new(),
             finish: FinishReason::Length,
+            entropy: Vec::new(),
         };
         Ok(Group {
             prompt_index: pi,
@@ -283,6 +318,10 @@ impl Group {
             }
             if penalised {
                 penalise(row_logits, &self.seen[r], params.repetition_penalty);
+            }
+            if self.rows[r].tokens.len() < params.entropy_tokens {
+                let h = top_entropy(row_logits, params.temperature);
+                self.rows[r].entropy.push(h);
             }
             let (tok, lp) = sample_token(row_logits, params, rng);
             if let Some(s) = self.seen.get_mut(r).and_then(|s| s.get_mut(tok as usize)) {

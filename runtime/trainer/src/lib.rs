@@ -66,6 +66,7 @@ pub use data::{
     render, render_prompt, render_prompt_with,
 };
 pub use device::{CUDA_BUILT, DeviceChoice};
+pub use draw::{ENTROPY_TOP, top_entropy};
 pub use error::{Result, TrainerError};
 pub use gae::Advantage;
 pub use lora_trainer::LoraStart;

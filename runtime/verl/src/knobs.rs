@@ -220,6 +220,30 @@ impl Ph<'_, '_> {
         }
     }
 
+    /// `branching` (ARPO's entropy-guided tree rollouts): verl 0.9.1's rollout samples `n`
+    /// whole trajectories per prompt; ARPO's fork adds the tree in its own rollout worker.
+    pub(crate) fn branching(&mut self, branching: &params::OrOff<params::BranchingObj>) {
+        match branching {
+            params::OrOff::Off => {
+                self.c.implied(
+                    self.n,
+                    "branching",
+                    "`group` whole trajectories per prompt (actor_rollout_ref.rollout.n)",
+                );
+            }
+            params::OrOff::Value(_) => {
+                self.c
+                    .not_mapped(
+                        self.n,
+                        "branching",
+                        "verl 0.9.1's rollout samples whole trajectories; entropy-guided branching is ARPO's fork's (actor_rollout_ref.rollout.initial_rollouts, beam_size, branch_probability, entropy_weight in its own vLLM rollout), which this lowering does not target",
+                        "nothing: the job would sample `group` independent trajectories, so it is refused",
+                    )
+                    .refuse(E_UNMAPPED);
+            }
+        }
+    }
+
     pub(crate) fn checkpoints(&mut self, every: u64) {
         let last = self.run.last_step;
         let freq = if every > 0 { every } else { last };

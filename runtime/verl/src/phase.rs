@@ -381,7 +381,9 @@ impl Ph<'_, '_> {
             trainable,
             asynchronous,
             validate: _,
+            branching,
         } = g;
+        self.branching(branching);
         match process_reward {
             None => {
                 self.c.implied(self.n, "process_reward", "none");
@@ -462,7 +464,16 @@ impl Ph<'_, '_> {
 
     /// `dapo`'s own fields: dynamic sampling and overlong shaping; a synchronous trainer.
     fn dapo(&mut self, d: &Dapo) {
-        let Dapo { dynamic_sampling, overlong, entropy: _, loss_agg: _, level: _, validate: _ } = d;
+        let Dapo {
+            dynamic_sampling,
+            overlong,
+            entropy: _,
+            loss_agg: _,
+            level: _,
+            validate: _,
+            branching,
+        } = d;
+        self.branching(branching);
         self.dynamic(dynamic_sampling);
         self.overlong_shaping(overlong);
         crate::ctx::set(self.cfg, "trainer.v1.trainer_mode", json!("sync"));

@@ -458,3 +458,65 @@ fn gigpo_runs_end_to_end_on_the_search_sandbox() {
     assert!(rl.iter().all(|r| r.step_advantage.is_some_and(f64::is_finite)), "{rl:?}");
     assert!(rl.iter().any(|r| r.step_advantage.is_some_and(|a| a > 0.0)), "{rl:?}");
 }
+
+/// `tests/recipes/arpo.wrl --profile offline`: GRPO with ARPO's branching rollouts on the
+/// embedded tiny model and the sandbox's search API. Every question's tree holds its 5
+/// samples, numbered 0..5 once each; every branch's steps before its branch point are its
+/// parent's; the iterations log their branches, the report shows them, and two runs write the
+/// same trajectories.
+#[test]
+fn arpo_branches_rollouts_offline_within_each_questions_budget() {
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/arpo.wrl");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str| {
+        let out = dir.path().join(name);
+        let args: Vec<std::ffi::OsString> = vec![
+            "run".into(),
+            recipe.clone().into(),
+            "--profile".into(),
+            "offline".into(),
+            "--out".into(),
+            out.clone().into(),
+        ];
+        let (code, _, stderr) = wrl_cli::run_captured(args);
+        assert_eq!(code, 0, "{stderr}");
+        out
+    };
+    let out = run("run");
+    let (summary, metrics, trajs) = records(&out);
+    assert_eq!(summary.status, "finished");
+    let rl: Vec<_> = metrics
+        .iter()
+        .filter_map(|m| match m {
+            MetricLine::Rl(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rl.len(), 2, "{rl:?}");
+    let online: Vec<&TrajectoryLine> = trajs.iter().filter(|t| t.node.contains("online")).collect();
+    assert_eq!(online.len(), 2 * 2 * 5, "2 iterations × 2 questions × a budget of 5");
+    for r in &rl {
+        let here: Vec<&&TrajectoryLine> = online.iter().filter(|t| t.iter == r.iter).collect();
+        let branches = here.iter().filter(|t| t.branch.is_some_and(|b| b.parent.is_some()));
+        assert_eq!(r.branches, Some(branches.count()), "{r:?}");
+        for g in 0..2 {
+            let tree: Vec<_> = here.iter().filter(|t| t.group == g).collect();
+            let mut samples: Vec<usize> = tree.iter().map(|t| t.branch.unwrap().sample).collect();
+            samples.sort_unstable();
+            assert_eq!(samples, [0, 1, 2, 3, 4]);
+            for t in &tree {
+                let b = t.branch.unwrap();
+                let Some(p) = b.parent else { continue };
+                let parent = tree.iter().find(|x| x.branch.unwrap().sample == p).unwrap();
+                let (mine, theirs) = (&t.trajectory.steps, &parent.trajectory.steps);
+                assert!(theirs.len() >= b.at, "branch {b:?} past its parent's steps");
+                assert_eq!(mine.get(..b.at), theirs.get(..b.at), "branch {b:?} left its parent");
+            }
+        }
+    }
+    assert!(rl.iter().any(|r| r.branches.is_some_and(|n| n > 0)), "{rl:?}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("branches per iteration"));
+    let again = run("again");
+    assert_eq!(episodes(trajs), episodes(records(&again).2), "two runs branched differently");
+}

@@ -5,6 +5,7 @@
 
 mod advantage;
 mod answers;
+mod branching;
 pub(crate) mod budget;
 pub(crate) mod columns;
 mod data;
@@ -179,6 +180,7 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     rl::check(ctx, &mut out);
     advantage::check(ctx, &mut out);
     generation::check(ctx, &mut out);
+    branching::check(ctx, &mut out);
     budget::check(ctx, &mut out);
     data::check(ctx, &mut out);
     answers::check(ctx, &mut out);

@@ -335,6 +335,13 @@ pub(super) fn rl_phase(plan: &Plan, n: &Node) -> StageEstimate {
         let per_task = g.body.per_task.map(u64::from);
         e.generated_tasks = mul(mul(iters, p.prompts.map(u64::from)), per_task);
     }
+    // Branching: every prompt still trains `group` trajectories (a tree that ends early is
+    // filled with full samples), of which all but the `initial` may be branches; a branch
+    // replays its parent's turns, so the steps and generated tokens above are upper bounds.
+    if let Some(OrOff::Value(b)) = &p.branching {
+        let spare = group.zip(b.body.initial.map(u64::from)).map(|(g, i)| g.saturating_sub(i));
+        e.branches = mul(mul(iters, p.prompts.map(u64::from)), spare);
+    }
     e
 }
 

@@ -42,6 +42,7 @@ pub(super) struct PhaseIn {
     pub dynamic_sampling: Option<DynamicIn>,
     pub critic: Option<OrNone<AnyObj<CriticIn>>>,
     pub generate: Option<OrOff<AnyObj<GenerateIn>>>,
+    pub branching: Option<OrOff<AnyObj<BranchingIn>>>,
     pub validate: Option<OrOff<AnyObj<ValidateIn>>>,
     pub published_cost: Option<Vec<PublishedIn>>,
 }
@@ -82,6 +83,13 @@ pub(super) struct CriticIn {
 #[serde(default)]
 pub(super) struct GenerateIn {
     pub per_task: Option<u32>,
+}
+
+/// `entropy(initial, …)`: branching rollouts.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct BranchingIn {
+    pub initial: Option<u32>,
 }
 
 /// `validation(tasks) { … }`.
@@ -201,9 +209,11 @@ mod tests {
         for f in fields::<RefillIn>() {
             assert!(inner("refill").contains(&format!("\"{f}\"")), "refill has no `{f}`");
         }
-        for (field, names) in
-            [("validate", fields::<ValidateIn>()), ("generate", fields::<GenerateIn>())]
-        {
+        for (field, names) in [
+            ("validate", fields::<ValidateIn>()),
+            ("generate", fields::<GenerateIn>()),
+            ("branching", fields::<BranchingIn>()),
+        ] {
             for f in names {
                 assert!(inner(field).contains(&format!("\"{f}\"")), "{field} has no `{f}`");
             }

@@ -49,6 +49,12 @@ pub struct StageEstimate {
     /// Tasks generated from failures (`generate`), at most: every task of every batch failed.
     #[serde(default = "zero", skip_serializing_if = "is_zero")]
     pub generated_tasks: Count,
+    /// Trajectories that may be branches (`branching`), at most: each prompt's `group` less
+    /// its `initial` full samples. They replay their parent's turns before the branch point, so
+    /// `max_generated_tokens` and `max_env_steps`, counted as if every sample ran whole, are
+    /// upper bounds.
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub branches: Count,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
 }
@@ -84,6 +90,12 @@ pub struct Totals {
     /// Tasks generated from failures (`generate`), at most: every task of every batch failed.
     #[serde(default = "zero", skip_serializing_if = "is_zero")]
     pub generated_tasks: Count,
+    /// Trajectories that may be branches (`branching`), at most: each prompt's `group` less
+    /// its `initial` full samples. They replay their parent's turns before the branch point, so
+    /// `max_generated_tokens` and `max_env_steps`, counted as if every sample ran whole, are
+    /// upper bounds.
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub branches: Count,
 }
 
 /// The estimate of a plan. Top-level figures are the training totals (SFT stages and RL
@@ -108,6 +120,12 @@ pub struct Estimate {
     /// Tasks generated from failures (`generate`), at most: every task of every batch failed.
     #[serde(default = "zero", skip_serializing_if = "is_zero")]
     pub generated_tasks: Count,
+    /// Trajectories that may be branches (`branching`), at most: each prompt's `group` less
+    /// its `initial` full samples. They replay their parent's turns before the branch point, so
+    /// `max_generated_tokens` and `max_env_steps`, counted as if every sample ran whole, are
+    /// upper bounds.
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub branches: Count,
     /// Groups drawn again for groups `drop` removed (`refill`, dynamic sampling).
     pub refill: Totals,
     /// In-training validation passes (`validate`).
@@ -144,6 +162,7 @@ impl Estimate {
             optimizer_steps: self.optimizer_steps,
             critic_steps: self.critic_steps,
             generated_tasks: self.generated_tasks,
+            branches: self.branches,
         }
     }
 }
@@ -245,6 +264,7 @@ pub fn estimate(plan: &Plan, prices: Option<&Prices>) -> Estimate {
         optimizer_steps: train.optimizer_steps,
         critic_steps: train.critic_steps,
         generated_tasks: train.generated_tasks,
+        branches: train.branches,
         refill,
         validation,
         evaluation: of("evaluation"),
@@ -268,6 +288,7 @@ fn totals<'a>(it: impl Iterator<Item = &'a StageEstimate>) -> Totals {
         optimizer_steps: Some(0),
         critic_steps: Some(0),
         generated_tasks: Some(0),
+        branches: Some(0),
     };
     for s in it {
         t.trajectories = add(t.trajectories, s.trajectories);
@@ -279,6 +300,7 @@ fn totals<'a>(it: impl Iterator<Item = &'a StageEstimate>) -> Totals {
         t.optimizer_steps = add(t.optimizer_steps, s.optimizer_steps);
         t.critic_steps = add(t.critic_steps, s.critic_steps);
         t.generated_tasks = add(t.generated_tasks, s.generated_tasks);
+        t.branches = add(t.branches, s.branches);
     }
     t
 }
@@ -298,6 +320,7 @@ pub(crate) fn empty(n: &Node) -> StageEstimate {
         optimizer_steps: Some(0),
         critic_steps: Some(0),
         generated_tasks: Some(0),
+        branches: Some(0),
         cost: None,
     }
 }

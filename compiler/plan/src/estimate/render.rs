@@ -26,6 +26,10 @@ pub fn render_text(e: &Estimate) -> String {
         if t.generated_tasks != Some(0) {
             let _ = writeln!(s, "  generated tasks (max) {}", show(t.generated_tasks));
         }
+        if t.branches != Some(0) {
+            // Branches replay their parent's turns: the steps and tokens above are bounds.
+            let _ = writeln!(s, "  branches (max)        {}", show(t.branches));
+        }
     };
     figures(&mut s, &e.training());
     let has = |t: &Totals| t.trajectories != Some(0);
@@ -93,6 +97,7 @@ pub fn render_text(e: &Estimate) -> String {
             optimizer_steps: st.optimizer_steps,
             critic_steps: st.critic_steps,
             generated_tasks: st.generated_tasks,
+            branches: st.branches,
         };
         figures(&mut s, &t);
         for (m, n) in &st.judge_calls_by_model {

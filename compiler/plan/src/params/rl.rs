@@ -19,9 +19,10 @@ use super::or::{OrGrpo, OrNone, OrOff, OrUnlimited};
 use super::rewards::RewardRef;
 use super::shape::{self, Shape};
 use super::stages::{
-    AdvantageObj, Async, Critic, CriticObj, Drop, DynamicSampling, FailureClass, GenerationObj,
-    KlEstimator, KlIn, Level, LoraObj, LossAgg, MaskPart, Optimizer, Overlong, PolicyLoss,
-    ProcessMix, Reference, Refill, ReplayObj, Resume, Schedule, Validation, ValidationObj,
+    AdvantageObj, Async, Branching, BranchingObj, Critic, CriticObj, Drop, DynamicSampling,
+    FailureClass, GenerationObj, KlEstimator, KlIn, Level, LoraObj, LossAgg, MaskPart, Optimizer,
+    Overlong, PolicyLoss, ProcessMix, Reference, Refill, ReplayObj, Resume, Schedule, Validation,
+    ValidationObj,
 };
 use super::units::{BatchSize, Epochs, Iters, NodeRef, Range, Steps};
 use crate::model::Node;
@@ -212,6 +213,8 @@ pub struct Grpo {
     #[serde(rename = "async")]
     pub asynchronous: Async,
     pub validate: OrOff<ValidationObj>,
+    /// Rollouts that branch where the policy's entropy rises after a tool result.
+    pub branching: OrOff<BranchingObj>,
 }
 
 /// `dapo`'s own fields.
@@ -224,6 +227,8 @@ pub struct Dapo {
     pub loss_agg: LossAgg,
     pub level: Level,
     pub validate: OrOff<ValidationObj>,
+    /// Rollouts that branch where the policy's entropy rises after a tool result.
+    pub branching: OrOff<BranchingObj>,
 }
 
 /// `ppo`'s own fields.
@@ -362,6 +367,16 @@ impl Algo {
         match self {
             Algo::Grpo(g) => &g.trainable,
             Algo::Dapo(_) | Algo::Ppo(_) => &[],
+        }
+    }
+
+    /// ARPO's entropy-guided branching of the rollouts (`ppo`: none; every sample is full).
+    pub fn branching(&self) -> Option<&Branching> {
+        match self {
+            Algo::Grpo(Grpo { branching, .. }) | Algo::Dapo(Dapo { branching, .. }) => {
+                branching.value().map(BranchingObj::get)
+            }
+            Algo::Ppo(_) => None,
         }
     }
 

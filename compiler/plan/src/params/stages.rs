@@ -501,6 +501,39 @@ impl GenerationObj {
     }
 }
 
+/// `entropy(initial, beam, threshold, weight, tokens)`: ARPO's entropy-guided branching of a
+/// stage's rollouts, within its `group` samples per prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Branching {
+    /// Full samples started per prompt.
+    pub initial: u32,
+    /// Copies a branching sample makes.
+    pub beam: u32,
+    /// A sample branches when clip(U − `weight`·ΔH, 0, 1) is at most this.
+    pub threshold: f64,
+    /// How much a rise in entropy adds to the chance of branching.
+    pub weight: f64,
+    /// The tokens of a turn whose entropy is measured.
+    pub tokens: Tokens,
+}
+
+/// A stage's `branching` object.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum BranchingObj {
+    #[serde(rename = "entropy")]
+    Entropy(Branching),
+}
+
+impl BranchingObj {
+    pub fn get(&self) -> &Branching {
+        match self {
+            BranchingObj::Entropy(b) => b,
+        }
+    }
+}
+
 /// `dapo`'s `overlong`.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -80,6 +80,9 @@ pub struct TrainerPolicy {
     stream: Option<u64>,
     /// Every turn sampled in this episode, in order.
     pub turns: Vec<Turn>,
+    /// A parent episode's first turns, which this one (a branch) writes again as they were
+    /// before it samples its own (`rollout::branching`).
+    replay: Vec<Turn>,
     /// The episode as a conversation, for a policy with a chat template and `history =
     /// full_text` / `hide_thinking`.
     chat: Option<Chat>,
@@ -102,6 +105,7 @@ impl TrainerPolicy {
             name: name.to_string(),
             stream: None,
             turns: Vec::new(),
+            replay: Vec::new(),
             chat: None,
         }
     }
@@ -135,6 +139,14 @@ impl TrainerPolicy {
             let window = Window { room: MAX_PROMPT_BYTES, ..self.window };
             self.window = window.fit(&t, t.model().context(), self.params.max_tokens, tools);
         }
+    }
+
+    /// Writes `turns` (a parent episode's first turns) again, token for token, before sampling
+    /// its own: a branch of a branching rollout. The env sees the same calls, so an episode
+    /// whose state is its conversation reaches the parent's state at the branch point.
+    pub fn with_replay(mut self, turns: Vec<Turn>) -> TrainerPolicy {
+        self.replay = turns;
+        self
     }
 
     /// Samples from the episode's own stream: the same turns whatever other episodes run
@@ -177,12 +189,18 @@ impl TrainerPolicy {
             }
             params.max_tokens = params.max_tokens.min(left);
         }
-        let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.turns.len() as u64));
-        let tools = self.hermes.as_ref().map_or(&[][..], |h| &h.schemas[..]);
-        let Some((turn, out)) = sample_on(&self.trainer, &segments, &params, stream, tools) else {
-            return AgentTurn::Text(String::new());
-        };
         let step = self.turns.len();
+        let (turn, out) = match self.replay.get(step) {
+            Some(parent) => (parent.clone(), parent.text.clone()),
+            None => {
+                let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, step as u64));
+                let tools = self.hermes.as_ref().map_or(&[][..], |h| &h.schemas[..]);
+                match sample_on(&self.trainer, &segments, &params, stream, tools) {
+                    Some(sampled) => sampled,
+                    None => return AgentTurn::Text(String::new()),
+                }
+            }
+        };
         self.turns.push(Turn { step, ..turn });
         if let Some(c) = self.chat.as_mut() {
             c.answered(Segment::new(Role::Assistant, out.clone()));

@@ -18,6 +18,11 @@ pub struct Turn {
     pub step: usize,
     /// The graph role whose weights sampled it (empty for a ReAct agent).
     pub role: String,
+    /// The turn's text as the agent read it (trimmed), which a branch replays.
+    pub text: String,
+    /// The mean entropy of its first `SampleParams::entropy_tokens` tokens
+    /// (`wrl_trainer::top_entropy`); `None` when none were measured.
+    pub entropy: Option<f32>,
 }
 
 /// One sampled turn of the candle policy on a user prompt (with `tools`, JSON function schemas
@@ -62,6 +67,8 @@ pub fn sample_on(
         let c = outs.swap_remove(0);
         let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
         let text = c.text.trim().to_string();
+        let entropy =
+            (!c.entropy.is_empty()).then(|| c.entropy.iter().sum::<f32>() / c.entropy.len() as f32);
         let turn = Turn {
             prompt_tokens: prompt,
             completion_tokens: c.tokens,
@@ -69,6 +76,8 @@ pub fn sample_on(
             truncated,
             step: 0,
             role: String::new(),
+            text: text.clone(),
+            entropy,
         };
         Some((turn, text))
     })

@@ -103,6 +103,8 @@ impl<'a> Executor<'a> {
             episode,
             retries,
             seed: Some(self.stream(&node.id, 0)),
+            // An evaluation samples its `k` episodes independently.
+            branching: None,
         };
         // With a judge, its reward scores each episode; without one, the tasks' checkers do.
         let reward = match judge {
@@ -333,6 +335,7 @@ mod tests {
             process: Vec::new(),
             screens: Vec::new(),
             retried: 0,
+            branch: None,
         }
     }
 

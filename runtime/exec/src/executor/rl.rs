@@ -223,6 +223,8 @@ impl<'a> Executor<'a> {
                 temperature: p.rl.temperature,
                 top_p: p.top_p,
                 max_tokens: agent.max_response,
+                // Branching reads each turn's entropy over its first `tokens` tokens.
+                entropy_tokens: p.branching.map_or(0, |b| b.tokens.0 as usize),
                 ..SampleParams::default()
             },
             history: agent.history,
@@ -235,6 +237,7 @@ impl<'a> Executor<'a> {
             episode,
             retries,
             seed: None,
+            branching: p.branching,
         };
         let rewards = self.built.rewards.clone();
         let judges = Judges::for_reward(&reward, &rewards, &self.built.apis).map_err(|e| {

@@ -66,6 +66,9 @@ impl Executor<'_> {
             grad_norm: metrics.grad_norm,
             clip_frac: metrics.clip_frac,
             replayed: done.replayed,
+            branches: episodes.iter().any(|e| e.branch.is_some()).then(|| {
+                episodes.iter().filter(|e| e.branch.is_some_and(|b| b.parent.is_some())).count()
+            }),
             generated: done.generation,
             value_loss: metrics.value_loss,
             step_advantage: metrics.step_advantage,
@@ -124,6 +127,7 @@ impl Executor<'_> {
                 group: ep.group,
                 reward,
                 trajectory: ep.trajectory.clone(),
+                branch: ep.branch,
                 screenshots,
             });
             self.trajectory_ids += 1;

@@ -60,6 +60,8 @@ pub struct PhaseSettings<'p> {
     pub replay: Option<&'p params::Replay>,
     /// New tasks made from the tasks the stage fails.
     pub generate: Option<&'p params::Generation>,
+    /// ARPO's entropy-guided branching of each prompt's `group` samples.
+    pub branching: Option<params::Branching>,
 }
 
 /// A stage's `frozen` as the trainer's parts: `vision_tower` and `projector` are parts a text
@@ -182,6 +184,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
         reference: *reference,
         replay: replay.value().map(params::ReplayObj::get),
         generate: generate.value().map(params::GenerationObj::get),
+        branching: algo.branching().copied(),
     }
 }
 
@@ -245,6 +248,8 @@ fn algo_own(
             process_mix: _,
             // Refused by the preflight unless synchronous.
             asynchronous: _,
+            // The rollout's (`Algo::branching`, `phase_settings`).
+            branching: _,
         }) => {
             let loss = match policy_loss {
                 PolicyLoss::Clip => wrl_trainer::PolicyLoss::Clip,
@@ -263,6 +268,8 @@ fn algo_own(
             loss_agg: _,
             level: _,
             validate: _,
+            // The rollout's (`Algo::branching`, `phase_settings`).
+            branching: _,
         }) => {
             let shaping = (overlong.buffer.0 > 0).then_some(OverlongShaping {
                 max_len: max_response,

@@ -83,6 +83,9 @@ impl<'a> Executor<'a> {
         cfg.process = None;
         cfg.exclude = Vec::new();
         cfg.screens_for = 0;
+        // Validation's `k` episodes are independent samples, never a branching tree.
+        cfg.branching = None;
+        cfg.sample.entropy_tokens = 0;
         cfg.sample.temperature = v.temperature as f32;
         cfg.sample.top_p = v.top_p as f32;
         cfg.sample.top_k = v.top_k as usize;

@@ -435,6 +435,24 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
         &p.update.advantage,
         &p.algo,
     ));
+    // The checker refuses these (E0449, E0448); a plan written by other means is refused here.
+    if let Some(b) = p.algo.branching() {
+        let forkable = match plan.get(p.run.agent.id()) {
+            Some(Params::Agent(a @ Agent::React(_))) => {
+                matches!(plan.get(agent_env(a).id()), Some(Params::Env(Env::SearchApi(_))))
+            }
+            _ => false,
+        };
+        if !forkable || b.initial > p.rollout.group {
+            errs.push(cannot(
+                "branching replays a parent's turns within `group` samples: a ReAct agent in a \
+                 `search_api` env, with `initial` at most `group`, only"
+                    .into(),
+                "set `branching = off`",
+                "branching",
+            ));
+        }
+    }
     errs
 }
 

@@ -68,6 +68,9 @@ fn metrics() -> Vec<Metric> {
         metric("GiGPO step-level advantage", "mean |advantage|", |m| {
             rl(m).and_then(|r| r.step_advantage)
         }),
+        metric("branches per iteration", "trajectories", |m| {
+            rl(m).and_then(|r| r.branches).map(|n| n as f64)
+        }),
         metric("tasks replayed per iteration", "tasks", |m| {
             rl(m).and_then(|r| r.replayed).map(|n| n as f64)
         })

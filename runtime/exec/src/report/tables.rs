@@ -129,6 +129,7 @@ mod tests {
             group: 0,
             reward: Scored::Value(0.0),
             trajectory: episode(template, reason, success, 0),
+            branch: None,
             screenshots: None,
         }
     }

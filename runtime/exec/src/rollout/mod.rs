@@ -2,6 +2,7 @@
 //! policy in real Chromium, scored by the recipe's reward, and turned into per-turn RL samples
 //! (the trajectory's reward broadcast to each of its turns; environment failures excluded).
 
+pub mod branching;
 pub mod generated;
 pub mod replay;
 pub mod samples;
@@ -10,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use wrl_browser::EpisodeCfg;
-use wrl_plan::params::FailureClass;
+use wrl_plan::params::{Branching, FailureClass};
 use wrl_sandbox::{Ending, Task, TrajOutcome, Trajectory};
 use wrl_trainer::{SampleParams, Trainer};
 
@@ -23,6 +24,7 @@ use crate::env::{Agent, Env};
 use crate::reward::classes;
 use crate::reward::judges::Judges;
 use crate::reward::{EpisodeFacts, Exclusion, RewardExpr, RewardValue, Rewards, evaluate};
+use crate::rundir::records::Branch;
 
 pub use samples::{informative_groups, samples, uniform_groups};
 
@@ -50,6 +52,8 @@ pub struct Episode {
     pub screens: Vec<Vec<u8>>,
     /// Earlier attempts of this episode dropped for an environment error or timeout.
     pub retried: usize,
+    /// Its place in its prompt's tree under `branching`; `None` otherwise.
+    pub branch: Option<Branch>,
 }
 
 impl Episode {
@@ -64,6 +68,7 @@ impl Episode {
             process: Vec::new(),
             screens: Vec::new(),
             retried: 0,
+            branch: None,
         }
     }
 
@@ -140,6 +145,9 @@ pub struct RolloutCfg {
     /// so a batch decodes the same whatever order its episodes run in. `None`: forks of the
     /// trainer's RNG, in the order episodes ask.
     pub seed: Option<u64>,
+    /// ARPO's entropy-guided branching within each prompt's `group` samples
+    /// ([`branching`]); `None`: `group` independent samples.
+    pub branching: Option<Branching>,
 }
 
 /// How episodes are scored: the reward, the rewards it names, and the judges it asks.
@@ -210,8 +218,9 @@ fn excluded(exclude: &[FailureClass], ending: Ending) -> Option<FailureClass> {
     classes::class(ending).filter(|c| exclude.contains(c))
 }
 
-/// Runs every task `group` times with the policy and scores each episode. Each episode is its
-/// own tokio task, so one episode's browser work (page loads, CDP round trips) overlaps with
+/// Runs every task `group` times with the policy and scores each episode (under `branching`, a
+/// tree of `group` samples per task: [`branching::rollout_tree`]). Each episode is its own
+/// tokio task, so one episode's browser work (page loads, CDP round trips) overlaps with
 /// another's sampling instead of waiting behind it, and a long sampling turn cannot starve the
 /// other episodes' step timers.
 pub async fn rollout(
@@ -221,27 +230,65 @@ pub async fn rollout(
     cfg: &RolloutCfg,
     scoring: Scoring<'_>,
 ) -> Vec<Episode> {
-    let owned = Arc::new((scoring.reward.clone(), scoring.rewards.clone(), scoring.judges.clone()));
-    let jobs: Vec<(usize, Task)> = tasks
-        .iter()
-        .enumerate()
-        .flat_map(|(g, t)| std::iter::repeat_n((g, t.clone()), cfg.group.max(1)))
+    if let Some(b) = &cfg.branching {
+        return branching::rollout_tree(env, tasks, trainer, cfg, scoring, b).await;
+    }
+    let group = cfg.group.max(1);
+    let jobs = (0..tasks.len())
+        .flat_map(|g| (0..group).map(move |k| Job::full(g, g * group + k)))
         .collect();
-    futures::stream::iter(jobs.into_iter().enumerate().map(|(i, (group, task))| {
+    run_jobs(env, tasks, trainer, cfg, scoring, jobs).await
+}
+
+/// One episode to run: its task's group, its index among the batch's episodes (its sampling
+/// stream), and, for a branch, the turns it replays and its place in the tree.
+#[derive(Clone, Debug)]
+pub(crate) struct Job {
+    pub group: usize,
+    pub index: usize,
+    pub replay: Vec<Turn>,
+    pub branch: Option<Branch>,
+}
+
+impl Job {
+    /// A full sample, as every sample is without branching.
+    pub(crate) fn full(group: usize, index: usize) -> Job {
+        Job { group, index, replay: Vec::new(), branch: None }
+    }
+}
+
+/// Runs `jobs` (tasks by their group's index in `tasks`), at most `cfg.concurrency` at once;
+/// their episodes in the jobs' order.
+pub(crate) async fn run_jobs(
+    env: &Arc<dyn Env>,
+    tasks: &[Task],
+    trainer: Option<&Arc<Mutex<Trainer>>>,
+    cfg: &RolloutCfg,
+    scoring: Scoring<'_>,
+    jobs: Vec<Job>,
+) -> Vec<Episode> {
+    let owned = Arc::new((scoring.reward.clone(), scoring.rewards.clone(), scoring.judges.clone()));
+    futures::stream::iter(jobs.into_iter().map(|job| {
+        let (group, task, branch) = (job.group, tasks[job.group].clone(), job.branch);
         let (trainer, env, cfg, owned) =
             (trainer.cloned(), env.clone(), cfg.clone(), owned.clone());
-        let job = tokio::spawn(async move {
+        let run = tokio::spawn(async move {
             let scoring = Scoring { reward: &owned.0, rewards: &owned.1, judges: &owned.2 };
-            let screens = i < cfg.screens_for;
-            let at = Where { group, index: i };
-            episode(env.as_ref(), &task, at, trainer, &cfg, scoring, screens).await
+            let screens = job.index < cfg.screens_for;
+            let ep = episode(env.as_ref(), &task, &job, trainer, &cfg, scoring, screens).await;
+            Episode { branch: job.branch, ..ep }
         });
         async move {
-            match job.await {
+            match run.await {
                 Ok(e) => e,
-                Err(e) => {
-                    Episode::unrunnable(group, &tasks[group], &format!("episode task failed: {e}"))
-                }
+                Err(e) => Episode {
+                    branch,
+                    ..Episode::unrunnable(
+                        group,
+                        &tasks[group],
+                        &format!("episode task failed: {e}"),
+                    )
+                },
             }
         }
     }))
@@ -255,7 +302,7 @@ pub async fn rollout(
 async fn episode(
     env: &dyn Env,
     task: &Task,
-    at: Where,
+    at: &Job,
     trainer: Option<Arc<Mutex<Trainer>>>,
     cfg: &RolloutCfg,
     scoring: Scoring<'_>,
@@ -267,7 +314,7 @@ async fn episode(
             let episode = wrl_trainer::rng::mix(s, at.index as u64);
             wrl_trainer::rng::mix(episode, retried as u64)
         });
-        let ep = attempt(env, task, at.group, trainer.clone(), cfg, scoring, screens, stream).await;
+        let ep = attempt(env, task, at, trainer.clone(), cfg, scoring, screens, stream).await;
         let infra = ep.end_reason().is_infrastructure();
         if !infra || retried >= cfg.retries {
             return Episode { retried, ..ep };
@@ -276,20 +323,13 @@ async fn episode(
     }
 }
 
-/// Where an episode sits in its batch: its task's group and its index among all episodes.
-#[derive(Clone, Copy, Debug)]
-struct Where {
-    group: usize,
-    index: usize,
-}
-
 /// One attempt of `task` by the policy, scored; with `screens`, a screenshot of every step
 /// kept; sampling from `stream` when given.
 #[allow(clippy::too_many_arguments)]
 async fn attempt(
     env: &dyn Env,
     task: &Task,
-    group: usize,
+    job: &Job,
     trainer: Option<Arc<Mutex<Trainer>>>,
     cfg: &RolloutCfg,
     scoring: Scoring<'_>,
@@ -306,7 +346,9 @@ async fn attempt(
         _ if screens => scoring.judges.screenshots().max(every_step),
         _ => scoring.judges.screenshots(),
     };
-    // The one agent of the episode: the module graph, or the trained policy in a ReAct loop.
+    let group = job.group;
+    // The one agent of the episode: the module graph, or the trained policy in a ReAct loop
+    // (a branch replaying its parent's first turns; the checker keeps branching off graphs).
     let mut agent: Box<dyn AgentWithTurns> = match &cfg.graph {
         Some((spec, brains)) => Box::new(
             GraphPolicy::new(spec.clone(), brains.clone(), cfg.sample.clone(), "policy")
@@ -317,7 +359,8 @@ async fn attempt(
                 TrainerPolicy::new(t, cfg.sample.clone(), cfg.history, "policy")
                     .with_window(cfg.window)
                     .with_hermes(cfg.hermes.clone())
-                    .with_stream(stream),
+                    .with_stream(stream)
+                    .with_replay(job.replay.clone()),
             ),
             None => return Episode::unrunnable(group, task, "no policy to run this agent"),
         },
@@ -331,7 +374,7 @@ async fn attempt(
     let (reward, process) =
         scored(scoring, &cfg.exclude, cfg.process.as_ref(), task, &trajectory, &shots).await;
     let screens = if screens { shots } else { Vec::new() };
-    Episode { group, trajectory, turns, reward, process, screens, retried: 0 }
+    Episode { group, trajectory, turns, reward, process, screens, retried: 0, branch: None }
 }
 
 /// An agent whose sampled turns the update trains on.

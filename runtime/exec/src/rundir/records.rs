@@ -71,6 +71,10 @@ pub struct RlIter {
     /// Tasks of the batch that were replayed from the stage's buffer (`replay`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replayed: Option<usize>,
+    /// Trajectories of the batch that branched from another (`branching`), of its
+    /// `prompts` × `group`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branches: Option<usize>,
     /// Tasks generated from failures (`generate`): drawn into the batch, made, kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generated: Option<crate::rollout::generated::GenStats>,
@@ -232,9 +236,26 @@ pub struct TrajectoryLine {
     pub group: usize,
     pub reward: Scored,
     pub trajectory: Trajectory,
+    /// Where the trajectory sits in its prompt's tree (`branching`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<Branch>,
     /// Screenshots of each step and the final page, relative to the run directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshots: Option<Vec<String>>,
+}
+
+/// A trajectory of a branching rollout (`branching = entropy(…)`): its index among its
+/// group's samples, and, for a branch, the sample it was copied from and the turn it branched
+/// at (its turns and steps before it are its parent's, replayed token for token).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Branch {
+    pub sample: usize,
+    /// The parent's `sample`; `None` for a full sample (one of the `initial`, or a fill).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<usize>,
+    /// The first turn the branch sampled itself (0 for a full sample).
+    pub at: usize,
 }
 
 /// Where the executor stands: written with every commit (`state.json`'s `cursor`).

@@ -134,6 +134,9 @@ pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
             if let Some(v) = r.step_advantage {
                 put(&r.stage, "step_advantage", v);
             }
+            if let Some(n) = r.branches {
+                put(&r.stage, "branches", n as f64);
+            }
             if let Some(n) = r.replayed {
                 put(&r.stage, "replayed", n as f64);
             }

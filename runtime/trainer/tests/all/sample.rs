@@ -153,3 +153,26 @@ fn sample_token_follows_the_distribution() {
     let ones = (0..n).filter(|_| sample_token(&logits, &cold, &mut rng).0 == 1).count();
     assert!(ones as f64 / n as f64 > 0.97);
 }
+
+/// Measuring entropy (`entropy_tokens`) leaves the draws as they were, records one value for
+/// each of the first N tokens, each in [0, 1]; and `top_entropy` is the top-20 entropy over
+/// ln V: 20/V for a uniform row, about 0 for a sure one.
+#[test]
+fn entropy_is_measured_without_changing_the_draws() {
+    let make = || trainer(tiny(1, 32, OpsMode::Auto), 1e-3, 0.0, 29);
+    let p = SampleParams { n: 2, max_tokens: 10, temperature: 1.0, ..Default::default() };
+    let measured = SampleParams { entropy_tokens: 4, ..p.clone() };
+    let plain = make().sampler_for(3).sample(&[PROMPT.to_vec()], &p).unwrap();
+    let with = make().sampler_for(3).sample(&[PROMPT.to_vec()], &measured).unwrap();
+    for (a, b) in plain.iter().zip(&with) {
+        assert_eq!((&a.tokens, &a.logprobs), (&b.tokens, &b.logprobs));
+        assert!(a.entropy.is_empty());
+        assert_eq!(b.entropy.len(), b.tokens.len().min(4));
+        assert!(b.entropy.iter().all(|h| (0.0..=1.0).contains(h)), "{:?}", b.entropy);
+    }
+    let uniform = vec![0.5f32; 100];
+    assert!((wrl_trainer::top_entropy(&uniform, 1.0) - 0.2).abs() < 1e-5);
+    let mut sure = vec![-50.0f32; 100];
+    sure[7] = 50.0;
+    assert!(wrl_trainer::top_entropy(&sure, 1.0) < 1e-6);
+}
