@@ -7,7 +7,7 @@
 //! each of its variants when it declares some (`commands/variants.rs`); `--variant NAME` runs
 //! one variant alone.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::commands::planned::{plan_for, variant_plan};
 pub use crate::commands::run_one::RunCmd;
@@ -55,7 +55,10 @@ fn fresh(cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         (Some(pr), Some(v)) => Some(format!("{pr}-{v}")),
         (pr, v) => pr.clone().or_else(|| v.clone()),
     };
-    let out = cmd.out.clone().unwrap_or_else(|| default_out(file, label.as_deref()));
+    let out = cmd
+        .out
+        .clone()
+        .unwrap_or_else(|| crate::commands::run_one::default_out(file, label.as_deref()));
     let (typed, mut errs) = match wrl_exec::preflight(&p.plan, cmd.chromium.as_deref()) {
         Ok(t) => (Some(t), Vec::new()),
         Err(errs) => (None, errs),
@@ -103,14 +106,4 @@ fn required(dir: &Path, code: u8, cmd: &RunCmd, global: &GlobalOpts, io: &mut Io
         Ok(v) => seeds::require(&v.figures().claims, global, io),
         Err(e) => report(&[wrl_exec::RunError::from(e)], None, false, global, io),
     }
-}
-
-pub(crate) fn default_out(file: &Path, profile: Option<&str>) -> PathBuf {
-    let stem =
-        file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
-    let name = match profile {
-        Some(p) => format!("{stem}-{p}"),
-        None => stem,
-    };
-    PathBuf::from("runs").join(name)
 }

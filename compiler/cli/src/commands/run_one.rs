@@ -399,3 +399,14 @@ pub(crate) fn dry_run_summary(plan: &Plan, out: &Path) -> String {
         out.display()
     )
 }
+
+/// Where a run goes without `--out`: `runs/<recipe stem>[-<profile>]`.
+pub(crate) fn default_out(file: &Path, profile: Option<&str>) -> PathBuf {
+    let stem =
+        file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into());
+    let name = match profile {
+        Some(p) => format!("{stem}-{p}"),
+        None => stem,
+    };
+    PathBuf::from("runs").join(name)
+}

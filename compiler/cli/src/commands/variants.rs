@@ -55,7 +55,7 @@ pub fn fresh(
     let out = cmd
         .out
         .clone()
-        .unwrap_or_else(|| crate::commands::run::default_out(file, cmd.profile.as_deref()));
+        .unwrap_or_else(|| crate::commands::run_one::default_out(file, cmd.profile.as_deref()));
     if let Err(e) = wrl_exec::check_out(&out) {
         return report(&[e], Some(p), true, global, io);
     }

@@ -20,8 +20,8 @@ pub mod settings;
 mod sft;
 mod validate;
 
+pub use crate::preflight::footprint::tiny_config;
 pub use data::check_cached_inputs;
-pub use models::tiny_config;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 
 use wrl_plan::Node;
-use wrl_plan::params::{self, Model, Positions};
-use wrl_trainer::{Critic, OptimConfig, PolicyConfig, TinyConfig, Trainer, TrainerConfig};
+use wrl_plan::params::{self, Model};
+use wrl_trainer::{Critic, OptimConfig, PolicyConfig, Trainer, TrainerConfig};
 
 use super::Executor;
 use crate::error::{Fault, RunError};
@@ -19,7 +19,7 @@ impl<'a> Executor<'a> {
                 self.built.apis.insert(node.id.clone(), api.clone());
             }
             Model::Tiny(t) => {
-                let policy = tiny_config(t);
+                let policy = crate::preflight::footprint::tiny_config(t);
                 let cfg = TrainerConfig {
                     policy: PolicyConfig::Tiny(policy),
                     optim: OptimConfig::default(),
@@ -118,33 +118,5 @@ impl Executor<'_> {
             .at(node, Some("critic"), "scores the policy's tokens"));
         }
         Ok(critic)
-    }
-}
-
-/// The trainer's configuration of a `tiny_transformer` node (what the run builds, what the
-/// preflight validates and what `wrlc estimate` counts).
-pub fn tiny_config(t: &params::TinyTransformer) -> TinyConfig {
-    // The seed and the device are the trainer's (`load_model`), not the network's shape.
-    let params::TinyTransformer {
-        layers,
-        d_model,
-        heads,
-        context,
-        positions,
-        copy,
-        seed: _,
-        device: _,
-    } = t;
-    TinyConfig {
-        layers: *layers as usize,
-        d_model: *d_model as usize,
-        heads: *heads as usize,
-        context: context.0 as usize,
-        positions: match positions {
-            Positions::Learned => wrl_trainer::Positions::Learned,
-            Positions::Alibi => wrl_trainer::Positions::Alibi,
-        },
-        copy: *copy,
-        ..TinyConfig::default()
     }
 }

@@ -38,7 +38,7 @@ pub fn parse_device(s: &str) -> Result<Device, String> {
         return Ok(Device { name: name.to_string(), bytes: mib * (1 << 20) });
     }
     if t == "cpu" {
-        let bytes = super::memory::machine_memory().ok_or(
+        let bytes = machine_memory().ok_or(
             "this machine's memory cannot be read (/proc/meminfo); give a size: `--device 64GiB`",
         )?;
         return Ok(Device { name: "cpu (this machine)".into(), bytes });
@@ -176,4 +176,12 @@ const ALL_TARGETS: [&str; 7] =
 
 fn width_of(dtype: &str) -> u64 {
     wrl_trainer::footprint::DTYPES.iter().find(|(n, _)| *n == dtype).map_or(4, |(_, w)| *w)
+}
+
+/// This machine's memory in bytes (`MemTotal` of `/proc/meminfo`), when it can be read.
+pub(crate) fn machine_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }

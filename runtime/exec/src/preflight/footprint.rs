@@ -76,7 +76,7 @@ pub fn models(plan: &Plan) -> Vec<ModelFootprint> {
         let Some(mut fp) = model(n, m) else { continue };
         if let Some(shape) = fp.shape.clone() {
             let context = match m {
-                Model::Tiny(t) => crate::executor::tiny_config(t).context as u64,
+                Model::Tiny(t) => tiny_config(t).context as u64,
                 Model::Hf(h) => h.context.0,
                 Model::Api(_) => 0,
             };
@@ -105,7 +105,7 @@ fn model(n: &wrl_plan::Node, m: &Model) -> Option<ModelFootprint> {
     let (source, dtype, shape, checkpointing) = match m {
         Model::Api(_) => return None,
         Model::Tiny(t) => {
-            let c = crate::executor::tiny_config(t);
+            let c = tiny_config(t);
             ("recipe".to_string(), "f32", Some(Shape::of_tiny(&c)), false)
         }
         Model::Hf(h) => {
@@ -349,5 +349,33 @@ mod tests {
         assert_eq!(bytes(1536), "1.50 KiB");
         assert_eq!(bytes(15 * 1024 * 1024), "15.0 MiB");
         assert_eq!(bytes(300 << 30), "300 GiB");
+    }
+}
+
+/// The trainer's configuration of a `tiny_transformer` node (what the run builds, what the
+/// preflight validates and what `wrlc estimate` counts).
+pub fn tiny_config(t: &wrl_plan::params::TinyTransformer) -> wrl_trainer::TinyConfig {
+    // The seed and the device are the trainer's (`load_model`), not the network's shape.
+    let wrl_plan::params::TinyTransformer {
+        layers,
+        d_model,
+        heads,
+        context,
+        positions,
+        copy,
+        seed: _,
+        device: _,
+    } = t;
+    wrl_trainer::TinyConfig {
+        layers: *layers as usize,
+        d_model: *d_model as usize,
+        heads: *heads as usize,
+        context: context.0 as usize,
+        positions: match positions {
+            wrl_plan::params::Positions::Learned => wrl_trainer::Positions::Learned,
+            wrl_plan::params::Positions::Alibi => wrl_trainer::Positions::Alibi,
+        },
+        copy: *copy,
+        ..wrl_trainer::TinyConfig::default()
     }
 }

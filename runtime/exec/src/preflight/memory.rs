@@ -14,7 +14,7 @@ use crate::error::{Fault, RunError};
 
 /// The stages whose training memory is more than the machine's, when it can be read.
 pub(super) fn refusals(typed: &TypedPlan<'_>) -> Vec<RunError> {
-    match machine_memory() {
+    match super::fit::machine_memory() {
         Some(total) => refusals_within(typed, total),
         None => Vec::new(),
     }
@@ -78,12 +78,4 @@ pub(crate) fn refusals_within(typed: &TypedPlan<'_>, total: u64) -> Vec<RunError
         }
     }
     errs
-}
-
-/// This machine's memory in bytes (`MemTotal` of `/proc/meminfo`), when it can be read.
-pub(super) fn machine_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
 }

@@ -40,7 +40,7 @@ fn model(n: &Node, m: &params::Model) -> Vec<RunError> {
     if let Err(e) = super::device::device(n, t.device) {
         return vec![e];
     }
-    let cfg = crate::executor::tiny_config(t);
+    let cfg = super::footprint::tiny_config(t);
     let Err(e) = cfg.validate() else { return Vec::new() };
     let cannot = format!("model `{}` cannot be built", n.decl);
     vec![if cfg.heads > 0 && !cfg.d_model.is_multiple_of(cfg.heads) {
