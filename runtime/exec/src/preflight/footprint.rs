@@ -339,19 +339,6 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::bytes;
-
-    #[test]
-    fn bytes_read_in_binary_units() {
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(1536), "1.50 KiB");
-        assert_eq!(bytes(15 * 1024 * 1024), "15.0 MiB");
-        assert_eq!(bytes(300 << 30), "300 GiB");
-    }
-}
-
 /// The trainer's configuration of a `tiny_transformer` node (what the run builds, what the
 /// preflight validates and what `wrlc estimate` counts).
 pub fn tiny_config(t: &wrl_plan::params::TinyTransformer) -> wrl_trainer::TinyConfig {
@@ -377,5 +364,18 @@ pub fn tiny_config(t: &wrl_plan::params::TinyTransformer) -> wrl_trainer::TinyCo
         },
         copy: *copy,
         ..wrl_trainer::TinyConfig::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bytes;
+
+    #[test]
+    fn bytes_read_in_binary_units() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(bytes(15 * 1024 * 1024), "15.0 MiB");
+        assert_eq!(bytes(300 << 30), "300 GiB");
     }
 }
