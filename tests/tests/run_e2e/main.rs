@@ -520,3 +520,46 @@ fn arpo_branches_rollouts_offline_within_each_questions_budget() {
     let again = run("again");
     assert_eq!(episodes(trajs), episodes(records(&again).2), "two runs branched differently");
 }
+
+/// `shuffle = true` (verl's `data.shuffle`): `tests/recipes/gigpo.wrl` over one whole pass
+/// through its 8 questions (4 iterations of 2) draws every question once, in an order other
+/// than the set's; the same seed draws the same order again.
+#[test]
+fn shuffled_tasks_are_drawn_once_a_pass_in_a_seeded_order() {
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/gigpo.wrl");
+    let order = |name: &str, shuffle: bool| -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join(name);
+        let args: Vec<std::ffi::OsString> = vec![
+            "run".into(),
+            recipe.clone().into_os_string(),
+            "--out".into(),
+            out.clone().into_os_string(),
+            "--set".into(),
+            format!("online.shuffle={shuffle}").into(),
+            "--set".into(),
+            "online.phases=[{ iters = 4, horizon = 1 steps, lr = 1e-4 }]".into(),
+        ];
+        let (code, _, err) = wrl_cli::run_captured(args);
+        assert_eq!(code, 0, "{err}");
+        let (_, _, trajs) = records(&out);
+        let mut firsts: Vec<(u64, usize, String)> = trajs
+            .into_iter()
+            .filter(|t| t.node.starts_with("stage:"))
+            .map(|t| (t.iter, t.group, t.trajectory.task_id))
+            .collect();
+        firsts.sort();
+        firsts.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
+        firsts.into_iter().map(|(_, _, id)| id).collect()
+    };
+    let drawn = order("a", true);
+    assert_eq!(drawn.len(), 8, "{drawn:?}");
+    let mut sorted = drawn.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 8, "every question once: {drawn:?}");
+    let in_order = order("b", false);
+    assert_eq!(in_order.len(), 8, "{in_order:?}");
+    assert_ne!(drawn, in_order, "not the set's order");
+    assert_eq!(order("c", true), drawn, "seeded");
+}

@@ -6,6 +6,7 @@
 //! on first use.
 
 mod data;
+mod draw;
 mod eval;
 pub(crate) mod faults;
 mod generate;

@@ -324,10 +324,7 @@ impl<'a> Executor<'a> {
         iter: u64,
     ) -> (Vec<Task>, Option<usize>, Option<generated::GenStats>) {
         let prompts = ph.p.prompts;
-        let n = ph.tasks.len() as u64;
-        let drop = ph.p.run.last_batch.drops();
-        let start = wrl_plan::batch_start(iter - 1, n, prompts as u64, drop);
-        let mut batch = ph.tasks_from(start as usize);
+        let mut batch = ph.tasks_of(iter - 1);
         let mut replayed = None;
         if let Some(r) = ph.p.replay {
             let buffer = self.cursor.replay.get(&ph.node.decl).cloned().unwrap_or_default();
@@ -409,11 +406,25 @@ impl Phase<'_> {
         t
     }
 
-    /// `prompts` tasks from `offset` on (cycling through the task set).
+    /// Iteration `iter`'s (from 0) fresh tasks: in the task set's order, cycling, or shuffled
+    /// on each pass by the stage's seed (`draw.rs`).
+    fn tasks_of(&self, iter: u64) -> Vec<Task> {
+        self.draw().indices(iter).into_iter().map(|i| self.capped(&self.tasks[i])).collect()
+    }
+
+    /// `prompts` tasks from position `offset` of the endless stream of passes (a refill's).
     fn tasks_from(&self, offset: usize) -> Vec<Task> {
-        (0..self.p.prompts)
-            .map(|i| self.capped(&self.tasks[(offset + i) % self.tasks.len()]))
-            .collect()
+        let at = self.draw().stream(offset as u64);
+        at.into_iter().map(|i| self.capped(&self.tasks[i])).collect()
+    }
+
+    fn draw(&self) -> super::draw::Draw {
+        super::draw::Draw {
+            tasks: self.tasks.len(),
+            prompts: self.p.prompts,
+            drop: self.p.run.last_batch.drops(),
+            shuffle: self.p.shuffle.then_some(self.stage_seed),
+        }
     }
 
     /// The task set by id.

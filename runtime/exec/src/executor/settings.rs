@@ -26,6 +26,8 @@ pub struct PhaseSettings<'p> {
     pub horizon: u32,
     pub prompts: usize,
     pub group: usize,
+    /// Tasks drawn shuffled on each pass by the stage's seed (`executor/draw.rs`).
+    pub shuffle: bool,
     pub reward: &'p RewardRef,
     pub process_reward: Option<&'p RewardRef>,
     pub top_p: f32,
@@ -135,8 +137,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
         stop_excluded,
         replay,
         generate,
-        // Refused by the preflight when `true` (limits.rs): tasks are drawn in order.
-        shuffle: _,
+        shuffle,
     } = rollout;
     let Update {
         // The update's own knobs (`rl_config`); GiGPO's key is the rollout's.
@@ -162,6 +163,7 @@ pub fn phase_settings(phase: &RlPhase, max_response: usize) -> PhaseSettings<'_>
         horizon: run.horizon.0.max(1),
         prompts: (*prompts).max(1) as usize,
         group: (*group).max(1) as usize,
+        shuffle: *shuffle,
         reward,
         process_reward: algo.process_reward(),
         top_p: *top_p as f32,

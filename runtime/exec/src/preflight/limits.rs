@@ -58,21 +58,9 @@ pub(super) fn agent(n: &Node, a: &params::Agent) -> Vec<RunError> {
     errs
 }
 
-/// An RL phase's `shuffle = true` and `mini_batch_rest = drop`.
+/// An RL phase's `mini_batch_rest = drop`.
 pub(super) fn phase(n: &Node, p: &params::RlPhase) -> Vec<RunError> {
     let mut errs = Vec::new();
-    if p.rollout.shuffle {
-        errs.push(unsupported(
-            n,
-            format!(
-                "stage `{}`: drawing tasks shuffled is not implemented: tasks are drawn in the \
-                 task set's order, cycling",
-                n.decl
-            ),
-            "set `shuffle = false` (a profile can)",
-            "shuffle",
-        ));
-    }
     match p.update.mini_batch_rest {
         params::MiniBatchRest::Train => {}
         params::MiniBatchRest::Drop => errs.push(unsupported(
