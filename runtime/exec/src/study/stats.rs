@@ -86,24 +86,26 @@ pub fn bootstrap_diff(seeds: &[PairedCounts], resamples: usize) -> (f64, f64) {
         return (-1.0, 1.0);
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(BOOTSTRAP_SEED);
-    let draw = |rng: &mut rand_chacha::ChaCha8Rng, (solved, n): (u64, u64)| {
-        if n == 0 {
-            return 0.0;
-        }
-        let p = solved as f64 / n as f64;
-        (0..n).filter(|_| rng.random::<f64>() < p).count() as f64 / n as f64
-    };
     let mut means: Vec<f64> = Vec::with_capacity(resamples);
     for _ in 0..resamples {
         let mut sum = 0.0;
         for _ in 0..seeds.len() {
             let (a, b) = seeds[rng.random_range(0..seeds.len())];
-            sum += draw(&mut rng, a) - draw(&mut rng, b);
+            sum += resampled_rate(&mut rng, a) - resampled_rate(&mut rng, b);
         }
         means.push(sum / seeds.len() as f64);
     }
     means.sort_by(f64::total_cmp);
     (quantile(&means, 0.025), quantile(&means, 0.975))
+}
+
+/// One side's rate with its `n` tasks drawn again with replacement from its observed rate.
+fn resampled_rate(rng: &mut rand_chacha::ChaCha8Rng, (solved, n): (u64, u64)) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    let p = solved as f64 / n as f64;
+    (0..n).filter(|_| rng.random::<f64>() < p).count() as f64 / n as f64
 }
 
 /// [`bootstrap_diff`] for two sides whose seeds do not pair (their evaluations' tasks differ):
@@ -113,20 +115,13 @@ pub fn bootstrap_diff_unpaired(seeds: &[PairedCounts], resamples: usize) -> (f64
         return (-1.0, 1.0);
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(BOOTSTRAP_SEED);
-    let draw = |rng: &mut rand_chacha::ChaCha8Rng, (solved, n): (u64, u64)| {
-        if n == 0 {
-            return 0.0;
-        }
-        let p = solved as f64 / n as f64;
-        (0..n).filter(|_| rng.random::<f64>() < p).count() as f64 / n as f64
-    };
     let mut means: Vec<f64> = Vec::with_capacity(resamples);
     for _ in 0..resamples {
         let mut sum = 0.0;
         for _ in 0..seeds.len() {
             let a = seeds[rng.random_range(0..seeds.len())].0;
             let b = seeds[rng.random_range(0..seeds.len())].1;
-            sum += draw(&mut rng, a) - draw(&mut rng, b);
+            sum += resampled_rate(&mut rng, a) - resampled_rate(&mut rng, b);
         }
         means.push(sum / seeds.len() as f64);
     }
