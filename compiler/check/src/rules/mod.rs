@@ -11,6 +11,7 @@ pub(crate) mod columns;
 mod data;
 mod generation;
 mod graph;
+mod images;
 mod lints;
 pub(crate) mod rl;
 mod slots;
@@ -182,6 +183,7 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     generation::check(ctx, &mut out);
     branching::check(ctx, &mut out);
     budget::check(ctx, &mut out);
+    images::check(ctx, &mut out);
     data::check(ctx, &mut out);
     answers::check(ctx, &mut out);
     toolcalls::check(ctx, &mut out);
