@@ -1,6 +1,8 @@
 //! The record of an RL iteration: its progress line, its episodes in `trajectories.jsonl`,
 //! the episodes left out of the loss (warned above `warn_excluded`) and its metrics line.
 
+use std::collections::BTreeMap;
+
 use wrl_plan::Node;
 use wrl_trainer::Metrics;
 
@@ -77,6 +79,7 @@ impl Executor<'_> {
             update_s,
             retried: episodes.iter().map(|e| e.retried).sum(),
             excluded,
+            components: mean_components(episodes),
             roles: (!ph.roles.is_empty()).then(|| {
                 let update = |m: &Metrics, n: usize| RoleUpdate {
                     samples: n,
@@ -126,6 +129,7 @@ impl Executor<'_> {
                 iter,
                 group: ep.group,
                 reward,
+                components: ep.components.clone(),
                 trajectory: ep.trajectory.clone(),
                 branch: ep.branch,
                 screenshots,
@@ -198,6 +202,17 @@ fn reward_stats(episodes: &[Episode]) -> (f64, f64) {
         episodes.iter().filter(|e| e.success()).count() as f64 / episodes.len() as f64
     };
     (mean, success)
+}
+
+/// Each component's mean over the episodes whose reward endpoint answered it.
+fn mean_components(episodes: &[Episode]) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for (name, v) in episodes.iter().flat_map(|e| &e.components) {
+        let slot = sums.entry(name.clone()).or_default();
+        slot.0 += v;
+        slot.1 += 1;
+    }
+    sums.into_iter().map(|(k, (sum, n))| (k, sum / n as f64)).collect()
 }
 
 /// `1 uniform group`, `3 uniform groups`.
