@@ -254,7 +254,8 @@ fn the_estimate_counts_reward_endpoint_calls_like_judge_calls() {
     let args = ["estimate", "tests/recipes/reward_endpoint.wrl", "--format", "json"];
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let (code, out, err) = wrl_cli::run_captured(
-        args.iter().map(|a| if a.ends_with(".wrl") { root.join(a).into_os_string() } else { a.into() }),
+        args.iter()
+            .map(|a| if a.ends_with(".wrl") { root.join(a).into_os_string() } else { a.into() }),
     );
     assert_eq!(code, 0, "{err}");
     let e: serde_json::Value = serde_json::from_str(&out).unwrap();
