@@ -245,6 +245,11 @@ fn a_reward_endpoint_scores_the_run_and_its_components_are_logged() {
     assert_eq!(keys, ["answer", "efficiency"]);
     let answer = rewards.iter().map(|r| r.max(0.0)).sum::<f64>() / 4.0;
     assert!((rl[0].components["answer"] - answer).abs() < 1e-9);
+    // TensorBoard gets them as the stage's `component/<name>` series.
+    let line = MetricLine::Rl(rl[0].clone());
+    let tags: Vec<String> =
+        wrl_exec::rundir::tensorboard::scalars(&line).into_iter().map(|(t, _)| t).collect();
+    assert!(tags.iter().any(|t| t == "online/component/efficiency"), "{tags:?}");
 }
 
 /// `wrlc estimate` counts a reward endpoint's calls as it counts a judge's: one per episode the
