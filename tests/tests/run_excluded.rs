@@ -252,6 +252,47 @@ fn a_reward_endpoint_scores_the_run_and_its_components_are_logged() {
     assert!(tags.iter().any(|t| t == "online/component/efficiency"), "{tags:?}");
 }
 
+/// The same recipe against a server that fails every call (HTTP 500): no episode is scored 0;
+/// each leaves the update as `reward_http_5xx`, counted in the metrics and the summary.
+#[test]
+fn an_endpoint_that_fails_every_call_excludes_every_episode_by_class() {
+    let (port, calls) = failing_judge();
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = dir.path().join("reward_endpoint.wrl");
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/reward_endpoint.wrl"),
+    )
+    .unwrap()
+    .replace("127.0.0.1:9000", &format!("127.0.0.1:{port}"))
+    .replace("retries = 2", "retries = 0")
+    .replace("reward = graded", "reward = graded\n  stop_excluded = off");
+    assert!(text.contains("stop_excluded = off") && text.contains("retries = 0"));
+    std::fs::write(&recipe, text).unwrap();
+    let out = dir.path().join("run");
+    let args = ["run".as_ref(), recipe.as_os_str(), "--profile".as_ref(), "offline".as_ref()];
+    let (code, _, stderr) =
+        wrl_cli::run_captured(args.into_iter().chain(["--out".as_ref(), out.as_os_str()]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 4, "one try per episode");
+    let run = wrl_exec::RunDir::resume(&out).unwrap();
+    for t in run.read_trajectories().unwrap() {
+        let excluded =
+            wrl_exec::rundir::records::Scored::Excluded { excluded: "reward_http_5xx".into() };
+        assert_eq!(t.reward, excluded);
+        assert!(t.components.is_empty());
+    }
+    let rl = run.read_metrics().unwrap().into_iter().find_map(|m| match m {
+        MetricLine::Rl(r) => Some(r),
+        _ => None,
+    });
+    let rl = rl.unwrap();
+    assert_eq!(rl.excluded.get("reward_http_5xx"), Some(&4), "{:?}", rl.excluded);
+    assert!(rl.components.is_empty());
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary.excluded.get("reward_http_5xx"), Some(&4), "{summary:?}");
+}
+
 /// `wrlc estimate` counts a reward endpoint's calls as it counts a judge's: one per episode the
 /// reward scores (20 iterations × 32 prompts × group 4), under `endpoint URL`.
 #[test]
