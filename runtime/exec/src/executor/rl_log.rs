@@ -11,7 +11,7 @@ use super::faults::exclusions;
 use super::progress::Progress;
 use super::rl::{Done, Phase, node_words};
 use crate::error::RunError;
-use crate::reward::RewardValue;
+use crate::reward::{Exclusion, RewardValue};
 use crate::rollout::{Episode, uniform_groups};
 use crate::rundir::records::{MetricLine, RlIter, RoleUpdate, Scored, TrajectoryLine};
 
@@ -43,6 +43,23 @@ impl Executor<'_> {
         let left_out: usize = excluded.values().sum();
         for (k, v) in &excluded {
             *self.cursor.excluded.entry(k.clone()).or_default() += *v as u64;
+        }
+        // The records keep a reward endpoint's failure class; the first failure's own words
+        // (which component was missing, which status) go to the console, for whoever writes
+        // the server.
+        let unscored = episodes.iter().filter_map(|e| match &e.reward {
+            RewardValue::Excluded(Exclusion::Endpoint(why)) => Some(why),
+            RewardValue::Excluded(Exclusion::Class(_) | Exclusion::Unscorable(_))
+            | RewardValue::Value(_) => None,
+        });
+        if let Some(first) = unscored.clone().next() {
+            let n = unscored.count();
+            self.say(&format!(
+                "stage {} iter {iter}: the reward endpoint left {} unscored (the first: {}: {first})",
+                node.decl,
+                counted(n, "episode", "episodes"),
+                first.word()
+            ));
         }
         if !episodes.is_empty() && left_out as f64 > ph.p.warn_excluded * episodes.len() as f64 {
             let classes: Vec<String> = excluded.iter().map(|(k, v)| format!("{v} {k}")).collect();
