@@ -155,6 +155,14 @@ fn answers_are_read_strictly() {
     assert!(read("{\"score\": 1, \"components\": {\"a\": null}}").is_err());
     assert!(read("{\"score\": 1}").is_err(), "a declared component is missing");
     assert_eq!(read_answer(b"{\"score\": 1}", &[]).map(|a| a.score), Ok(1.0));
+    let all = [
+        EndpointFailure::Timeout,
+        EndpointFailure::Refused(404),
+        EndpointFailure::Failed(503),
+        EndpointFailure::Unreachable(String::new()),
+        EndpointFailure::Malformed(String::new()),
+    ];
+    assert_eq!(all.map(|e| e.word()), EndpointFailure::WORDS);
     assert_eq!(head("héllo", 2), ("hé", true));
     assert_eq!(head("hé", 2), ("hé", false));
 }
