@@ -9,6 +9,7 @@ mod branching;
 pub(crate) mod budget;
 pub(crate) mod columns;
 mod data;
+mod endpoint;
 mod generation;
 mod graph;
 mod images;
@@ -186,6 +187,7 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     images::check(ctx, &mut out);
     data::check(ctx, &mut out);
     answers::check(ctx, &mut out);
+    endpoint::check(ctx, &mut out);
     toolcalls::check(ctx, &mut out);
     columns::check(ctx, &mut out);
     tools::check(ctx, &mut out);

@@ -336,6 +336,7 @@ mod tests {
             screens: Vec::new(),
             retried: 0,
             branch: None,
+            components: Default::default(),
         }
     }
 
