@@ -39,6 +39,7 @@ fn rl(phase: u64, iter: u64, reward: f64) -> MetricLine {
         clip_frac: Some(0.125),
         replayed: None,
         branches: None,
+        trimmed: None,
         generated: None,
         value_loss: None,
         step_advantage: None,

@@ -104,6 +104,7 @@ fn run_dir(root: &Path) {
             clip_frac: Some(0.01),
             replayed: None,
             branches: None,
+            trimmed: None,
             generated: None,
             value_loss: None,
             step_advantage: None,

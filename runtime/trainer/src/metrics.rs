@@ -58,6 +58,9 @@ pub struct Metrics {
     /// RL: groups dropped by dynamic sampling (all rewards equal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped_groups: Option<usize>,
+    /// RL, `mini_batch_rest = drop`: samples past the last whole mini-batch, not trained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trimmed: Option<usize>,
     /// RL: optimiser steps taken in this call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimizer_steps: Option<usize>,

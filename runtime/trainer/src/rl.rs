@@ -171,6 +171,10 @@ pub struct RlConfig {
     /// What `mini_batch` counts: samples, or whole trajectories or prompt groups.
     #[serde(default)]
     pub mini_batch_unit: crate::minibatch::MiniBatchUnit,
+    /// Leave out a last mini-batch short of `mini_batch` (slime's trimming) instead of training
+    /// it as a shorter one (verl's split); its samples count in `Metrics::trimmed`.
+    #[serde(default)]
+    pub drop_rest: bool,
     /// What a sample is.
     #[serde(default)]
     pub level: SampleLevel,
@@ -223,6 +227,7 @@ impl Default for RlConfig {
             minibatches: 1,
             mini_batch: 0,
             mini_batch_unit: crate::minibatch::MiniBatchUnit::Samples,
+            drop_rest: false,
             level: SampleLevel::Turn,
             policy_loss: PolicyLoss::Clip,
             micro_batch: 0,

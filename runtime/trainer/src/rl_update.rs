@@ -142,6 +142,7 @@ fn layout(prepared: &[Prepared], cfg: &RlConfig) -> (Vec<Vec<usize>>, Vec<usize>
         key,
         (cfg.mini_batch, cfg.mini_batch_unit),
         cfg.minibatches,
+        cfg.drop_rest,
     )
     .iter()
     .map(|b| b.iter().flat_map(|&u| &units[u]).copied().collect())
@@ -208,6 +209,10 @@ impl Trainer {
             _ => None,
         };
         let (batches, unit_of) = layout(&prepared, cfg);
+        if cfg.drop_rest {
+            let kept: usize = batches.iter().map(Vec::len).sum();
+            metrics.trimmed = Some(prepared.len() - kept);
+        }
         let passes = Passes {
             epochs: cfg.ppo_epochs,
             batches: &batches,

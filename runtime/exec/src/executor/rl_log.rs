@@ -88,6 +88,7 @@ impl Executor<'_> {
             branches: episodes.iter().any(|e| e.branch.is_some()).then(|| {
                 episodes.iter().filter(|e| e.branch.is_some_and(|b| b.parent.is_some())).count()
             }),
+            trimmed: metrics.trimmed,
             generated: done.generation,
             value_loss: metrics.value_loss,
             step_advantage: metrics.step_advantage,
@@ -197,6 +198,8 @@ fn mean_metrics(updates: &[(String, usize, Metrics)]) -> Metrics {
         out.step_advantage = out
             .step_advantage
             .map(|_| updates.iter().map(|(_, n, m)| w(*n) * m.step_advantage.unwrap_or(0.0)).sum());
+        // Samples left out past the last whole mini-batch: every role's together.
+        out.trimmed = out.trimmed.map(|_| updates.iter().filter_map(|(_, _, m)| m.trimmed).sum());
         // Memory: the largest any role's update held.
         out.memory = updates.iter().fold(out.memory, |acc, (_, _, m)| acc.max(m.memory));
     }

@@ -211,6 +211,7 @@ fn rl_config(rollout: &Rollout, update: &Update, algo: &Algo, max_response: usiz
         ppo_epochs: update.ppo_epochs.max(1) as usize,
         mini_batch,
         mini_batch_unit,
+        drop_rest: update.mini_batch_rest == params::MiniBatchRest::Drop,
         temperature: rollout.temperature as f32,
         dynamic_sampling: algo.drops_uniform_groups(),
         normalize_std: algo.std_normalize(),

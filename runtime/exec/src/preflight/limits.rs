@@ -58,25 +58,6 @@ pub(super) fn agent(n: &Node, a: &params::Agent) -> Vec<RunError> {
     errs
 }
 
-/// An RL phase's `mini_batch_rest = drop`.
-pub(super) fn phase(n: &Node, p: &params::RlPhase) -> Vec<RunError> {
-    let mut errs = Vec::new();
-    match p.update.mini_batch_rest {
-        params::MiniBatchRest::Train => {}
-        params::MiniBatchRest::Drop => errs.push(unsupported(
-            n,
-            format!(
-                "stage `{}`: dropping the samples past an iteration's last whole mini-batch is \
-                 not implemented: they train as a shorter last one",
-                n.decl
-            ),
-            "set `mini_batch_rest = train` (a profile can)",
-            "mini_batch_rest",
-        )),
-    }
-    errs
-}
-
 /// A dataset of grounding pairs (`kind = grounding`), which no stage of this runtime trains on.
 pub(super) fn grounding(n: &Node, d: &Dataset) -> Option<RunError> {
     let kind = match d {

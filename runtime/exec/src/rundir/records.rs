@@ -75,6 +75,9 @@ pub struct RlIter {
     /// `prompts` × `group`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branches: Option<usize>,
+    /// Samples left out past the iteration's last whole mini-batch (`mini_batch_rest = drop`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trimmed: Option<usize>,
     /// Tasks generated from failures (`generate`): drawn into the batch, made, kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generated: Option<crate::rollout::generated::GenStats>,

@@ -95,6 +95,23 @@ fn mini_batches_count_turns_or_whole_trajectories() {
     assert_eq!(steps(&mut t, &s, whole), Some(6), "3 trajectories of all their turns, 2 epochs");
 }
 
+/// `mini_batch_rest = drop`: the samples past the last whole mini-batch are left out and
+/// counted; the step they would have made is not taken; a batch that splits evenly loses none.
+#[test]
+fn the_rest_past_the_last_whole_mini_batch_is_dropped_and_counted() {
+    let mut t = trainer(tiny(1, 32, OpsMode::Auto), 1e-3, 0.0, 2);
+    let s = group(&mut t, 6, 4, &|toks| toks[0] as f32 / 100.0, 0);
+    let drop = RlConfig { mini_batch: 4, drop_rest: true, ..RlConfig::default() };
+    let m = t.rl_update(&s, &drop).unwrap();
+    assert_eq!((m.optimizer_steps, m.trimmed), (Some(1), Some(2)), "6 samples in fours");
+    let even = RlConfig { mini_batch: 3, ..drop.clone() };
+    let m = t.rl_update(&s, &even).unwrap();
+    assert_eq!((m.optimizer_steps, m.trimmed), (Some(2), Some(0)));
+    let train = RlConfig { drop_rest: false, ..drop };
+    let m = t.rl_update(&s, &train).unwrap();
+    assert_eq!((m.optimizer_steps, m.trimmed), (Some(2), None), "a shorter last step instead");
+}
+
 /// Forward batches (sorted by length, as many as fit, or `micro_batch` each) change the cost of
 /// an update, not its result: loss and gradient norm agree to float rounding, and so do the
 /// weights (Adam's first step is about ±lr per weight whatever the gradient's scale, so a
