@@ -59,11 +59,14 @@ pub struct SftConfig {
     /// Number of epochs [`Trainer::sft_epochs`] runs.
     #[serde(default = "d_one")]
     pub epochs: usize,
+    /// The seed of the data order (each epoch's shuffle); `None`: the trainer's `seed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 impl Default for SftConfig {
     fn default() -> Self {
-        SftConfig { micro_batch: 1, grad_accum: 1, epochs: 1 }
+        SftConfig { micro_batch: 1, grad_accum: 1, epochs: 1, seed: None }
     }
 }
 
@@ -319,7 +322,7 @@ impl Trainer {
     /// One optimiser step on the next `micro_batch · grad_accum` entries of the mixture's epoch
     /// plan (the cursor advances; an epoch's last step may be smaller).
     pub fn sft_step(&mut self, data: &Mixture, cfg: &SftConfig) -> Result<Metrics> {
-        let plan = data.epoch_plan(self.config.seed, self.cursor.epoch)?;
+        let plan = data.epoch_plan(cfg.seed.unwrap_or(self.config.seed), self.cursor.epoch)?;
         let take = (cfg.micro_batch * cfg.grad_accum).max(1);
         let end = (self.cursor.position + take).min(plan.len());
         let mut examples = Vec::with_capacity(end - self.cursor.position);

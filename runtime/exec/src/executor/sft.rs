@@ -65,7 +65,7 @@ impl<'a> Executor<'a> {
             // The text policy's examples are one turn each, the user's observation masked and
             // the assistant's action trained (`agent::policy::sft_examples`): every turn carries
             // loss, in its own example. A text policy has no images. The preflight refuses a
-            // `mask` that would train on observations, and a `seed` other than 0.
+            // `mask` that would train on observations.
             loss_on: _,
             images: _,
             mask: _,
@@ -77,7 +77,7 @@ impl<'a> Executor<'a> {
             // stage; epochs are not checkpoint boundaries of their own.
             checkpoint_every: _,
             checkpoint_steps,
-            seed: _,
+            seed,
             stage: _,
         } = s;
         let (parts, weights) = self.demonstrations(node, data.id())?;
@@ -93,7 +93,13 @@ impl<'a> Executor<'a> {
         let epochs = epochs.0.max(1) as usize;
         let batch = (*batch).max(1) as usize;
         let micro = ((*micro_batch).max(1) as usize).min(batch);
-        let sft = SftConfig { micro_batch: micro, grad_accum: batch.div_ceil(micro), epochs };
+        let sft = SftConfig {
+            micro_batch: micro,
+            grad_accum: batch.div_ceil(micro),
+            epochs,
+            // The stage's own data order, else the model's (`seed = 0`).
+            seed: (*seed != 0).then_some(*seed),
+        };
         let steps = sft.steps_per_epoch(n_examples) * epochs;
         let (trainer, done) = match self.resumed_sft(node)? {
             Some(resumed) => resumed,
@@ -108,7 +114,7 @@ impl<'a> Executor<'a> {
             trainer
                 .lock()
                 .map_err(|_| RunError::poisoned())?
-                .set_lora(spec.as_ref(), &start, s.seed)
+                .set_lora(spec.as_ref(), &start, *seed)
                 .map_err(|e| RunError::model(&format!("stage `{}`: `lora`", node.decl), e))?;
         }
         // The stage's `frozen` parts get no gradient and no optimiser state; others thaw.

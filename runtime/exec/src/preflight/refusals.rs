@@ -525,18 +525,6 @@ fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
             "mask",
         ));
     }
-    if s.seed != 0 {
-        errs.push(unsupported(
-            n,
-            format!(
-                "stage `{}`: an SFT stage's own `seed` is not implemented: the data order \
-                 follows the model's `seed`",
-                n.decl
-            ),
-            "set `seed = 0`, and give the model the seed you want",
-            "seed",
-        ));
-    }
     errs
 }
 

@@ -36,7 +36,7 @@ fn mixture(t: &Trainer) -> Mixture {
 
 #[test]
 fn sft_resume_is_bit_identical() {
-    let cfg = SftConfig { micro_batch: 2, grad_accum: 2, epochs: 3 };
+    let cfg = SftConfig { micro_batch: 2, grad_accum: 2, epochs: 3, seed: None };
     let mut straight = trainer(tiny(1, 32, OpsMode::Auto), 3e-3, 0.01, 31);
     let data = mixture(&straight);
     for _ in 0..6 {
@@ -161,7 +161,7 @@ fn no_reference_is_held_without_kl() {
 fn a_duplicate_trains_like_the_original_and_apart_from_it() {
     let mut a = trainer(tiny(1, 32, OpsMode::Auto), 3e-3, 0.01, 37);
     let data = mixture(&a);
-    let cfg = SftConfig { micro_batch: 2, grad_accum: 1, epochs: 1 };
+    let cfg = SftConfig { micro_batch: 2, grad_accum: 1, epochs: 1, seed: None };
     a.sft_step(&data, &cfg).unwrap();
     let mut b = a.duplicate().unwrap();
     let before = snapshot(&b);

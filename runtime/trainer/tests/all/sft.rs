@@ -97,6 +97,27 @@ fn effective_number_weights() {
     assert_eq!(plan.len(), 10);
 }
 
+/// An SFT stage's own `seed` orders its data: the first step trains other examples than under
+/// the trainer's seed, and `None` is the trainer's seed exactly.
+#[test]
+fn a_stage_seed_orders_the_data() {
+    let examples: Vec<Example> = (0..16u32)
+        .map(|i| Example { tokens: vec![1, 2 + i, 3 + i], weights: vec![0.0, 1.0, 1.0] })
+        .collect();
+    let data = Mixture {
+        datasets: vec![Dataset { name: "d".into(), examples }],
+        weights: MixtureWeights::default(),
+    };
+    let first_loss = |seed: Option<u64>| {
+        let mut t = trainer(tiny(1, 16, OpsMode::Auto), 1e-3, 0.0, 1);
+        let cfg = SftConfig { micro_batch: 2, grad_accum: 1, epochs: 1, seed };
+        t.sft_step(&data, &cfg).unwrap().loss
+    };
+    let own = first_loss(None);
+    assert_eq!(own, first_loss(Some(1)), "the trainer's seed is 1");
+    assert_ne!(own, first_loss(Some(7)), "another seed, another order");
+}
+
 #[test]
 fn fixed_mixture_follows_probabilities() {
     let m = Mixture {
@@ -194,7 +215,7 @@ fn sft_memorises_a_small_set() {
         datasets: vec![Dataset { name: "m".into(), examples: examples.clone() }],
         weights: MixtureWeights::Uniform,
     };
-    let cfg = SftConfig { micro_batch: 4, grad_accum: 1, epochs: 150 };
+    let cfg = SftConfig { micro_batch: 4, grad_accum: 1, epochs: 150, seed: None };
     let before = t.sft_eval(&examples).unwrap();
     let metrics = t.sft_epochs(&data, &cfg).unwrap();
     let after = t.sft_eval(&examples).unwrap();
@@ -248,7 +269,8 @@ fn the_copy_head_learns_to_type_unseen_words() {
         datasets: vec![Dataset { name: "c".into(), examples }],
         weights: MixtureWeights::default(),
     };
-    t.sft_epochs(&data, &SftConfig { micro_batch: 4, grad_accum: 1, epochs: 1 }).unwrap();
+    t.sft_epochs(&data, &SftConfig { micro_batch: 4, grad_accum: 1, epochs: 1, seed: None })
+        .unwrap();
     let greedy =
         wrl_trainer::SampleParams { temperature: 0.0, max_tokens: 12, ..Default::default() };
     let typed = unseen
