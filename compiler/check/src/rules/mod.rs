@@ -15,6 +15,7 @@ mod lints;
 pub(crate) mod rl;
 mod slots;
 mod stages;
+mod tags;
 mod toolcalls;
 mod tools;
 
@@ -185,6 +186,7 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     data::check(ctx, &mut out);
     answers::check(ctx, &mut out);
     toolcalls::check(ctx, &mut out);
+    tags::check(ctx, &mut out);
     columns::check(ctx, &mut out);
     tools::check(ctx, &mut out);
     graph::check(ctx, &mut out);

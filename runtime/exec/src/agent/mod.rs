@@ -82,6 +82,8 @@ impl AgentCfg {
                     // Refused by the preflight unless `unlimited` and `off` (limits.rs).
                     tool_response_chars: _,
                     call_timeout: _,
+                    // Not run yet: only `hermes`.
+                    calls: _,
                 } = r;
                 AgentCfg {
                     history: History::from(*history),
