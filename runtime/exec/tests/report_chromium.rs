@@ -67,6 +67,7 @@ fn episode(
         },
         branch: None,
         screenshots: shots,
+        sequence: None,
     }
 }
 

@@ -294,6 +294,21 @@ fn agent(plan: &TypedPlan<'_>, n: &Node, a: &Agent) -> Vec<RunError> {
     let mut errs = super::limits::agent(n, a);
     match a {
         Agent::React(r) => {
+            // Tag-style calls read a search API's tool responses; a page is not one.
+            let search = matches!(plan.get(r.env.id()), Some(Params::Env(Env::SearchApi(_))));
+            if r.calls.tags().is_some() && !search {
+                errs.push(unsupported(
+                    n,
+                    format!(
+                        "agent `{}`: tag-style calls (`calls = tags()`) run in a `search_api` \
+                         env only: this runtime appends a search API's responses to the \
+                         sequence, not pages",
+                        n.decl
+                    ),
+                    "set `calls = hermes`, or act in a `search_api` env",
+                    "calls",
+                ));
+            }
             if !r.prompt.is_empty() {
                 errs.push(unsupported(
                     n,

@@ -131,6 +131,7 @@ mod tests {
             trajectory: episode(template, reason, success, 0),
             branch: None,
             screenshots: None,
+            sequence: None,
         }
     }
 

@@ -20,11 +20,12 @@ use crate::agent::hermes::Hermes;
 use crate::agent::policy::TrainerPolicy;
 use crate::agent::prompt::{History, Window};
 use crate::agent::sample::Turn;
+use crate::agent::tags::TagCalls;
 use crate::env::{Agent, Env};
 use crate::reward::classes;
 use crate::reward::judges::Judges;
 use crate::reward::{EpisodeFacts, Exclusion, RewardExpr, RewardValue, Rewards, evaluate};
-use crate::rundir::records::Branch;
+use crate::rundir::records::{Branch, SeqPart};
 
 pub use samples::{informative_groups, samples, uniform_groups};
 
@@ -54,6 +55,8 @@ pub struct Episode {
     pub retried: usize,
     /// Its place in its prompt's tree under `branching`; `None` otherwise.
     pub branch: Option<Branch>,
+    /// A tag-style agent's episode as its one sequence (`agent::tags`); `None` otherwise.
+    pub sequence: Option<Vec<SeqPart>>,
 }
 
 impl Episode {
@@ -69,6 +72,7 @@ impl Episode {
             screens: Vec::new(),
             retried: 0,
             branch: None,
+            sequence: None,
         }
     }
 
@@ -127,6 +131,8 @@ pub struct RolloutCfg {
     pub window: Window,
     /// The ReAct agent's tool set, as an instruction-tuned policy calls it (`agent::hermes`).
     pub hermes: Option<Arc<Hermes>>,
+    /// The ReAct agent's tool set called by tags (`agent::tags`): one sequence per episode.
+    pub tags: Option<Arc<TagCalls>>,
     /// Failure classes (`env_error`, `infra_timeout`, …) whose samples leave the loss.
     pub exclude: Vec<FailureClass>,
     /// The per-step process reward, added to each turn's outcome reward.
@@ -359,6 +365,7 @@ async fn attempt(
                 TrainerPolicy::new(t, cfg.sample.clone(), cfg.history, "policy")
                     .with_window(cfg.window)
                     .with_hermes(cfg.hermes.clone())
+                    .with_tags(cfg.tags.clone())
                     .with_stream(stream)
                     .with_replay(job.replay.clone()),
             ),
@@ -367,6 +374,7 @@ async fn attempt(
     };
     let result = env.run(task, agent.as_agent(), keep, &cfg.episode).await;
     let turns = agent.take_turns();
+    let sequence = agent.take_sequence();
     let (trajectory, shots) = match result {
         Ok(run) => (run.trajectory, run.screenshots),
         Err(e) => (failed(task, &e), Vec::new()),
@@ -374,13 +382,25 @@ async fn attempt(
     let (reward, process) =
         scored(scoring, &cfg.exclude, cfg.process.as_ref(), task, &trajectory, &shots).await;
     let screens = if screens { shots } else { Vec::new() };
-    Episode { group, trajectory, turns, reward, process, screens, retried: 0, branch: None }
+    Episode {
+        group,
+        trajectory,
+        turns,
+        reward,
+        process,
+        screens,
+        retried: 0,
+        branch: None,
+        sequence,
+    }
 }
 
 /// An agent whose sampled turns the update trains on.
 trait AgentWithTurns: Send {
     fn as_agent(&mut self) -> &mut dyn Agent;
     fn take_turns(&mut self) -> Vec<Turn>;
+    /// A tag-style episode's sequence ([`Episode::sequence`]).
+    fn take_sequence(&mut self) -> Option<Vec<SeqPart>>;
 }
 
 impl AgentWithTurns for TrainerPolicy {
@@ -390,6 +410,9 @@ impl AgentWithTurns for TrainerPolicy {
     fn take_turns(&mut self) -> Vec<Turn> {
         std::mem::take(&mut self.turns)
     }
+    fn take_sequence(&mut self) -> Option<Vec<SeqPart>> {
+        self.sequence()
+    }
 }
 
 impl AgentWithTurns for GraphPolicy {
@@ -398,6 +421,9 @@ impl AgentWithTurns for GraphPolicy {
     }
     fn take_turns(&mut self) -> Vec<Turn> {
         std::mem::take(&mut self.turns)
+    }
+    fn take_sequence(&mut self) -> Option<Vec<SeqPart>> {
+        None
     }
 }
 
