@@ -1,10 +1,10 @@
 //! Fields of the seed recipes' round 3 (#44) this runtime does not honour yet, each refused at
 //! its field (E0502) rather than ignored: a ReAct agent's cut of tool responses and its
 //! per-call timeout, a graph module's stop strings, tasks drawn shuffled, a dropped rest of the
-//! mini-batches, and grounding pairs.
+//! mini-batches, and grounding pairs; and SFT demonstrations for a tag-style agent (#46).
 
 use wrl_plan::Node;
-use wrl_plan::params::{self, Dataset, RecordKind};
+use wrl_plan::params::{self, Dataset, Params, RecordKind, TypedPlan};
 
 use super::refuse::unsupported;
 use crate::error::RunError;
@@ -95,6 +95,30 @@ pub(super) fn grounding(n: &Node, d: &Dataset) -> Option<RunError> {
             ),
             "replace the dataset with trajectories (a profile can)",
             "kind",
+        )
+    })
+}
+
+/// An SFT stage where the run's agent (the first, whose prompts the examples show) calls by
+/// tags: demonstrations are taught one turn per step, as Hermes calls or terse lines, not as
+/// the one sequence a tag-style episode is, so the stage would teach another format.
+pub(super) fn sft_tags(plan: &TypedPlan<'_>, n: &Node) -> Option<RunError> {
+    let tags = plan.nodes.iter().find_map(|(_, p)| match p {
+        Params::Agent(params::Agent::React(r)) => Some(r.calls.tags().is_some()),
+        Params::Agent(params::Agent::Graph(_)) => Some(false),
+        _ => None,
+    });
+    tags.filter(|t| *t).map(|_| {
+        unsupported(
+            n,
+            format!(
+                "stage `{}`: demonstrations for a tag-style agent (`calls = tags()`) are not \
+                 implemented: each example is one step's turn, not the episode's one sequence \
+                 with the results inline",
+                n.decl
+            ),
+            "train the tag-style agent by RL alone, or give the SFT's run a `calls = hermes` agent",
+            "data",
         )
     })
 }

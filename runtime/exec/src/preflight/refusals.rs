@@ -528,6 +528,7 @@ fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
         crate::executor::hf::frozen_split(plan, n, s.model.id(), &s.frozen)
             .into_iter()
             .chain(super::lora::lora(plan, n, s.model.id(), &s.lora))
+            .chain(super::limits::sft_tags(plan, n))
             .collect();
     if !s.mask.contains(&params::MaskPart::Observations) {
         errs.push(unsupported(
