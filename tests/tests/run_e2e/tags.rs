@@ -41,8 +41,9 @@ fn search_r1_appends_results_inline_and_masks_them_out_of_the_loss() {
                 assert!(p.loss, "the policy's text is trained: {p:?}");
                 continue;
             }
-            // The env's response to the step before, in the result tags, out of the loss.
-            let response = steps[i / 2].feedback.trim();
+            // The env's response to the step before, cut to the profile's 40 characters
+            // (`tool_response_chars`), in the result tags, out of the loss.
+            let response: String = steps[i / 2].feedback.trim().chars().take(40).collect();
             assert_eq!(p.text, format!("\n<information>{response}</information>\n"));
             assert!(!p.loss, "a result is in the loss: {p:?}");
             results += 1;

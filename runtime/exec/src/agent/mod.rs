@@ -61,7 +61,8 @@ impl AgentCfg {
         let tags = match agent {
             params::Agent::React(r) => r.calls.tags().and_then(|t| {
                 let h = hermes::Hermes::of_agent(agent, plan)?;
-                Some(Arc::new(tags::TagCalls::new(h.tools, t)))
+                let keep = r.tool_response_chars.value().map(|c| *c as usize);
+                Some(Arc::new(tags::TagCalls::new(h.tools, t).keeping(keep)))
             }),
             params::Agent::Graph(_) => None,
         };
@@ -90,7 +91,8 @@ impl AgentCfg {
                     // The checker's context budget (E0404).
                     task_text: _,
                     trajectory_tokens: _,
-                    // Refused by the preflight unless `unlimited` and `off` (limits.rs).
+                    // Refused by the preflight unless `unlimited` and `off` (limits.rs); a
+                    // tag-style agent's cut is read by `in_plan`.
                     tool_response_chars: _,
                     call_timeout: _,
                     // Read by `in_plan`, which sees the env's tool set.

@@ -19,6 +19,9 @@ pub struct TagCalls {
     pub result: String,
     /// Each tool's tag, in the tool set's order.
     calls: Vec<String>,
+    /// The characters of a response the sequence keeps (the agent's `tool_response_chars`);
+    /// `None`: all.
+    pub keep: Option<usize>,
 }
 
 /// A tag found in a segment: a tool's call (its index in the tool set) or the answer.
@@ -31,7 +34,12 @@ enum Found {
 impl TagCalls {
     pub fn new(tools: Toolset, tags: &params::Tags) -> TagCalls {
         let calls = tools.tools.iter().map(|t| tags.tag_of(&t.name).to_string()).collect();
-        TagCalls { tools, result: tags.result.clone(), calls }
+        TagCalls { tools, result: tags.result.clone(), calls, keep: None }
+    }
+
+    /// Keeps at most `chars` characters of each response (`None`: all).
+    pub fn keeping(self, chars: Option<usize>) -> TagCalls {
+        TagCalls { keep: chars, ..self }
     }
 
     fn answer_tag(&self) -> Option<&str> {
@@ -51,9 +59,15 @@ impl TagCalls {
         self.opening().iter().map(|(t, _)| format!("</{t}>")).collect()
     }
 
-    /// The env's response as the policy reads it, inline: `\n<information>…</information>\n`.
+    /// The env's response as the policy reads it, inline: `\n<information>…</information>\n`,
+    /// cut to the characters it keeps.
     pub fn result_block(&self, response: &str) -> String {
-        format!("\n<{r}>{}</{r}>\n", response.trim(), r = self.result)
+        let response = response.trim();
+        let kept = match self.keep {
+            Some(n) => response.chars().take(n).collect::<String>(),
+            None => response.to_string(),
+        };
+        format!("\n<{r}>{kept}</{r}>\n", r = self.result)
     }
 
     /// The tag of a tool (its own name unless the recipe gave it another).
@@ -194,6 +208,8 @@ mod tests {
         assert!(done.calls[0].terminal);
         assert_eq!(t.stops(), ["</search>", "</visit>", "</give_up>", "</answer>"]);
         assert_eq!(t.result_block(" hits "), "\n<information>hits</information>\n");
+        let cut = calls(&[]).keeping(Some(3));
+        assert_eq!(cut.result_block("héllo"), "\n<information>hél</information>\n");
     }
 
     #[test]

@@ -14,7 +14,10 @@ pub(super) fn agent(n: &Node, a: &params::Agent) -> Vec<RunError> {
     let mut errs = Vec::new();
     match a {
         params::Agent::React(r) => {
-            if let params::OrUnlimited::Value(c) = r.tool_response_chars {
+            // A tag-style agent cuts each result before it enters the sequence (`agent::tags`).
+            if let params::OrUnlimited::Value(c) = r.tool_response_chars
+                && r.calls.tags().is_none()
+            {
                 errs.push(unsupported(
                     n,
                     format!(
@@ -22,7 +25,8 @@ pub(super) fn agent(n: &Node, a: &params::Agent) -> Vec<RunError> {
                          implemented: the prompt keeps each whole, within its `pages` window",
                         n.decl
                     ),
-                    "set `tool_response_chars = unlimited` (a profile can)",
+                    "set `tool_response_chars = unlimited` (a profile can; a tag-style agent, \
+                     `calls = tags()`, cuts its results)",
                     "tool_response_chars",
                 ));
             }
