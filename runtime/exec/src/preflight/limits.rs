@@ -1,7 +1,8 @@
 //! Fields of the seed recipes' round 3 (#44) this runtime does not honour yet, each refused at
 //! its field (E0502) rather than ignored: a ReAct agent's cut of tool responses and its
 //! per-call timeout, a graph module's stop strings, tasks drawn shuffled, a dropped rest of the
-//! mini-batches, and grounding pairs; and SFT demonstrations for a tag-style agent (#46).
+//! mini-batches, and grounding pairs; and, for a tag-style agent (#46), SFT demonstrations and
+//! GiGPO's step-level groups.
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Dataset, Params, RecordKind, TypedPlan};
@@ -125,4 +126,26 @@ pub(super) fn sft_tags(plan: &TypedPlan<'_>, n: &Node) -> Option<RunError> {
             "data",
         )
     })
+}
+
+/// GiGPO over a tag-style agent: its step-level groups need a sample per step, and a tag-style
+/// episode trains as one sample (its steps joined into one sequence).
+pub(super) fn gigpo_tags(plan: &TypedPlan<'_>, n: &Node, p: &params::RlPhase) -> Option<RunError> {
+    let params::OrGrpo::Value(params::AdvantageObj::Gigpo(_)) = p.update.advantage else {
+        return None;
+    };
+    let Some(Params::Agent(params::Agent::React(r))) = plan.get(p.run.agent.id()) else {
+        return None;
+    };
+    r.calls.tags()?;
+    Some(unsupported(
+        n,
+        format!(
+            "stage `{}`: GiGPO's step-level advantages group one sample per step by its state, \
+             and a tag-style agent (`calls = tags()`) trains each episode as one sample",
+            n.decl
+        ),
+        "use group-relative advantages (`advantage = grpo`), or `calls = hermes`",
+        "advantage",
+    ))
 }

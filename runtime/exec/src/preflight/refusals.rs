@@ -384,6 +384,7 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
         crate::executor::hf::frozen_split(plan, n, p.run.init.id(), &p.update.frozen)
             .into_iter()
             .chain(super::limits::phase(n, p))
+            .chain(super::limits::gigpo_tags(plan, n, p))
             .chain(super::lora::lora(plan, n, p.run.init.id(), &p.update.lora))
             .collect();
     // The checker refuses this (E0440); a plan written by other means is refused here.
