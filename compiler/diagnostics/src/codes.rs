@@ -88,9 +88,9 @@ pub const CODES: &[CodeInfo] = &[
     live("E0417", Phase::Rules, "RL stage without phases"),
     live("E0418", Phase::Rules, "dynamic-sampling metric that no reward emits"),
     live("E0419", Phase::Rules, "dataset `columns` entry with no such field or no column name"),
-    live("E0420", Phase::Rules, "tag-style call of a tool whose arguments are not one string body"),
+    live("E0421", Phase::Rules, "tag-style call of a tool whose arguments are not one string body"),
     live(
-        "E0421",
+        "E0422",
         Phase::Rules,
         "tag-style call tags that name no tool, are no tag name, or mean two things",
     ),

@@ -1,9 +1,9 @@
 //! Tag-style tool calls (`calls = tags() { … }`, Search-R1): the policy writes a call as the
 //! tool's one argument between its tags, `<search>query</search>`, and reads the env's answer
 //! between the result tags in the same sequence. A tool whose arguments cannot be written as
-//! one string body cannot be called that way (E0420); tags that name no tool, are no tag
+//! one string body cannot be called that way (E0421); tags that name no tool, are no tag
 //! name, or that two meanings share — a result tag that is also a call tag, two tools with one
-//! tag, a call tag that is the answer tag — make turns that cannot be read back (E0421).
+//! tag, a call tag that is the answer tag — make turns that cannot be read back (E0422).
 
 use std::collections::BTreeMap;
 
@@ -52,13 +52,13 @@ fn is_text(ty: &str) -> bool {
     ty == "string" || ty == "list(string)"
 }
 
-/// E0420: every tool of the set is called with one string body.
+/// E0421: every tool of the set is called with one string body.
 fn bodies(calls: Span, set: &Obj, out: &mut Vec<Diagnostic>) {
     for tool in &set.tools {
         let Err(why) = body_param(tool) else { continue };
         out.push(
             Diagnostic::new(
-                "E0420",
+                "E0421",
                 format!("tool `{}` cannot be called by tags: {why}", tool.name),
             )
             .label(tool.span, "declared here")
@@ -82,11 +82,11 @@ fn bad_tag(tag: &str) -> Option<&'static str> {
     None
 }
 
-/// E0421: the tags name tools of the set, are tag names, and no two meanings share one.
+/// E0422: the tags name tools of the set, are tag names, and no two meanings share one.
 fn names(ctx: &Ctx<'_>, calls: Span, tags: &Obj, set: &Obj, out: &mut Vec<Diagnostic>) {
     let span_of = |field: &str| tags.fields.get(field).map_or(calls, |v| span_or(ctx, v, calls));
     let mut problem = |span: Span, message: String, label: String, help: String| {
-        out.push(Diagnostic::new("E0421", message).label(span, label).help(help));
+        out.push(Diagnostic::new("E0422", message).label(span, label).help(help));
     };
     let mut shared = Vec::new();
     let tool_names: Vec<&str> = set.tools.iter().map(|t| t.name.as_str()).collect();
@@ -147,7 +147,7 @@ fn names(ctx: &Ctx<'_>, calls: Span, tags: &Obj, set: &Obj, out: &mut Vec<Diagno
         let Some((_, first, first_span)) = meanings[..i].iter().find(|(t, _, _)| t == tag) else {
             continue;
         };
-        let mut d = Diagnostic::new("E0421", format!("`<{tag}>` is both {first} and {what}"))
+        let mut d = Diagnostic::new("E0422", format!("`<{tag}>` is both {first} and {what}"))
             .label(*span, format!("{what} is `{tag}`"));
         if first_span != span {
             d = d.label(*first_span, format!("{first} is `{tag}`"));

@@ -143,7 +143,7 @@ fn arguments(tool: &Tool, body: &str) -> Result<serde_json::Map<String, Json>, S
             };
             args.insert(p.name.clone(), value);
         }
-        // The checker refuses such a tool (E0420).
+        // The checker refuses such a tool (E0421).
         _ => return Err(format!("`{}` takes several arguments, not one text", tool.name)),
     }
     Ok(args)
