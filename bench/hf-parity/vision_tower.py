@@ -97,6 +97,7 @@ def make(work):
         tensors[f"deepstack_{i}"] = f.numpy()
     save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(work / "reference.safetensors"))
     rope(model, work)
+    whole_model(model, pixels, grid, work)
     print("grids", grid.tolist(), "merged", tuple(out.pooler_output.shape), file=sys.stderr)
 
 
@@ -120,6 +121,54 @@ def rope(model, work):
         out["cases"].append({"name": name, "ids": ids, "grids": grids, "positions": pos[:, 0].tolist(),
                              "delta": int(delta[0, 0]), "cos": cos[0].tolist(), "sin": sin[0].tolist()})
     (work / "rope.json").write_text(json.dumps(out))
+
+
+def whole_model(model, pixels, grid, work):
+    """The whole model on token sequences holding the three images: logits, greedy tokens and one
+    SFT step's loss and gradient norm with the tower frozen (the text decoder's gradients only).
+    Writes DIR/vl.safetensors (`logits_<case>`, `greedy_<case>`) and DIR/vl.json (each case's
+    ids, which images it holds, the loss and the gradient norm)."""
+    cfg = model.config
+    start, pad, end = cfg.vision_start_token_id, cfg.image_token_id, cfg.vision_end_token_id
+    counts = [int(g.prod()) // 4 for g in grid]
+    patches = [int(g.prod()) for g in grid]
+    offsets = [sum(patches[:i]) for i in range(len(patches))]
+
+    def image_run(i):
+        return [start] + [pad] * counts[i] + [end]
+
+    cases = {
+        "one_image": ([10, 11] + image_run(0) + [12, 13], [0]),
+        "two_images": ([7] + image_run(1) + [8, 9] + image_run(2) + [5], [1, 2]),
+        "text_only": ([3, 4, 5, 6, 7, 8], []),
+    }
+    for p in model.model.visual.parameters():
+        p.requires_grad_(False)
+    out_tensors, out_json = {}, {"cases": []}
+    for name, (ids, images) in cases.items():
+        kwargs = {}
+        if images:
+            rows = torch.cat([pixels[offsets[i]:offsets[i] + patches[i]] for i in images])
+            kwargs = {"pixel_values": rows, "image_grid_thw": grid[images]}
+        ids_t = torch.tensor([ids])
+        if images:
+            kwargs["mm_token_type_ids"] = (ids_t == pad).int()
+        with torch.no_grad():
+            logits = model(input_ids=ids_t, **kwargs).logits
+            greedy = model.generate(input_ids=ids_t, attention_mask=torch.ones_like(ids_t),
+                                    max_new_tokens=8, do_sample=False, **kwargs)[0, len(ids):]
+        labels = ids_t.clone()
+        labels[(labels == pad) | (labels == start) | (labels == end)] = -100
+        model.zero_grad()
+        loss = model(input_ids=ids_t, labels=labels, **kwargs).loss
+        loss.backward()
+        norm = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in model.parameters() if p.grad is not None))
+        out_tensors[f"logits_{name}"] = logits[0].numpy()
+        out_tensors[f"greedy_{name}"] = greedy.numpy().astype(np.int64)
+        out_json["cases"].append({"name": name, "ids": ids, "images": images, "loss": float(loss.detach()),
+                                  "grad_norm": float(norm)})
+    save_file({k: np.ascontiguousarray(v) for k, v in out_tensors.items()}, str(work / "vl.safetensors"))
+    (work / "vl.json").write_text(json.dumps(out_json))
 
 
 if __name__ == "__main__":

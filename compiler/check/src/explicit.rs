@@ -67,8 +67,9 @@ impl Checker<'_> {
 /// The fields of a call to `qual` that its other fields make inert, so that stating them would
 /// be a warning too (or mean nothing): a `grpo` stage's knobs its `policy_loss` never reads
 /// (W0204), its `process_mix` without a process reward and its `refill` without `drop`, an RL
-/// stage's `lr` when its `phases` are listed, each with its own (W0211), and `eval_types`'
-/// `fallback_per` without a fallback.
+/// stage's `lr` when its `phases` are listed, each with its own (W0211), `eval_types`'
+/// `fallback_per` without a fallback, and an `hf` model's `image_tokens` under a pixel budget
+/// (`image_max_pixels`, else that budget).
 /// `own` are the fields the call gives, `defaults` the builtin's (both by name).
 pub(crate) fn inert(
     qual: &str,
@@ -87,6 +88,13 @@ pub(crate) fn inert(
         && given("fallback").is_none_or(|f| matches!(&f.v, V::Enum { value } if value == "none"))
     {
         out.push("fallback_per");
+    }
+    if qual == "hf" {
+        // One of the two sizes a screenshot: a pixel budget leaves `image_tokens` nothing to
+        // say, and without one `image_tokens` is what counts.
+        let budget = given("image_max_pixels")
+            .is_some_and(|b| !matches!(&b.v, V::Enum { value } if value == "none"));
+        out.push(if budget { "image_tokens" } else { "image_max_pixels" });
     }
     if qual == "grpo" {
         // Without a process reward nothing is mixed in; without `drop` nothing is refilled.

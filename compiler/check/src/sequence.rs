@@ -83,6 +83,37 @@ impl Episode {
     }
 }
 
+/// The pixels one image token stands for, per side, in a vision-language family: patch ×
+/// spatial merge (Qwen3-VL 16 × 2, Qwen2.5-VL 14 × 2); None for a text family or `auto`.
+pub fn image_factor(family: &str) -> Option<u32> {
+    match family {
+        "qwen3_vl" => Some(32),
+        "qwen2_5_vl" => Some(28),
+        _ => None,
+    }
+}
+
+/// The image tokens a `width` × `height` screenshot takes once the processor has resized it
+/// under a pixel budget `max_pixels` (transformers' `smart_resize`: each side rounded to the
+/// `factor`, ties to even, then scaled down by √(area / budget) and floored to it), one token per
+/// `factor` × `factor` pixels. The processor's minimum (a few hundred pixels a side) is below
+/// any viewport, so it is not applied. None for a zero side or a ratio over 200 (the processor
+/// refuses those). `wrl_trainer::vision::smart_resize` is the runtime's, held equal to this one
+/// by its tests.
+pub fn screenshot_tokens(width: f64, height: f64, factor: u32, max_pixels: f64) -> Option<f64> {
+    let f = f64::from(factor.max(1));
+    if width < 1.0 || height < 1.0 || width.max(height) / width.min(height) > 200.0 {
+        return None;
+    }
+    let (mut h, mut w) = ((height / f).round_ties_even() * f, (width / f).round_ties_even() * f);
+    if h * w > max_pixels {
+        let beta = (height * width / max_pixels).sqrt();
+        h = f.max((height / beta / f).floor() * f);
+        w = f.max((width / beta / f).floor() * f);
+    }
+    (h >= f && w >= f).then_some((h / f) * (w / f))
+}
+
 /// The most tokens the policy writes in an episode of `turns` turns of at most `per_turn`
 /// tokens each, bounded by `trajectory` (`trajectory_tokens`; None: unlimited).
 pub fn written(turns: u64, per_turn: u64, trajectory: Option<u64>) -> Option<u64> {
@@ -133,6 +164,17 @@ mod tests {
         assert_eq!(e.need(1.0), 256.0 + 4096.0);
         let browser = Episode { first_observation: true, ..e };
         assert_eq!(browser.need(1.0), 256.0 + 500.0 + 4096.0);
+    }
+
+    /// OpenWebRL's 1280 × 1000 viewport under its 512² budget: 448 × 576 pixels, 14 × 18
+    /// tokens; without a budget that binds, sides round to the factor.
+    #[test]
+    fn screenshots_resize_as_the_processor_does() {
+        assert_eq!(screenshot_tokens(1280.0, 1000.0, 32, 262_144.0), Some(252.0));
+        assert_eq!(screenshot_tokens(1280.0, 1000.0, 32, 16_777_216.0), Some(40.0 * 31.0));
+        assert_eq!(screenshot_tokens(1280.0, 720.0, 28, 1_003_520.0), Some(1_196.0));
+        assert_eq!(screenshot_tokens(0.0, 720.0, 28, 1e6), None);
+        assert_eq!(image_factor("qwen3"), None);
     }
 
     #[test]

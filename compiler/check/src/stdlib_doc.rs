@@ -45,7 +45,10 @@ are estimates, not limits, and the runtime ignores them:
   `t × env.step_text + (t − 1) × kept + min(K, t) × model.image_tokens + agent.max_response`
   tokens, where `kept` is the agent's `step_response` with `history = full_text`, half of it
   with `hide_thinking`, 32 tokens with `action_only`, and where `history = none` counts only the
-  current turn; K is the largest `screenshot(last: K)` in the env's `observe`. This must fit the
+  current turn; K is the largest `screenshot(last: K)` in the env's `observe`. A model with an
+  `image_max_pixels` budget counts a screenshot as its processor will make it: the env's
+  `viewport` resized by `smart_resize` to its family's grid, one token per 32 × 32 pixels
+  (`qwen3_vl`; 28 × 28 for `qwen2_5_vl`), in place of `image_tokens`. This must fit the
   policy model's `context` up to the longest `horizon` of the stage's phases (the agent's
   `max_turns` without phases). For a graph agent each module is checked with its own model and
   `max_response`; `screenshot` and `history` count only when the module's `inputs` list them.

@@ -132,7 +132,9 @@ pub enum Command {
                       runs/quickstart --addr 127.0.0.1:0 --model-name judge\n  curl \
                       http://127.0.0.1:8000/v1/chat/completions -d '{\"messages\": [{\"role\": \
                       \"user\", \"content\": \"hi\"}], \"max_tokens\": 32}'\n\nA run directory \
-                      serves its latest committed checkpoint. The first line of stdout is the \
+                      serves its latest committed checkpoint; a Hugging Face model directory or \
+                      cached hub id (`wrlc serve Qwen/Qwen3-0.6B`) serves that base model. The \
+                      first line of stdout is the \
                       base URL (`serving policy at http://HOST:PORT/v1`). See docs/serve.md.\n\nExit \
                       status: 0 stopped by Ctrl-C, 2 unreadable checkpoint, refused address or \
                       runtime error."

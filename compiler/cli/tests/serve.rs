@@ -50,3 +50,28 @@ fn connection_limits_are_refused_out_of_range_in_the_json_stream() {
         assert!(first["message"].as_str().unwrap_or("").contains(flag), "{err}");
     }
 }
+
+/// A hub id is looked up in the offline Hugging Face cache (`HF_HUB_CACHE`): a cached Qwen3-VL
+/// snapshot resolves as a base model and is then refused by name (E0505), never downloaded.
+#[test]
+fn a_cached_hub_id_resolves_to_its_snapshot() {
+    use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
+    use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
+    let cache = tempfile::tempdir().unwrap();
+    let repo = cache.path().join("models--Org--Tiny-VL");
+    let snapshot = repo.join("snapshots").join("0123abcd");
+    let tok = TokenizerSource::Generated { corpus: vec!["a b".into()], merges: 4 };
+    write_vl(&snapshot, &TinySpec::narrow(), &TinyVision::default(), &tok).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs").join("main"), "0123abcd").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wrlc"))
+        .args(["serve", "Org/Tiny-VL", "--addr", "127.0.0.1:0"])
+        .env("HF_HUB_CACHE", cache.path())
+        .current_dir(cache.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("E0505") && err.contains("vision-language"), "{err}");
+    assert!(err.contains("0123abcd"), "the snapshot it resolved to: {err}");
+}

@@ -68,6 +68,8 @@ pub const CODES: &[CodeInfo] = &[
     live("E0311", Phase::Types, "a field renamed or removed since the recipe was written"),
     live("E0312", Phase::Types, "a `qa_match` setting that cannot score an answer"),
     live("E0313", Phase::Types, "a tool-use reward names a tool the agent does not have"),
+    live("E0314", Phase::Types, "a reward endpoint's `url` that is not an HTTP URL"),
+    live("E0315", Phase::Types, "a reward endpoint's components that cannot be told apart"),
     // E04xx — recipe rules
     live("E0401", Phase::Rules, "range upper bound below lower bound"),
     live("E0402", Phase::Rules, "group too small for group-relative advantages"),
@@ -88,6 +90,11 @@ pub const CODES: &[CodeInfo] = &[
     live("E0417", Phase::Rules, "RL stage without phases"),
     live("E0418", Phase::Rules, "dynamic-sampling metric that no reward emits"),
     live("E0419", Phase::Rules, "dataset `columns` entry with no such field or no column name"),
+    live(
+        "E0420",
+        Phase::Rules,
+        "screenshot pixel budget on a model whose screenshots it cannot size",
+    ),
     live("E0421", Phase::Rules, "tag-style call of a tool whose arguments are not one string body"),
     live(
         "E0422",

@@ -299,3 +299,19 @@ fn the_first_line_shows_the_recipe_identity_and_a_lens_compares_recipes() {
     let one = json!({"command": "wrl.diff", "arguments": [uri]});
     assert!(s.request("workspace/executeCommand", one).is_err(), "one recipe is not a diff");
 }
+
+/// A reward endpoint's hover comes from its stdlib doc, as every builtin's: the constructor's
+/// and each field's.
+#[test]
+fn hover_on_a_reward_endpoint_shows_its_stdlib_doc() {
+    let mut s = Session::start();
+    let uri = s.open("tests/recipes/reward_endpoint.wrl");
+    let text = std::fs::read_to_string(workspace_root().join("tests/recipes/reward_endpoint.wrl"))
+        .expect("recipe");
+    let h = hover_text(&mut s, &uri, pos(&text, "endpoint(\"http", 0, 1));
+    assert!(h.contains("wrl.reward/1") && h.contains("`reward_malformed`"), "{h}");
+    let h = hover_text(&mut s, &uri, pos(&text, "observation_chars = 1000", 0, 1));
+    assert!(h.contains("field of `std::rewards::endpoint`"), "{h}");
+    assert!(h.contains("each turn's observation"), "{h}");
+    assert_eq!(s.finish(), 0);
+}

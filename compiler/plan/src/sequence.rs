@@ -4,7 +4,9 @@
 //! phase is sized for (`wrlc estimate`'s models part, the preflight's memory check) reads it
 //! instead of the model's whole `context`.
 
-use wrl_check::sequence::{ACTION_ONLY_TOKENS, Episode, PLACEHOLDER_TOKENS};
+use wrl_check::sequence::{
+    ACTION_ONLY_TOKENS, Episode, PLACEHOLDER_TOKENS, image_factor, screenshot_tokens,
+};
 
 use crate::model::{Node, Plan};
 use crate::params::{self, Agent, Env, History, Model, Observation, OlderPages, Params};
@@ -16,6 +18,7 @@ pub fn episode_tokens(plan: &Plan, phase: &Node) -> Option<u64> {
     let Ok(Params::Agent(Agent::React(a))) = params::decode(plan.node(r.run.agent.id())?) else {
         return None;
     };
+    let mut viewport = None;
     let (step_text, shots, first_observation) = match params::decode(plan.node(a.env.id())?) {
         Ok(Params::Env(Env::Browser(b))) => {
             let shots = b
@@ -32,6 +35,7 @@ pub fn episode_tokens(plan: &Plan, phase: &Node) -> Option<u64> {
                 })
                 .max()
                 .unwrap_or(0);
+            viewport = Some((b.viewport.width, b.viewport.height));
             (b.step_text.0, shots, true)
         }
         Ok(Params::Env(Env::SearchApi(s))) => (s.step_text.0, 0, false),
@@ -39,9 +43,24 @@ pub fn episode_tokens(plan: &Plan, phase: &Node) -> Option<u64> {
         _ => return None,
     };
     let image = match params::decode(plan.node(a.policy.id())?) {
-        Ok(Params::Model(Model::Hf(h))) => h.image_tokens.0,
-        Ok(Params::Model(Model::Api(m))) => m.image_tokens.0,
-        Ok(Params::Model(Model::Tiny(_))) => 0,
+        Ok(Params::Model(Model::Hf(h))) => match (h.image_max_pixels.value(), viewport) {
+            (None, _) => h.image_tokens.0 as f64,
+            // A text env shows no screenshots.
+            (Some(_), None) => 0.0,
+            (Some(max), Some((w, hgt))) => {
+                let family = match h.family {
+                    params::Family::Qwen3Vl => "qwen3_vl",
+                    params::Family::Qwen25Vl => "qwen2_5_vl",
+                    params::Family::Auto
+                    | params::Family::Qwen2
+                    | params::Family::Qwen3
+                    | params::Family::Llama => return None,
+                };
+                screenshot_tokens(w, hgt, image_factor(family)?, f64::from(max.0))?
+            }
+        },
+        Ok(Params::Model(Model::Api(m))) => m.image_tokens.0 as f64,
+        Ok(Params::Model(Model::Tiny(_))) => 0.0,
         _ => return None,
     };
     let step_response = a.step_response.0 as f64;
@@ -68,7 +87,7 @@ pub fn episode_tokens(plan: &Plan, phase: &Node) -> Option<u64> {
         kept,
         no_history: a.history == History::None && !tags,
         shots: f64::from(shots),
-        image: image as f64,
+        image,
         max_response: a.max_response.0 as f64,
         trajectory: a.trajectory_tokens.value().map(|t| t.0 as f64),
     };

@@ -235,6 +235,11 @@ pub enum OpAgent {
         /// Text.
         search_term: String,
     },
+    /// Fetch the file the link at `coords` points to and read it (a download).
+    GetFile {
+        /// [x, y] in 0–1000 of the link.
+        coords: [f64; 2],
+    },
     /// Terminal `<answer>…</answer>`.
     Answer {
         /// Answer text.
@@ -366,6 +371,7 @@ impl ToolSet {
                 "browser_select_option",
                 "wait",
                 "find",
+                "get_file",
                 "answer",
             ],
             ToolSet::Elem => &[

@@ -36,6 +36,21 @@ pub async fn eval(page: &Page, expr: &str) -> CdpResult<serde_json::Value> {
     Ok(res.result.result.value.clone().unwrap_or(serde_json::Value::Null))
 }
 
+/// Evaluates `expr`, a promise, and returns what it resolves to as JSON.
+pub async fn eval_awaited(page: &Page, expr: &str) -> CdpResult<serde_json::Value> {
+    let params = EvaluateParams::builder()
+        .expression(expr)
+        .return_by_value(true)
+        .await_promise(true)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let res = page.execute(params).await.map_err(err)?;
+    if let Some(ex) = &res.result.exception_details {
+        return Err(format!("script error: {}", ex.text));
+    }
+    Ok(res.result.result.value.clone().unwrap_or(serde_json::Value::Null))
+}
+
 /// Evaluates `expr` and returns its string result (`""` for non-strings).
 pub async fn eval_string(page: &Page, expr: &str) -> CdpResult<String> {
     Ok(match eval(page, expr).await? {

@@ -128,3 +128,22 @@ pub const MARK_DOCUMENT: &str = "(() => { window.__wrlMark = 1; return location.
 /// `"<mark>|<readyState>|<href>"`: mark is 1 while the marked document is still current.
 pub const CHECK_DOCUMENT: &str =
     "(() => (window.__wrlMark ? '1' : '0') + '|' + document.readyState + '|' + location.href)()";
+
+/// The file the link at viewport point (`x`, `y`) points to, fetched by the page itself (so the
+/// allow-list and the request log see it): `{"error": …}` without a link or on a failed fetch,
+/// else `{"name", "type", "size", "status", "text"}` with at most `preview` characters of a
+/// text file (`text` null for a binary one) and at most `max_bytes` read.
+pub fn fetch_link_at(x: f64, y: f64, preview: usize, max_bytes: usize) -> String {
+    format!(
+        "(async () => {{ const e = document.elementFromPoint({x}, {y}); \
+         const a = e && e.closest('a[href]'); \
+         if (!a) return {{error: 'no link to a file at the point' + (e ? ' (' + e.tagName.toLowerCase() + ')' : '')}}; \
+         const name = a.getAttribute('download') || decodeURIComponent(new URL(a.href).pathname.split('/').pop() || 'file'); \
+         let r; try {{ r = await fetch(a.href); }} catch (err) {{ return {{error: 'cannot fetch ' + a.href + ': ' + err}}; }} \
+         const type = (r.headers.get('content-type') || '').split(';')[0].trim(); \
+         const buf = new Uint8Array(await r.arrayBuffer()); \
+         const textual = /^text\\/|json|xml|csv|javascript/.test(type); \
+         const text = textual ? new TextDecoder().decode(buf.slice(0, {max_bytes})).slice(0, {preview}) : null; \
+         return {{name, type, size: buf.length, status: r.status, text}}; }})()"
+    )
+}

@@ -1,4 +1,4 @@
-//! Every action of the three tool sets against real Chromium on the sandbox lab page, with
+//! Every action of the three tool sets against real Chromium on the sandbox lab pages, with
 //! its feedback; DOM diff; screenshots; agent errors and step limits.
 #![allow(clippy::unwrap_used)] // tests may unwrap (clippy.toml allows it only inside #[test] fns)
 
@@ -267,6 +267,43 @@ fn opagent_type_with_enter_and_select() {
         assert_eq!(status(&mut ep).await, "color b");
         let r = ep.act(&[op("click", json!({"coords": [1200, 5]}))]).await;
         assert!(r.feedback.contains("invalid coordinates"), "{}", r.feedback);
+        ep.finish().await;
+    });
+}
+
+/// OpAgent's `get_file`: the file the link at a point leads to, fetched through the page and
+/// read back (a CSV under its `download` name, JSON, a binary file, a 404), and no link there.
+#[test]
+fn opagent_get_file_reads_the_linked_file() {
+    let f = common::shared();
+    f.rt.block_on(async {
+        let spec = wrl_browser::EpisodeSpec::url("files", f.url("/lab/files"));
+        let mut ep = f.pool.episode(spec, Default::default()).await.unwrap();
+        let (w, h) = f.pool.cfg().viewport;
+        let at = |p: [f64; 2]| [p[0] * 1000.0 / f64::from(w), p[1] * 1000.0 / f64::from(h)];
+        let csv = at(center(&mut ep, "#csv").await);
+        let r = ep.act(&[op("get_file", json!({"coords": csv}))]).await;
+        assert!(
+            r.feedback.contains("file `kettle-prices.csv` (text/csv, 68 bytes)")
+                && r.feedback.contains("green kettle,34.90"),
+            "{}",
+            r.feedback
+        );
+        assert_eq!(r.end, None);
+        let json = at(center(&mut ep, "#json").await);
+        let r = ep.act(&[op("get_file", json!({"coords": json}))]).await;
+        assert!(r.feedback.contains("`stock.json` (application/json"), "{}", r.feedback);
+        let bin = at(center(&mut ep, "#bin").await);
+        let r = ep.act(&[op("get_file", json!({"coords": bin}))]).await;
+        assert!(r.feedback.contains("256 bytes): binary, not shown"), "{}", r.feedback);
+        let gone = at(center(&mut ep, "#gone").await);
+        let r = ep.act(&[op("get_file", json!({"coords": gone}))]).await;
+        assert!(r.feedback.contains("answered HTTP 404"), "{}", r.feedback);
+        let plain = at(center(&mut ep, "#plain").await);
+        let r = ep.act(&[op("get_file", json!({"coords": plain}))]).await;
+        assert!(r.feedback.contains("no link to a file at the point (p)"), "{}", r.feedback);
+        // The page stays where it was: nothing navigated.
+        assert!(ep.observe(false).await.unwrap().url.ends_with("/lab/files"));
         ep.finish().await;
     });
 }

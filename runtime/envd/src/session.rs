@@ -476,7 +476,8 @@ async fn score_with(
     shots: &[Vec<u8>],
 ) -> (RewardValue, Vec<f64>) {
     let process: Option<&RewardExpr> = served.process.as_ref();
-    scored(scoring, &served.exclude, process, task, trajectory, shots).await
+    let s = scored(scoring, &served.exclude, process, task, trajectory, shots).await;
+    (s.reward, s.process)
 }
 
 /// One turn of a search episode, as `SearchEnv::run_task` runs it.

@@ -52,6 +52,7 @@ fn rl(phase: u64, iter: u64, reward: f64) -> MetricLine {
         } else {
             std::collections::BTreeMap::new()
         },
+        components: std::collections::BTreeMap::new(),
         roles: None,
         global_step: 0,
         phase: None,

@@ -49,6 +49,7 @@ fn episode(
         iter: if node.starts_with("eval:") { 0 } else { 1 + id / 4 },
         group: 0,
         reward: Scored::Value(if success { 1.0 } else { 0.0 }),
+        components: Default::default(),
         trajectory: Trajectory {
             task_id: format!("test-{id}"),
             template: if id.is_multiple_of(2) { "shop_price".into() } else { "wiki_open".into() },
@@ -112,6 +113,7 @@ fn run_dir(root: &Path) {
             update_s: 5.0,
             retried: 0,
             excluded: BTreeMap::new(),
+            components: BTreeMap::new(),
             roles: None,
             global_step: 0,
             phase: None,

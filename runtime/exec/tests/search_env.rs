@@ -511,6 +511,7 @@ async fn tag_style_results_are_inline_and_masked_out_of_the_loss() {
         retried: 0,
         branch: None,
         sequence: Some(parts),
+        components: Default::default(),
     };
     let s = samples(std::slice::from_ref(&ep), 0, None, None).remove(0);
     let mask = s.completion_mask.clone().unwrap();

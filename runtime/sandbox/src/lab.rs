@@ -1,6 +1,7 @@
 //! The lab: a widget playground (buttons, fields, select, scroll box, tabs, drag, keys) that
 //! exercises every browser action (and navigations that come late, return 204 or stay in the
-//! document); used by the browser tests and by people trying actions.
+//! document), and files to fetch (`/lab/files`); used by the browser tests and by people trying
+//! actions.
 
 use std::time::Duration;
 
@@ -70,4 +71,41 @@ pub struct SlowQuery {
 pub async fn slow(Query(q): Query<SlowQuery>) -> Html<String> {
     tokio::time::sleep(Duration::from_millis(q.ms.min(60_000))).await;
     Html(page("Slow", "<h1>Slow page</h1>"))
+}
+
+/// `GET /lab/files`: links to files to fetch (OpAgent's `get_file`): a CSV with a `download`
+/// name, a JSON file, a binary one, a link that answers 404, and text that is no link.
+pub async fn files() -> Html<String> {
+    Html(page(
+        "Files",
+        "<h1>Files</h1>\
+         <p><a id=\"csv\" href=\"/lab/files/prices.csv\" download=\"kettle-prices.csv\">Price list (CSV)</a></p>\
+         <p><a id=\"json\" href=\"/lab/files/stock.json\">Stock (JSON)</a></p>\
+         <p><a id=\"bin\" href=\"/lab/files/logo.bin\">Logo</a></p>\
+         <p><a id=\"gone\" href=\"/lab/files/missing.txt\">Old report</a></p>\
+         <p id=\"plain\">Not a link</p>",
+    ))
+}
+
+/// The price list the lab links to.
+pub const PRICES_CSV: &str =
+    "item,price\ngreen kettle,34.90\nsteel kettle,29.00\nglass teapot,19.50\n";
+
+/// `GET /lab/files/{name}`: the lab's files; any other name is 404.
+pub async fn file(
+    axum::extract::Path(name): axum::extract::Path<String>,
+) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    match name.as_str() {
+        "prices.csv" => ([(header::CONTENT_TYPE, "text/csv")], PRICES_CSV).into_response(),
+        "stock.json" => {
+            ([(header::CONTENT_TYPE, "application/json")], r#"{"green kettle": 3}"#).into_response()
+        }
+        "logo.bin" => {
+            let bytes: Vec<u8> = (0u8..=255).collect();
+            ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response()
+        }
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
 }

@@ -47,6 +47,8 @@ pub fn router(site: Arc<Site>) -> Router {
         .route("/lab/other", get(lab::other))
         .route("/lab/empty", get(lab::empty))
         .route("/lab/slow", get(lab::slow))
+        .route("/lab/files", get(lab::files))
+        .route("/lab/files/{name}", get(lab::file))
         .fallback(|| async { not_found("no such page") })
         .with_state(site)
 }

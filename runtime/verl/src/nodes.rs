@@ -51,8 +51,16 @@ fn account_field(
     let unknown = c.d.is_unknown(&n.id, f);
     match n.kind {
         NodeKind::Reward if rewards.contains(&n.id) => {
+            let served = has_endpoint(c, &n.id);
             let e = c.wrl(n, f, &[("env service", json!(n.id))]);
-            e.note("the env service evaluates the reward as typed (judges asked only when the branch taken needs them) when an episode ends");
+            if served {
+                // verl's `custom_reward_function` would be a second client of the endpoint, in
+                // Python, with its own retries and no failure classes: the env service's is
+                // `wrlc run`'s, and an unanswered call excludes the episode as there.
+                e.note("the env service evaluates the reward as typed when an episode ends and calls its reward endpoint as `wrlc run` does (the request of docs/reward-endpoint.md, its retries and failure classes; an unanswered call excludes the episode, never 0), not through verl's custom_reward_function");
+            } else {
+                e.note("the env service evaluates the reward as typed (judges asked only when the branch taken needs them) when an episode ends");
+            }
             if unknown {
                 let paths = c.d.unknown_under(&n.id, f).join(", ");
                 let e = c.entries.iter_mut().rev().find(|e| e.node == n.id && e.field == f);
@@ -189,6 +197,14 @@ fn named_rewards(e: &wrl_plan::PExpr, out: &mut Vec<String>) {
         }
         Expr::Const { .. } | Expr::Bool { .. } | Expr::Signal { .. } => {}
     }
+}
+
+/// Whether the reward node `id` asks a reward endpoint (`std::rewards::endpoint`).
+fn has_endpoint(c: &Ctx<'_>, id: &str) -> bool {
+    let Some(Params::Reward(r)) = c.d.get(id) else { return false };
+    let mut signals = Vec::new();
+    typed_signals(&r.expr, &mut signals);
+    signals.iter().any(|s| matches!(s, Signal::Endpoint(_)))
 }
 
 /// The model nodes the used rewards' judges name.

@@ -5,7 +5,7 @@
 
 use serde_json::{Value as Json, json};
 use wrl_plan::Node;
-use wrl_plan::params::{self, Agent, ChatTemplate, DType, Family, Model, Params};
+use wrl_plan::params::{self, Agent, ChatTemplate, DType, Family, Model, OrNone, Params};
 
 use crate::ctx::{Ctx, E_DATA, E_UNMAPPED};
 use crate::record::{once, put, put_al};
@@ -293,6 +293,7 @@ fn hf_fields(c: &mut Ctx<'_>, n: &Node, h: params::Hf, cfg: &mut Json, al: &mut 
         family,
         dtype,
         image_tokens,
+        image_max_pixels,
         chat_template,
         thinking,
         device,
@@ -330,7 +331,7 @@ fn hf_fields(c: &mut Ctx<'_>, n: &Node, h: params::Hf, cfg: &mut Json, al: &mut 
         &[("actor_rollout_ref.model.enable_gradient_checkpointing", json!(gradient_checkpointing))],
         "the actor's layers recomputed in the backward pass",
     );
-    hf_images(c, n, family, image_tokens, al);
+    hf_images(c, n, family, image_tokens, image_max_pixels, al);
     hf_template(c, n, chat_template, cfg);
     put(
         c,
@@ -361,12 +362,15 @@ fn hf_device(c: &mut Ctx<'_>, n: &Node, device: params::Device) {
     };
 }
 
-/// A vision model's `image_tokens` as the agent loop's pixel cap; a text model has no images.
+/// A vision model's screenshot budget as the agent loop's pixel cap: its `image_max_pixels`
+/// as written, else its `image_tokens` × the family's pixels per token; a text model has no
+/// images.
 fn hf_images(
     c: &mut Ctx<'_>,
     n: &Node,
     family: Family,
     image_tokens: params::Tokens,
+    image_max_pixels: OrNone<params::Pixels>,
     al: &mut Json,
 ) {
     let vl = matches!(family, Family::Qwen3Vl | Family::Qwen25Vl);
@@ -374,19 +378,40 @@ fn hf_images(
         Family::Qwen3Vl => 32 * 32,
         _ => 28 * 28,
     };
-    if vl {
-        put_al(
-            c,
-            al,
-            n,
-            "image_tokens",
-            &[("image_max_pixels", json!(image_tokens.0 * px))],
-            "screenshots are resized to at most this many pixels (tokens × the family's pixels per token) before the processor sees them",
-        );
-    } else {
-        once(c, n, "image_tokens", |c, n, f| {
-            c.implied(n, f, "a text model: no images");
-        });
+    match (vl, image_max_pixels.value()) {
+        (true, Some(budget)) => {
+            put_al(
+                c,
+                al,
+                n,
+                "image_max_pixels",
+                &[("image_max_pixels", json!(budget.0))],
+                "screenshots are resized to at most this many pixels before the processor sees them",
+            );
+            once(c, n, "image_tokens", |c, n, f| {
+                c.implied(n, f, "counted from `image_max_pixels` and the viewport");
+            });
+        }
+        (true, None) => {
+            put_al(
+                c,
+                al,
+                n,
+                "image_tokens",
+                &[("image_max_pixels", json!(image_tokens.0 * px))],
+                "screenshots are resized to at most this many pixels (tokens × the family's pixels per token) before the processor sees them",
+            );
+            once(c, n, "image_max_pixels", |c, n, f| {
+                c.implied(n, f, "`none`: `image_tokens` sizes a screenshot");
+            });
+        }
+        (false, _) => {
+            for field in ["image_tokens", "image_max_pixels"] {
+                once(c, n, field, |c, n, f| {
+                    c.implied(n, f, "a text model: no images");
+                });
+            }
+        }
     }
 }
 

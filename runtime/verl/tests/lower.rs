@@ -328,3 +328,21 @@ fn replay_generated_tasks_and_a_per_phase_reference_are_refused() {
     assert!(fields.contains(&("stage:online/phase:2", "reference")), "{fields:?}");
     assert!(!fields.contains(&("stage:online/phase:1", "reference")), "{fields:?}");
 }
+
+/// A reward endpoint is called by the env service, as `wrlc run` calls it: the job refuses
+/// nothing for it and says so at the reward, and verl's reward function stays wrl's.
+#[test]
+fn a_reward_endpoint_is_called_by_the_env_service() {
+    let text = std::fs::read_to_string(root().join("tests/recipes/reward_endpoint.wrl")).unwrap();
+    // Rows the job can write here: the recipe's own file is the user's.
+    let text = text.replace(
+        "jsonl(\"data/questions.jsonl\") { kind = qa, count = 1000 }",
+        "std::sandbox::qa(count: 8)",
+    );
+    assert!(text.contains("std::sandbox::qa(count: 8)"));
+    let job = job_of(&text);
+    assert!(job.refusals().is_empty(), "{:?}", job.refusals());
+    let table = job.table();
+    assert!(table.contains("calls its reward endpoint as `wrlc run` does"), "{table}");
+    assert!(config_of(&job).contains("pkg://wrl_verl.reward"));
+}

@@ -28,7 +28,7 @@ fn short(ctor: &str) -> &str {
 }
 
 /// Every object inside `v`, signals of reward expressions included.
-fn walk<'a>(v: &'a Val, f: &mut dyn FnMut(&'a Obj), depth: usize) {
+pub(super) fn walk<'a>(v: &'a Val, f: &mut dyn FnMut(&'a Obj), depth: usize) {
     if depth > 32 {
         return;
     }

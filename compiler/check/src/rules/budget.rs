@@ -20,7 +20,7 @@ use wrl_diagnostics::{Diagnostic, Span};
 
 use super::slots::{self, Word};
 use super::{Ctx, RL_CTORS, num, show, word};
-use crate::sequence::{ACTION_ONLY_TOKENS, Episode, PLACEHOLDER_TOKENS};
+use crate::sequence::{self, ACTION_ONLY_TOKENS, Episode, PLACEHOLDER_TOKENS};
 use crate::value::{Obj, V, Val};
 
 /// Everything one turn's prompt is made of, for one model.
@@ -232,6 +232,8 @@ struct Prompt {
     first_observation: bool,
     /// The agent's `trajectory_tokens` (None: `unlimited`, `unknown`, or a graph's).
     trajectory: Option<f64>,
+    /// The env's `viewport` (width, height): what a screenshot is before it is resized.
+    viewport: Option<(f64, f64)>,
 }
 
 impl Prompt {
@@ -268,6 +270,10 @@ impl Prompt {
             // server its reset's observation before any.
             first_observation: env.ctor != "search_api",
             trajectory: slots::number(agent, "trajectory_tokens"),
+            viewport: match env.fields.get("viewport").map(|v| &v.v) {
+                Some(V::Dims { width, height }) => Some((*width, *height)),
+                _ => None,
+            },
         })
     }
 }
@@ -287,8 +293,7 @@ fn turns<'a>(ctx: &Ctx<'a>, agent: &'a Obj) -> Vec<Turn<'a>> {
             let Some(model) = ctx.obj(model_val).filter(|m| m.kind == "model") else { return };
             let Some(context) = model.fields.get("context") else { return };
             let (Some(max_response), Some(_)) = (max.and_then(num), num(context)) else { return };
-            // A model without `image_tokens` (the tiny transformer) reads no images.
-            let Some(image) = slots::number_or(model, "image_tokens", 0.0) else { return };
+            let Some(image) = screenshot_tokens(model, prompt.viewport) else { return };
             out.push(Turn {
                 model,
                 model_val,
@@ -335,6 +340,20 @@ fn turns<'a>(ctx: &Ctx<'a>, agent: &'a Obj) -> Vec<Turn<'a>> {
         }
     }
     out
+}
+
+/// One screenshot's tokens for `model`: what its processor makes of the env's viewport under
+/// its `image_max_pixels` (E0420 where its family cannot say), else its `image_tokens` (a model
+/// without one, the tiny transformer, reads no images); None where a value is `unknown`.
+fn screenshot_tokens(model: &Obj, viewport: Option<(f64, f64)>) -> Option<f64> {
+    if let Some(max) = model.fields.get("image_max_pixels").and_then(num) {
+        let family = model.fields.get("family").and_then(slots::enum_value)?;
+        let factor = sequence::image_factor(family)?;
+        // An env without a viewport shows no screenshots.
+        let Some((w, h)) = viewport else { return Some(0.0) };
+        return sequence::screenshot_tokens(w, h, factor, max);
+    }
+    slots::number_or(model, "image_tokens", 0.0)
 }
 
 /// K, the most screenshots any `screenshot(last: K)` observation keeps, and where it is (none

@@ -19,8 +19,8 @@ use crate::{EXIT_OK, EXIT_USAGE, Io};
 
 #[derive(Debug, Args)]
 pub struct ServeCmd {
-    /// A checkpoint directory (`runs/<run>/checkpoints/<name>`), or a run directory to serve its
-    /// latest committed checkpoint
+    /// A checkpoint directory (`runs/<run>/checkpoints/<name>`), a run directory to serve its
+    /// latest committed checkpoint, or a Hugging Face model directory or cached hub id
     #[arg(value_name = "CHECKPOINT")]
     pub checkpoint: PathBuf,
     /// Address to listen on; port 0 picks a free port (the first line of stdout names it)
@@ -80,7 +80,9 @@ pub fn run(cmd: ServeCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         Err(e) => return fail(run_diagnostic(&e), global, io),
     };
     let step = trainer.step();
-    let model_name = cmd.model_name.clone().unwrap_or_else(|| {
+    let hub_id = (resolved.base_model && !cmd.checkpoint.exists())
+        .then(|| cmd.checkpoint.display().to_string());
+    let model_name = cmd.model_name.clone().or(hub_id).unwrap_or_else(|| {
         resolved
             .dir
             .file_name()

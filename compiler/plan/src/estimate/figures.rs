@@ -103,9 +103,11 @@ fn judge_use(obj: &PObj) -> ((u64, Option<String>), Option<InOut>) {
     };
     // Judge calls one evaluation of a signal makes: `judge` 1, `webjudge` 2 (key points, then
     // the verdict), `vlm_progress` 1 (one per step whose branch reaches it: OpAgent's RDT),
-    // `answer_match(mode: judge)` 1, rules 0.
+    // `answer_match(mode: judge)` 1, a reward endpoint 1 (counted by its URL, as
+    // `endpoint URL`), rules 0.
     let calls = match short {
         "judge" | "vlm_progress" => (1, Some(model(&s.model))),
+        "endpoint" => (1, Some(format!("endpoint {}", s.url.as_deref().unwrap_or("unknown")))),
         "webjudge" => (2, Some(model(&s.model))),
         "answer_match" if s.mode.as_ref().is_some_and(|m| m.0 == "judge") => {
             (1, Some(model(&s.judge_model)))

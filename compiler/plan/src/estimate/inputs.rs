@@ -155,7 +155,7 @@ pub(super) struct EvalIn {
 }
 
 /// The fields of a reward signal that say whom it asks: a judge's model, `answer_match`'s
-/// judge, and the tokens a call declares.
+/// judge, a reward endpoint's URL, and the tokens a call declares.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(super) struct SignalIn {
@@ -163,6 +163,7 @@ pub(super) struct SignalIn {
     pub judge_model: Option<JudgeModel>,
     pub mode: Option<Word>,
     pub tokens_per_call: Option<CallTokens>,
+    pub url: Option<String>,
 }
 
 /// A signal's constructor (its last path segment: `judge`, `webjudge`) and the fields the

@@ -4,7 +4,8 @@
 
 use serde::Deserialize;
 
-use super::units::{Seconds, Tokens};
+use super::or::OrNone;
+use super::units::{Pixels, Seconds, Tokens};
 
 /// `hf(id) { … }`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -15,6 +16,8 @@ pub struct Hf {
     pub family: Family,
     pub dtype: DType,
     pub image_tokens: Tokens,
+    /// The processor's pixel budget for one screenshot (`none`: `image_tokens` counts them).
+    pub image_max_pixels: OrNone<Pixels>,
     pub chat_template: ChatTemplate,
     pub thinking: bool,
     pub device: Device,

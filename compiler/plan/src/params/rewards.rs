@@ -172,6 +172,8 @@ pub enum Signal {
     ScreenUnchanged,
     #[serde(rename = "std::rewards::vlm_progress")]
     VlmProgress(VlmProgress),
+    #[serde(rename = "std::rewards::endpoint")]
+    Endpoint(Endpoint),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -385,6 +387,23 @@ pub struct VlmProgress {
     pub tokens_per_call: Option<CallTokens>,
 }
 
+/// `std::rewards::endpoint(url) { … }`: a reward served over HTTP, one POST of the episode
+/// (docs/reward-endpoint.md) answered with a score and the declared components.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoint {
+    pub url: String,
+    /// The named components the answer carries beside its score, each a logged metric.
+    pub components: Vec<String>,
+    pub api_key_env: String,
+    pub timeout: Seconds,
+    pub retries: u32,
+    pub backoff: Backoff,
+    pub concurrency: u32,
+    /// The most characters of each turn's observation the request carries.
+    pub observation_chars: u32,
+}
+
 impl Signal {
     /// The signal's short name (`judge`, `format_ok`).
     pub fn name(&self) -> &'static str {
@@ -409,6 +428,7 @@ impl Signal {
             Signal::EvalTypes(_) => "eval_types",
             Signal::ScreenUnchanged => "screen_unchanged",
             Signal::VlmProgress(_) => "vlm_progress",
+            Signal::Endpoint(_) => "endpoint",
         }
     }
 }

@@ -19,6 +19,11 @@ use crate::tabs::Tabs;
 /// Pixel point in the viewport.
 pub(super) type Pt = (f64, f64);
 
+/// Characters of a text file `get_file` shows the policy.
+const FILE_PREVIEW: usize = 2000;
+/// Bytes of a file `get_file` decodes at most.
+const FILE_MAX_BYTES: usize = 1 << 20;
+
 /// Why one action stopped the turn.
 pub(crate) enum Stop {
     /// The agent erred (a bad element, point, key or tab): the turn ends, the episode goes on.
@@ -410,6 +415,32 @@ impl<'a> Driver<'a> {
         let n = cdp::eval(self.tabs.page(), &js::find_text(term)).await.map_err(env)?;
         self.changed = true;
         Ok(format!("found {} match(es) for {:?}", n.as_u64().unwrap_or(0), clip(term)))
+    }
+
+    /// Fetches the file the link at `p` points to (OpAgent's `get_file`) through the page, so the
+    /// allow-list applies, and answers with its name, type, size and, for a text file, its
+    /// first `FILE_PREVIEW` characters. Nothing is written to disk.
+    pub(super) async fn get_file(&mut self, p: Pt) -> Result<String, Stop> {
+        let js = js::fetch_link_at(p.0, p.1, FILE_PREVIEW, FILE_MAX_BYTES);
+        let v = cdp::eval_awaited(self.tabs.page(), &js).await.map_err(env)?;
+        if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
+            return Err(agent(AgentError::InvalidElement(e.to_string())));
+        }
+        let text = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+        let size = v.get("size").and_then(|x| x.as_u64()).unwrap_or(0);
+        let status = v.get("status").and_then(|x| x.as_u64()).unwrap_or(0);
+        let (name, kind) = (text("name"), text("type"));
+        let kind = if kind.is_empty() { "unknown type".to_string() } else { kind };
+        if !(200..300).contains(&status) {
+            return Ok(format!("the link to `{name}` answered HTTP {status}: no file"));
+        }
+        Ok(match v.get("text").and_then(|t| t.as_str()) {
+            Some(body) => {
+                let cut = if (body.chars().count() as u64) < size { " (first part)" } else { "" };
+                format!("file `{name}` ({kind}, {size} bytes){cut}:\n{body}")
+            }
+            None => format!("file `{name}` ({kind}, {size} bytes): binary, not shown"),
+        })
     }
 
     /// Waits `seconds`, at most half the step timeout.

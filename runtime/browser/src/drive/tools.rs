@@ -90,6 +90,7 @@ impl Driver<'_> {
             }
             OpAgent::Wait { seconds } => self.wait(*seconds).await,
             OpAgent::Find { search_term } => self.find(search_term).await,
+            OpAgent::GetFile { coords } => self.get_file(norm(viewport, *coords)?).await,
             OpAgent::Answer { text } => Err(Stop::Terminal(Some(text.clone()))),
         }
     }

@@ -338,6 +338,7 @@ mod tests {
             retried: 0,
             branch: None,
             sequence: None,
+            components: Default::default(),
         }
     }
 

@@ -70,7 +70,7 @@ fn setting(n: &Node, field: &str, what: String, help: String, label: &str) -> Ru
 
 /// The trainer policy of `hf(…)` node `n`, or every reason it cannot be one.
 pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<RunError>> {
-    // `image_tokens` sizes images in prompts; a text model's prompts hold none. The device is
+    // `image_tokens` / `image_max_pixels` size images in prompts; a text model's prompts hold none. The device is
     // the trainer's (`load_model`), checked by the preflight (`preflight::device`).
     let params::Hf {
         id,
@@ -78,6 +78,7 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
         family,
         dtype,
         image_tokens: _,
+        image_max_pixels: _,
         chat_template,
         thinking,
         device: _,

@@ -1,6 +1,8 @@
 //! The record of an RL iteration: its progress line, its episodes in `trajectories.jsonl`,
 //! the episodes left out of the loss (warned above `warn_excluded`) and its metrics line.
 
+use std::collections::BTreeMap;
+
 use wrl_plan::Node;
 use wrl_trainer::Metrics;
 
@@ -9,7 +11,7 @@ use super::faults::exclusions;
 use super::progress::Progress;
 use super::rl::{Done, Phase, node_words};
 use crate::error::RunError;
-use crate::reward::RewardValue;
+use crate::reward::{Exclusion, RewardValue};
 use crate::rollout::{Episode, uniform_groups};
 use crate::rundir::records::{MetricLine, RlIter, RoleUpdate, Scored, TrajectoryLine};
 
@@ -41,6 +43,23 @@ impl Executor<'_> {
         let left_out: usize = excluded.values().sum();
         for (k, v) in &excluded {
             *self.cursor.excluded.entry(k.clone()).or_default() += *v as u64;
+        }
+        // The records keep a reward endpoint's failure class; the first failure's own words
+        // (which component was missing, which status) go to the console, for whoever writes
+        // the server.
+        let unscored = episodes.iter().filter_map(|e| match &e.reward {
+            RewardValue::Excluded(Exclusion::Endpoint(why)) => Some(why),
+            RewardValue::Excluded(Exclusion::Class(_) | Exclusion::Unscorable(_))
+            | RewardValue::Value(_) => None,
+        });
+        if let Some(first) = unscored.clone().next() {
+            let n = unscored.count();
+            self.say(&format!(
+                "stage {} iter {iter}: the reward endpoint left {} unscored (the first: {}: {first})",
+                node.decl,
+                counted(n, "episode", "episodes"),
+                first.word()
+            ));
         }
         if !episodes.is_empty() && left_out as f64 > ph.p.warn_excluded * episodes.len() as f64 {
             let classes: Vec<String> = excluded.iter().map(|(k, v)| format!("{v} {k}")).collect();
@@ -77,6 +96,7 @@ impl Executor<'_> {
             update_s,
             retried: episodes.iter().map(|e| e.retried).sum(),
             excluded,
+            components: mean_components(episodes),
             roles: (!ph.roles.is_empty()).then(|| {
                 let update = |m: &Metrics, n: usize| RoleUpdate {
                     samples: n,
@@ -126,6 +146,7 @@ impl Executor<'_> {
                 iter,
                 group: ep.group,
                 reward,
+                components: ep.components.clone(),
                 trajectory: ep.trajectory.clone(),
                 branch: ep.branch,
                 screenshots,
@@ -199,6 +220,17 @@ fn reward_stats(episodes: &[Episode]) -> (f64, f64) {
         episodes.iter().filter(|e| e.success()).count() as f64 / episodes.len() as f64
     };
     (mean, success)
+}
+
+/// Each component's mean over the episodes whose reward endpoint answered it.
+fn mean_components(episodes: &[Episode]) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for (name, v) in episodes.iter().flat_map(|e| &e.components) {
+        let slot = sums.entry(name.clone()).or_default();
+        slot.0 += v;
+        slot.1 += 1;
+    }
+    sums.into_iter().map(|(k, (sum, n))| (k, sum / n as f64)).collect()
 }
 
 /// `1 uniform group`, `3 uniform groups`.

@@ -77,7 +77,8 @@ pub(super) fn reward(
             | Signal::ActionFailed
             | Signal::EvalTypes(_)
             | Signal::ScreenUnchanged
-            | Signal::VlmProgress(_) => None,
+            | Signal::VlmProgress(_)
+            | Signal::Endpoint(_) => None,
         };
         if let Some(params::JudgeModel::Model(m)) = model
             && !matches!(plan.get(m.id()), Some(Params::Model(params::Model::Api(_))))
@@ -129,7 +130,8 @@ pub(super) fn reward(
             Signal::VlmProgress(_) => {
                 Some("the per-step VLM check (`vlm_progress`) is not implemented".to_string())
             }
-            // Scored by this runtime (a judge whose protocol it runs, `webjudge`, the rest).
+            // Scored by this runtime (a judge whose protocol it runs, `webjudge`, a reward
+            // endpoint, the rest).
             Signal::Judge(_)
             | Signal::Webjudge(_)
             | Signal::FormatOk { .. }
@@ -145,7 +147,8 @@ pub(super) fn reward(
             | Signal::DomHit
             | Signal::ScreenChanged { .. }
             | Signal::ActionFailed
-            | Signal::ScreenUnchanged => None,
+            | Signal::ScreenUnchanged
+            | Signal::Endpoint(_) => None,
         };
         if let Some(why) = why {
             errs.push(

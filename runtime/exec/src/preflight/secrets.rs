@@ -29,8 +29,8 @@ pub(super) fn secrets(n: &Node) -> Vec<RunError> {
                 )
                 .help(
                     "remove it from the URL and put the key in the environment variable that \
-                     `api_key_env` names (`OPENAI_API_KEY` by default); wrl sends it and never \
-                     writes it",
+                     `api_key_env` names (`OPENAI_API_KEY` by default, `WRL_REWARD_API_KEY` for \
+                     a reward endpoint); wrl sends it and never writes it",
                 )
                 .at(n, Some(&param), "a credential in a URL"),
             );

@@ -128,6 +128,7 @@ mod tests {
             iter,
             group: 0,
             reward: Scored::Value(0.0),
+            components: Default::default(),
             trajectory: episode(template, reason, success, 0),
             branch: None,
             screenshots: None,

@@ -9,6 +9,8 @@ use std::fmt;
 use wrl_plan::params::{EndedReason, FailureClass};
 use wrl_sandbox::Ending;
 
+use super::endpoint::EndpointFailure;
+
 /// The failure class `exclude` names an episode that ended this way by, for the endings a
 /// recipe can exclude (the judge classes, `judge_timeout` and `judge_error`, are no ending).
 pub fn class(e: Ending) -> Option<FailureClass> {
@@ -44,15 +46,20 @@ pub enum Exclusion {
     /// The reward could not be computed (a signal with nothing to read, a reward that names
     /// one that does not exist): why.
     Unscorable(String),
+    /// A reward endpoint gave no score (`std::rewards::endpoint`): why, its class among
+    /// [`EndpointFailure::WORDS`].
+    Endpoint(EndpointFailure),
 }
 
 impl Exclusion {
     /// The class the run's counts (`metrics.jsonl`'s and `summary.json`'s `excluded`) put it
-    /// under: its failure class, or `reward_error` for a reward that could not be computed.
+    /// under: its failure class, `reward_error` for a reward that could not be computed, or a
+    /// reward endpoint's class (`reward_timeout`, …).
     pub fn counted_as(&self) -> &'static str {
         match self {
             Exclusion::Class(c) => c.word(),
             Exclusion::Unscorable(_) => "reward_error",
+            Exclusion::Endpoint(e) => e.word(),
         }
     }
 }
@@ -64,6 +71,7 @@ impl fmt::Display for Exclusion {
         match self {
             Exclusion::Class(c) => f.write_str(c.word()),
             Exclusion::Unscorable(why) => f.write_str(why),
+            Exclusion::Endpoint(e) => f.write_str(e.word()),
         }
     }
 }

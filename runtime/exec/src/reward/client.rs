@@ -220,7 +220,7 @@ pub(crate) fn completions_url(base: &str) -> String {
 pub const MAX_ANSWER: usize = 4 << 20;
 
 /// The body of `resp`, refused past [`MAX_ANSWER`] bytes without reading the rest.
-async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, JudgeError> {
+pub(super) async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, JudgeError> {
     let too_big = || JudgeError::Malformed(format!("the answer is over {MAX_ANSWER} bytes"));
     if resp.content_length().is_some_and(|n| n > MAX_ANSWER as u64) {
         return Err(too_big());
@@ -242,7 +242,7 @@ async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, JudgeError>
 }
 
 /// A transport error's text without the URL (which may carry credentials in its query).
-fn without_url(e: &reqwest::Error) -> String {
+pub(super) fn without_url(e: &reqwest::Error) -> String {
     let mut s = e.to_string();
     if let Some(u) = e.url() {
         s = s.replace(u.as_str(), "<judge>");

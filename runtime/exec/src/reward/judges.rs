@@ -2,6 +2,8 @@
 //! one HTTP client per judge configuration (so its concurrency limit is shared by every rollout
 //! worker), the episode rendered as the judge's input, and the verdicts keyed the way
 //! `reward::evaluate` looks them up. Failures become "excluded" (or 0 with `on_timeout = zero`).
+//! Reward endpoints (`endpoint.rs`) are asked the same way, at the same moment, and add the
+//! components they answer.
 
 use std::collections::BTreeMap;
 
@@ -9,8 +11,9 @@ use wrl_plan::params::{self, JudgeModel, JudgePrompt, OnTimeout, Signal};
 use wrl_sandbox::Trajectory;
 
 use super::client::{JudgeClient, JudgeConfig, JudgeError, JudgeInput, JudgeStep};
+use super::endpoint::EndpointClient;
 use super::prompts::{OneCall, Protocol};
-use super::{RewardExpr, Rewards, judge_signals};
+use super::{Components, Exclusion, RewardExpr, Rewards, judge_signals};
 
 #[derive(Clone, Debug)]
 struct One {
@@ -24,7 +27,17 @@ struct One {
 #[derive(Clone, Debug, Default)]
 pub struct Judges {
     judges: Vec<One>,
+    /// The reward endpoints, each with its client.
+    endpoints: Vec<(Signal, EndpointClient)>,
     screenshots: usize,
+}
+
+/// What the judges and endpoints said of one episode: each signal's score or why it has none
+/// (for `EpisodeFacts::judges`), and the components the endpoints answered.
+#[derive(Clone, Debug, Default)]
+pub struct Asked {
+    pub verdicts: Vec<(Signal, Result<f64, Exclusion>)>,
+    pub components: Components,
 }
 
 /// The `api(…)` models of a plan by node id: a judge may name one as its model.
@@ -64,6 +77,10 @@ impl Judges {
         let mut out = Judges::default();
         let d = JudgeConfig::default();
         for s in signals {
+            if let Signal::Endpoint(e) = s {
+                out.endpoints.push((s.clone(), EndpointClient::new(e)?));
+                continue;
+            }
             let (cfg, protocol, timeout_is_zero) = match s {
                 Signal::Judge(j) => {
                     let params::Judge {
@@ -166,9 +183,9 @@ impl Judges {
         Ok(out)
     }
 
-    /// Whether no judge is needed.
+    /// Whether no judge (nor endpoint) is needed.
     pub fn is_empty(&self) -> bool {
-        self.judges.is_empty()
+        self.judges.is_empty() && self.endpoints.is_empty()
     }
 
     /// How many of an episode's last screenshots the judges look at (0: take none).
@@ -176,13 +193,15 @@ impl Judges {
         self.screenshots
     }
 
-    /// Asks every judge about one episode: each judge signal's verdict, for
-    /// `EpisodeFacts::judges`; a failed call is `Err(its failure class)`.
+    /// Asks every judge and endpoint about one episode (`reference`: the task's reference
+    /// answers, as one string): each signal's verdict, for `EpisodeFacts::judges` (a failed
+    /// call is `Err(why)`), and the endpoints' components.
     pub async fn judge(
         &self,
         traj: &Trajectory,
+        reference: Option<&str>,
         screenshots: &[Vec<u8>],
-    ) -> Vec<(Signal, Result<f64, params::FailureClass>)> {
+    ) -> Asked {
         let input = JudgeInput {
             task: traj.goal.clone(),
             steps: traj
@@ -193,14 +212,25 @@ impl Judges {
             answer: traj.outcome.answer.clone(),
             screenshots: screenshots.to_vec(),
         };
-        let mut out = Vec::new();
+        let mut out = Asked::default();
         for j in &self.judges {
             let r = match j.client.verdict(&input, j.protocol).await {
                 Ok(v) => Ok(v),
                 Err(JudgeError::Timeout) if j.timeout_is_zero => Ok(0.0),
-                Err(e) => Err(e.class()),
+                Err(e) => Err(Exclusion::Class(e.class())),
             };
-            out.push((j.signal.clone(), r));
+            out.verdicts.push((j.signal.clone(), r));
+        }
+        let references = reference.map(|r| super::qa::references(r, "")).unwrap_or_default();
+        for (signal, client) in &self.endpoints {
+            let r = match client.score(traj, &references).await {
+                Ok(a) => {
+                    out.components.extend(a.components);
+                    Ok(a.score)
+                }
+                Err(e) => Err(Exclusion::Endpoint(e)),
+            };
+            out.verdicts.push((signal.clone(), r));
         }
         out
     }
@@ -307,17 +337,17 @@ mod tests {
         let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
         let count = || calls.load(std::sync::atomic::Ordering::SeqCst);
         assert_eq!(
-            score(scoring, &episode("completed", "42"), None, &[]).await,
+            score(scoring, &episode("completed", "42"), None, &[]).await.0,
             RewardValue::Value(1.0)
         );
         assert_eq!(count(), 1);
         assert_eq!(
-            score(scoring, &episode("completed", "41"), None, &[]).await,
+            score(scoring, &episode("completed", "41"), None, &[]).await.0,
             RewardValue::Value(0.0)
         );
         assert_eq!(count(), 2);
         assert_eq!(
-            score(scoring, &episode("max_steps", "42"), None, &[]).await,
+            score(scoring, &episode("max_steps", "42"), None, &[]).await.0,
             RewardValue::Value(-1.0)
         );
         assert_eq!(count(), 2, "no judge call when the branch does not need one");
@@ -326,7 +356,7 @@ mod tests {
         let judges = Judges::for_reward(&dead, &rewards, &ApiModels::new()).unwrap();
         let scoring = Scoring { reward: &dead, rewards: &rewards, judges: &judges };
         assert_eq!(
-            score(scoring, &episode("completed", "42"), None, &[]).await,
+            score(scoring, &episode("completed", "42"), None, &[]).await.0,
             RewardValue::Excluded(Exclusion::Class(params::FailureClass::JudgeError))
         );
     }

@@ -6,6 +6,7 @@
 pub mod answers;
 pub mod classes;
 pub mod client;
+pub mod endpoint;
 pub mod judges;
 pub mod process;
 pub mod prompts;
@@ -14,7 +15,7 @@ pub mod webjudge;
 
 use std::collections::BTreeMap;
 
-use wrl_plan::params::{AnswerMode, FailureClass, Signal};
+use wrl_plan::params::{AnswerMode, Signal};
 use wrl_plan::{BinOp, Expr};
 use wrl_sandbox::Ending;
 
@@ -26,6 +27,10 @@ pub type RewardExpr = Expr<Signal>;
 
 /// Reward nodes by id, for expressions that name other rewards.
 pub type Rewards = BTreeMap<String, RewardExpr>;
+
+/// The named components reward endpoints answered for one episode, by name (logged beside its
+/// reward; empty without an endpoint).
+pub type Components = BTreeMap<String, f64>;
 
 /// What happened in an episode, as far as rewards can see.
 #[derive(Clone, Debug)]
@@ -46,9 +51,9 @@ pub struct EpisodeFacts {
     pub format_ok: bool,
     /// The final URL.
     pub url: String,
-    /// The verdict of each judge signal asked: a score, or the failure class of a judge call
-    /// that gave none.
-    pub judges: Vec<(Signal, Result<f64, FailureClass>)>,
+    /// The verdict of each judge signal (and reward endpoint) asked: a score, or why the call
+    /// gave none (a judge's failure class, an endpoint's).
+    pub judges: Vec<(Signal, Result<f64, Exclusion>)>,
     /// The step a process reward is evaluated on (`None` for an outcome reward).
     pub step: Option<StepFacts>,
 }
@@ -176,6 +181,7 @@ fn signal(s: &Signal, f: &EpisodeFacts) -> Result<X, Exclusion> {
         Signal::UrlMatch { pattern } => X::Bool(glob(pattern, &f.url)),
         Signal::Judge(_)
         | Signal::Webjudge(_)
+        | Signal::Endpoint(_)
         | Signal::BboxHit
         | Signal::ActionMatch { .. }
         | Signal::EvalTypes(_) => {
@@ -219,18 +225,18 @@ fn step(s: &Signal, f: &EpisodeFacts) -> Result<X, Exclusion> {
 fn judged(s: &Signal, f: &EpisodeFacts) -> Result<X, Exclusion> {
     match f.judges.iter().find(|(j, _)| j == s) {
         Some((_, Ok(v))) => Ok(X::Num(*v)),
-        Some((_, Err(class))) => Err(Exclusion::Class(*class)),
+        Some((_, Err(why))) => Err(why.clone()),
         None => Err(unscorable(format!("no result for `{}`", s.name()))),
     }
 }
 
-/// The signals of an expression (and the rewards it names) that need a judge call, in order
-/// of appearance, each once.
+/// The signals of an expression (and the rewards it names) that need a judge call (or a reward
+/// endpoint's), in order of appearance, each once.
 pub fn judge_signals<'a>(e: &'a RewardExpr, rewards: &'a Rewards, out: &mut Vec<&'a Signal>) {
     match e {
         Expr::Signal { obj } => {
             let external = match obj {
-                Signal::Judge(_) | Signal::Webjudge(_) => true,
+                Signal::Judge(_) | Signal::Webjudge(_) | Signal::Endpoint(_) => true,
                 Signal::AnswerMatch { mode, .. } => *mode == AnswerMode::Judge,
                 _ => false,
             };
@@ -259,7 +265,8 @@ pub fn judge_signals<'a>(e: &'a RewardExpr, rewards: &'a Rewards, out: &mut Vec<
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use wrl_plan::params::{EndedReason, FormatMode, Judge, JudgeModel, JudgePrompt, OnTimeout};
+    use wrl_plan::params::{EndedReason, FailureClass, FormatMode, Judge, JudgeModel};
+    use wrl_plan::params::{JudgePrompt, OnTimeout};
     use wrl_plan::params::{Seconds, Verdict};
 
     use super::*;
@@ -335,7 +342,7 @@ pub(crate) mod tests {
         f.format_ok = true;
         f.judges.push((j.clone(), Ok(1.0)));
         assert_eq!(evaluate(&e, &f, &none), RewardValue::Value(1.0));
-        f.judges = vec![(j, Err(FailureClass::JudgeTimeout))];
+        f.judges = vec![(j, Err(Exclusion::Class(FailureClass::JudgeTimeout)))];
         let timed_out = Exclusion::Class(FailureClass::JudgeTimeout);
         assert_eq!(evaluate(&e, &f, &none), RewardValue::Excluded(timed_out));
     }

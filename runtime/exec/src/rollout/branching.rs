@@ -178,6 +178,7 @@ mod tests {
             retried: 0,
             branch: Some(Branch { sample, parent: None, at: 0 }),
             sequence: None,
+            components: Default::default(),
         }
     }
 

@@ -24,7 +24,9 @@ use crate::agent::tags::TagCalls;
 use crate::env::{Agent, Env};
 use crate::reward::classes;
 use crate::reward::judges::Judges;
-use crate::reward::{EpisodeFacts, Exclusion, RewardExpr, RewardValue, Rewards, evaluate};
+use crate::reward::{
+    Components, EpisodeFacts, Exclusion, RewardExpr, RewardValue, Rewards, evaluate,
+};
 use crate::rundir::records::{Branch, SeqPart};
 
 pub use samples::{informative_groups, samples, uniform_groups};
@@ -55,6 +57,9 @@ pub struct Episode {
     pub retried: usize,
     /// Its place in its prompt's tree under `branching`; `None` otherwise.
     pub branch: Option<Branch>,
+    /// The components its reward endpoints answered (empty without one, or when none
+    /// answered).
+    pub components: Components,
     /// A tag-style agent's episode as its one sequence (`agent::tags`); `None` otherwise.
     pub sequence: Option<Vec<SeqPart>>,
 }
@@ -72,6 +77,7 @@ impl Episode {
             screens: Vec::new(),
             retried: 0,
             branch: None,
+            components: Components::new(),
             sequence: None,
         }
     }
@@ -165,22 +171,33 @@ pub struct Scoring<'a> {
 }
 
 /// Scores one episode: the reward is evaluated first without judges; only when the branch it
-/// takes needs a judge are the judges asked (a judge is an HTTP call), then it is evaluated
-/// again with their verdicts.
+/// takes needs a judge (or a reward endpoint) are the judges asked (a judge is an HTTP call),
+/// then it is evaluated again with their verdicts. Also the components the endpoints answered.
 pub async fn score(
     scoring: Scoring<'_>,
     trajectory: &Trajectory,
     reference: Option<&str>,
     screenshots: &[Vec<u8>],
-) -> RewardValue {
+) -> (RewardValue, Components) {
     let mut f = facts(trajectory, reference);
     match evaluate(scoring.reward, &f, scoring.rewards) {
         RewardValue::Excluded(_) if !scoring.judges.is_empty() => {
-            f.judges = scoring.judges.judge(trajectory, screenshots).await;
-            evaluate(scoring.reward, &f, scoring.rewards)
+            let asked = scoring.judges.judge(trajectory, reference, screenshots).await;
+            f.judges = asked.verdicts;
+            (evaluate(scoring.reward, &f, scoring.rewards), asked.components)
         }
-        r => r,
+        r => (r, Components::new()),
     }
+}
+
+/// What a finished episode is worth to the update ([`scored`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpisodeScore {
+    pub reward: RewardValue,
+    /// Each step's process reward (empty without a process reward).
+    pub process: Vec<f64>,
+    /// The components its reward endpoints answered.
+    pub components: Components,
 }
 
 /// What a finished episode is worth to the update: its reward (the recipe's, with judges asked
@@ -194,11 +211,9 @@ pub async fn scored(
     task: &Task,
     trajectory: &Trajectory,
     shots: &[Vec<u8>],
-) -> (RewardValue, Vec<f64>) {
-    let reward = match (
-        score(scoring, trajectory, reference(task), shots).await,
-        excluded(exclude, trajectory.outcome.reason),
-    ) {
+) -> EpisodeScore {
+    let (reward, components) = score(scoring, trajectory, reference(task), shots).await;
+    let reward = match (reward, excluded(exclude, trajectory.outcome.reason)) {
         (RewardValue::Value(_), Some(class)) => RewardValue::Excluded(Exclusion::Class(class)),
         (r, _) => r,
     };
@@ -216,7 +231,7 @@ pub async fn scored(
         }
         None => Vec::new(),
     };
-    (reward, process)
+    EpisodeScore { reward, process, components }
 }
 
 /// The failure class of an episode that ended as `ending`, when `exclude` names it.
@@ -379,7 +394,7 @@ async fn attempt(
         Ok(run) => (run.trajectory, run.screenshots),
         Err(e) => (failed(task, &e), Vec::new()),
     };
-    let (reward, process) =
+    let EpisodeScore { reward, process, components } =
         scored(scoring, &cfg.exclude, cfg.process.as_ref(), task, &trajectory, &shots).await;
     let screens = if screens { shots } else { Vec::new() };
     Episode {
@@ -391,6 +406,7 @@ async fn attempt(
         screens,
         retried: 0,
         branch: None,
+        components,
         sequence,
     }
 }

@@ -159,6 +159,7 @@ mod tests {
             retried: 0,
             branch: None,
             sequence: None,
+            components: Default::default(),
         };
         let out = samples(&[ep], 0, None, None);
         assert_eq!(out.len(), 1);

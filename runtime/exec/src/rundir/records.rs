@@ -91,9 +91,14 @@ pub struct RlIter {
     /// Episode attempts run again after an environment error or timeout.
     pub retried: usize,
     /// Episodes left out of the loss, by class (`judge_error`, `judge_timeout`, `env_error`,
-    /// an `exclude`d ending, `reward_error`); absent when none were.
+    /// an `exclude`d ending, `reward_error`, a reward endpoint's `reward_timeout`, …); absent
+    /// when none were.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub excluded: BTreeMap<String, usize>,
+    /// The mean of each component reward endpoints answered, over the episodes that answered
+    /// it (`std::rewards::endpoint`'s `components`); absent without one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub components: BTreeMap<String, f64>,
     /// Per graph role, when roles train separate weights.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roles: Option<BTreeMap<String, RoleUpdate>>,
@@ -235,6 +240,9 @@ pub struct TrajectoryLine {
     /// The task's index in its batch (its GRPO group).
     pub group: usize,
     pub reward: Scored,
+    /// The components its reward endpoints answered; absent without one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub components: BTreeMap<String, f64>,
     pub trajectory: Trajectory,
     /// Where the trajectory sits in its prompt's tree (`branching`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]

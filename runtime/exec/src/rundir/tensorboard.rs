@@ -151,6 +151,10 @@ pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
             put(&r.stage, "update_s", r.update_s);
             put(&r.stage, "retried", r.retried as f64);
             put(&r.stage, "excluded", r.excluded.values().sum::<usize>() as f64);
+            // A reward endpoint's components (sorted: a BTreeMap).
+            for (name, v) in &r.components {
+                put(&r.stage, &format!("component/{name}"), *v);
+            }
             memory(&mut put, &r.stage, &r.memory);
         }
         MetricLine::Eval(e) => {

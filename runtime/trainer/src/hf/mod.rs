@@ -6,6 +6,7 @@ pub mod config;
 pub mod files;
 pub mod save;
 pub mod tiny;
+pub mod tiny_vl;
 
 use std::path::{Path, PathBuf};
 

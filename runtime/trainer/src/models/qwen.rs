@@ -158,12 +158,24 @@ impl QwenModel {
             crate::lora::attach(&mut params, &config, spec, rng)?;
         }
         let tok = Tokenizer::from_model(files, src.thinking)?;
+        Ok((QwenModel::from_params(src, config, params, &files.dir, device), tok))
+    }
+
+    /// A model over `params` (already under the text families' names, frozen parts and adapters
+    /// in place) with `src`'s settings: the text half of a vision-language model (`vision::vl`).
+    pub fn from_params(
+        src: &PretrainedSource,
+        config: QwenConfig,
+        params: ParamStore,
+        dir: &Path,
+        device: &Device,
+    ) -> QwenModel {
         let context = src.context.unwrap_or(config.max_position_embeddings);
         let rope = rope_frequencies(&config);
-        let model = QwenModel {
+        QwenModel {
             config,
             params,
-            path: files.dir.clone(),
+            path: dir.to_path_buf(),
             context,
             ops_mode: src.ops,
             ops: Ops::new(src.ops, device),
@@ -172,8 +184,17 @@ impl QwenModel {
             checkpointing: src.gradient_checkpointing,
             recomputed: Arc::default(),
             lora: src.lora.clone(),
-        };
-        Ok((model, tok))
+        }
+    }
+
+    /// The dtype the forward computes in.
+    pub fn compute_dtype(&self) -> DType {
+        self.compute
+    }
+
+    /// `inv_freq` and the cos/sin factor of the model's RoPE.
+    pub fn rope_frequencies(&self) -> (&[f32], f32) {
+        (&self.rope.0, self.rope.1)
     }
 
     /// Loads the model directory `dir` (see [`QwenModel::load`]).
@@ -287,8 +308,32 @@ impl QwenModel {
     /// ids (B, T) → final hidden states (B, T, hidden), after the last RMSNorm. A training
     /// forward (no cache) with `gradient_checkpointing` keeps only each layer's input and
     /// recomputes the layer in the backward pass (`recompute.rs`).
-    pub fn hidden(&self, ids: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
+    pub fn hidden(&self, ids: &Tensor, cache: Option<&mut KvCache>) -> Result<Tensor> {
         let (b, t) = ids.dims2()?;
+        let offset = cache.as_ref().map(|k| k.pos).unwrap_or(0);
+        let x = self.embed(ids)?.reshape((b, t, self.config.hidden_size))?;
+        let rope = self.rope_tables(offset, t, ids.device())?;
+        self.hidden_from(x, cache, &rope, &[])
+    }
+
+    /// ids (any shape) → their embedding rows in the compute dtype, (n, hidden) flattened.
+    pub fn embed(&self, ids: &Tensor) -> Result<Tensor> {
+        let emb = self.params.get("model.embed_tokens.weight")?;
+        Ok(emb.index_select(&ids.flatten_all()?, 0)?.to_dtype(self.compute)?)
+    }
+
+    /// Input embeddings x (B, T, hidden) → final hidden states, with RoPE tables `rope` for the
+    /// T positions ((T, head_dim) or (B, 1, T, head_dim), the multimodal RoPE's), continuing
+    /// `cache`'s positions. `inject[i]` = (rows of the flattened B·T tokens, values (rows,
+    /// hidden)) is added to the stream after layer i (Qwen3-VL's DeepStack features).
+    pub fn hidden_from(
+        &self,
+        mut x: Tensor,
+        mut cache: Option<&mut KvCache>,
+        rope: &(Tensor, Tensor),
+        inject: &[(Tensor, Tensor)],
+    ) -> Result<Tensor> {
+        let (b, t, hidden) = x.dims3()?;
         let c = &self.config;
         let offset = cache.as_ref().map(|k| k.pos).unwrap_or(0);
         if offset + t > self.context {
@@ -298,17 +343,16 @@ impl QwenModel {
                 self.context
             )));
         }
-        let emb = self.params.get("model.embed_tokens.weight")?;
-        let mut x = emb
-            .index_select(&ids.flatten_all()?, 0)?
-            .reshape((b, t, c.hidden_size))?
-            .to_dtype(self.compute)?;
-        let rope = self.rope_tables(offset, t, ids.device())?;
         for i in 0..c.num_hidden_layers {
             x = match cache.as_deref_mut() {
-                None if self.checkpointing => super::recompute::layer(self, i, &x, &rope)?,
-                kv => self.layer(i, &x, kv, &rope, offset)?,
+                None if self.checkpointing => super::recompute::layer(self, i, &x, rope)?,
+                kv => self.layer(i, &x, kv, rope, offset)?,
             };
+            if let Some((rows, values)) = inject.get(i) {
+                let flat = x.reshape((b * t, hidden))?;
+                let values = values.to_dtype(flat.dtype())?;
+                x = flat.index_add(rows, &values, 0)?.reshape((b, t, hidden))?;
+            }
         }
         if let Some(kv) = cache {
             kv.pos += t;

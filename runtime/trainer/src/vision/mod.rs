@@ -4,7 +4,8 @@
 //! tower (`vision_config.rs` its config, `position.rs` where each patch sits, `weights.rs` its
 //! tensors read from the shards alone, `tower.rs` the blocks, `merger.rs` the patch and DeepStack
 //! mergers), and the text side's multimodal RoPE (`mrope.rs`: the position rows of a sequence
-//! with image placeholders).
+//! with image placeholders), and the whole model (`vl_config.rs` a Qwen3-VL `config.json`,
+//! `vl_model.rs` the tower's tokens spliced into the text decoder with DeepStack).
 
 mod bicubic;
 mod merger;
@@ -14,6 +15,8 @@ pub mod processor;
 pub mod size;
 mod tower;
 pub mod vision_config;
+pub mod vl_config;
+pub mod vl_model;
 mod weights;
 
 pub use bicubic::resize as resize_bicubic;
@@ -22,3 +25,5 @@ pub use processor::{ImageProcessor, Pixels, ProcessorError};
 pub use size::{Grid, SizeError, smart_resize};
 pub use tower::{VisionOutput, VisionTower};
 pub use vision_config::{VisionAct, VisionConfig};
+pub use vl_config::VlConfig;
+pub use vl_model::QwenVlModel;

@@ -25,4 +25,5 @@ mod rl_train;
 mod sample;
 mod sft;
 mod vision;
+mod vision_model;
 mod vision_tower;

@@ -156,3 +156,33 @@ fn bicubic_resize_is_pils_bit_for_bit() {
         assert_eq!(got, hex, "{w}×{h} → {to_w}×{to_h}");
     }
 }
+
+/// The checker counts a screenshot's tokens before any processor exists
+/// (`wrl_check::sequence::screenshot_tokens`, for E0404 and the estimate): the same count as the
+/// processor's `smart_resize` over viewports from phone to 4K, for both families' grids and
+/// budgets that bind and that do not (the processor's minimum is below every one of these).
+#[test]
+fn the_checkers_screenshot_count_is_the_processors() {
+    let budgets = [200_704, 262_144, 1_003_520, 1_048_576, 16_777_216];
+    let mut compared = 0;
+    for (w, h) in [(390, 844), (800, 600), (1280, 720), (1280, 1000), (1366, 768), (1920, 1080)]
+        .into_iter()
+        .chain([(2560, 1440), (3840, 2160), (1000, 1280), (1024, 1024)])
+    {
+        for factor in [28usize, 32] {
+            for max in budgets {
+                let (rh, rw) = smart_resize(h, w, factor, 4 * factor * factor, max).unwrap();
+                let runtime = (rh / factor) * (rw / factor);
+                let checker = wrl_check::sequence::screenshot_tokens(
+                    w as f64,
+                    h as f64,
+                    factor as u32,
+                    max as f64,
+                );
+                assert_eq!(checker, Some(runtime as f64), "{w}×{h}, factor {factor}, budget {max}");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 100);
+}
