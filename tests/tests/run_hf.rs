@@ -262,3 +262,37 @@ fn the_lora_recipe_trains_adapters_per_stage() {
     assert_ne!(values(&src, q), values(&merged, q));
     assert_eq!(values(&src, k), values(&merged, k));
 }
+
+/// tests/recipes/search_r1.wrl's offline profile with the tiny random Qwen3 (its chat
+/// template): tag-style calls on a templated policy — the first turn's prompt rendered by the
+/// template, each later turn continuing the same token sequence after the inline result — run,
+/// train (GRPO's update over the joined, masked samples) and evaluate.
+#[test]
+fn tag_style_calls_run_with_a_templated_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let model = root.join("tests/ui/run/data/hf-tiny");
+    let policy =
+        format!("policy=hf(\"{}\") {{ dtype = f32, context = 8192 tokens }}", model.display());
+    let args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        root.join("tests/recipes/search_r1.wrl").into_os_string(),
+        "--profile".into(),
+        "offline".into(),
+        "--out".into(),
+        out.clone().into_os_string(),
+        "--set".into(),
+        policy.into(),
+    ];
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    let run = RunDir::resume(&out).unwrap();
+    let rl = run.read_metrics().unwrap().into_iter().filter(|m| matches!(m, MetricLine::Rl(_)));
+    assert_eq!(rl.count(), 1);
+    for t in run.read_trajectories().unwrap() {
+        let parts = t.sequence.expect("a tag-style episode's sequence");
+        assert_eq!(parts.len(), 2 * t.trajectory.steps.len() - 1);
+        assert!(parts.iter().all(|p| p.loss != p.text.starts_with("\n<information>")), "{parts:?}");
+    }
+}

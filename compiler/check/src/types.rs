@@ -67,6 +67,7 @@ pub const KINDS: &[&str] = &[
     "branching",
     "lora",
     "device",
+    "call_format",
     // A variant of the recipe by its name (`variant flat { … }`, or `base`), which a claim
     // names; the planner checks that the recipe declares it.
     "variant",

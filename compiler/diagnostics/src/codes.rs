@@ -95,6 +95,12 @@ pub const CODES: &[CodeInfo] = &[
         Phase::Rules,
         "screenshot pixel budget on a model whose screenshots it cannot size",
     ),
+    live("E0421", Phase::Rules, "tag-style call of a tool whose arguments are not one string body"),
+    live(
+        "E0422",
+        Phase::Rules,
+        "tag-style call tags that name no tool, are no tag name, or mean two things",
+    ),
     live("E0440", Phase::Rules, "mini-batch in a unit the stage's level does not train"),
     live("E0441", Phase::Rules, "epochs over a task set whose size the recipe does not say"),
     live("E0442", Phase::Rules, "horizon curriculum that cannot be laid out as phases"),

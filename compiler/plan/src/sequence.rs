@@ -64,7 +64,10 @@ pub fn episode_tokens(plan: &Plan, phase: &Node) -> Option<u64> {
         _ => return None,
     };
     let step_response = a.step_response.0 as f64;
+    // A tag-style episode is one sequence: every reply and every result stays in it.
+    let tags = a.calls.tags().is_some();
     let kept = match a.history {
+        _ if tags => step_response,
         History::FullText | History::None => step_response,
         History::HideThinking => step_response / 2.0,
         History::ActionOnly => ACTION_ONLY_TOKENS,
@@ -73,13 +76,16 @@ pub fn episode_tokens(plan: &Plan, phase: &Node) -> Option<u64> {
         task: a.task_text.0 as f64,
         step_text: step_text as f64,
         first_observation,
-        pages: a.pages.value().map_or(f64::INFINITY, |p| f64::from(*p)),
+        pages: match a.pages.value() {
+            Some(p) if !tags => f64::from(*p),
+            _ => f64::INFINITY,
+        },
         placeholder: match a.older_pages {
             OlderPages::Drop => 0.0,
             OlderPages::Placeholder => PLACEHOLDER_TOKENS,
         },
         kept,
-        no_history: a.history == History::None,
+        no_history: a.history == History::None && !tags,
         shots: f64::from(shots),
         image,
         max_response: a.max_response.0 as f64,

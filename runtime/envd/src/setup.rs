@@ -150,6 +150,15 @@ pub async fn environment(
                  decides; serve a profile with `overflow = truncate_left`"
             )));
         }
+        if let Some(Params::Agent(params::Agent::React(r))) = typed.get(&s.agent)
+            && r.calls.tags().is_some()
+        {
+            return Err(no_env(format!(
+                "`{decl}`: its agent calls tools by tags (`calls = tags()`), its results \
+                 appended inside the one generated sequence, but this service answers each turn \
+                 as a message of its own; serve a profile with `calls = hermes`"
+            )));
+        }
         let (place, tools, env_kind) = place(env_decl, env, &mut services).await?;
         let window = served_window(typed, &s.agent, a, &tools, &mut tokenizers);
         let served = Served {

@@ -68,6 +68,7 @@ fn episode(
         },
         branch: None,
         screenshots: shots,
+        sequence: None,
     }
 }
 

@@ -106,6 +106,7 @@ async fn episodes_ending_in_environment_errors_are_retried_then_counted() {
         history: History::ActionOnly,
         window: wrl_exec::agent::prompt::Window::default(),
         hermes: None,
+        tags: None,
         exclude: Vec::new(),
         process: None,
         graph: None,
@@ -208,6 +209,7 @@ async fn a_frozen_api_module_that_fails_ends_the_episode_as_an_environment_failu
             history: History::ActionOnly,
             window: Window::default(),
             hermes: None,
+            tags: None,
             exclude: vec![FailureClass::EnvError, FailureClass::InfraTimeout],
             process: None,
             graph: Some((spec.clone(), Arc::new(brains))),
@@ -361,6 +363,7 @@ async fn branches_share_their_parents_prefix_and_never_exceed_the_budget() {
         history: History::ActionOnly,
         window: Window::default(),
         hermes: None,
+        tags: None,
         exclude: Vec::new(),
         process: None,
         graph: None,
@@ -412,4 +415,111 @@ async fn branches_share_their_parents_prefix_and_never_exceed_the_budget() {
     };
     assert_eq!(tokens(&plain), tokens(&full));
     assert!(full.iter().all(|e| e.branch.is_some_and(|b| b.parent.is_none())));
+}
+
+/// Tag-style calls (`calls = tags()`, Search-R1) on the sandbox's search API, a tiny candle
+/// policy writing scripted turns (a branch's replay, token for token): its `<search>` is run,
+/// the hits come back inline in `<information>` in the same sequence, its `<answer>` ends the
+/// episode; the episode trains as one sample whose loss mask leaves out exactly the
+/// information's tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tag_style_results_are_inline_and_masked_out_of_the_loss() {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+    use wrl_exec::agent::policy::TrainerPolicy;
+    use wrl_exec::agent::prompt::History;
+    use wrl_exec::agent::sample::Turn;
+    use wrl_exec::agent::tags::TagCalls;
+    use wrl_exec::reward::RewardValue;
+    use wrl_exec::rollout::{Episode, samples};
+    use wrl_plan::params::{CallsPerTurn, Coordinates, Tags, Tool, ToolParam, ToolTy, Toolset};
+    use wrl_trainer::{PolicyConfig, SampleParams, TinyConfig, Trainer, TrainerConfig};
+    let sb = Sandbox::start(0, 0).await.unwrap();
+    let env =
+        SearchEnv::new(&format!("{}/api", sb.base_url()), 200, Duration::from_secs(5)).unwrap();
+    let task = generate_qa(sb.content(), Split::Test, 1, 3).remove(0);
+    let trainer = Trainer::new(TrainerConfig {
+        policy: PolicyConfig::Tiny(TinyConfig::default()),
+        optim: Default::default(),
+        seed: 3,
+        device: Default::default(),
+    })
+    .unwrap();
+    let query = wrl_sandbox::search_api::expert_action(&task, &[], "").unwrap();
+    let query = query.strip_prefix("search ").unwrap().to_string();
+    let answer = match &task.checker {
+        wrl_sandbox::Checker::Answer { expected, .. } => expected.clone(),
+        other => panic!("{other:?}"),
+    };
+    let script =
+        [format!("Look it up. <search>{query}</search>"), format!("<answer>{answer}</answer>")];
+    let turns: Vec<Turn> = script
+        .iter()
+        .map(|text| {
+            let tokens = trainer.tokenizer().encode(text).unwrap();
+            Turn {
+                logprobs: vec![-1.0; tokens.len()],
+                completion_tokens: tokens,
+                text: text.clone(),
+                ..Turn::default()
+            }
+        })
+        .collect();
+    let trainer = Arc::new(Mutex::new(trainer));
+    let tools = Toolset {
+        coordinates: Coordinates::ElementIds,
+        calls_per_turn: CallsPerTurn::One,
+        answer_tag: "answer".into(),
+        tools: vec![Tool {
+            name: "search".into(),
+            params: vec![ToolParam {
+                name: "query".into(),
+                ty: ToolTy::parse("string").unwrap(),
+                default: None,
+            }],
+            terminal: false,
+        }],
+    };
+    let tags = TagCalls::new(tools, &Tags { result: "information".into(), tools: BTreeMap::new() });
+    let mut policy =
+        TrainerPolicy::new(trainer, SampleParams::default(), History::ActionOnly, "policy")
+            .with_tags(Some(Arc::new(tags)))
+            .with_replay(turns);
+    let traj = env.run_task(&task, &mut policy, &cfg()).await;
+    assert!(traj.outcome.success, "{:?}", traj.outcome);
+    assert_eq!(traj.steps[0].actions, [format!("search {query}")]);
+    let parts = policy.sequence().unwrap();
+    let texts: Vec<(&str, bool)> = parts.iter().map(|p| (p.text.as_str(), p.loss)).collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert_eq!(texts[0], (script[0].as_str(), true));
+    assert!(
+        texts[1].0.starts_with("\n<information>[1] ") && texts[1].0.ends_with("</information>\n")
+    );
+    assert_eq!((texts[1].1, texts[2]), (false, (script[1].as_str(), true)));
+    assert_eq!(texts[1].0.trim(), format!("<information>{}</information>", traj.steps[0].feedback));
+    // One sample: the prompt, then the policy's tokens in the loss and the information out.
+    let turns = std::mem::take(&mut policy.turns);
+    assert!(!turns[0].continues && turns[1].continues);
+    let lead = turns[1].lead.clone();
+    let ep = Episode {
+        group: 0,
+        trajectory: traj,
+        turns,
+        reward: RewardValue::Value(1.0),
+        process: Vec::new(),
+        screens: Vec::new(),
+        retried: 0,
+        branch: None,
+        sequence: Some(parts),
+        components: Default::default(),
+    };
+    let s = samples(std::slice::from_ref(&ep), 0, None, None).remove(0);
+    let mask = s.completion_mask.clone().unwrap();
+    let first = ep.turns[0].completion_tokens.len();
+    assert_eq!(mask.len(), s.completion_tokens.len());
+    assert!(mask[..first].iter().all(|&m| m));
+    assert!(mask[first..first + lead.len()].iter().all(|&m| !m));
+    assert!(mask[first + lead.len()..].iter().all(|&m| m));
+    assert_eq!(s.completion_tokens[first..first + lead.len()], lead[..]);
+    assert_eq!(s.prompt_tokens, ep.turns[0].prompt_tokens);
 }

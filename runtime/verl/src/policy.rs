@@ -147,8 +147,26 @@ fn react_fields(c: &mut Ctx<'_>, agent: &Node, r: params::React, al: &mut Json) 
         trajectory_tokens,
         tool_response_chars,
         call_timeout,
+        calls,
     } = r;
     window(c, agent, pages, older_pages, overflow);
+    once(c, agent, "calls", |c, n, f| match calls {
+        params::Calls::Hermes => {
+            c.implied(n, f, "tool calls as the policy's chat template writes them, one reply per tool response (multi_turn.format)");
+        }
+        params::Calls::Tags(_) => {
+            c.not_mapped(
+                n,
+                f,
+                "verl 0.9.1's agent loops read a turn's calls with a `multi_turn.format` \
+                 parser (Hermes `<tool_call>` JSON) and answer each in a new tool message; \
+                 tag-style calls, whose results are appended inside the same generated \
+                 sequence and masked there, have no such format",
+                "`calls = hermes` (a profile can)",
+            )
+            .refuse(crate::ctx::E_UNMAPPED);
+        }
+    });
     call_limits(c, agent, tool_response_chars, call_timeout);
     once(c, agent, "trajectory_tokens", |c, n, f| match trajectory_tokens {
         params::OrUnlimited::Unlimited => {

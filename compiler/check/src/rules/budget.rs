@@ -245,6 +245,8 @@ impl Prompt {
         let env = agent.fields.get("env").and_then(|e| ctx.obj(e))?;
         let (shots, shots_span) = screenshots(env)?;
         let pages = match agent.fields.get("pages") {
+            // A tag-style episode is one sequence: every result stays in it.
+            _ if tag_style(ctx, agent) => f64::INFINITY,
             None => f64::INFINITY,
             Some(p) if slots::enum_value(p) == Some("all") => f64::INFINITY,
             Some(p) => num(p)?,
@@ -274,6 +276,12 @@ impl Prompt {
             },
         })
     }
+}
+
+/// Whether a ReAct agent calls its tools by tags (`calls = tags()`): its episode is one
+/// sequence holding every reply and result.
+fn tag_style(ctx: &Ctx<'_>, agent: &Obj) -> bool {
+    agent.fields.get("calls").and_then(|c| ctx.obj(c)).is_some_and(|c| c.kind == "call_format")
 }
 
 /// One `Turn` per model the agent prompts: the policy of a ReAct loop, each module of a graph.
@@ -309,6 +317,8 @@ fn turns<'a>(ctx: &Ctx<'a>, agent: &'a Obj) -> Vec<Turn<'a>> {
         };
     if agent.ctor == "react" {
         let Some(history) = slots::read::<History>(agent, "history") else { return out };
+        // A tag-style episode keeps every reply whole, whatever `history` says.
+        let history = if tag_style(ctx, agent) { History::FullText } else { history };
         let kept = match history {
             History::HideThinking => prompt.step_response / 2.0,
             History::ActionOnly => ACTION_ONLY_TOKENS,

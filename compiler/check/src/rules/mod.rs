@@ -17,6 +17,7 @@ mod lints;
 pub(crate) mod rl;
 mod slots;
 mod stages;
+mod tags;
 mod toolcalls;
 mod tools;
 
@@ -189,6 +190,7 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     answers::check(ctx, &mut out);
     endpoint::check(ctx, &mut out);
     toolcalls::check(ctx, &mut out);
+    tags::check(ctx, &mut out);
     columns::check(ctx, &mut out);
     tools::check(ctx, &mut out);
     graph::check(ctx, &mut out);

@@ -40,6 +40,45 @@ pub struct React {
     pub tool_response_chars: OrUnlimited<u64>,
     /// The time one policy call may take (`off`: no limit of its own).
     pub call_timeout: OrOff<Seconds>,
+    /// How the policy writes its calls.
+    pub calls: Calls,
+}
+
+/// How a ReAct policy writes its tool calls (`calls`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Calls {
+    /// A reply per turn, its calls Hermes `<tool_call>` JSON (the tiny policy: terse lines).
+    Hermes,
+    /// `tags() { … }`: Search-R1's tags, results inline in one generated sequence.
+    Tags(Tags),
+}
+
+/// `tags() { result, tools }`: tag-style calls.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tags {
+    /// The tag the env's response is wrapped in (`information`).
+    pub result: String,
+    /// A tool's tag where it is not the tool's name.
+    pub tools: BTreeMap<String, String>,
+}
+
+impl Tags {
+    /// The tag `tool` is called by: its own, or its name.
+    pub fn tag_of<'a>(&'a self, tool: &'a str) -> &'a str {
+        self.tools.get(tool).map_or(tool, String::as_str)
+    }
+}
+
+impl Calls {
+    /// The tag-style settings, when the calls are tags.
+    pub fn tags(&self) -> Option<&Tags> {
+        match self {
+            Calls::Hermes => None,
+            Calls::Tags(t) => Some(t),
+        }
+    }
 }
 
 /// What a page that left a ReAct agent's window leaves in the prompt.

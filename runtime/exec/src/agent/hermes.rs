@@ -13,7 +13,7 @@ use wrl_trainer::chat::CallText;
 use wrl_trainer::{Role, Segment};
 
 use super::actions::{TurnError, turn_actions};
-use super::toolcall::{Arg, ToolCall, parse_turn};
+use super::toolcall::{Arg, ToolCall, Turn, parse_turn};
 use crate::env::search::{Call, parse_call};
 
 /// Which environment a turn is for: its terse syntax differs.
@@ -80,16 +80,7 @@ impl Hermes {
             EnvKind::Search => {
                 let turn =
                     parse_turn(text, &self.tools).map_err(|e| TurnError::from(e).agent_error())?;
-                if let Some(answer) = &turn.answer {
-                    return Ok(format!("answer {}", one_line(answer)));
-                }
-                match turn.calls.as_slice() {
-                    [call] => search_line(call),
-                    calls => Err(AgentError::Parse(format!(
-                        "the search API runs one call a turn; this turn makes {}",
-                        calls.len()
-                    ))),
-                }
+                search_turn(&turn)
             }
         }
     }
@@ -172,6 +163,21 @@ fn strings(a: Option<&Arg>) -> Vec<String> {
         Some(Arg::List(items)) => items.iter().flat_map(|i| strings(Some(i))).collect(),
         Some(Arg::Str(s) | Arg::Word(s)) => vec![one_line(s)],
         _ => Vec::new(),
+    }
+}
+
+/// A checked turn of a search API's tool set (a Hermes or a tag-style turn) as the terse
+/// line the env runs: its answer, or its one call.
+pub(crate) fn search_turn(turn: &Turn) -> Result<String, AgentError> {
+    if let Some(answer) = &turn.answer {
+        return Ok(format!("answer {}", one_line(answer)));
+    }
+    match turn.calls.as_slice() {
+        [call] => search_line(call),
+        calls => Err(AgentError::Parse(format!(
+            "the search API runs one call a turn; this turn makes {}",
+            calls.len()
+        ))),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod hermes;
 pub mod policy;
 pub mod prompt;
 pub mod sample;
+pub mod tags;
 pub mod toolcall;
 
 use std::sync::Arc;
@@ -41,6 +42,9 @@ pub struct AgentCfg {
     /// instruction-tuned policy calls it (see `hermes`; set by [`AgentCfg::in_plan`], which
     /// sees the env). A ReAct rollout's policy calls it; a graph's modules hold their own.
     pub hermes: Option<Arc<hermes::Hermes>>,
+    /// A ReAct agent's tool set called by tags (`calls = tags()`, `agent::tags`; set by
+    /// [`AgentCfg::in_plan`]): its policy's turns continue one sequence.
+    pub tags: Option<Arc<tags::TagCalls>>,
 }
 
 impl AgentCfg {
@@ -54,7 +58,15 @@ impl AgentCfg {
             }
             None => hermes::Hermes::of_agent(agent, plan).map(Arc::new),
         };
-        AgentCfg { hermes, ..cfg }
+        let tags = match agent {
+            params::Agent::React(r) => r.calls.tags().and_then(|t| {
+                let h = hermes::Hermes::of_agent(agent, plan)?;
+                let keep = r.tool_response_chars.value().map(|c| *c as usize);
+                Some(Arc::new(tags::TagCalls::new(h.tools, t).keeping(keep)))
+            }),
+            params::Agent::Graph(_) => None,
+        };
+        AgentCfg { hermes, tags, ..cfg }
     }
 
     /// The settings of an agent node. A ReAct agent's `prompt` is refused by the preflight
@@ -79,9 +91,12 @@ impl AgentCfg {
                     // The checker's context budget (E0404).
                     task_text: _,
                     trajectory_tokens: _,
-                    // Refused by the preflight unless `unlimited` and `off` (limits.rs).
+                    // Refused by the preflight unless `unlimited` and `off` (limits.rs); a
+                    // tag-style agent's cut is read by `in_plan`.
                     tool_response_chars: _,
                     call_timeout: _,
+                    // Read by `in_plan`, which sees the env's tool set.
+                    calls: _,
                 } = r;
                 AgentCfg {
                     history: History::from(*history),
@@ -93,6 +108,7 @@ impl AgentCfg {
                     env: env.id().to_string(),
                     per_role: false,
                     hermes: None,
+                    tags: None,
                 }
             }
             params::Agent::Graph(g) => {
@@ -112,6 +128,7 @@ impl AgentCfg {
                         params::Weights::PerRole => true,
                     },
                     hermes: None,
+                    tags: None,
                 }
             }
         }

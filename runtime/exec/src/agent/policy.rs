@@ -9,13 +9,16 @@ use std::sync::{Arc, Mutex};
 
 use wrl_browser::AgentTurn;
 use wrl_sandbox::Task;
-use wrl_trainer::{Role, SampleParams, Segment, Trainer, Trajectory};
+use wrl_trainer::{Role, SampleParams, Segment, Trainer, Trajectory, render_prompt_with};
 
+use super::actions::TurnError;
 use super::conversation::Chat;
-use super::hermes::Hermes;
+use super::hermes::{Hermes, search_turn};
 use super::prompt::{History, MAX_PROMPT_BYTES, Window, prompt_cut, prompt_in, split_task};
-use super::sample::{Turn, sample_on};
+use super::sample::{Turn, sample_on, sample_tokens};
+use super::tags::TagCalls;
 use crate::env::Agent;
+use crate::rundir::records::SeqPart;
 
 /// Per-turn SFT examples from an expert trajectory: the same prompts the policy will see (an
 /// over-long one is cut, never dropped: a demonstration is imitated whole). With `hermes` (an
@@ -86,6 +89,19 @@ pub struct TrainerPolicy {
     /// The episode as a conversation, for a policy with a chat template and `history =
     /// full_text` / `hide_thinking`.
     chat: Option<Chat>,
+    /// The tool set called by tags (`calls = tags()`): each turn continues one sequence.
+    tags: Option<Arc<TagCalls>>,
+    /// A tag-style episode's sequence so far.
+    sequence: Option<Sequence>,
+}
+
+/// A tag-style episode's one sequence: the first turn's prompt, then every token since (the
+/// policy's turns and the env's results), and the same as text in parts.
+#[derive(Clone, Debug, Default)]
+struct Sequence {
+    prompt: Vec<u32>,
+    tokens: Vec<u32>,
+    parts: Vec<SeqPart>,
 }
 
 impl TrainerPolicy {
@@ -107,6 +123,8 @@ impl TrainerPolicy {
             turns: Vec::new(),
             replay: Vec::new(),
             chat: None,
+            tags: None,
+            sequence: None,
         }
     }
 
@@ -149,6 +167,18 @@ impl TrainerPolicy {
         self
     }
 
+    /// Calls the tool set by tags (`calls = tags()`): the episode is one sequence, each tool
+    /// response appended to it in its result tags ([`TagCalls`]).
+    pub fn with_tags(mut self, tags: Option<Arc<TagCalls>>) -> TrainerPolicy {
+        self.tags = tags;
+        self
+    }
+
+    /// A tag-style episode's sequence after its prompt, in parts; `None` for other formats.
+    pub fn sequence(&self) -> Option<Vec<SeqPart>> {
+        self.sequence.as_ref().map(|s| s.parts.clone())
+    }
+
     /// Samples from the episode's own stream: the same turns whatever other episodes run
     /// alongside (see [`sample_turn`]).
     pub fn with_stream(mut self, stream: Option<u64>) -> TrainerPolicy {
@@ -162,6 +192,9 @@ impl TrainerPolicy {
     /// the turns so far: the policy gives up when the prompt does not fit (`context_overflow`)
     /// or its `trajectory_tokens` are spent; an empty turn when the trainer cannot sample.
     pub fn act_text(&mut self, observation: &str, history: &[String]) -> AgentTurn {
+        if let Some(tags) = self.tags.clone() {
+            return self.act_tags(&tags, observation, history);
+        }
         let segments = match self.chat.as_mut() {
             Some(c) => match c.prompt_in(observation, self.window) {
                 Ok(segments) => segments,
@@ -176,18 +209,9 @@ impl TrainerPolicy {
                 }
             }
         };
-        // A reply is cut to what is left of the episode's budget; nothing left ends it.
         let mut params = self.params.clone();
-        if let Some(budget) = self.window.reply_budget {
-            let spent: usize = self.turns.iter().map(|t| t.completion_tokens.len()).sum();
-            let left = budget.saturating_sub(spent);
-            if left == 0 {
-                return AgentTurn::GaveUp(format!(
-                    "trajectory_tokens: the policy has written {spent} tokens, the episode's \
-                     whole budget of {budget}"
-                ));
-            }
-            params.max_tokens = params.max_tokens.min(left);
+        if let Err(why) = self.budget(&mut params) {
+            return AgentTurn::GaveUp(why);
         }
         let step = self.turns.len();
         let (turn, out) = match self.replay.get(step) {
@@ -213,6 +237,136 @@ impl TrainerPolicy {
             None => AgentTurn::Text(out),
         }
     }
+}
+
+impl TrainerPolicy {
+    /// A reply is cut to what is left of the episode's `trajectory_tokens`; `Err` when nothing
+    /// is.
+    fn budget(&self, params: &mut SampleParams) -> Result<(), String> {
+        if let Some(budget) = self.window.reply_budget {
+            let spent: usize = self.turns.iter().map(|t| t.completion_tokens.len()).sum();
+            let left = budget.saturating_sub(spent);
+            if left == 0 {
+                return Err(format!(
+                    "trajectory_tokens: the policy has written {spent} tokens, the episode's \
+                     whole budget of {budget}"
+                ));
+            }
+            params.max_tokens = params.max_tokens.min(left);
+        }
+        Ok(())
+    }
+
+    /// One tag-style turn: the first renders the task's prompt; each later one appends the
+    /// env's response (the observation's `result: …`) in the result tags to the sequence and
+    /// continues it. Decoding stops at a closing call or answer tag; the segment is read as
+    /// its first tag's call, handed to the env as the terse line it runs.
+    fn act_tags(&mut self, tags: &TagCalls, observation: &str, history: &[String]) -> AgentTurn {
+        let Ok(trainer) = self.trainer.lock() else { return AgentTurn::Text(String::new()) };
+        let (prompt, lead_text) = match &self.sequence {
+            None => {
+                let tok = trainer.tokenizer();
+                let text = match prompt_in(observation, &self.seen, history, self.mode, self.window)
+                {
+                    Ok(t) if tok.chat().is_some() => format!("{}\n\n{t}", instructions(tags)),
+                    Ok(t) => t,
+                    Err(why) => return AgentTurn::GaveUp(why),
+                };
+                match render_prompt_with(tok, &[Segment::new(Role::User, text)], &[]) {
+                    Ok(p) => (p, None),
+                    Err(_) => return AgentTurn::Text(String::new()),
+                }
+            }
+            Some(seq) => {
+                let response = split_task(observation).1;
+                let response = response.strip_prefix("result: ").unwrap_or(response);
+                let mut prefix = seq.prompt.clone();
+                prefix.extend_from_slice(&seq.tokens);
+                (prefix, Some(tags.result_block(response)))
+            }
+        };
+        let lead = match &lead_text {
+            Some(t) => match trainer.tokenizer().encode(t) {
+                Ok(ids) => ids,
+                Err(_) => return AgentTurn::Text(String::new()),
+            },
+            None => Vec::new(),
+        };
+        let context = trainer.model().context();
+        drop(trainer);
+        let mut params = SampleParams { stop: tags.stops(), ..self.params.clone() };
+        if let Err(why) = self.budget(&mut params) {
+            return AgentTurn::GaveUp(why);
+        }
+        let mut whole = prompt;
+        whole.extend_from_slice(&lead);
+        let room = context.saturating_sub(whole.len());
+        if room == 0 {
+            return AgentTurn::GaveUp(format!(
+                "context_overflow: the tag-style sequence holds {} tokens, the policy's whole \
+                 context of {context}",
+                whole.len()
+            ));
+        }
+        params.max_tokens = params.max_tokens.min(room);
+        let step = self.turns.len();
+        let (turn, out) = match self.replay.get(step) {
+            Some(parent) => (parent.clone(), parent.text.clone()),
+            None => {
+                let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, step as u64));
+                match sample_tokens(&self.trainer, whole.clone(), &params, stream) {
+                    Some(sampled) => sampled,
+                    None => return AgentTurn::Text(String::new()),
+                }
+            }
+        };
+        // What the policy wrote, as its tokens read back (what the loss trains).
+        let written = self
+            .trainer
+            .lock()
+            .ok()
+            .and_then(|t| t.tokenizer().decode(&turn.completion_tokens).ok())
+            .unwrap_or_else(|| out.clone());
+        let seq = self
+            .sequence
+            .get_or_insert_with(|| Sequence { prompt: whole.clone(), ..Sequence::default() });
+        if let Some(text) = lead_text {
+            seq.parts.push(SeqPart { text, loss: false });
+        }
+        seq.tokens.extend_from_slice(&lead);
+        seq.tokens.extend_from_slice(&turn.completion_tokens);
+        seq.parts.push(SeqPart { text: written, loss: true });
+        let continues = step > 0;
+        self.turns.push(Turn { step, continues, lead, prompt_tokens: whole, ..turn });
+        match tags.parse(&out) {
+            Ok(t) => match search_turn(&t) {
+                Ok(line) => AgentTurn::Text(line),
+                Err(error) => AgentTurn::Malformed { text: out, error },
+            },
+            Err(e) => AgentTurn::Malformed { text: out, error: TurnError::from(e).agent_error() },
+        }
+    }
+}
+
+/// What an instruction-tuned policy is told of the tags before its task (the tiny policy,
+/// whose every byte of context counts, learns them from its rewards alone).
+fn instructions(tags: &TagCalls) -> String {
+    let calls: Vec<String> = tags
+        .tools
+        .tools
+        .iter()
+        .filter_map(|t| tags.tag_of(&t.name).map(|g| format!("<{g}>…</{g}> calls `{}`", t.name)))
+        .collect();
+    let answer = match tags.tools.answer_tag.as_str() {
+        "" => String::new(),
+        a => format!(" Give the final answer as <{a}>…</{a}>."),
+    };
+    format!(
+        "Call a tool by writing its argument between its tags: {}. The result comes back \
+         between <{r}> and </{r}>.{answer}",
+        calls.join("; "),
+        r = tags.result
+    )
 }
 
 impl Agent for TrainerPolicy {

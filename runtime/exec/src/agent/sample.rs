@@ -23,6 +23,14 @@ pub struct Turn {
     /// The mean entropy of its first `SampleParams::entropy_tokens` tokens
     /// (`wrl_trainer::top_entropy`); `None` when none were measured.
     pub entropy: Option<f32>,
+    /// A tag-style turn after the first (`agent::tags`): it continues the previous turn's
+    /// sequence, its prompt that turn's prompt and completion and then `lead`, the env's
+    /// response in its result tags; its episode trains as one sample whose loss mask leaves
+    /// every `lead` out (`rollout::samples`).
+    pub continues: bool,
+    /// The tokens appended to the sequence before this turn's completion: the env's text, not
+    /// the policy's (empty unless `continues`).
+    pub lead: Vec<u32>,
 }
 
 /// One sampled turn of the candle policy on a user prompt (with `tools`, JSON function schemas
@@ -60,6 +68,37 @@ pub fn sample_on(
             }
         };
         let prompt = render_prompt_with(sampler.tokenizer(), segments, tools).ok()?;
+        draw(&mut sampler, prompt, params)
+    })
+}
+
+/// One turn of the candle policy continuing `prompt` (tokens already rendered: a tag-style
+/// sequence so far), as [`sample_on`] samples one.
+pub fn sample_tokens(
+    trainer: &Mutex<Trainer>,
+    prompt: Vec<u32>,
+    params: &SampleParams,
+    stream: Option<u64>,
+) -> Option<(Turn, String)> {
+    blocking(|| {
+        let mut sampler = {
+            let mut t = trainer.lock().ok()?;
+            match stream {
+                Some(s) => t.sampler_for(s),
+                None => t.sampler(),
+            }
+        };
+        draw(&mut sampler, prompt, params)
+    })
+}
+
+/// One completion of `prompt` by `sampler`, as a turn and its trimmed text.
+fn draw(
+    sampler: &mut wrl_trainer::Sampler,
+    prompt: Vec<u32>,
+    params: &SampleParams,
+) -> Option<(Turn, String)> {
+    {
         let mut outs = sampler.sample(std::slice::from_ref(&prompt), params).ok()?;
         if outs.is_empty() {
             return None;
@@ -78,9 +117,11 @@ pub fn sample_on(
             role: String::new(),
             text: text.clone(),
             entropy,
+            continues: false,
+            lead: Vec::new(),
         };
         Some((turn, text))
-    })
+    }
 }
 
 /// Runs CPU-bound `f` (a sampling turn) so that the other tasks of a multi-threaded tokio

@@ -131,7 +131,8 @@ fn call(index: usize, json: &str, tools: &Toolset) -> Result<ToolCall, CallError
     check(index, tool, &args)
 }
 
-fn check(
+/// One call's arguments checked against its tool's schema, defaults filled.
+pub(crate) fn check(
     index: usize,
     tool: &Tool,
     args: &serde_json::Map<String, Json>,

@@ -95,6 +95,7 @@ impl<'a> Executor<'a> {
                 ..agent.window
             },
             hermes: agent.hermes.clone(),
+            tags: agent.tags.clone(),
             exclude: Vec::new(),
             process: None,
             graph: self.graph_of(&node.decl, &agent, binds, &[], trainer.as_ref(), &roles)?,
@@ -336,6 +337,7 @@ mod tests {
             screens: Vec::new(),
             retried: 0,
             branch: None,
+            sequence: None,
             components: Default::default(),
         }
     }

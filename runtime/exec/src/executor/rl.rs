@@ -230,6 +230,7 @@ impl<'a> Executor<'a> {
             history: agent.history,
             window: agent.window,
             hermes: agent.hermes.clone(),
+            tags: agent.tags.clone(),
             exclude: p.exclude.clone(),
             process,
             graph,

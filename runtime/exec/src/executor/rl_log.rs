@@ -151,6 +151,7 @@ impl Executor<'_> {
                 trajectory: ep.trajectory.clone(),
                 branch: ep.branch,
                 screenshots,
+                sequence: ep.sequence.clone(),
             });
             self.trajectory_ids += 1;
         }

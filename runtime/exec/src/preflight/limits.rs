@@ -1,10 +1,11 @@
 //! Fields of the seed recipes' round 3 (#44) this runtime does not honour yet, each refused at
 //! its field (E0502) rather than ignored: a ReAct agent's cut of tool responses and its
 //! per-call timeout, a graph module's stop strings, tasks drawn shuffled, a dropped rest of the
-//! mini-batches, and grounding pairs.
+//! mini-batches, and grounding pairs; and, for a tag-style agent (#46), SFT demonstrations and
+//! GiGPO's step-level groups.
 
 use wrl_plan::Node;
-use wrl_plan::params::{self, Dataset, RecordKind};
+use wrl_plan::params::{self, Dataset, Params, RecordKind, TypedPlan};
 
 use super::refuse::unsupported;
 use crate::error::RunError;
@@ -14,7 +15,10 @@ pub(super) fn agent(n: &Node, a: &params::Agent) -> Vec<RunError> {
     let mut errs = Vec::new();
     match a {
         params::Agent::React(r) => {
-            if let params::OrUnlimited::Value(c) = r.tool_response_chars {
+            // A tag-style agent cuts each result before it enters the sequence (`agent::tags`).
+            if let params::OrUnlimited::Value(c) = r.tool_response_chars
+                && r.calls.tags().is_none()
+            {
                 errs.push(unsupported(
                     n,
                     format!(
@@ -22,7 +26,8 @@ pub(super) fn agent(n: &Node, a: &params::Agent) -> Vec<RunError> {
                          implemented: the prompt keeps each whole, within its `pages` window",
                         n.decl
                     ),
-                    "set `tool_response_chars = unlimited` (a profile can)",
+                    "set `tool_response_chars = unlimited` (a profile can; a tag-style agent, \
+                     `calls = tags()`, cuts its results)",
                     "tool_response_chars",
                 ));
             }
@@ -78,4 +83,50 @@ pub(super) fn grounding(n: &Node, d: &Dataset) -> Option<RunError> {
             "kind",
         )
     })
+}
+
+/// An SFT stage where the run's agent (the first, whose prompts the examples show) calls by
+/// tags: demonstrations are taught one turn per step, as Hermes calls or terse lines, not as
+/// the one sequence a tag-style episode is, so the stage would teach another format.
+pub(super) fn sft_tags(plan: &TypedPlan<'_>, n: &Node) -> Option<RunError> {
+    let tags = plan.nodes.iter().find_map(|(_, p)| match p {
+        Params::Agent(params::Agent::React(r)) => Some(r.calls.tags().is_some()),
+        Params::Agent(params::Agent::Graph(_)) => Some(false),
+        _ => None,
+    });
+    tags.filter(|t| *t).map(|_| {
+        unsupported(
+            n,
+            format!(
+                "stage `{}`: demonstrations for a tag-style agent (`calls = tags()`) are not \
+                 implemented: each example is one step's turn, not the episode's one sequence \
+                 with the results inline",
+                n.decl
+            ),
+            "train the tag-style agent by RL alone, or give the SFT's run a `calls = hermes` agent",
+            "data",
+        )
+    })
+}
+
+/// GiGPO over a tag-style agent: its step-level groups need a sample per step, and a tag-style
+/// episode trains as one sample (its steps joined into one sequence).
+pub(super) fn gigpo_tags(plan: &TypedPlan<'_>, n: &Node, p: &params::RlPhase) -> Option<RunError> {
+    let params::OrGrpo::Value(params::AdvantageObj::Gigpo(_)) = p.update.advantage else {
+        return None;
+    };
+    let Some(Params::Agent(params::Agent::React(r))) = plan.get(p.run.agent.id()) else {
+        return None;
+    };
+    r.calls.tags()?;
+    Some(unsupported(
+        n,
+        format!(
+            "stage `{}`: GiGPO's step-level advantages group one sample per step by its state, \
+             and a tag-style agent (`calls = tags()`) trains each episode as one sample",
+            n.decl
+        ),
+        "use group-relative advantages (`advantage = grpo`), or `calls = hermes`",
+        "advantage",
+    ))
 }

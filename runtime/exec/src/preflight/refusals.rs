@@ -294,6 +294,21 @@ fn agent(plan: &TypedPlan<'_>, n: &Node, a: &Agent) -> Vec<RunError> {
     let mut errs = super::limits::agent(n, a);
     match a {
         Agent::React(r) => {
+            // Tag-style calls read a search API's tool responses; a page is not one.
+            let search = matches!(plan.get(r.env.id()), Some(Params::Env(Env::SearchApi(_))));
+            if r.calls.tags().is_some() && !search {
+                errs.push(unsupported(
+                    n,
+                    format!(
+                        "agent `{}`: tag-style calls (`calls = tags()`) run in a `search_api` \
+                         env only: this runtime appends a search API's responses to the \
+                         sequence, not pages",
+                        n.decl
+                    ),
+                    "set `calls = hermes`, or act in a `search_api` env",
+                    "calls",
+                ));
+            }
             if !r.prompt.is_empty() {
                 errs.push(unsupported(
                     n,
@@ -368,6 +383,7 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
     let mut errs: Vec<RunError> =
         crate::executor::hf::frozen_split(plan, n, p.run.init.id(), &p.update.frozen)
             .into_iter()
+            .chain(super::limits::gigpo_tags(plan, n, p))
             .chain(super::lora::lora(plan, n, p.run.init.id(), &p.update.lora))
             .collect();
     // The checker refuses this (E0440); a plan written by other means is refused here.
@@ -512,6 +528,7 @@ fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
         crate::executor::hf::frozen_split(plan, n, s.model.id(), &s.frozen)
             .into_iter()
             .chain(super::lora::lora(plan, n, s.model.id(), &s.lora))
+            .chain(super::limits::sft_tags(plan, n))
             .collect();
     if !s.mask.contains(&params::MaskPart::Observations) {
         errs.push(unsupported(

@@ -132,6 +132,7 @@ mod tests {
             trajectory: episode(template, reason, success, 0),
             branch: None,
             screenshots: None,
+            sequence: None,
         }
     }
 

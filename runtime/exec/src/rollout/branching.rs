@@ -177,6 +177,7 @@ mod tests {
             screens: Vec::new(),
             retried: 0,
             branch: Some(Branch { sample, parent: None, at: 0 }),
+            sequence: None,
             components: Default::default(),
         }
     }

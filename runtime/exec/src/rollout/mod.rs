@@ -20,13 +20,14 @@ use crate::agent::hermes::Hermes;
 use crate::agent::policy::TrainerPolicy;
 use crate::agent::prompt::{History, Window};
 use crate::agent::sample::Turn;
+use crate::agent::tags::TagCalls;
 use crate::env::{Agent, Env};
 use crate::reward::classes;
 use crate::reward::judges::Judges;
 use crate::reward::{
     Components, EpisodeFacts, Exclusion, RewardExpr, RewardValue, Rewards, evaluate,
 };
-use crate::rundir::records::Branch;
+use crate::rundir::records::{Branch, SeqPart};
 
 pub use samples::{informative_groups, samples, uniform_groups};
 
@@ -59,6 +60,8 @@ pub struct Episode {
     /// The components its reward endpoints answered (empty without one, or when none
     /// answered).
     pub components: Components,
+    /// A tag-style agent's episode as its one sequence (`agent::tags`); `None` otherwise.
+    pub sequence: Option<Vec<SeqPart>>,
 }
 
 impl Episode {
@@ -75,6 +78,7 @@ impl Episode {
             retried: 0,
             branch: None,
             components: Components::new(),
+            sequence: None,
         }
     }
 
@@ -133,6 +137,8 @@ pub struct RolloutCfg {
     pub window: Window,
     /// The ReAct agent's tool set, as an instruction-tuned policy calls it (`agent::hermes`).
     pub hermes: Option<Arc<Hermes>>,
+    /// The ReAct agent's tool set called by tags (`agent::tags`): one sequence per episode.
+    pub tags: Option<Arc<TagCalls>>,
     /// Failure classes (`env_error`, `infra_timeout`, …) whose samples leave the loss.
     pub exclude: Vec<FailureClass>,
     /// The per-step process reward, added to each turn's outcome reward.
@@ -374,6 +380,7 @@ async fn attempt(
                 TrainerPolicy::new(t, cfg.sample.clone(), cfg.history, "policy")
                     .with_window(cfg.window)
                     .with_hermes(cfg.hermes.clone())
+                    .with_tags(cfg.tags.clone())
                     .with_stream(stream)
                     .with_replay(job.replay.clone()),
             ),
@@ -382,6 +389,7 @@ async fn attempt(
     };
     let result = env.run(task, agent.as_agent(), keep, &cfg.episode).await;
     let turns = agent.take_turns();
+    let sequence = agent.take_sequence();
     let (trajectory, shots) = match result {
         Ok(run) => (run.trajectory, run.screenshots),
         Err(e) => (failed(task, &e), Vec::new()),
@@ -399,6 +407,7 @@ async fn attempt(
         retried: 0,
         branch: None,
         components,
+        sequence,
     }
 }
 
@@ -406,6 +415,8 @@ async fn attempt(
 trait AgentWithTurns: Send {
     fn as_agent(&mut self) -> &mut dyn Agent;
     fn take_turns(&mut self) -> Vec<Turn>;
+    /// A tag-style episode's sequence ([`Episode::sequence`]).
+    fn take_sequence(&mut self) -> Option<Vec<SeqPart>>;
 }
 
 impl AgentWithTurns for TrainerPolicy {
@@ -415,6 +426,9 @@ impl AgentWithTurns for TrainerPolicy {
     fn take_turns(&mut self) -> Vec<Turn> {
         std::mem::take(&mut self.turns)
     }
+    fn take_sequence(&mut self) -> Option<Vec<SeqPart>> {
+        self.sequence()
+    }
 }
 
 impl AgentWithTurns for GraphPolicy {
@@ -423,6 +437,9 @@ impl AgentWithTurns for GraphPolicy {
     }
     fn take_turns(&mut self) -> Vec<Turn> {
         std::mem::take(&mut self.turns)
+    }
+    fn take_sequence(&mut self) -> Option<Vec<SeqPart>> {
+        None
     }
 }
 

@@ -10,6 +10,7 @@ use wrl_trainer::Sample;
 use wrl_trainer::gigpo::Step;
 
 use super::Episode;
+use crate::agent::sample::Turn;
 use crate::reward::RewardValue;
 
 /// Per-turn RL samples: each turn of an episode carries the episode's reward. With `role`, only
@@ -30,9 +31,19 @@ pub fn samples(
             RewardValue::Excluded(_) => (0.0, true),
         };
         let turns: Vec<_> = ep.turns.iter().filter(|t| role.is_none_or(|r| t.role == r)).collect();
+        let first = out.len();
         for (k, turn) in turns.iter().enumerate() {
             let process = ep.process.get(turn.step).copied().unwrap_or(0.0) as f32;
             let last = k + 1 == turns.len();
+            // A tag-style turn continues its episode's one sample: the env's response (its
+            // `lead`) joins the completion masked out of the loss, the turn's own tokens in it.
+            if turn.continues
+                && out.len() > first
+                && let Some(s) = out.last_mut()
+            {
+                continue_sample(s, turn, process, last.then_some(reward));
+                continue;
+            }
             let step = anchor.map(|key| Step {
                 anchor: anchor_of(&ep.trajectory, turn.step, key),
                 reward: process + if last { reward } else { 0.0 },
@@ -53,6 +64,26 @@ pub fn samples(
         }
     }
     out
+}
+
+/// `s` (a tag-style episode's sample so far) continued by `turn`: its `lead` (the env's
+/// response) masked out of the loss with log-probs of 0, which no loss reads, then its own
+/// tokens; the turn's process reward added, and the outcome's to the step when it is the last.
+fn continue_sample(s: &mut Sample, turn: &Turn, process: f32, outcome: Option<f32>) {
+    let mut mask =
+        s.completion_mask.take().unwrap_or_else(|| vec![true; s.completion_tokens.len()]);
+    s.completion_tokens.extend_from_slice(&turn.lead);
+    s.old_logprobs.extend(std::iter::repeat_n(0.0, turn.lead.len()));
+    mask.extend(std::iter::repeat_n(false, turn.lead.len()));
+    s.completion_tokens.extend_from_slice(&turn.completion_tokens);
+    s.old_logprobs.extend_from_slice(&turn.logprobs);
+    mask.extend(std::iter::repeat_n(true, turn.completion_tokens.len()));
+    s.completion_mask = Some(mask);
+    s.reward += process;
+    s.truncated = turn.truncated;
+    if let Some(step) = s.step.as_mut() {
+        step.reward += process + outcome.unwrap_or(0.0);
+    }
 }
 
 /// The state environment step `step` of `traj` was sampled in, as `key` names it: the text
@@ -93,4 +124,53 @@ fn group_rewards(episodes: &[Episode]) -> BTreeMap<usize, Vec<f64>> {
         }
     }
     by_group
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reward::RewardValue;
+
+    #[test]
+    fn a_tag_style_episode_is_one_sample_with_the_results_masked() {
+        let traj: Trajectory = serde_json::from_value(serde_json::json!({
+            "task_id": "t", "template": "qa", "goal": "g", "agent": "policy", "steps": [],
+            "outcome": {"reason": "completed", "message": "", "answer": "a", "success": true,
+                        "detail": ""},
+            "elapsed_ms": 1
+        }))
+        .expect("a trajectory");
+        let turn = |step: usize, completion: Vec<u32>, lead: Vec<u32>| Turn {
+            prompt_tokens: vec![1, 2],
+            logprobs: vec![-0.5; completion.len()],
+            completion_tokens: completion,
+            step,
+            continues: step > 0,
+            lead,
+            ..Turn::default()
+        };
+        let ep = Episode {
+            group: 0,
+            trajectory: traj,
+            turns: vec![turn(0, vec![10, 11], vec![]), turn(1, vec![12], vec![90, 91, 92])],
+            reward: RewardValue::Value(1.0),
+            process: Vec::new(),
+            screens: Vec::new(),
+            retried: 0,
+            branch: None,
+            sequence: None,
+            components: Default::default(),
+        };
+        let out = samples(&[ep], 0, None, None);
+        assert_eq!(out.len(), 1);
+        let s = &out[0];
+        assert_eq!(s.prompt_tokens, [1, 2]);
+        assert_eq!(s.completion_tokens, [10, 11, 90, 91, 92, 12]);
+        assert_eq!(
+            s.completion_mask.as_deref(),
+            Some(&[true, true, false, false, false, true][..])
+        );
+        assert_eq!(s.old_logprobs, [-0.5, -0.5, 0.0, 0.0, 0.0, -0.5]);
+        assert_eq!(s.reward, 1.0);
+    }
 }

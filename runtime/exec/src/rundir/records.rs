@@ -253,6 +253,20 @@ pub struct TrajectoryLine {
     /// Screenshots of each step and the final page, relative to the run directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshots: Option<Vec<String>>,
+    /// A tag-style agent's episode as the one sequence the policy generated (`calls = tags()`),
+    /// after its prompt: the policy's text and the env's results inline, each part saying
+    /// whether it is in the loss (the results are not); absent for other agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<Vec<SeqPart>>,
+}
+
+/// A part of a tag-style episode's sequence: text the policy wrote (`loss = true`, trained) or
+/// the env's response in its result tags (`loss = false`, masked out of the loss).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeqPart {
+    pub text: String,
+    pub loss: bool,
 }
 
 /// A trajectory of a branching rollout (`branching = entropy(…)`): its index among its
