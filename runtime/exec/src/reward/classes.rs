@@ -9,7 +9,7 @@ use std::fmt;
 use wrl_plan::params::{EndedReason, FailureClass};
 use wrl_sandbox::Ending;
 
-use super::endpoint::EndpointFailure;
+use super::failure::EndpointFailure;
 
 /// The failure class `exclude` names an episode that ended this way by, for the endings a
 /// recipe can exclude (the judge classes, `judge_timeout` and `judge_error`, are no ending).

@@ -7,6 +7,7 @@ pub mod answers;
 pub mod classes;
 pub mod client;
 pub mod endpoint;
+mod failure;
 pub mod judges;
 pub mod process;
 pub mod prompts;
