@@ -24,24 +24,19 @@ fn err(e: CdpError) -> String {
 
 /// Evaluates `expr` in the page's main frame and returns the result as JSON.
 pub async fn eval(page: &Page, expr: &str) -> CdpResult<serde_json::Value> {
-    let params = EvaluateParams::builder()
-        .expression(expr)
-        .return_by_value(true)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let res = page.execute(params).await.map_err(err)?;
-    if let Some(ex) = &res.result.exception_details {
-        return Err(format!("script error: {}", ex.text));
-    }
-    Ok(res.result.result.value.clone().unwrap_or(serde_json::Value::Null))
+    evaluate(page, expr, false).await
 }
 
 /// Evaluates `expr`, a promise, and returns what it resolves to as JSON.
 pub async fn eval_awaited(page: &Page, expr: &str) -> CdpResult<serde_json::Value> {
+    evaluate(page, expr, true).await
+}
+
+async fn evaluate(page: &Page, expr: &str, await_promise: bool) -> CdpResult<serde_json::Value> {
     let params = EvaluateParams::builder()
         .expression(expr)
         .return_by_value(true)
-        .await_promise(true)
+        .await_promise(await_promise)
         .build()
         .map_err(|e| e.to_string())?;
     let res = page.execute(params).await.map_err(err)?;

@@ -6,7 +6,7 @@ use wrl_diagnostics::{Diagnostic, Span};
 
 use super::{Ctx, word};
 use crate::suggest::did_you_mean;
-use crate::value::{Obj, V, Val};
+use crate::value::{Obj, V};
 
 /// The fields of each record kind's rows (docs/sandbox.md): what a `columns` mapping may name.
 /// The runtime's record types are held to these lists by a test in `wrl-exec`.
@@ -48,25 +48,7 @@ fn records(kind: &str) -> &str {
 }
 
 pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
-    for d in ctx.recipe.decls.iter().filter(|d| !d.std) {
-        visit(ctx, &d.value, out);
-    }
-}
-
-/// Every dataset object written in `v`: a declaration's, or one written in place (a stage's
-/// `data`, a mixture's parts). References are not followed: their declaration is visited.
-fn visit(ctx: &Ctx<'_>, v: &Val, out: &mut Vec<Diagnostic>) {
-    match &v.v {
-        V::Obj(o) => {
-            dataset(ctx, o, out);
-            for (_, f) in o.fields.iter() {
-                visit(ctx, f, out);
-            }
-        }
-        V::List { items } => items.iter().for_each(|i| visit(ctx, i, out)),
-        V::Record { fields } => fields.values().for_each(|f| visit(ctx, f, out)),
-        _ => {}
-    }
+    super::each_written_obj(ctx, &mut |o| dataset(ctx, o, out));
 }
 
 /// One dataset object's `columns`.

@@ -8,27 +8,10 @@ use wrl_diagnostics::Diagnostic;
 
 use super::{Ctx, num, word};
 use crate::sequence::image_factor;
-use crate::value::{Obj, V, Val};
+use crate::value::Obj;
 
 pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
-    for d in ctx.recipe.decls.iter().filter(|d| !d.std) {
-        visit(ctx, &d.value, out);
-    }
-}
-
-/// Every `hf(…)` model written in `v`, declared or in place.
-fn visit(ctx: &Ctx<'_>, v: &Val, out: &mut Vec<Diagnostic>) {
-    match &v.v {
-        V::Obj(o) => {
-            model(ctx, o, out);
-            for (_, f) in o.fields.iter() {
-                visit(ctx, f, out);
-            }
-        }
-        V::List { items } => items.iter().for_each(|i| visit(ctx, i, out)),
-        V::Record { fields } => fields.values().for_each(|f| visit(ctx, f, out)),
-        _ => {}
-    }
+    super::each_written_obj(ctx, &mut |o| model(ctx, o, out));
 }
 
 fn model(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {

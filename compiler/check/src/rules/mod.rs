@@ -165,6 +165,28 @@ pub(crate) fn word(v: &Val) -> Option<&str> {
     }
 }
 
+/// Every object written in the recipe's own declarations (not the stdlib's), and every object
+/// inside one (a stage's `data`, a mixture's parts, a model written in place), in source order.
+/// References are not followed: their declaration is visited once.
+pub(crate) fn each_written_obj<'a>(ctx: &Ctx<'a>, f: &mut impl FnMut(&'a Obj)) {
+    fn visit<'a>(v: &'a Val, f: &mut impl FnMut(&'a Obj)) {
+        match &v.v {
+            V::Obj(o) => {
+                f(o);
+                for (_, x) in o.fields.iter() {
+                    visit(x, f);
+                }
+            }
+            V::List { items } => items.iter().for_each(|i| visit(i, f)),
+            V::Record { fields } => fields.values().for_each(|x| visit(x, f)),
+            _ => {}
+        }
+    }
+    for d in ctx.recipe.decls.iter().filter(|d| !d.std) {
+        visit(&d.value, f);
+    }
+}
+
 /// Formats a count for messages: `32768`, `0.5`.
 pub(crate) fn show(v: f64) -> String {
     crate::types::show_num(v)

@@ -286,11 +286,23 @@ pub fn write(dir: &Path, spec: &TinySpec, tokenizer: &TokenizerSource) -> Result
         &json!({"bos_token_id": eot, "eos_token_id": [im_end, eot], "pad_token_id": eot}),
     )?;
     let parsed = super::QwenConfig::from_json(&config)?;
-    let mut rng = crate::rng::rng_from_seed(s.seed ^ 0x7111_0e5e);
+    save_random(dir, super::files::expected_tensors(&parsed), s.seed ^ 0x7111_0e5e)?;
+    Ok(vocab)
+}
+
+/// Draws `tensors` (name, shape) from `seed` and writes them as `dir/model.safetensors`: norm
+/// weights 1, biases 0, the rest N(0, 0.02).
+pub(super) fn save_random(
+    dir: &Path,
+    tensors: impl IntoIterator<Item = (String, Vec<usize>)>,
+    seed: u64,
+) -> Result<()> {
+    let mut rng = crate::rng::rng_from_seed(seed);
     let mut p = ParamStore::new();
     let device = candle_core::Device::Cpu;
-    for (name, shape) in super::files::expected_tensors(&parsed) {
-        let init = if name.ends_with("norm.weight") {
+    for (name, shape) in tensors {
+        let norm = ["norm.weight", "norm1.weight", "norm2.weight"];
+        let init = if norm.iter().any(|n| name.ends_with(n)) {
             Init::Ones
         } else if name.ends_with(".bias") {
             Init::Zeros
@@ -300,5 +312,5 @@ pub fn write(dir: &Path, spec: &TinySpec, tokenizer: &TokenizerSource) -> Result
         p.create(&name, &shape, init, &mut rng, &device)?;
     }
     p.save_with_metadata(&dir.join("model.safetensors"), &[("format", "pt")])?;
-    Ok(vocab)
+    Ok(())
 }

@@ -11,7 +11,6 @@ use serde_json::{Value as Json, json};
 
 use super::tiny::{TinySpec, TokenizerSource};
 use crate::error::{Result, TrainerError};
-use crate::params::{Init, ParamStore};
 use crate::vision::vl_model::checkpoint_name;
 
 /// The vision tower's sizes.
@@ -176,25 +175,10 @@ pub fn write_vl(
         }),
     )?;
     let parsed = crate::vision::VlConfig::parse(&serde_json::to_string(&config)?)?;
-    let mut rng = crate::rng::rng_from_seed(spec.seed ^ 0x71b1_0e5e);
-    let mut p = ParamStore::new();
-    let device = candle_core::Device::Cpu;
     let text_tensors = super::files::expected_tensors(&parsed.text)
         .into_iter()
         .map(|(n, s)| (checkpoint_name(&n), s));
-    for (name, shape) in text_tensors.chain(vision_tensors(vision, spec.hidden)) {
-        let init = if name.ends_with("norm.weight")
-            || name.ends_with("norm1.weight")
-            || name.ends_with("norm2.weight")
-        {
-            Init::Ones
-        } else if name.ends_with(".bias") {
-            Init::Zeros
-        } else {
-            Init::Normal(0.02)
-        };
-        p.create(&name, &shape, init, &mut rng, &device)?;
-    }
-    p.save_with_metadata(&dir.join("model.safetensors"), &[("format", "pt")])?;
+    let all = text_tensors.chain(vision_tensors(vision, spec.hidden));
+    super::tiny::save_random(dir, all, spec.seed ^ 0x71b1_0e5e)?;
     Ok(vocab)
 }
