@@ -71,6 +71,18 @@ pub fn fixes(an: &Analysis, d: &Diagnostic) -> Vec<Fix> {
         });
     }
     match d.code {
+        // A reward endpoint's misspelt scheme: the string literal, rewritten whole.
+        "E0314" => {
+            if let Some(url) = quoted_after(help, "did you mean `")
+                && text.starts_with('"')
+            {
+                out.push(Fix {
+                    title: format!("Write `{url}`"),
+                    edits: vec![(s, e, format!("\"{url}\""))],
+                    preferred: true,
+                });
+            }
+        }
         "E0300" => {
             if let Some(word) = quoted_after(help, "write it without quotes: `")
                 && text.starts_with('"')

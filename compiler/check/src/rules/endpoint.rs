@@ -10,7 +10,6 @@ use wrl_diagnostics::Diagnostic;
 
 use super::Ctx;
 use super::answers::walk;
-use crate::suggest::did_you_mean;
 use crate::value::{Obj, V};
 
 pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
@@ -82,7 +81,9 @@ fn http_url(url: &str) -> Result<(), (String, String)> {
         return Err(("it has no scheme".into(), example.into()));
     };
     if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
-        let help = did_you_mean(&scheme.to_ascii_lowercase(), ["http", "https"])
+        // The whole URL with the scheme it most likely meant (the editor's quick fix writes it).
+        let help = wrl_diagnostics::suggest(&scheme.to_ascii_lowercase(), ["http", "https"])
+            .map(|s| format!("did you mean `{s}://{rest}`?"))
             .unwrap_or_else(|| format!("a reward endpoint is called over HTTP: {example}"));
         return Err((format!("the scheme `{scheme}` is not `http` or `https`"), help));
     }
