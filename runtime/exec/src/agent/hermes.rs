@@ -44,7 +44,13 @@ impl Hermes {
     /// write the tiny policy's terse turns) or an agent whose env is not in the plan.
     pub fn of_agent(agent: &params::Agent, plan: &TypedPlan<'_>) -> Option<Hermes> {
         let params::Agent::React(r) = agent else { return None };
-        match plan.node(r.env.id())? {
+        Hermes::of_env(r.env.id(), plan)
+    }
+
+    /// The tool set of env node `env` as a ReAct policy calls it there (an evaluation in an
+    /// env other than its agent's); `None` for an env whose tools the policy does not call.
+    pub fn of_env(env: &str, plan: &TypedPlan<'_>) -> Option<Hermes> {
+        match plan.node(env)? {
             (_, params::Params::Env(params::Env::Browser(b))) => {
                 Some(Hermes::new(b.tools.clone(), EnvKind::Browser))
             }

@@ -19,7 +19,7 @@ pub fn refusals(plan: &TypedPlan<'_>, n: &Node, p: &Params) -> Vec<RunError> {
         Params::RlPhase(r) => phase(plan, n, r),
         Params::Reward(r) => super::rewards::reward(plan, n, &r.expr, "expr"),
         Params::Sft(s) => sft(plan, n, s),
-        Params::Eval(e) => eval(plan, n, e),
+        Params::Eval(e) => eval(n, e),
         Params::Dataset(_) | Params::Checkpoint(_) => Vec::new(),
     }
 }
@@ -546,22 +546,8 @@ fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
 }
 
 /// What an evaluation asks for that this runtime does not compute.
-fn eval(plan: &TypedPlan<'_>, n: &Node, e: &params::Evaluate) -> Vec<RunError> {
+fn eval(n: &Node, e: &params::Evaluate) -> Vec<RunError> {
     let mut errs = Vec::new();
-    if let (Some(env), Some(Params::Agent(agent))) = (e.env.value(), plan.get(e.agent.id()))
-        && env.id() != agent_env(agent).id()
-    {
-        errs.push(unsupported(
-            n,
-            format!(
-                "eval `{}`: an evaluation environment (`env = {env}`) other than the agent's is \
-                 not implemented",
-                n.decl
-            ),
-            "set `env = agent` (a profile can)",
-            "env",
-        ));
-    }
     if e.denominator == params::Denominator::NonAborted {
         errs.push(unsupported(
             n,
