@@ -1,8 +1,8 @@
 //! Fields of the seed recipes' round 3 (#44) this runtime does not honour yet, each refused at
 //! its field (E0502) rather than ignored: a ReAct agent's cut of tool responses and its
-//! per-call timeout, a graph module's stop strings, tasks drawn shuffled, a dropped rest of the
-//! mini-batches, and grounding pairs; and, for a tag-style agent (#46), SFT demonstrations and
-//! GiGPO's step-level groups.
+//! per-call timeout, a graph module's stop strings and grounding pairs; for a tag-style agent
+//! (#46), SFT demonstrations and GiGPO's step-level groups; and a `search_api` env's tools other
+//! than the two its service answers (a code tool, a reading agent: #46 item 4).
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Dataset, Params, RecordKind, TypedPlan};
@@ -129,4 +129,28 @@ pub(super) fn gigpo_tags(plan: &TypedPlan<'_>, n: &Node, p: &params::RlPhase) ->
         "use group-relative advantages (`advantage = grpo`), or `calls = hermes`",
         "advantage",
     ))
+}
+
+/// The tools of a `search_api` env's tool set beyond `search` and `visit` (and an `answer`
+/// tool): the service answers those two only, so a `python` or `browse_webpage` tool would fail
+/// every call mid-run instead of being refused here.
+pub(super) fn search_tools(n: &Node, tools: &params::Toolset) -> Option<RunError> {
+    let extra: Vec<String> = tools
+        .tools
+        .iter()
+        .filter(|t| !matches!(t.name.as_str(), "search" | "visit" | "answer"))
+        .map(|t| format!("`{}`", t.name))
+        .collect();
+    (!extra.is_empty()).then(|| {
+        unsupported(
+            n,
+            format!(
+                "env `{}`: the search service answers `search` and `visit`; {} would fail at every call (tools served by an endpoint or MCP are not implemented)",
+                n.decl,
+                extra.join(", ")
+            ),
+            "remove them from the tool set (a profile can swap in `std::tools::webdancer`)",
+            "tools",
+        )
+    })
 }

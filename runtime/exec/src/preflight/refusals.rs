@@ -74,12 +74,13 @@ fn env(n: &Node, e: &Env) -> Vec<RunError> {
                 // episodes run at once, and each response's length.
                 base_url: _,
                 target: _,
-                tools: _,
+                tools,
                 concurrency: _,
                 timeout,
                 step_text: _,
             } = s;
             errs.extend(zero_timeouts(n, &[("step", timeout.step), ("task", timeout.task)]));
+            errs.extend(super::limits::search_tools(n, tools));
         }
         Env::EnvServer(s) => {
             let params::EnvServer {
