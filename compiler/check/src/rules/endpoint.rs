@@ -138,6 +138,6 @@ mod tests {
             assert!(http_url(bad).is_err(), "{bad}");
         }
         let Err((_, help)) = http_url("htps://h/") else { panic!() };
-        assert_eq!(help, "did you mean `https`?");
+        assert_eq!(help, "did you mean `https://h/`?");
     }
 }
