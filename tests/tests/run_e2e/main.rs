@@ -3,6 +3,7 @@
 //! the finished run adds nothing; GiGPO's step-level credit on the search sandbox. Studies over
 //! seeds and their claims are in `study.rs`, in the same test binary.
 
+mod eval_env;
 mod study;
 mod tags;
 
@@ -16,6 +17,23 @@ pub(crate) fn records(out: &Path) -> (Summary, Vec<MetricLine>, Vec<TrajectoryLi
     let summary: Summary = serde_json::from_str(&text).expect("a summary");
     let run = RunDir::resume(out).expect("the run directory");
     (summary, run.read_metrics().expect("metrics"), run.read_trajectories().expect("trajectories"))
+}
+
+/// Runs `tests/recipes/NAME` under its `offline` profile into `out`; fails the test on a
+/// non-zero exit. Returns `out`.
+pub(crate) fn offline_run(name: &str, out: std::path::PathBuf) -> std::path::PathBuf {
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes").join(name);
+    let args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        recipe.into(),
+        "--profile".into(),
+        "offline".into(),
+        "--out".into(),
+        out.clone().into(),
+    ];
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    out
 }
 
 #[test]
@@ -467,22 +485,8 @@ fn gigpo_runs_end_to_end_on_the_search_sandbox() {
 /// same trajectories.
 #[test]
 fn arpo_branches_rollouts_offline_within_each_questions_budget() {
-    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/arpo.wrl");
     let dir = tempfile::tempdir().unwrap();
-    let run = |name: &str| {
-        let out = dir.path().join(name);
-        let args: Vec<std::ffi::OsString> = vec![
-            "run".into(),
-            recipe.clone().into(),
-            "--profile".into(),
-            "offline".into(),
-            "--out".into(),
-            out.clone().into(),
-        ];
-        let (code, _, stderr) = wrl_cli::run_captured(args);
-        assert_eq!(code, 0, "{stderr}");
-        out
-    };
+    let run = |name: &str| offline_run("arpo.wrl", dir.path().join(name));
     let out = run("run");
     let (summary, metrics, trajs) = records(&out);
     assert_eq!(summary.status, "finished");
@@ -563,46 +567,4 @@ fn shuffled_tasks_are_drawn_once_a_pass_in_a_seeded_order() {
     assert_eq!(in_order.len(), 8, "{in_order:?}");
     assert_ne!(drawn, in_order, "not the set's order");
     assert_eq!(order("c", true), drawn, "seeded");
-}
-
-/// An evaluation in an env other than its agent's (#47 item 6): the agent acts there, with that
-/// env's settings — here a narrower element list — while an evaluation without `env` acts in
-/// the agent's own.
-#[test]
-fn an_evaluation_runs_in_the_env_it_names() {
-    let dir = tempfile::tempdir().unwrap();
-    let recipe = dir.path().join("other_env.wrl");
-    std::fs::write(
-        &recipe,
-        r#"model policy = std::models::tiny
-dataset tasks = std::sandbox::tasks(count: 2)
-env web = browser { target = std::sandbox::web
-  tools = std::tools::elements, observe = [elements(max: 32), url, feedback] }
-env narrow = browser { target = std::sandbox::web
-  tools = std::tools::elements, observe = [elements(max: 3), url] }
-agent actor = react(policy, web) { max_turns = 2 turns, max_response = 24 tokens }
-eval own = evaluate(actor, tasks) { max_steps = 2 steps }
-eval elsewhere = evaluate(actor, tasks) { env = narrow, max_steps = 2 steps }
-"#,
-    )
-    .unwrap();
-    let out = dir.path().join("run");
-    let args: Vec<std::ffi::OsString> =
-        vec!["run".into(), recipe.into_os_string(), "--out".into(), out.clone().into_os_string()];
-    let (code, _, err) = wrl_cli::run_captured(args);
-    assert_eq!(code, 0, "{err}");
-    let (_, _, trajs) = records(&out);
-    // The most elements any first observation lists, per evaluation.
-    let widest = |node: &str| {
-        trajs
-            .iter()
-            .filter(|t| t.node == node)
-            .filter_map(|t| t.trajectory.steps.first())
-            .map(|s| s.observation.lines().filter(|l| l.trim_start().starts_with('[')).count())
-            .max()
-            .unwrap_or(0)
-    };
-    assert_eq!(trajs.iter().filter(|t| t.node == "eval:elsewhere").count(), 2);
-    assert!((1..=3).contains(&widest("eval:elsewhere")), "the narrow env's observations");
-    assert!(widest("eval:own") > 3, "the agent's own env's observations");
 }

@@ -2,31 +2,15 @@
 //! offline`, GRPO on the sandbox's search API with the embedded tiny model calling `search` by
 //! `<search>…</search>`.
 
-use std::path::Path;
-
-use crate::records;
+use crate::{offline_run, records};
 
 /// Every episode is recorded as its one sequence: the policy's segments in the loss, and
 /// between each two of them the env's response to the first, in `<information>` tags and out
 /// of the loss; the same seed writes the same sequences again.
 #[test]
 fn search_r1_appends_results_inline_and_masks_them_out_of_the_loss() {
-    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/search_r1.wrl");
     let dir = tempfile::tempdir().unwrap();
-    let run = |name: &str| {
-        let out = dir.path().join(name);
-        let args: Vec<std::ffi::OsString> = vec![
-            "run".into(),
-            recipe.clone().into(),
-            "--profile".into(),
-            "offline".into(),
-            "--out".into(),
-            out.clone().into(),
-        ];
-        let (code, _, stderr) = wrl_cli::run_captured(args);
-        assert_eq!(code, 0, "{stderr}");
-        out
-    };
+    let run = |name: &str| offline_run("search_r1.wrl", dir.path().join(name));
     let (summary, _, trajs) = records(&run("run"));
     assert_eq!(summary.status, "finished");
     let online = trajs.iter().filter(|t| t.node.contains("online")).count();
