@@ -82,24 +82,10 @@ pub fn resume_study(dir: &Path, cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) 
     };
     for &k in &planned.seeds {
         let run = dir.join(study::seed_dir(k));
-        let state = RunDir::inspect(&run);
-        let code = match state {
-            Ok(c) if c.finished => {
-                let _ = writeln!(io.err, "seed {k}: finished, skipped");
-                continue;
-            }
-            Ok(_) => {
-                let _ = writeln!(io.err, "seed {k}: resumed");
-                resume(&run, cmd, global, io)
-            }
-            Err(_) if !run.join("state.json").exists() && !cmd.dry_run => {
-                let _ = writeln!(io.err, "seed {k}: started");
-                start_bare(&typed, &run, k, cmd, global, io)
-            }
-            Err(e) => return report(&[RunError::from(e)], None, true, global, io),
-        };
-        if code != EXIT_OK {
-            return stopped(dir, code, io);
+        match go_on(&typed, &run, k, &format!("seed {k}"), cmd, global, io) {
+            Ok(EXIT_OK) => {}
+            Ok(code) => return stopped(dir, code, io),
+            Err(code) => return code,
         }
     }
     if cmd.dry_run {
@@ -110,6 +96,36 @@ pub fn resume_study(dir: &Path, cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) 
         return EXIT_OK;
     }
     finish(&typed, dir, &planned, cmd, global, io)
+}
+
+/// Goes on with seed `k` of a resumed study in `run` (`label` names it on the console):
+/// skipped when finished, resumed when started, started from `typed` when it never was.
+/// `Ok`: the run's exit code (`EXIT_OK` when skipped); `Err`: its state could not be read,
+/// already reported, with the code to exit with.
+pub(crate) fn go_on(
+    typed: &TypedPlan<'_>,
+    run: &Path,
+    k: u64,
+    label: &str,
+    cmd: &RunCmd,
+    global: &GlobalOpts,
+    io: &mut Io,
+) -> Result<u8, u8> {
+    match RunDir::inspect(run) {
+        Ok(c) if c.finished => {
+            let _ = writeln!(io.err, "{label}: finished, skipped");
+            Ok(EXIT_OK)
+        }
+        Ok(_) => {
+            let _ = writeln!(io.err, "{label}: resumed");
+            Ok(resume(run, cmd, global, io))
+        }
+        Err(_) if !run.join("state.json").exists() && !cmd.dry_run => {
+            let _ = writeln!(io.err, "{label}: started");
+            Ok(start_bare(typed, run, k, cmd, global, io))
+        }
+        Err(e) => Err(report(&[RunError::from(e)], None, true, global, io)),
+    }
 }
 
 /// Starts seed `k` of a resumed study, whose recipe is not at hand: its plan as the other seeds

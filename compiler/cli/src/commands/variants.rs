@@ -14,8 +14,8 @@ use wrl_plan::{BASE_VARIANT, Plan};
 
 use crate::commands::planned::{Planned, variant_plan};
 use crate::commands::run_one::start;
-use crate::commands::run_one::{RunCmd, check_lock, dry_run_summary, report, report_with, resume};
-use crate::commands::seeds::{require, start_bare, stopped};
+use crate::commands::run_one::{RunCmd, check_lock, dry_run_summary, report, report_with};
+use crate::commands::seeds::{go_on, require, stopped};
 use crate::global::GlobalOpts;
 use crate::{EXIT_OK, EXIT_USAGE, Io};
 
@@ -144,23 +144,10 @@ pub fn resume_study(dir: &Path, cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) 
     for (name, t) in &arms {
         for &k in &planned.seeds {
             let run = dir.join(variants::variant_dir(name, k));
-            let code = match RunDir::inspect(&run) {
-                Ok(c) if c.finished => {
-                    let _ = writeln!(io.err, "{name}, seed {k}: finished, skipped");
-                    continue;
-                }
-                Ok(_) => {
-                    let _ = writeln!(io.err, "{name}, seed {k}: resumed");
-                    resume(&run, cmd, global, io)
-                }
-                Err(_) if !run.join("state.json").exists() && !cmd.dry_run => {
-                    let _ = writeln!(io.err, "{name}, seed {k}: started");
-                    start_bare(t, &run, k, cmd, global, io)
-                }
-                Err(e) => return report(&[RunError::from(e)], None, true, global, io),
-            };
-            if code != EXIT_OK {
-                return stopped(dir, code, io);
+            match go_on(t, &run, k, &format!("{name}, seed {k}"), cmd, global, io) {
+                Ok(EXIT_OK) => {}
+                Ok(code) => return stopped(dir, code, io),
+                Err(code) => return code,
             }
         }
     }
