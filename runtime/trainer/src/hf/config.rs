@@ -197,19 +197,26 @@ fn elsewhere(model_type: &str) -> HfError {
     }
 }
 
+/// `config.json` text as JSON (any value: each reader says what it needs of it).
+pub fn parse_json(text: &str) -> Result<Json, HfError> {
+    serde_json::from_str(text)
+        .map_err(|e| HfError::Files(format!("`config.json` is not valid JSON: {e}")))
+}
+
+/// The top-level object of a parsed `config.json`.
+pub fn as_object(v: &Json) -> Result<&Map<String, Json>, HfError> {
+    v.as_object().ok_or_else(|| HfError::Files("`config.json` is not a JSON object".into()))
+}
+
 impl QwenConfig {
     /// Parses `config.json` text.
     pub fn parse(text: &str) -> Result<QwenConfig, HfError> {
-        let v: Json = serde_json::from_str(text)
-            .map_err(|e| HfError::Files(format!("`config.json` is not valid JSON: {e}")))?;
-        QwenConfig::from_json(&v)
+        QwenConfig::from_json(&parse_json(text)?)
     }
 
     /// Reads a parsed `config.json`.
     pub fn from_json(v: &Json) -> Result<QwenConfig, HfError> {
-        let obj = v
-            .as_object()
-            .ok_or_else(|| HfError::Files("`config.json` is not a JSON object".into()))?;
+        let obj = as_object(v)?;
         let model_type = obj.get("model_type").and_then(Json::as_str).unwrap_or("");
         let arch = match model_type {
             "qwen2" => Arch::Qwen2,

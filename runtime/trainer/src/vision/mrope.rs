@@ -77,8 +77,11 @@ pub struct MropeConfig {
 impl MropeConfig {
     /// Reads the settings from a whole Qwen3-VL `config.json` text.
     pub fn parse(text: &str) -> Result<MropeConfig, HfError> {
-        let v: Json = serde_json::from_str(text)
-            .map_err(|e| HfError::Files(format!("`config.json` is not valid JSON: {e}")))?;
+        MropeConfig::from_json(&crate::hf::config::parse_json(text)?)
+    }
+
+    /// Reads the settings from a parsed Qwen3-VL `config.json`.
+    pub fn from_json(v: &Json) -> Result<MropeConfig, HfError> {
         let bad = |field: &str, why: String| HfError::Field { field: field.into(), why };
         let id = |k: &str, default: u32| -> Result<u32, HfError> {
             match v.get(k).filter(|x| !x.is_null()) {

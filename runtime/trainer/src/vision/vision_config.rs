@@ -90,11 +90,13 @@ fn field(name: &str, why: impl Into<String>) -> HfError {
 impl VisionConfig {
     /// Reads the `vision_config` of a whole Qwen3-VL `config.json` text.
     pub fn parse(text: &str) -> Result<VisionConfig, HfError> {
-        let v: Json = serde_json::from_str(text)
-            .map_err(|e| HfError::Files(format!("`config.json` is not valid JSON: {e}")))?;
-        let obj = v
-            .as_object()
-            .ok_or_else(|| HfError::Files("`config.json` is not a JSON object".into()))?;
+        VisionConfig::of_config(crate::hf::config::as_object(&crate::hf::config::parse_json(
+            text,
+        )?)?)
+    }
+
+    /// Reads the `vision_config` of a whole Qwen3-VL `config.json`'s top-level object.
+    pub fn of_config(obj: &Map<String, Json>) -> Result<VisionConfig, HfError> {
         match obj.get("model_type").and_then(Json::as_str) {
             Some("qwen3_vl") => {}
             other => {

@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value as Json};
 
+use crate::hf::config::{as_object, parse_json};
 use crate::hf::{HfError, QwenConfig};
 
 use super::mrope::MropeConfig;
@@ -56,13 +57,10 @@ impl VlConfig {
         )
     }
 
-    /// Reads a whole Qwen3-VL `config.json` text.
+    /// Reads a whole Qwen3-VL `config.json` text (parsed once for all its parts).
     pub fn parse(source: &str) -> Result<VlConfig, HfError> {
-        let v: Json = serde_json::from_str(source)
-            .map_err(|e| HfError::Files(format!("`config.json` is not valid JSON: {e}")))?;
-        let obj = v
-            .as_object()
-            .ok_or_else(|| HfError::Files("`config.json` is not a JSON object".into()))?;
+        let v = parse_json(source)?;
+        let obj = as_object(&v)?;
         match obj.get("model_type").and_then(Json::as_str) {
             Some("qwen3_vl") => {}
             Some("qwen2_5_vl" | "qwen2_vl") => {
@@ -121,8 +119,8 @@ impl VlConfig {
             }
         };
         let config = VlConfig {
-            vision: VisionConfig::parse(source)?,
-            mrope: MropeConfig::parse(source)?,
+            vision: VisionConfig::of_config(obj)?,
+            mrope: MropeConfig::from_json(&v)?,
             vision_start_token_id: token("vision_start_token_id", 151_652)?,
             vision_end_token_id: token("vision_end_token_id", 151_653)?,
             text,

@@ -130,7 +130,7 @@ impl QwenVlModel {
         rows: &[(&[u32], &[Pixels])],
         cache: Option<&mut KvCache>,
     ) -> Result<(Tensor, Vec<RopeIndex>)> {
-        let device = self.tower_device();
+        let device = self.device();
         let b = rows.len();
         let t = rows.first().map_or(0, |(ids, _)| ids.len());
         if b == 0 || t == 0 || rows.iter().any(|(ids, _)| ids.len() != t) {
@@ -166,17 +166,12 @@ impl QwenVlModel {
         }
         let tables: Vec<(Tensor, Tensor)> =
             indexes.iter().map(|i| self.rope_tables(i, &device)).collect::<Result<_>>()?;
+        // One row: (T, head_dim) tables; several: (B, 1, T, head_dim), each row its own.
         let rope = if b == 1 {
             tables.into_iter().next().ok_or_else(|| config_err("no rows"))?
         } else {
-            let stack = |k: usize| -> Result<Tensor> {
-                let parts: Vec<Tensor> = tables
-                    .iter()
-                    .map(|p| if k == 0 { p.0.unsqueeze(0) } else { p.1.unsqueeze(0) })
-                    .collect::<std::result::Result<_, _>>()?;
-                Ok(Tensor::stack(&parts, 0)?)
-            };
-            (stack(0)?, stack(1)?)
+            let (cos, sin): (Vec<Tensor>, Vec<Tensor>) = tables.into_iter().unzip();
+            (Tensor::stack(&cos, 0)?.unsqueeze(1)?, Tensor::stack(&sin, 0)?.unsqueeze(1)?)
         };
         let x = x.reshape((b, t, hidden))?;
         Ok((self.text.hidden_from(x, cache, &rope, &inject)?, indexes))
@@ -198,7 +193,7 @@ impl QwenVlModel {
         max_new: usize,
         stops: &[u32],
     ) -> Result<Vec<u32>> {
-        let device = self.tower_device();
+        let device = self.device();
         let mut cache = KvCache::new(self.text.config.num_hidden_layers);
         let (h, indexes) = self.hidden(&[(ids, images)], Some(&mut cache))?;
         let delta = indexes.first().map_or(0, |i| i.delta);
@@ -220,7 +215,8 @@ impl QwenVlModel {
         Ok(out)
     }
 
-    fn tower_device(&self) -> Device {
+    /// Where the model's parameters are.
+    fn device(&self) -> Device {
         self.text.params.device()
     }
 }
