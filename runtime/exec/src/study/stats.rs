@@ -82,6 +82,16 @@ pub type PairedCounts = (Counts, Counts);
 /// seeds' differences. `seeds` holds each seed's ((solved, tasks), (solved, tasks)).
 /// `(-1, 1)` when there is nothing to resample.
 pub fn bootstrap_diff(seeds: &[PairedCounts], resamples: usize) -> (f64, f64) {
+    diff_interval(seeds, resamples, |rng| seeds[rng.random_range(0..seeds.len())])
+}
+
+/// The 95 % percentile interval of the mean difference over `seeds.len()` draws a resample,
+/// each draw's two sides picked by `pick` and their tasks drawn again.
+fn diff_interval(
+    seeds: &[PairedCounts],
+    resamples: usize,
+    mut pick: impl FnMut(&mut rand_chacha::ChaCha8Rng) -> PairedCounts,
+) -> (f64, f64) {
     if seeds.is_empty() || resamples == 0 {
         return (-1.0, 1.0);
     }
@@ -90,7 +100,7 @@ pub fn bootstrap_diff(seeds: &[PairedCounts], resamples: usize) -> (f64, f64) {
     for _ in 0..resamples {
         let mut sum = 0.0;
         for _ in 0..seeds.len() {
-            let (a, b) = seeds[rng.random_range(0..seeds.len())];
+            let (a, b) = pick(&mut rng);
             sum += resampled_rate(&mut rng, a) - resampled_rate(&mut rng, b);
         }
         means.push(sum / seeds.len() as f64);
@@ -111,22 +121,11 @@ fn resampled_rate(rng: &mut rand_chacha::ChaCha8Rng, (solved, n): (u64, u64)) ->
 /// [`bootstrap_diff`] for two sides whose seeds do not pair (their evaluations' tasks differ):
 /// each resample draws each side's seeds with replacement on its own.
 pub fn bootstrap_diff_unpaired(seeds: &[PairedCounts], resamples: usize) -> (f64, f64) {
-    if seeds.is_empty() || resamples == 0 {
-        return (-1.0, 1.0);
-    }
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(BOOTSTRAP_SEED);
-    let mut means: Vec<f64> = Vec::with_capacity(resamples);
-    for _ in 0..resamples {
-        let mut sum = 0.0;
-        for _ in 0..seeds.len() {
-            let a = seeds[rng.random_range(0..seeds.len())].0;
-            let b = seeds[rng.random_range(0..seeds.len())].1;
-            sum += resampled_rate(&mut rng, a) - resampled_rate(&mut rng, b);
-        }
-        means.push(sum / seeds.len() as f64);
-    }
-    means.sort_by(f64::total_cmp);
-    (quantile(&means, 0.025), quantile(&means, 0.975))
+    diff_interval(seeds, resamples, |rng| {
+        let a = seeds[rng.random_range(0..seeds.len())].0;
+        let b = seeds[rng.random_range(0..seeds.len())].1;
+        (a, b)
+    })
 }
 
 /// The `q` quantile of sorted values (linear between neighbours, as numpy's default).
