@@ -125,6 +125,17 @@ fn serve_refuses_a_directory_that_is_not_a_checkpoint_in_json() {
 }
 
 #[test]
+fn serve_refuses_a_base_for_what_is_not_an_adapter() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("config.json"), "{}").unwrap();
+    let dir = tmp.path().to_string_lossy().into_owned();
+    let (exit, v) = stream(&["serve", "--addr", "127.0.0.1:0", &dir, "--base", "Qwen/Qwen3-0.6B"]);
+    assert_eq!(exit, 2);
+    assert_eq!(codes(&v), ["E0531"], "{v:?}");
+    assert!(v[0]["message"].as_str().unwrap().contains("adapter_config.json"), "{v:?}");
+}
+
+#[test]
 fn an_unformatted_file_is_a_log_line_and_exit_1() {
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("a.wrl");

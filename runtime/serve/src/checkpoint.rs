@@ -1,6 +1,7 @@
 //! What `wrlc serve` serves: a checkpoint directory written by a run, a run directory's latest
 //! committed checkpoint (resolved without touching the run: it may be going on), or a plain
-//! Hugging Face model directory or cached hub id (a base model, as `save_pretrained` wrote it).
+//! Hugging Face model directory or cached hub id (a base model, as `save_pretrained` wrote it),
+//! or a PEFT adapter directory served over its base model.
 
 use std::path::{Path, PathBuf};
 
@@ -15,13 +16,26 @@ pub struct ResolvedCheckpoint {
     pub dir: PathBuf,
     /// The run directory, when the argument was one.
     pub run: Option<PathBuf>,
-    /// A Hugging Face model directory that no run wrote (no `trainer_state.json`): served as it is.
-    pub base_model: bool,
+    /// What the directory holds, and so how it is loaded.
+    pub kind: Served,
+}
+
+/// What a served directory holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Served {
+    /// A checkpoint a run wrote (`trainer_state.json`).
+    Checkpoint,
+    /// A Hugging Face model directory that no run wrote: served as it is.
+    BaseModel,
+    /// A PEFT LoRA adapter (`adapter_config.json`, `adapter_model.safetensors`): served over
+    /// its base model, the one its config names or the one `--base` gives.
+    Adapter,
 }
 
 const HELP_CHECKPOINT: &str = "give a checkpoint directory written by a run \
     (`runs/<run>/checkpoints/<name>`), a run directory to serve its latest committed checkpoint, \
-    or a Hugging Face model directory or cached hub id (`Qwen/Qwen3-0.6B`) to serve a base model";
+    a Hugging Face model directory or cached hub id (`Qwen/Qwen3-0.6B`) to serve a base model, \
+    or a PEFT adapter directory (`adapter_config.json`) to serve it over its base model";
 
 /// Resolves a checkpoint directory or a run directory (its latest committed checkpoint).
 /// Reads only; a run directory's logs are not touched, so a run may be going on.
@@ -31,7 +45,7 @@ pub fn resolve_checkpoint(path: &Path) -> Result<ResolvedCheckpoint, RunError> {
         && let Some(id) = path.to_str()
         && let Ok(dir) = wrl_trainer::hf::resolve(id, wrl_trainer::hf::RepoKind::Model)
     {
-        return Ok(ResolvedCheckpoint { dir, run: None, base_model: true });
+        return Ok(ResolvedCheckpoint { dir, run: None, kind: Served::BaseModel });
     }
     let meta = std::fs::metadata(path).map_err(|e| {
         RunError::new(Fault::Data, format!("cannot read checkpoint `{shown}`: {e}"))
@@ -45,7 +59,11 @@ pub fn resolve_checkpoint(path: &Path) -> Result<ResolvedCheckpoint, RunError> {
         .help(HELP_CHECKPOINT));
     }
     if path.join("trainer_state.json").is_file() {
-        return Ok(ResolvedCheckpoint { dir: path.to_path_buf(), run: None, base_model: false });
+        return Ok(ResolvedCheckpoint {
+            dir: path.to_path_buf(),
+            run: None,
+            kind: Served::Checkpoint,
+        });
     }
     let state_path = path.join("state.json");
     if state_path.is_file() {
@@ -68,7 +86,7 @@ pub fn resolve_checkpoint(path: &Path) -> Result<ResolvedCheckpoint, RunError> {
             Some(dir) => Ok(ResolvedCheckpoint {
                 dir: dir.clone(),
                 run: Some(path.to_path_buf()),
-                base_model: false,
+                kind: Served::Checkpoint,
             }),
             None => Err(RunError::new(
                 Fault::Data,
@@ -83,7 +101,18 @@ pub fn resolve_checkpoint(path: &Path) -> Result<ResolvedCheckpoint, RunError> {
         };
     }
     if path.join("config.json").is_file() {
-        return Ok(ResolvedCheckpoint { dir: path.to_path_buf(), run: None, base_model: true });
+        return Ok(ResolvedCheckpoint {
+            dir: path.to_path_buf(),
+            run: None,
+            kind: Served::BaseModel,
+        });
+    }
+    if path.join("adapter_config.json").is_file() {
+        return Ok(ResolvedCheckpoint {
+            dir: path.to_path_buf(),
+            run: None,
+            kind: Served::Adapter,
+        });
     }
     let why = if path.join("model.safetensors").is_file() {
         "it has weights but no `trainer_state.json` (the save was interrupted)"
@@ -96,9 +125,15 @@ pub fn resolve_checkpoint(path: &Path) -> Result<ResolvedCheckpoint, RunError> {
 
 /// Loads the policy of a checkpoint directory written by `Trainer::save`, or of a Hugging Face
 /// model directory that no run wrote (a base model: its weights, tokenizer and chat template).
+/// A PEFT adapter directory is loaded over the base model its config names ([`load_adapter`]).
 pub fn load_policy(dir: &Path) -> Result<Trainer, RunError> {
-    if !dir.join("trainer_state.json").is_file() && dir.join("config.json").is_file() {
-        return load_base_model(dir);
+    if !dir.join("trainer_state.json").is_file() {
+        if dir.join("config.json").is_file() {
+            return load_base_model(dir);
+        }
+        if dir.join("adapter_config.json").is_file() {
+            return load_adapter(dir, None).map(|(trainer, _)| trainer);
+        }
     }
     Trainer::load(dir).map_err(|e| {
         RunError::new(Fault::Model, format!("cannot load checkpoint `{}`: {e}", dir.display()))
@@ -143,4 +178,83 @@ fn load_base_model(dir: &Path) -> Result<Trainer, RunError> {
     Trainer::new(config).map_err(|e| {
         RunError::new(Fault::Model, format!("cannot load the model directory `{shown}`: {e}"))
     })
+}
+
+/// Loads the PEFT adapter directory `dir` over `base` (a model directory or cached hub id), or,
+/// without one, over the base its `adapter_config.json` names; answers the trainer and the base
+/// directory it loaded. An adapter that a run trained over weights of a later step than its
+/// base's (`wrl_base_step`) is refused without `base`: its named base does not hold them.
+pub fn load_adapter(dir: &Path, base: Option<&Path>) -> Result<(Trainer, PathBuf), RunError> {
+    use wrl_trainer::lora;
+    let shown = dir.display();
+    let config = lora::read_peft_config(dir).map_err(|e| {
+        RunError::new(Fault::Data, format!("cannot read the adapter `{shown}`: {e}"))
+    })?;
+    let spec = config.spec().map_err(|e| {
+        RunError::new(Fault::Model, format!("cannot serve the adapter `{shown}`: {e}"))
+            .help("serve a LoRA adapter whose `target_modules` lists module names")
+    })?;
+    let named = config.base_model_name_or_path.as_deref().filter(|b| !b.is_empty());
+    let base_arg = match (base, named) {
+        (Some(b), _) => b.to_path_buf(),
+        (None, Some(named)) if spec.base_step != 0 => {
+            return Err(RunError::new(
+                Fault::Model,
+                format!(
+                    "the adapter `{shown}` was trained over the weights of step {}, which its \
+                     base model `{}` does not hold",
+                    spec.base_step, named
+                ),
+            )
+            .help(
+                "serve the checkpoint the adapter was saved in (the directory above a run's \
+                 `adapter/`), or give those weights with `--base`",
+            ));
+        }
+        (None, Some(b)) => PathBuf::from(b),
+        (None, None) => {
+            return Err(RunError::new(
+                Fault::Data,
+                format!("the adapter `{shown}` does not name its base model"),
+            )
+            .help("give the model it was trained from with `--base DIR_OR_HUB_ID`"));
+        }
+    };
+    let base_dir = resolve_base(&base_arg)?;
+    let mut trainer = load_base_model(&base_dir)?;
+    trainer.set_lora(Some(&spec), &wrl_trainer::LoraStart::Saved(dir.to_path_buf()), 0).map_err(
+        |e| {
+            RunError::new(
+                Fault::Model,
+                format!(
+                    "the adapter `{shown}` does not fit the base model `{}`: {e}",
+                    base_dir.display()
+                ),
+            )
+            .help("give the model it was trained from with `--base DIR_OR_HUB_ID`")
+        },
+    )?;
+    Ok((trainer, base_dir))
+}
+
+/// A base model named by a path or a cached hub id, as a model directory.
+fn resolve_base(base: &Path) -> Result<PathBuf, RunError> {
+    if base.join("config.json").is_file() {
+        return Ok(base.to_path_buf());
+    }
+    if !base.exists()
+        && let Some(id) = base.to_str()
+        && let Ok(dir) = wrl_trainer::hf::resolve(id, wrl_trainer::hf::RepoKind::Model)
+    {
+        return Ok(dir);
+    }
+    Err(RunError::new(
+        Fault::Data,
+        format!(
+            "the base model `{}` is neither a model directory (with `config.json`) nor a \
+             cached hub id",
+            base.display()
+        ),
+    )
+    .help("give the model the adapter was trained from with `--base DIR_OR_HUB_ID`"))
 }

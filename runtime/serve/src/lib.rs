@@ -32,7 +32,7 @@ use axum::routing::{get, post};
 use tokio::sync::{Semaphore, oneshot};
 use wrl_trainer::{Tokenizer, Trainer};
 
-pub use checkpoint::{ResolvedCheckpoint, load_policy, resolve_checkpoint};
+pub use checkpoint::{ResolvedCheckpoint, Served, load_adapter, load_policy, resolve_checkpoint};
 
 /// How to serve a policy.
 #[derive(Clone, Debug)]

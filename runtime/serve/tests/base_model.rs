@@ -22,7 +22,7 @@ async fn a_base_model_directory_is_served_as_it_is() {
     let model = tmp.path().join("Qwen3-tiny");
     wrl_trainer::hf::tiny::write(&model, &TinySpec::narrow(), &corpus()).unwrap();
     let resolved = resolve_checkpoint(&model).unwrap();
-    assert!(resolved.base_model && resolved.run.is_none());
+    assert!(resolved.kind == wrl_serve::Served::BaseModel && resolved.run.is_none());
     let trainer = load_policy(&resolved.dir).unwrap();
     assert_eq!(trainer.step(), 0);
     let opts = ServeOptions {
@@ -59,7 +59,7 @@ fn vision_language_and_interrupted_directories_are_refused_by_name() {
     let vl = tmp.path().join("vl");
     write_vl(&vl, &TinySpec::narrow(), &TinyVision::default(), &corpus()).unwrap();
     let resolved = resolve_checkpoint(&vl).unwrap();
-    assert!(resolved.base_model);
+    assert_eq!(resolved.kind, wrl_serve::Served::BaseModel);
     let e = load_policy(&resolved.dir).unwrap_err();
     assert_eq!(e.code(), "E0505");
     assert!(e.message.contains("vision-language"), "{e}");

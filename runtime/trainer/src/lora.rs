@@ -235,6 +235,38 @@ pub struct PeftConfig {
     pub target_modules: TargetModules,
     #[serde(default)]
     pub base_model_name_or_path: Option<String>,
+    /// The trainer step of the weights the adapters were trained over (this trainer's own key:
+    /// 0, or absent in PEFT's files, is the base model itself).
+    #[serde(default)]
+    pub wrl_base_step: u64,
+}
+
+impl PeftConfig {
+    /// The adapters this config describes, for loading them over a base model to serve or
+    /// evaluate (dropout is a training setting and does not change the adapted model).
+    pub fn spec(&self) -> Result<LoraSpec> {
+        if self.peft_type != "LORA" {
+            return Err(config_err(format!("its `peft_type` is `{}`, not `LORA`", self.peft_type)));
+        }
+        let targets = match &self.target_modules {
+            TargetModules::Names(names) if !names.is_empty() => names.clone(),
+            TargetModules::Names(_) => {
+                return Err(config_err("its `target_modules` is empty"));
+            }
+            TargetModules::Pattern(p) => {
+                return Err(config_err(format!(
+                    "its `target_modules` is a pattern (`{p}`), not a list of module names"
+                )));
+            }
+        };
+        Ok(LoraSpec {
+            rank: self.r,
+            alpha: self.lora_alpha,
+            dropout: 0.0,
+            targets,
+            base_step: self.wrl_base_step,
+        })
+    }
 }
 
 /// PEFT's `target_modules`: a list of names or one regular expression.

@@ -1,4 +1,4 @@
-//! `wrlc serve CHECKPOINT [--addr ADDR] [--model-name NAME] [--max-concurrency N]
+//! `wrlc serve CHECKPOINT [--base MODEL] [--addr ADDR] [--model-name NAME] [--max-concurrency N]
 //! [--max-connections N] [--idle-timeout SECS] [--public]`: serves a trained policy over an
 //! OpenAI-compatible HTTP API until Ctrl-C, so judges and frozen agent modules can run locally.
 //! The server itself is the `wrl-serve` crate; refusals are diagnostics (human or JSON).
@@ -10,7 +10,8 @@ use clap::Args;
 use wrl_diagnostics::{Diagnostic, SourceMap};
 use wrl_exec::RunError;
 use wrl_serve::{
-    Limits, ServeError, ServeOptions, Server, check_addr, load_policy, resolve_checkpoint,
+    Limits, ServeError, ServeOptions, Served, Server, check_addr, load_adapter, load_policy,
+    resolve_checkpoint,
 };
 
 use crate::global::GlobalOpts;
@@ -20,9 +21,14 @@ use crate::{EXIT_OK, EXIT_USAGE, Io};
 #[derive(Debug, Args)]
 pub struct ServeCmd {
     /// A checkpoint directory (`runs/<run>/checkpoints/<name>`), a run directory to serve its
-    /// latest committed checkpoint, or a Hugging Face model directory or cached hub id
+    /// latest committed checkpoint, a Hugging Face model directory or cached hub id, or a PEFT
+    /// adapter directory (served over its base model)
     #[arg(value_name = "CHECKPOINT")]
     pub checkpoint: PathBuf,
+    /// The base model a PEFT adapter directory is served over (a model directory or cached hub
+    /// id; default: the one its `adapter_config.json` names)
+    #[arg(long, value_name = "MODEL")]
+    pub base: Option<PathBuf>,
     /// Address to listen on; port 0 picks a free port (the first line of stdout names it)
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8000")]
     pub addr: String,
@@ -74,13 +80,32 @@ pub fn run(cmd: ServeCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
             resolved.dir.display()
         );
     }
+    if cmd.base.is_some() && resolved.kind != Served::Adapter {
+        let d = Diagnostic::new(
+            crate::global::USAGE_CODE,
+            format!(
+                "`--base` is for a PEFT adapter directory; `{}` is not one (it has no \
+                 `adapter_config.json`)",
+                cmd.checkpoint.display()
+            ),
+        )
+        .help("leave out `--base`, or give the adapter directory (a run's `…/adapter/`)");
+        return fail(d, global, io);
+    }
     let _ = writeln!(io.err, "loading `{}`", resolved.dir.display());
-    let trainer = match load_policy(&resolved.dir) {
+    let loaded = match resolved.kind {
+        Served::Adapter => load_adapter(&resolved.dir, cmd.base.as_deref()).map(|(t, base)| {
+            let _ = writeln!(io.err, "over the base model `{}`", base.display());
+            t
+        }),
+        Served::Checkpoint | Served::BaseModel => load_policy(&resolved.dir),
+    };
+    let trainer = match loaded {
         Ok(t) => t,
         Err(e) => return fail(run_diagnostic(&e), global, io),
     };
     let step = trainer.step();
-    let hub_id = (resolved.base_model && !cmd.checkpoint.exists())
+    let hub_id = (resolved.kind == Served::BaseModel && !cmd.checkpoint.exists())
         .then(|| cmd.checkpoint.display().to_string());
     let model_name = cmd.model_name.clone().or(hub_id).unwrap_or_else(|| {
         resolved
