@@ -50,6 +50,14 @@ impl Trainer {
         self.critic = critic;
     }
 
+    /// The critic's learning rate from now on (its schedule's value for this iteration); no
+    /// effect without a critic.
+    pub fn set_critic_lr(&mut self, lr: f64) {
+        if let Some(c) = self.critic.as_mut() {
+            c.optimizer.config.lr = lr;
+        }
+    }
+
     /// The trainer's critic, if it has one.
     pub fn critic(&self) -> Option<&Critic> {
         self.critic.as_ref()

@@ -71,6 +71,9 @@ pub struct Metrics {
     /// PPO with a critic: the clipped value loss (mean over the critic's steps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_loss: Option<f64>,
+    /// PPO with a critic: the critic's learning rate in this update.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critic_lr: Option<f64>,
     /// PPO with a critic: fraction of tokens whose value loss took the clipped branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_clip_frac: Option<f64>,

@@ -327,6 +327,7 @@ impl Trainer {
         let stats = stats?;
         let tokens = values.iter().map(Vec::len).sum::<usize>().max(1) as f64;
         metrics.value_loss = Some(stats.loss);
+        metrics.critic_lr = self.critic.as_ref().map(|c| c.optimizer.config.lr);
         metrics.value_clip_frac = Some(stats.clip_frac);
         metrics.value_grad_norm = Some(stats.grad_norm);
         metrics.value_mean =

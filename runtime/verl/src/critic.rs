@@ -54,12 +54,12 @@ impl Ph<'_, '_> {
 
     /// A critic started from the weights the stage starts from reads the actor's model path
     /// (later phases resume both from the previous run's checkpoint).
-    pub(crate) fn critic(&mut self, critic: &OrNone<params::CriticObj>) {
+    pub(crate) fn critic(&mut self, critic: &OrNone<params::CriticObj>, iters: u64) {
         let Some(c) = critic.value().map(params::CriticObj::get) else {
             self.map("critic", &[("critic.enable", json!(false))]);
             return;
         };
-        let params::Critic { init: from, lr, value_clip, warmup, optimizer } = c;
+        let params::Critic { init: from, lr, schedule, value_clip, warmup, optimizer } = c;
         let path = if *from == self.start {
             Some(json!("${actor_rollout_ref.model.path}"))
         } else {
@@ -89,19 +89,20 @@ impl Ph<'_, '_> {
             OrOff::Off => 1e9,
         };
         let grad = if *grad_clip > 0.0 { *grad_clip } else { 1e9 };
-        let e = self.map(
-            "critic",
-            &[
-                ("critic.enable", json!(true)),
-                ("critic.model.path", path),
-                ("critic.optim.lr", json!(lr)),
-                ("critic.optim.betas", json!([beta1, beta2])),
-                ("critic.optim.weight_decay", json!(weight_decay)),
-                ("critic.optim.clip_grad", json!(grad)),
-                ("critic.cliprange_value", json!(clip)),
-                ("trainer.critic_warmup", json!(warmup.0)),
-            ],
-        );
+        let mut keys: Vec<(String, serde_json::Value)> = vec![
+            ("critic.enable".into(), json!(true)),
+            ("critic.model.path".into(), path),
+            ("critic.optim.lr".into(), json!(lr)),
+            ("critic.optim.betas".into(), json!([beta1, beta2])),
+            ("critic.optim.weight_decay".into(), json!(weight_decay)),
+            ("critic.optim.clip_grad".into(), json!(grad)),
+            ("critic.cliprange_value".into(), json!(clip)),
+            ("trainer.critic_warmup".into(), json!(warmup.0)),
+        ];
+        keys.extend(crate::knobs::schedule_keys("critic", schedule, iters));
+        let keys: Vec<(&str, serde_json::Value)> =
+            keys.iter().map(|(a, b)| (a.as_str(), b.clone())).collect();
+        let e = self.map("critic", &keys);
         e.note(
             "verl's critic worker (a value head on the model), with the actor's ppo_epochs, \
              mini-batches and loss aggregation; value_clip off is a bound no value reaches",

@@ -131,23 +131,12 @@ impl Ph<'_, '_> {
 
     pub(crate) fn schedule(&mut self, s: &Schedule, iters: u64) {
         let later = self.run.resumes.is_some();
-        let warm = |w: f64| if w > 0.0 { ((w * iters as f64).round() as i64).max(1) } else { -1 };
-        let (kind, warmup, floor) = match s {
-            Schedule::Constant { warmup } => ("constant", warmup.0, None),
-            Schedule::Cosine { warmup, floor } => ("cosine", warmup.0, Some(*floor)),
-        };
-        let mut keys = vec![
-            (k(A, "optim.lr_scheduler_type"), json!(kind)),
-            (k(A, "optim.lr_warmup_steps"), json!(warm(warmup))),
-            (k(A, "optim.lr_warmup_steps_ratio"), json!(0.0)),
-        ];
-        if let Some(f) = floor {
-            keys.push((k(A, "optim.min_lr_ratio"), json!(f)));
-        }
+        let keys = schedule_keys(A, s, iters);
+        let cosine = matches!(s, Schedule::Cosine { .. });
         let keys: Vec<(&str, Json)> = keys.iter().map(|(a, b)| (a.as_str(), b.clone())).collect();
         let e = self.map("schedule", &keys);
         e.note("warm-up in RL steps of this phase, as wrl counts it");
-        if later && floor.is_some() {
+        if later && cosine {
             e.note("verl's cosine decays over the run's absolute total_training_steps, so a resumed phase's decay starts part-way: an approximation of wrl's per-phase cosine");
         }
     }
@@ -339,4 +328,23 @@ impl Ph<'_, '_> {
                 .refuse(E_UNMAPPED);
         }
     }
+}
+
+/// A learning-rate schedule over a phase's `iters` RL steps as the keys of the optimiser under
+/// `prefix` (the actor's, or `critic`): verl's scheduler type, warm-up steps and cosine floor.
+pub(crate) fn schedule_keys(prefix: &str, s: &Schedule, iters: u64) -> Vec<(String, Json)> {
+    let warm = |w: f64| if w > 0.0 { ((w * iters as f64).round() as i64).max(1) } else { -1 };
+    let (kind, warmup, floor) = match s {
+        Schedule::Constant { warmup } => ("constant", warmup.0, None),
+        Schedule::Cosine { warmup, floor } => ("cosine", warmup.0, Some(*floor)),
+    };
+    let mut keys = vec![
+        (k(prefix, "optim.lr_scheduler_type"), json!(kind)),
+        (k(prefix, "optim.lr_warmup_steps"), json!(warm(warmup))),
+        (k(prefix, "optim.lr_warmup_steps_ratio"), json!(0.0)),
+    ];
+    if let Some(f) = floor {
+        keys.push((k(prefix, "optim.min_lr_ratio"), json!(f)));
+    }
+    keys
 }

@@ -324,7 +324,7 @@ impl Ph<'_, '_> {
 
     /// The knobs `grpo` and `dapo` have and `ppo` fixes, and `grpo`'s that the others fix;
     /// then what only one algorithm has.
-    fn algo_section(&mut self, algo: &Algo) {
+    fn algo_section(&mut self, algo: &Algo, iters: u64) {
         self.knob("entropy", &k(A, "entropy_coeff"), json!(algo.entropy()));
         let agg = match algo.loss_agg() {
             params::LossAgg::TokenMean => "token-mean",
@@ -358,7 +358,7 @@ impl Ph<'_, '_> {
         match algo {
             Algo::Grpo(g) => self.grpo(g),
             Algo::Dapo(d) => self.dapo(d),
-            Algo::Ppo(p) => self.ppo(p),
+            Algo::Ppo(p) => self.ppo(p, iters),
         }
     }
 
@@ -481,11 +481,11 @@ impl Ph<'_, '_> {
 
     /// `ppo`'s own fields: several epochs over old log-probs with GRPO or GAE advantages; no
     /// group filter; a synchronous trainer.
-    fn ppo(&mut self, p: &Ppo) {
+    fn ppo(&mut self, p: &Ppo, iters: u64) {
         // `entropy` is the `entropy` knob (`Algo::entropy`).
         // `advantage` is the update's (`update_section`).
         let Ppo { critic, entropy: _ } = p;
-        self.critic(critic);
+        self.critic(critic, iters);
         crate::ctx::set(self.cfg, "algorithm.filter_groups.enable", json!(false));
         crate::ctx::set(self.cfg, "trainer.v1.trainer_mode", json!("sync"));
     }
@@ -505,5 +505,5 @@ pub(crate) fn map_phase(ph: &mut Ph<'_, '_>, p: &RlPhase) {
     ph.run_section(run);
     ph.rollout_section(rollout, update.reference);
     ph.update_section(update, rollout, algo, run.iters.0);
-    ph.algo_section(algo);
+    ph.algo_section(algo, run.iters.0);
 }

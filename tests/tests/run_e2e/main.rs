@@ -339,7 +339,8 @@ pub(crate) fn episodes(t: Vec<TrajectoryLine>) -> Vec<TrajectoryLine> {
 /// `tests/recipes/ppo_critic.wrl`: PPO with GAE from a learned critic, one sample per question,
 /// the KL on the reward to each phase's starting weights, and replay of unanswered questions.
 /// Every iteration logs the critic's value loss and its replays, every checkpoint holds the
-/// critic (its warm-up iteration counted), the second phase's reference is the first phase's
+/// critic (its warm-up iteration counted), the critic's learning rate follows its schedule,
+/// the second phase's reference is the first phase's
 /// last weights, replayed questions are ones seen before, and two runs write the same episodes.
 #[test]
 fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
@@ -359,6 +360,11 @@ fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
     assert_eq!(rl.len(), 3);
     assert!(rl.iter().all(|r| r.value_loss.is_some_and(f64::is_finite)), "{rl:?}");
     assert!(rl.iter().any(|r| r.value_loss.is_some_and(|v| v > 0.0)), "{rl:?}");
+    // The critic's cosine schedule advances per iteration and starts again with each phase.
+    let critic_lr: Vec<f64> = rl.iter().map(|r| r.critic_lr.unwrap()).collect();
+    assert_eq!(critic_lr[0], 1e-3, "{critic_lr:?}");
+    assert!(critic_lr[1] > 0.0 && critic_lr[1] < 1e-3, "{critic_lr:?}");
+    assert_eq!(critic_lr[2], 1e-3, "{critic_lr:?}");
     assert_eq!(rl[0].replayed, Some(0), "nothing to replay in the first iteration");
     assert!(rl[1..].iter().any(|r| r.replayed.is_some_and(|n| n > 0)), "{rl:?}");
     // A replayed question was asked in an earlier iteration (its id appears more than once).

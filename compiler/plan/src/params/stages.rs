@@ -332,6 +332,8 @@ pub struct Critic {
     /// The weights it starts from.
     pub init: NodeRef,
     pub lr: f64,
+    /// Its learning rate over each RL phase's iterations.
+    pub schedule: Schedule,
     pub value_clip: OrOff<f64>,
     /// Iterations that train the critic alone.
     pub warmup: Iters,

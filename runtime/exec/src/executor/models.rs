@@ -85,7 +85,8 @@ impl Executor<'_> {
         critic: &params::Critic,
         (pv, pc): (usize, usize),
     ) -> Result<Critic, RunError> {
-        let params::Critic { init, lr, value_clip: _, warmup: _, optimizer } = critic;
+        // Its `schedule` sets the rate each iteration (`rl.rs`); this is the first's.
+        let params::Critic { init, lr, schedule: _, value_clip: _, warmup: _, optimizer } = critic;
         let optim = super::settings::optim(
             *lr,
             optimizer,

@@ -280,6 +280,10 @@ impl<'a> Executor<'a> {
         for t in std::iter::once(&ph.trainer).chain(ph.roles.values()) {
             t.lock().map_err(|_| RunError::poisoned())?.set_optim(optim_at(&ph.p, iter));
         }
+        if let Some(c) = ph.p.critic {
+            let lr = settings::lr_at(c.lr, &c.schedule, iter, ph.p.iters);
+            ph.trainer.lock().map_err(|_| RunError::poisoned())?.set_critic_lr(lr);
+        }
         let (batch, replayed, mut generation) = self.batch(ph, iter);
         let t0 = Instant::now();
         let (episodes, rolled) = roll_out(ph, iter, batch).await;

@@ -91,6 +91,7 @@ impl Executor<'_> {
             trimmed: metrics.trimmed,
             generated: done.generation,
             value_loss: metrics.value_loss,
+            critic_lr: metrics.critic_lr,
             step_advantage: metrics.step_advantage,
             samples: done.per_role.iter().map(|(_, n, _)| n).sum(),
             rollout_s,

@@ -84,6 +84,9 @@ pub struct RlIter {
     /// PPO with a critic: the critic's clipped value loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_loss: Option<f64>,
+    /// PPO with a critic: the critic's learning rate (its `schedule` at this iteration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critic_lr: Option<f64>,
     /// GiGPO: the mean |step-level advantage| of the update's samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_advantage: Option<f64>,

@@ -131,6 +131,9 @@ pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
             if let Some(v) = r.value_loss {
                 put(&r.stage, "value_loss", v);
             }
+            if let Some(v) = r.critic_lr {
+                put(&r.stage, "critic_lr", v);
+            }
             if let Some(v) = r.step_advantage {
                 put(&r.stage, "step_advantage", v);
             }
