@@ -53,8 +53,9 @@ pub(super) fn examples(
 }
 
 /// A call as the tiny policy's terse line: the tool's name, then its arguments' values in the
-/// order written, joined by ` | ` (a list's items too), each on one line. An argument that is
-/// an object has no terse form.
+/// order its JSON text writes them (a row's object arguments were read with their keys sorted),
+/// joined by ` | ` (a list's items too), each on one line. An argument that is an object has no
+/// terse form.
 pub(super) fn terse(name: &str, arguments: &str) -> Result<String, String> {
     let args =
         ordered(arguments).map_err(|e| format!("its arguments are not a JSON object: {e}"))?;

@@ -156,8 +156,8 @@ fn order(prev: Option<Role>, role: Role, open: &[Option<String>]) -> Result<(), 
 }
 
 /// One tool call, OpenAI's `{"type": "function", "function": {"name", "arguments"}}` (or its
-/// flat `{"name", "arguments"}`), with its `id` if it has one; `arguments` an object or the JSON
-/// text of one.
+/// flat `{"name", "arguments"}`), with its `id` if it has one; `arguments` the JSON text of an
+/// object (kept as written) or an object (whose keys the row's reader has sorted).
 fn call(c: &Json) -> Result<(Option<String>, CallText), String> {
     let Json::Object(c) = c else { return Err(format!("{}, not a call", what(c))) };
     let id = c.get("id").and_then(Json::as_str).map(str::to_string);
