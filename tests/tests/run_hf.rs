@@ -296,3 +296,57 @@ fn tag_style_calls_run_with_a_templated_policy() {
         assert!(parts.iter().all(|p| p.loss != p.text.starts_with("\n<information>")), "{parts:?}");
     }
 }
+
+/// tests/recipes/deep_research.wrl's offline profile with the tiny random Qwen3: the chat-format
+/// SFT data rendered by the model's own template, each tool call in Qwen3's call format. Its
+/// template drops the (empty) thinking of earlier turns, so each of the three tool-calling
+/// conversations trains its two call turns in sequences of their own and its answer in the
+/// whole (3 each), the fourth in one: 10 sequences, 3 steps of a batch of 4; then GRPO and the
+/// evaluation per `data_source`.
+#[test]
+fn chat_format_sft_renders_conversations_with_the_models_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let model = root.join("tests/ui/run/data/hf-tiny");
+    let data = root.join("tests/recipes/data/deep_research");
+    let policy =
+        format!("policy=hf(\"{}\") {{ dtype = f32, context = 8192 tokens }}", model.display());
+    let chats = format!(
+        "chats=jsonl(\"{}\") {{ kind = chat, columns = {{ messages = \"conversations\" }} }}",
+        data.join("sft.jsonl").display()
+    );
+    let test = format!(
+        "test=parquet(\"{}\") {{ kind = qa, columns = {{ question = \"prompt[0].content\", \
+         answer = \"reward_model.ground_truth\" }} }}",
+        data.join("test.parquet").display()
+    );
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        root.join("tests/recipes/deep_research.wrl").into_os_string(),
+        "--profile".into(),
+        "offline".into(),
+        "--out".into(),
+        out.clone().into_os_string(),
+    ];
+    for set in [policy, chats, test] {
+        args.extend(["--set".into(), set.into()]);
+    }
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    let run = RunDir::resume(&out).unwrap();
+    let sft: Vec<f64> = run
+        .read_metrics()
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            MetricLine::Sft(s) => Some(s.loss),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sft.len(), 3, "{sft:?}");
+    assert!(sft.iter().all(|l| l.is_finite() && *l > 0.0), "{sft:?}");
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary.evals[0].subsets.len(), 2);
+}

@@ -138,6 +138,8 @@ pub const CODES: &[CodeInfo] = &[
     live("E0520", Phase::Runtime, "a credential written into the recipe"),
     live("E0525", Phase::Runtime, "LoRA adapters that do not fit the model"),
     live("E0526", Phase::Runtime, "a saved adapter of another base model or shape"),
+    live("E0527", Phase::Runtime, "a chat conversation of SFT data that is not well formed"),
+    live("E0528", Phase::Runtime, "a column an evaluation's `by` splits on that the data lacks"),
     // E053x — `wrlc serve` (ecosystem, #24)
     live("E0530", Phase::Runtime, "`wrlc serve` cannot listen on the address"),
     live("E0531", Phase::Runtime, "the command line cannot be used as given"),

@@ -86,6 +86,7 @@ fn run(dir: &Path) -> Result<(), String> {
         success: 0.25,
         mean_reward: None,
         episodes: 8,
+        subsets: Default::default(),
         global_step: 0,
         phase: None,
         time: 0.0,

@@ -57,6 +57,11 @@ pub enum Fault {
     Secret,
     /// A claim of the recipe that does not hold, under `--require-claims`.
     Claim,
+    /// A chat conversation of SFT data (`kind = chat`) that is not well formed: an unknown
+    /// role, no assistant turn, a tool call that is not JSON, a tool result without its call.
+    ChatData,
+    /// A column an evaluation splits its result by (`by`) that a row of its data lacks.
+    SubsetColumn,
 }
 
 impl Fault {
@@ -84,6 +89,8 @@ impl Fault {
             Fault::AdapterMismatch => "E0526",
             Fault::Secret => "E0520",
             Fault::Claim => "E0550",
+            Fault::ChatData => "E0527",
+            Fault::SubsetColumn => "E0528",
         }
     }
 }

@@ -359,3 +359,78 @@ fn full_text_history_is_a_conversation_of_turns_and_tool_responses() {
     assert!(prompt.contains("<tool_response>\n[2] button \"Buy\"\n</tool_response>"), "{prompt}");
     assert!(!prompt.contains("done: "), "{prompt}");
 }
+
+/// Chat-format SFT data (`kind = chat`, TRL's conversational layout with tool calls) read as
+/// the dataset reads it, rendered by the model's own template with the loss exactly on the
+/// assistant turns — the call and the answer, each with its end token — and the system, user
+/// and tool messages masked (TRL's `assistant_only_loss`); real steps on it lower its loss.
+#[test]
+fn chat_format_sft_trains_exactly_the_assistant_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("chat.jsonl");
+    let row = serde_json::json!({
+        "conversations": [
+            {"role": "system", "content": "Answer briefly."},
+            {"role": "user", "content": "Capital of Osk?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+              "function": {"name": "search", "arguments": "{\"query\": \"capital of Osk\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "Osk's capital is Varn."},
+            {"role": "assistant", "content": "Varn."}
+        ],
+        "tools": [{"type": "function", "function": {"name": "search", "description": "Search.",
+                   "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}}]
+    });
+    std::fs::write(&data, format!("{row}\n")).unwrap();
+    let columns = [("messages".to_string(), "conversations".to_string())].into();
+    let convs = wrl_exec::preflight::read_chats(&data.to_string_lossy(), &columns).unwrap();
+    assert_eq!(convs.len(), 1);
+    // A call whose arguments are not JSON is refused with the line and the message.
+    let bad = data.with_file_name("bad.jsonl");
+    std::fs::write(&bad, format!("{row}\n").replace("{\\\"query\\\"", "{query")).unwrap();
+    let e = wrl_exec::preflight::read_chats(&bad.to_string_lossy(), &columns).unwrap_err();
+    assert!(
+        e.contains("line 1: not a valid chat conversation: `messages[2]`: `tool_calls[0]`"),
+        "{e}"
+    );
+
+    let model = tempfile::tempdir().unwrap();
+    let mut t = tiny_qwen3(model.path());
+    let conv = wrl_trainer::data::conversation_of(&convs[0].segments, &convs[0].tools);
+    let examples = chat::examples(t.tokenizer(), &conv, 100_000).unwrap();
+    let tok = t.tokenizer();
+    // Qwen3's template drops earlier turns' (empty) thinking blocks, so the call trains in its
+    // own sequence, as the model saw it when it wrote it; the answer trains in the whole.
+    assert_eq!(examples.len(), 2);
+    let trained = |ex: &wrl_trainer::Example| -> Vec<u32> {
+        ex.tokens.iter().zip(&ex.weights).filter(|(_, w)| **w != 0.0).map(|(t, _)| *t).collect()
+    };
+    assert_eq!(trained(&examples[0]), tok.encode("Varn.<|im_end|>").unwrap());
+    let call = "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"capital of Osk\"}}\n</tool_call><|im_end|>";
+    assert_eq!(trained(&examples[1]), tok.encode(call).unwrap());
+    // Everything else is masked: the system prompt, the question, the tool result, the tools.
+    let whole = tok.decode(&examples[0].tokens).unwrap();
+    for masked in [
+        "Answer briefly.",
+        "Capital of Osk?",
+        "Osk's capital is Varn.",
+        "\"description\": \"Search.\"",
+    ] {
+        assert!(whole.contains(masked), "{masked} not in {whole}");
+    }
+    let weights: f32 = examples.iter().flat_map(|e| &e.weights).sum();
+    assert_eq!(weights as usize, trained(&examples[0]).len() + trained(&examples[1]).len());
+
+    // Real steps on the two sequences lower their loss.
+    let before = t.sft_eval(&examples).unwrap();
+    let data = wrl_trainer::Mixture {
+        datasets: vec![wrl_trainer::Dataset { name: "chat".into(), examples: examples.clone() }],
+        weights: wrl_trainer::MixtureWeights::Uniform,
+    };
+    let cfg = wrl_trainer::SftConfig { micro_batch: 2, grad_accum: 1, epochs: 1, seed: None };
+    t.set_schedule(wrl_trainer::Schedule::default());
+    for _ in 0..12 {
+        t.sft_step(&data, &cfg).unwrap();
+    }
+    let after = t.sft_eval(&examples).unwrap();
+    assert!(after < before, "loss {before} -> {after}");
+}

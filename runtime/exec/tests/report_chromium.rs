@@ -129,6 +129,7 @@ fn run_dir(root: &Path) {
         success: 0.5,
         mean_reward: None,
         episodes: 4,
+        subsets: Default::default(),
         global_step: 0,
         phase: None,
         time: 0.0,
@@ -162,6 +163,8 @@ fn run_dir(root: &Path) {
         mean_reward: None,
         episodes: 4,
         published: vec![],
+        by: None,
+        subsets: Default::default(),
     };
     let cursor = Cursor { evals: vec![result.clone()], wall_s: 42.0, ..Default::default() };
     run.commit(None, &cursor, true).unwrap();

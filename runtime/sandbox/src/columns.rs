@@ -37,6 +37,16 @@ pub fn select(
     Ok(out)
 }
 
+/// The value of one column of a row: the row's key of that name where there is one, else a
+/// path into nested columns (as [`select`] reads a mapped column); why not, naming the keys the
+/// row has where the path stopped.
+pub fn column<'r>(row: &'r Map<String, Json>, name: &str) -> Result<&'r Json, String> {
+    match row.get(name) {
+        Some(v) => Ok(v),
+        None => lookup(row, name),
+    }
+}
+
 /// One step of a column path: a key of an object or an index into a list.
 #[derive(Debug, PartialEq)]
 enum Step<'a> {

@@ -244,6 +244,14 @@ impl Trainer {
         Ok(())
     }
 
+    /// Sets the learning-rate schedule from now on (a stage whose step count is known only once
+    /// its examples are rendered: a chat template may train a conversation in several
+    /// sequences).
+    pub fn set_schedule(&mut self, schedule: crate::optim::Schedule) {
+        self.optimizer.config.schedule = schedule.clone();
+        self.config.optim.schedule = schedule;
+    }
+
     /// Snapshot the current weights as the frozen KL reference.
     pub fn set_reference_to_current(&mut self) -> Result<()> {
         self.reference = Some(self.model.with_params(self.model.params().deep_copy()?)?);

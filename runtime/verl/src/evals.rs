@@ -146,6 +146,7 @@ fn account(c: &mut Ctx<'_>, n: &Node, e: &Evaluate, at_end: bool, last_step: u64
         max_steps,
         judge,
         count,
+        by,
         denominator,
         after,
         checkpoint: _,
@@ -218,6 +219,22 @@ fn account(c: &mut Ctx<'_>, n: &Node, e: &Evaluate, at_end: bool, last_step: u64
         "count",
         &[("data", json!(count.map_or("every task".to_string(), |k| format!("first {k} tasks"))))],
     );
+    match by {
+        params::OrNone::Nothing => {
+            c.implied(n, "by", "one result for the whole evaluation");
+        }
+        params::OrNone::Value(_) => {
+            c.not_mapped(
+                n,
+                "by",
+                "verl's validation reports per `data_source`, which this lowering sets to the \
+                 evaluation's name so each evaluation is reported apart; the rows do not carry \
+                 the file's subset column",
+                "one result for the whole evaluation",
+            )
+            .refuse(E_UNMAPPED);
+        }
+    }
     match denominator {
         params::Denominator::All => c.implied(n, "denominator", "verl averages over every episode"),
         params::Denominator::NonAborted => c

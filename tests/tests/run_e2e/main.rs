@@ -3,6 +3,7 @@
 //! the finished run adds nothing; GiGPO's step-level credit on the search sandbox. Studies over
 //! seeds and their claims are in `study.rs`, in the same test binary.
 
+mod deep_research;
 mod eval_env;
 mod study;
 mod tags;

@@ -1,6 +1,8 @@
 //! Dataset column mappings (E0419): `columns = { question = "prompt" }` names fields of the
 //! dataset's record kind, each read from a column that has a name. The runtime reads what the
-//! mapping says; a field that is not one of the kind's would be read into nothing.
+//! mapping says; a field that is not one of the kind's would be read into nothing. An
+//! evaluation's `by` names a column too: one with a name, and for the sandbox's generated tasks
+//! (whose columns are known before any file) a field of their record.
 
 use wrl_diagnostics::{Diagnostic, Span};
 
@@ -29,6 +31,7 @@ pub const RECORD_FIELDS: &[(&str, &[&str])] = &[
     ("trajectories", &["task_id", "template", "goal", "agent", "steps", "outcome", "elapsed_ms"]),
     ("qa", &["id", "question", "answer"]),
     ("grounding", &["id", "image", "instruction", "point"]),
+    ("chat", &["messages", "tools"]),
 ];
 
 /// The fields of records of `kind`, if it is a record kind.
@@ -43,12 +46,56 @@ fn records(kind: &str) -> &str {
         "trajectories" => "trajectory records",
         "qa" => "QA records",
         "grounding" => "grounding pairs",
+        "chat" => "chat conversations",
         other => other,
     }
 }
 
 pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     super::each_written_obj(ctx, &mut |o| dataset(ctx, o, out));
+    for d in &ctx.recipe.decls {
+        if let V::Obj(o) = &d.value.v
+            && o.ctor == "evaluate"
+        {
+            by(ctx, o, out);
+        }
+    }
+}
+
+/// An evaluation's `by`: a column with a name; over the sandbox's generated tasks, a field of
+/// their record (a file's columns are read by `wrlc run`, E0528).
+fn by(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {
+    let Some(b) = o.fields.get("by") else { return };
+    let V::Str { value } = &b.v else { return };
+    if value.trim().is_empty() {
+        out.push(
+            Diagnostic::new("E0419", "the column `by` splits the evaluation on has no name")
+                .label(b.span, "an empty column name")
+                .help("name the column each task's subset is read from (`by = \"data_source\"`), or write `by = none` for one result"),
+        );
+        return;
+    }
+    let Some(tasks) = o.fields.get("tasks").and_then(|t| ctx.obj(t)) else { return };
+    if !matches!(tasks.ctor.as_str(), "std::sandbox::tasks" | "std::sandbox::qa") {
+        return;
+    }
+    let fields = record_fields("tasks").unwrap_or_default();
+    let top = value.split(['.', '[']).next().unwrap_or_default();
+    if !fields.contains(&top) {
+        let list = fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+        let help = match did_you_mean(top, fields.iter().copied()) {
+            Some(dym) => format!("{dym} the sandbox's tasks have {list}"),
+            None => format!("the sandbox's tasks have {list}; `template` splits them by kind"),
+        };
+        out.push(
+            Diagnostic::new(
+                "E0419",
+                format!("`by` splits on `{top}`, which is not a field of the sandbox's tasks"),
+            )
+            .label(b.span, "not a field of these tasks")
+            .help(help),
+        );
+    }
 }
 
 /// One dataset object's `columns`.

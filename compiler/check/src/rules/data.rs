@@ -16,8 +16,8 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
         let rl = RL_CTORS.contains(&o.ctor.as_str());
         if o.ctor == "sft" {
             if let Some(d) = o.fields.get("data") {
-                let why = "SFT learns from trajectories (or grounding pairs)";
-                kind(ctx, &decl.name, d, &["trajectories", "grounding"], why, out);
+                let why = "SFT learns from trajectories (or chat conversations, grounding pairs)";
+                kind(ctx, &decl.name, d, &["trajectories", "chat", "grounding"], why, out);
             }
         } else if rl && let Some(d) = o.fields.get("tasks") {
             kind(ctx, &decl.name, d, &["tasks", "qa"], "RL rolls out on tasks (or QA pairs)", out);
@@ -88,8 +88,8 @@ fn kind(
         d = d.label(s, format!("declared as {found}"));
     }
     let fix = match want {
-        ["trajectories", "grounding"] => {
-            "give SFT a dataset with `kind = trajectories` (demonstrations) or `kind = grounding`; tasks and QA pairs go to an RL stage"
+        ["trajectories", "chat", "grounding"] => {
+            "give SFT a dataset with `kind = trajectories` (demonstrations), `kind = chat` (conversations) or `kind = grounding`; tasks and QA pairs go to an RL stage"
         }
         _ => "give it a dataset with `kind = tasks`; trajectories are for an SFT stage",
     };

@@ -17,6 +17,9 @@ pub enum RecordKind {
     /// Grounding pairs: a screenshot, an instruction and the point it means (a grounder's SFT
     /// data).
     Grounding,
+    /// Chat conversations (`messages` with tool calls, and the `tools` they may call): SFT data
+    /// as TRL and LLaMA-Factory read it.
+    Chat,
 }
 
 impl RecordKind {
@@ -26,6 +29,7 @@ impl RecordKind {
             RecordKind::Tasks => "tasks",
             RecordKind::Qa => "qa",
             RecordKind::Grounding => "grounding",
+            RecordKind::Chat => "chat",
         }
     }
 

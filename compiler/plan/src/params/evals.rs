@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::or::OrAgent;
+use super::or::{OrAgent, OrNone};
 use super::rewards::RewardRef;
 use super::units::{NodeRef, Ratio, Steps, Tokens};
 
@@ -47,6 +47,8 @@ pub struct Evaluate {
     pub judge: Option<RewardRef>,
     #[serde(deserialize_with = "super::opt")]
     pub count: Option<u64>,
+    /// The column each task's subset is read from, for a result per subset.
+    pub by: OrNone<String>,
     pub denominator: Denominator,
     /// The figures the paper reports for this run (the eval's `published` entries whose
     /// `after` is this node's stage, or `start`).

@@ -8,7 +8,7 @@ use wrl_plan::params::{self, Dataset, DemoEnv, SandboxSite, SandboxSplit, Weight
 use wrl_sandbox::{Sandbox, Split, Task, Trajectory};
 use wrl_trainer::MixtureWeights;
 
-use super::{Data, Executor};
+use super::{Data, Demos, Executor};
 use crate::env::search::SearchExpert;
 use crate::error::{Fault, RunError};
 use crate::preflight::files::Records;
@@ -71,12 +71,17 @@ impl<'a> Executor<'a> {
                 let mut parts = Vec::new();
                 for part in &m.parts {
                     match self.built.data.get(part.id()) {
-                        Some(Data::Demos(d)) => parts.push((part.id().to_string(), d.clone())),
+                        Some(Data::Demos(d)) => {
+                            parts.push((part.id().to_string(), Demos::Episodes(d.clone())))
+                        }
+                        Some(Data::Chats(c)) => {
+                            parts.push((part.id().to_string(), Demos::Chats(c.clone())))
+                        }
                         _ => {
                             return Err(RunError::new(
                                 Fault::Data,
                                 format!(
-                                    "mixture `{}`: `{part}` is not a dataset of trajectories",
+                                    "mixture `{}`: `{part}` is not a dataset of trajectories or conversations",
                                     node.decl
                                 ),
                             ));
@@ -287,7 +292,10 @@ fn records(r: Result<Records, (String, String)>, help: &str) -> Result<Data, Run
     match r {
         Ok(Records::Tasks(t)) => Ok(Data::Tasks(t)),
         Ok(Records::Trajectories(t)) => Ok(Data::Demos(t)),
-        Err((message, _)) => Err(RunError::new(Fault::Data, message).help(help)),
+        Ok(Records::Chats(c)) => Ok(Data::Chats(c)),
+        Err((message, _)) => {
+            Err(RunError::new(crate::preflight::files::fault_of(&message), message).help(help))
+        }
     }
 }
 

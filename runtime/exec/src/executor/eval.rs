@@ -42,6 +42,7 @@ impl<'a> Executor<'a> {
             env,
             judge,
             count,
+            by,
             // The preflight refuses `non_aborted`.
             denominator: _,
             published,
@@ -75,6 +76,14 @@ impl<'a> Executor<'a> {
             Metric::Success => 1,
         };
         let count = count.map_or(tasks.len(), |c| c as usize).min(tasks.len());
+        let by = match by {
+            params::OrNone::Value(by) => Some(by.clone()),
+            params::OrNone::Nothing => None,
+        };
+        let labels = match &by {
+            Some(by) => Some(self.subsets_of(node, e.tasks.id(), &tasks[..count], by)?),
+            None => None,
+        };
         let tasks: Vec<Task> = tasks[..count]
             .iter()
             .map(|t| {
@@ -136,6 +145,10 @@ impl<'a> Executor<'a> {
         self.log_episodes(node, 0, &episodes)?;
         let judged = judge.is_some();
         let (solved, out_of) = tally(*metric, &episodes, tasks.len(), judged);
+        let subsets = labels
+            .as_ref()
+            .map(|l| super::subsets::split(*metric, &episodes, l, judged))
+            .unwrap_or_default();
         let rate = if out_of == 0 { 0.0 } else { solved as f64 / out_of as f64 };
         let mean = match metric {
             Metric::MeanReward => Some(mean_reward(&episodes, judged)),
@@ -151,6 +164,9 @@ impl<'a> Executor<'a> {
             })
             .collect();
         self.say(&said(&node.decl, &after, (solved, out_of), mean, &published));
+        for (name, r) in &subsets {
+            self.say(&super::subsets::said(&node.decl, name, r));
+        }
         let line = EvalLine {
             stage: node.decl.clone(),
             node: node.id.clone(),
@@ -158,6 +174,7 @@ impl<'a> Executor<'a> {
             success: rate,
             mean_reward: mean,
             episodes: episodes.len(),
+            subsets: subsets.clone(),
             global_step: 0,
             phase: None,
             time: 0.0,
@@ -170,6 +187,8 @@ impl<'a> Executor<'a> {
             mean_reward: mean,
             episodes: episodes.len(),
             published,
+            by,
+            subsets,
         });
         self.mark_done(&node.id);
         self.commit(None, false)
@@ -201,25 +220,33 @@ fn said(
 /// k attempts averaged): pass@k and success solve a task when any attempt succeeds, cons@k
 /// when the most common answer is a successful attempt's.
 fn tally(metric: Metric, episodes: &[Episode], tasks: usize, judged: bool) -> (usize, usize) {
+    let units = units(metric, episodes, tasks, judged);
+    (units.iter().filter(|u| u.1).count(), units.len())
+}
+
+/// What an evaluation counts, each with whether it was solved: every episode for `mean_reward`
+/// (its task's group), every task for the others (pass@k and success solve a task when any
+/// attempt succeeds, cons@k when the most common answer is a successful attempt's).
+pub(super) fn units(
+    metric: Metric,
+    episodes: &[Episode],
+    tasks: usize,
+    judged: bool,
+) -> Vec<(usize, bool)> {
     match metric {
-        Metric::MeanReward => {
-            (episodes.iter().filter(|e| solved(e, judged)).count(), episodes.len())
-        }
-        Metric::Success | Metric::PassAtK | Metric::ConsAtK => {
-            let solved = (0..tasks)
-                .filter(|&g| {
-                    let attempts: Vec<&Episode> =
-                        episodes.iter().filter(|e| e.group == g).collect();
-                    match metric {
-                        Metric::ConsAtK => consensus_solved(&attempts, judged),
-                        Metric::Success | Metric::PassAtK | Metric::MeanReward => {
-                            attempts.iter().any(|e| solved(e, judged))
-                        }
+        Metric::MeanReward => episodes.iter().map(|e| (e.group, solved(e, judged))).collect(),
+        Metric::Success | Metric::PassAtK | Metric::ConsAtK => (0..tasks)
+            .map(|g| {
+                let attempts: Vec<&Episode> = episodes.iter().filter(|e| e.group == g).collect();
+                let ok = match metric {
+                    Metric::ConsAtK => consensus_solved(&attempts, judged),
+                    Metric::Success | Metric::PassAtK | Metric::MeanReward => {
+                        attempts.iter().any(|e| solved(e, judged))
                     }
-                })
-                .count();
-            (solved, tasks)
-        }
+                };
+                (g, ok)
+            })
+            .collect(),
     }
 }
 

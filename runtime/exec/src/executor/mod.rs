@@ -19,10 +19,13 @@ mod roles;
 mod services;
 pub mod settings;
 mod sft;
+mod sft_chat;
+mod subsets;
 mod validate;
 
 pub use crate::preflight::footprint::tiny_config;
 pub use data::check_cached_inputs;
+pub(crate) use subsets::result as subset_result;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -65,8 +68,37 @@ pub struct RunOptions {
 enum Data {
     Tasks(Vec<Task>),
     Demos(Vec<Trajectory>),
-    /// `mixture([a, b, …])` of trajectory datasets, with its weighting.
-    Mixture(Vec<(String, Vec<Trajectory>)>, MixtureWeights),
+    /// Chat conversations (`kind = chat`), checked by the preflight.
+    Chats(Vec<wrl_trainer::Trajectory>),
+    /// `mixture([a, b, …])` of trajectory or conversation datasets, with its weighting.
+    Mixture(Vec<(String, Demos)>, MixtureWeights),
+}
+
+/// An SFT dataset's demonstrations: episodes (rendered as the run's agent would prompt) or
+/// chat conversations (rendered as they are).
+#[derive(Clone)]
+enum Demos {
+    Episodes(Vec<Trajectory>),
+    Chats(Vec<wrl_trainer::Trajectory>),
+}
+
+impl Demos {
+    /// The demonstrations (episodes or conversations).
+    fn len(&self) -> usize {
+        match self {
+            Demos::Episodes(d) => d.len(),
+            Demos::Chats(c) => c.len(),
+        }
+    }
+
+    /// The examples SFT trains on: one per episode step (the turn, prompted as the agent
+    /// would), one per conversation (all its assistant turns).
+    fn examples(&self) -> usize {
+        match self {
+            Demos::Episodes(d) => d.iter().map(|t| t.steps.len()).sum(),
+            Demos::Chats(c) => c.len(),
+        }
+    }
 }
 
 /// A trained policy per graph role.

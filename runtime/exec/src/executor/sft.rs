@@ -9,11 +9,10 @@ use std::sync::{Arc, Mutex};
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Params};
-use wrl_sandbox::Trajectory;
 use wrl_trainer::{Metrics, Mixture, MixtureWeights, SftConfig, Trainer};
 
 use super::progress::Progress;
-use super::{Data, Executor, settings};
+use super::{Data, Demos, Executor, settings};
 use crate::agent::AgentCfg;
 use crate::agent::hermes::Hermes;
 use crate::agent::policy::sft_examples;
@@ -22,18 +21,17 @@ use crate::error::{Fault, RunError};
 use crate::rundir::records::{MetricLine, SftStep};
 
 /// The demonstrations of a stage, each dataset by name.
-type Parts = Vec<(String, Vec<Trajectory>)>;
+type Parts = Vec<(String, Demos)>;
 
-/// The examples a stage trains on, each dataset's by name.
-type Sets = Vec<(String, Vec<wrl_trainer::Trajectory>)>;
+/// The examples a stage trains on, each dataset's by name, and whether they are chat
+/// conversations (rendered whole by a chat template, in as many sequences as it takes).
+type Sets = Vec<(String, Vec<wrl_trainer::Trajectory>, bool)>;
 
-/// How a stage trains: its steps, `epochs` over the examples, each rendered to at most
-/// `max_length` tokens.
+/// How a stage trains: its steps, `epochs` over the examples.
 struct Schedule {
     sft: SftConfig,
     steps: usize,
     epochs: usize,
-    max_length: usize,
 }
 
 /// A stage's trainer restored from a checkpoint inside the stage, and its steps committed.
@@ -65,8 +63,9 @@ impl<'a> Executor<'a> {
             // The text policy's examples are one turn each, the user's observation masked and
             // the assistant's action trained (`agent::policy::sft_examples`): every turn carries
             // loss, in its own example. A text policy has no images. The preflight refuses a
-            // `mask` that would train on observations.
-            loss_on: _,
+            // `mask` that would train on observations. Chat conversations train all their
+            // assistant turns in one example, or with `current_turn` each in its own.
+            loss_on,
             images: _,
             mask: _,
             max_length,
@@ -87,8 +86,8 @@ impl<'a> Executor<'a> {
             Params::Agent(a) => Some(AgentCfg::in_plan(a, self.plan)),
             _ => None,
         });
-        // One example per demonstrated step, whatever the policy.
-        let n_examples: usize = parts.iter().flat_map(|(_, d)| d).map(|t| t.steps.len()).sum();
+        // One example per demonstrated step, whatever the policy; one per conversation.
+        let n_examples: usize = parts.iter().map(|(_, d)| d.examples()).sum();
         let n_demos: usize = parts.iter().map(|(_, d)| d.len()).sum();
         let epochs = epochs.0.max(1) as usize;
         let batch = (*batch).max(1) as usize;
@@ -125,14 +124,27 @@ impl<'a> Executor<'a> {
             .map_err(|e| {
                 RunError::model(&format!("stage `{}`: cannot freeze `frozen`", node.decl), e)
             })?;
-        let sets = examples(node, &parts, &trainer, agent, max_length.0 as usize)?;
+        let per_turn = match loss_on {
+            params::LossOn::CurrentTurn => true,
+            params::LossOn::AllTurns => false,
+        };
+        let sets = examples(node, &parts, &trainer, agent, (max_length.0 as usize, per_turn))?;
+        let length = max_length.0 as usize;
+        let mixture = render(&trainer, (&sets, weights), length)?;
+        // A chat template may train a conversation in several sequences (Qwen3's drops the
+        // thinking of earlier turns): the steps are counted from the rendered examples.
+        let n_examples: usize = mixture.datasets.iter().map(|d| d.examples.len()).sum();
+        let steps = sft.steps_per_epoch(n_examples) * epochs;
+        trainer
+            .lock()
+            .map_err(|_| RunError::poisoned())?
+            .set_schedule(settings::schedule_over(schedule, steps as u64));
         let resumed = if done > 0 { format!(", resumed after step {done}") } else { String::new() };
         self.say(&format!(
             "stage {}: SFT on {} examples ({} demos), {epochs} epochs, {steps} steps{resumed}",
             node.decl, n_examples, n_demos
         ));
-        let plan = Schedule { sft, steps, epochs, max_length: max_length.0 as usize };
-        let mixture = render(&trainer, (&sets, weights), &plan)?;
+        let plan = Schedule { sft, steps, epochs };
         let label = format!("stage {}", node.decl);
         let progress =
             Progress::new(self.opts.progress, !self.opts.json_lines, &label, steps as u64, "steps");
@@ -230,31 +242,45 @@ impl<'a> Executor<'a> {
     /// weighting.
     fn demonstrations(&self, node: &Node, data: &str) -> Result<(Parts, MixtureWeights), RunError> {
         match self.built.data.get(data).cloned() {
-            Some(Data::Demos(d)) => Ok((vec![(data.to_string(), d)], MixtureWeights::Uniform)),
-            Some(Data::Mixture(parts, w)) => Ok((parts, w)),
-            _ => {
-                Err(RunError::new(Fault::Data, format!("stage `{}` needs trajectories", node.decl)))
+            Some(Data::Demos(d)) => {
+                Ok((vec![(data.to_string(), Demos::Episodes(d))], MixtureWeights::Uniform))
             }
+            Some(Data::Chats(c)) => {
+                Ok((vec![(data.to_string(), Demos::Chats(c))], MixtureWeights::Uniform))
+            }
+            Some(Data::Mixture(parts, w)) => Ok((parts, w)),
+            Some(Data::Tasks(_)) | None => Err(RunError::new(
+                Fault::Data,
+                format!("stage `{}` needs trajectories or chat conversations", node.decl),
+            )),
         }
     }
 }
 
 /// The examples of each dataset in the policy's tokens, cut to the stage's length: the mixture
-/// the steps draw from.
+/// the steps draw from. A conversation rendered by a chat template trains every assistant turn
+/// in as many sequences as the template needs (`wrl_trainer::chat::examples`).
 fn render(
     trainer: &Arc<Mutex<Trainer>>,
     (sets, weights): (&Sets, MixtureWeights),
-    plan: &Schedule,
+    max_length: usize,
 ) -> Result<Mixture, RunError> {
     let t = trainer.lock().map_err(|_| RunError::poisoned())?;
-    let max_len = t.model().context().min(plan.max_length);
+    let max_len = t.model().context().min(max_length);
+    let tok = t.tokenizer();
     let mut datasets = Vec::new();
-    for (name, examples) in sets {
-        let rendered = examples
-            .iter()
-            .map(|ex| wrl_trainer::render(t.tokenizer(), ex, max_len))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| RunError::model("cannot tokenise the demonstrations", e))?;
+    for (name, examples, chats) in sets {
+        let mut rendered = Vec::new();
+        for (i, ex) in examples.iter().enumerate() {
+            let what = if *chats { "conversation" } else { "example" };
+            let fail = |e| RunError::model(&format!("dataset `{name}`: {what} {}", i + 1), e);
+            if *chats && tok.chat().is_some() {
+                let conv = wrl_trainer::data::conversation_of(&ex.segments, &ex.tools);
+                rendered.extend(wrl_trainer::chat::examples(tok, &conv, max_len).map_err(fail)?);
+            } else {
+                rendered.push(wrl_trainer::render(tok, ex, max_len).map_err(fail)?);
+            }
+        }
         datasets.push(wrl_trainer::Dataset { name: name.clone(), examples: rendered });
     }
     Ok(Mixture { datasets, weights })
@@ -268,7 +294,7 @@ fn examples(
     parts: &Parts,
     trainer: &Arc<Mutex<Trainer>>,
     agent: Option<AgentCfg>,
-    max_length: usize,
+    (max_length, per_turn): (usize, bool),
 ) -> Result<Sets, RunError> {
     let (history, window) =
         agent.as_ref().map_or((History::ActionOnly, Window::default()), |a| (a.history, a.window));
@@ -285,6 +311,19 @@ fn examples(
     };
     let mut sets: Sets = Vec::new();
     for (name, d) in parts {
+        let d = match d {
+            Demos::Episodes(d) => d,
+            Demos::Chats(c) => {
+                let examples = super::sft_chat::examples(c, chat, per_turn).map_err(|e| {
+                    RunError::new(
+                        Fault::ChatData,
+                        format!("stage `{}`: dataset `{name}`: {e}", node.decl),
+                    )
+                })?;
+                sets.push((name.clone(), examples, true));
+                continue;
+            }
+        };
         let mut examples = Vec::new();
         for t in d {
             let ex = sft_examples(t, history, window, hermes.as_deref()).map_err(|e| {
@@ -292,7 +331,7 @@ fn examples(
             })?;
             examples.extend(ex);
         }
-        sets.push((name.clone(), examples));
+        sets.push((name.clone(), examples, false));
     }
     Ok(sets)
 }

@@ -132,6 +132,8 @@ impl<'a> Executor<'a> {
             success: rate,
             mean_reward: None,
             episodes: episodes.len(),
+            // Validation inside a stage has no `by`: one result per pass.
+            subsets: Default::default(),
             global_step: 0,
             phase: None,
             time: 0.0,

@@ -1,5 +1,5 @@
-//! The files a run reads before it starts and the directory it writes into: task, QA and
-//! trajectory rows (every JSONL line checked, a bad one named by file, line and field; a
+//! The files a run reads before it starts and the directory it writes into: task, QA,
+//! trajectory and chat rows (every JSONL line checked, a bad one named by file, line and field; a
 //! dataset's `columns` mapping read here for JSONL and Parquet alike), and the run directory a
 //! new run may use.
 
@@ -16,6 +16,8 @@ use crate::error::{Fault, RunError};
 pub(crate) enum Records {
     Tasks(Vec<Task>),
     Trajectories(Vec<Trajectory>),
+    /// Chat conversations (`kind = chat`), checked (`super::chat`).
+    Chats(Vec<wrl_trainer::Trajectory>),
 }
 
 /// Reads a task, QA or trajectory JSONL file, each line's keys renamed by `columns`; on
@@ -54,6 +56,12 @@ pub(crate) fn read_jsonl(
     Ok(out)
 }
 
+/// The code of a data file's error: a chat conversation that is not well formed (E0527), or a
+/// file that cannot be read as its records (E0503).
+pub(crate) fn fault_of(message: &str) -> Fault {
+    if message.contains(super::chat::NOT_A_CONVERSATION) { Fault::ChatData } else { Fault::Data }
+}
+
 /// The label of a data file that cannot be read at all.
 pub(crate) fn not_read_label(why: &str) -> String {
     if why.starts_with("it is not a regular file") {
@@ -72,6 +80,7 @@ impl Records {
                 Records::Tasks(Vec::new())
             }
             RecordKind::Trajectories => Records::Trajectories(Vec::new()),
+            RecordKind::Chat => Records::Chats(Vec::new()),
         }
     }
 
@@ -83,6 +92,7 @@ impl Records {
         match self {
             Records::Tasks(t) => t.len(),
             Records::Trajectories(t) => t.len(),
+            Records::Chats(c) => c.len(),
         }
     }
 }
@@ -104,6 +114,7 @@ pub(crate) fn parse_record(
         RecordKind::Tasks => "task",
         RecordKind::Qa => "QA",
         RecordKind::Trajectories => "trajectory",
+        RecordKind::Chat => "chat",
         RecordKind::Grounding => return Err("grounding pairs are not read by this runtime".into()),
     };
     let row = match row {
@@ -139,6 +150,15 @@ pub(crate) fn parse_record(
         (RecordKind::Trajectories, Records::Trajectories(t)) => {
             t.push(serde_path_to_error::deserialize(row).map_err(bad)?)
         }
+        (RecordKind::Chat, Records::Chats(c)) => match &row {
+            Json::Object(m) => c.push(super::chat::conversation(m)?),
+            other => {
+                return Err(format!(
+                    "{}: the row is not an object with `messages`: {other}",
+                    super::chat::NOT_A_CONVERSATION
+                ));
+            }
+        },
         _ => return Err(format!("a {what} record in a dataset of another kind")),
     }
     Ok(())

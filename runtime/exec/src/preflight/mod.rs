@@ -4,6 +4,7 @@
 //! implement, no Chromium — every problem at once, each with its code and, where a declaration
 //! is to blame, that declaration and field.
 
+mod chat;
 mod critic;
 mod device;
 pub mod files;
@@ -17,8 +18,10 @@ mod refusals;
 mod refuse;
 mod rewards;
 mod secrets;
+pub(crate) mod subsets;
 pub(crate) mod tables;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use wrl_plan::params::{self, Dataset, DemoEnv, Env, Params, TypedPlan, shape::Shape};
@@ -80,6 +83,11 @@ pub fn preflight<'p>(
         if let Params::Dataset(d) = p {
             errs.extend(dataset(n, d));
         }
+        if let Params::Eval(e) = p
+            && let params::OrNone::Value(by) = &e.by
+        {
+            errs.extend(subset_column(&typed, n, e, by));
+        }
         if let Params::Env(params::Env::SearchApi(s)) = p
             && let params::Site::Retriever { corpus, .. } = &s.target
             && let Err(why) = wrl_sandbox::retriever::read_docs(corpus)
@@ -111,6 +119,21 @@ pub fn preflight<'p>(
 /// of the dataset readers (`fuzz/fuzz_targets/datasets.rs`) calls: it may fail, never panic.
 pub fn read_data_file(path: &str, kind: params::RecordKind) -> Result<usize, String> {
     tables::read_records(path, kind, &files::Columns::new()).map(|r| r.len()).map_err(|(m, _)| m)
+}
+
+/// Reads a file of chat conversations (`kind = chat`, JSONL or Parquet by its extension) as an
+/// SFT dataset reads it, through `columns`: each conversation checked and read into the
+/// trainer's segments (tool calls and tools kept), or why not, naming the file and the line or
+/// row.
+pub fn read_chats(
+    path: &str,
+    columns: &BTreeMap<String, String>,
+) -> Result<Vec<wrl_trainer::Trajectory>, String> {
+    match tables::read_records(path, params::RecordKind::Chat, columns) {
+        Ok(files::Records::Chats(c)) => Ok(c),
+        Ok(_) => Err(format!("`{path}` is not read as chat conversations")),
+        Err((message, _)) => Err(message),
+    }
 }
 
 /// A node that does not decode: an `unknown` the runtime needs below its top level (E0500;
@@ -190,11 +213,18 @@ fn dataset(n: &Node, d: &Dataset) -> Vec<RunError> {
         kind_of(d),
         columns_of(d),
     ) {
-        Err((message, label)) => errs.push(
-            RunError::new(Fault::Data, format!("dataset `{}`: {message}", n.decl))
-                .help(tables::format_help(path))
-                .at(n, Some(at), label),
-        ),
+        Err((message, label)) => {
+            let fault = files::fault_of(&message);
+            let help =
+                if fault == Fault::ChatData { chat::HELP } else { tables::format_help(path) };
+            errs.push(
+                RunError::new(fault, format!("dataset `{}`: {message}", n.decl)).help(help).at(
+                    n,
+                    Some(at),
+                    label,
+                ),
+            )
+        }
         Ok(records) if declared.is_some_and(|c| c != records.len() as u64) => {
             let (c, len) = (declared.unwrap_or_default(), records.len());
             let records = if len == 1 { "1 record".to_string() } else { format!("{len} records") };
@@ -228,6 +258,32 @@ fn dataset(n: &Node, d: &Dataset) -> Vec<RunError> {
         _ => {}
     }
     errs
+}
+
+/// The column an evaluation splits its result by (`by`), when its tasks lack it (E0528): a
+/// file's row without it (the file's other faults are its dataset's), a generated task set's
+/// record without such a field.
+fn subset_column(typed: &TypedPlan<'_>, n: &Node, e: &params::Evaluate, by: &str) -> Vec<RunError> {
+    let Some(Params::Dataset(d)) = typed.get(e.tasks.id()) else { return Vec::new() };
+    let refuse = |message: String, label: String| {
+        RunError::new(Fault::SubsetColumn, format!("eval `{}`: {message}", n.decl))
+            .help(
+                "name a column every row has, by name or by a path into nested columns                  (`extra_info.split`), or leave `by` out for one result",
+            )
+            .at(n, Some("by"), label)
+    };
+    if let Err(why) = subsets::known_before(d, by) {
+        return vec![refuse(why, "not a field of these tasks".into())];
+    }
+    let path = match d {
+        Dataset::Jsonl(f) | Dataset::Parquet(f) => Some(f.path.clone()),
+        Dataset::HfDataset(h) => tables::hf_dataset_file(&h.id, &h.file, h.split).ok(),
+        _ => None,
+    };
+    match path.filter(|p| Path::new(p).is_file()).map(|p| subsets::of_file(&p, by)) {
+        Some(Err((message, label))) => vec![refuse(message, label)],
+        Some(Ok(_)) | None => Vec::new(),
+    }
 }
 
 /// The record kind of a file dataset (`tasks` for the rest, which read no file).

@@ -60,10 +60,24 @@ pub(crate) fn read_parquet(
     kind: RecordKind,
     columns: &Columns,
 ) -> Result<Records, (String, String)> {
+    let mut out = Records::empty(kind);
+    parquet_rows(path, &mut |n, row| parse_record(Json::Object(row), kind, columns, n, &mut out))?;
+    if out.is_empty() {
+        return Err((format!("`{path}` holds no records"), "this file is empty".into()));
+    }
+    Ok(out)
+}
+
+/// Each row of a Parquet file as the JSON object of its columns, given to `each` with its
+/// 1-based number; on failure, the message and a label for the place, as [`read_parquet`]'s.
+pub(crate) fn parquet_rows(
+    path: &str,
+    each: &mut dyn FnMut(usize, Map<String, Json>) -> Result<(), String>,
+) -> Result<(), (String, String)> {
     let file = wrl_sandbox::datafile::open(Path::new(path)).map_err(|why| {
         (format!("cannot read `{path}`: {why}"), super::files::not_read_label(&why))
     })?;
-    match super::quiet::catch(|| parquet_records(file, path, kind, columns)) {
+    match super::quiet::catch(|| rows_of(file, path, each)) {
         Ok(read) => read,
         Err(panic) => Err((
             format!("`{path}` is a damaged Parquet file: {panic}"),
@@ -72,20 +86,18 @@ pub(crate) fn read_parquet(
     }
 }
 
-/// The records of an open Parquet file (which may panic: see [`read_parquet`]).
-fn parquet_records(
+/// The rows of an open Parquet file (which may panic: see [`read_parquet`]).
+fn rows_of(
     file: std::fs::File,
     path: &str,
-    kind: RecordKind,
-    columns: &Columns,
-) -> Result<Records, (String, String)> {
+    each: &mut dyn FnMut(usize, Map<String, Json>) -> Result<(), String>,
+) -> Result<(), (String, String)> {
     let reader = SerializedFileReader::new(file).map_err(|e| {
         (format!("`{path}` is not a Parquet file: {e}"), "not a Parquet file".to_string())
     })?;
     let rows = reader
         .get_row_iter(None)
         .map_err(|e| (format!("cannot read `{path}`: {e}"), "cannot be read".to_string()))?;
-    let mut out = Records::empty(kind);
     for (i, row) in rows.enumerate() {
         let at = |why: String| {
             (format!("`{path}` row {}: {why}", i + 1), format!("row {} of this file", i + 1))
@@ -95,12 +107,9 @@ fn parquet_records(
         for (k, v) in row.get_column_iter() {
             m.insert(k.clone(), json_of(k, v).map_err(&at)?);
         }
-        parse_record(Json::Object(m), kind, columns, i + 1, &mut out).map_err(at)?;
+        each(i + 1, m).map_err(at)?;
     }
-    if out.is_empty() {
-        return Err((format!("`{path}` holds no records"), "this file is empty".into()));
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// Reads a data file by its extension (`.parquet`, else JSONL), through its `columns`.

@@ -118,6 +118,23 @@ fn evals(h: &mut String, s: &Summary) {
             e.mean_reward.map(|m| format!(" (mean reward {m:.3})")).unwrap_or_default(),
             esc(&paper.join("; "))
         );
+        // With `by`: a row per subset, its rate and 95 % Wilson interval.
+        let by = e.by.as_deref().unwrap_or("subset");
+        for (name, r) in &e.subsets {
+            let _ = write!(
+                h,
+                "<tr class=\"subset\"><td>↳ {} = {}</td><td></td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{:.1}% [{:.1}%, {:.1}%]</td><td>{}/{} solved</td></tr>",
+                esc(by),
+                esc(name),
+                r.out_of,
+                r.success * 100.0,
+                r.low * 100.0,
+                r.high * 100.0,
+                r.solved,
+                r.out_of
+            );
+        }
     }
     h.push_str("</table></section>");
 }
@@ -320,6 +337,8 @@ mod tests {
                     mean_reward: None,
                     episodes: 4,
                     published: vec![],
+                    by: None,
+                    subsets: BTreeMap::new(),
                 }],
                 failures: BTreeMap::from([(wrl_sandbox::Ending::MaxSteps, 3)]),
                 claims: Vec::new(),

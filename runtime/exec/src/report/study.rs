@@ -46,6 +46,22 @@ pub fn render(s: &Study) -> String {
             e.episodes,
             esc(&per.join(" · "))
         );
+        for (name, r) in &e.subsets {
+            let _ = write!(
+                h,
+                "<tr class=\"subset\"><td>↳ {}</td><td></td><td>{}</td><td class=\"n\">{:.1}%</td>\
+                 <td class=\"n\">[{:.1}%, {:.1}%]</td><td>wilson</td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{}/{} solved, pooled</td></tr>",
+                esc(name),
+                esc(&e.metric),
+                r.success * 100.0,
+                r.low * 100.0,
+                r.high * 100.0,
+                r.out_of,
+                r.solved,
+                r.out_of
+            );
+        }
     }
     h.push_str("</table></section>");
     variants(&mut h, s);
@@ -173,6 +189,7 @@ mod tests {
                 metric: "success".into(),
                 per_seed: vec![0.45, 0.55],
                 tasks: 128,
+                subsets: Default::default(),
             }],
             recipe: "q.wrl".into(),
             runs: vec!["seed-3".into(), "seed-4".into()],

@@ -148,6 +148,9 @@ pub struct EvalLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_reward: Option<f64>,
     pub episodes: usize,
+    /// Each subset's result, by its value of the evaluation's `by` column (absent without).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub subsets: BTreeMap<String, SubsetResult>,
     /// The global step of the weights it evaluated (training steps of the run before it).
     #[serde(default)]
     pub global_step: u64,
@@ -215,6 +218,24 @@ pub struct EvalResult {
     /// beside `success`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub published: Vec<PublishedFigure>,
+    /// The column the evaluation splits its result by (`by`; absent without).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Each subset's result, by its value of the `by` column (sorted).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub subsets: BTreeMap<String, SubsetResult>,
+}
+
+/// One subset's result in an evaluation split by a column (`by`): what was solved out of what
+/// was tried (tasks; episodes for `metric = mean_reward`), the rate and its 95 % Wilson interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubsetResult {
+    pub solved: u64,
+    pub out_of: u64,
+    pub success: f64,
+    pub low: f64,
+    pub high: f64,
 }
 
 /// A paper's figure for one evaluation: its model, its value (a fraction) and its source.

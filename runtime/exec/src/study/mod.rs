@@ -77,6 +77,9 @@ pub struct StudyEval {
     pub per_seed: Vec<f64>,
     /// Tasks over all seeds (episodes over k).
     pub tasks: u64,
+    /// With `by`: each subset's counts pooled over the seeds, with Wilson's interval.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub subsets: std::collections::BTreeMap<String, crate::rundir::records::SubsetResult>,
 }
 
 /// Aggregates the summaries of the seeds' runs (in the order of `seeds`) of `plan`.
@@ -140,9 +143,33 @@ pub(crate) fn evals_of(plan: &TypedPlan<'_>, runs: &[Summary]) -> Vec<StudyEval>
             metric: metric_name(metric).into(),
             per_seed: per_seed.into_iter().map(round6).collect(),
             tasks: pairs.iter().map(|p| p.1).sum(),
+            subsets: pooled_subsets(
+                runs.iter()
+                    .filter_map(|s| s.evals.get(i))
+                    .filter(|r| r.eval == e.eval && r.after == e.after),
+            ),
         });
     }
     evals
+}
+
+/// Each subset's counts summed over the seeds' records of one evaluation, with Wilson's
+/// interval over the pooled tasks (episodes for `mean_reward`).
+fn pooled_subsets<'r>(
+    records: impl Iterator<Item = &'r EvalResult>,
+) -> std::collections::BTreeMap<String, crate::rundir::records::SubsetResult> {
+    let mut counts: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+    for r in records {
+        for (name, s) in &r.subsets {
+            let c = counts.entry(name.as_str()).or_default();
+            c.0 += s.solved;
+            c.1 += s.out_of;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(name, (s, n))| (name.to_string(), crate::executor::subset_result(s, n)))
+        .collect()
 }
 
 /// An evaluation record's (solved, tasks): its episodes over k are its tasks.
@@ -258,19 +285,29 @@ pub fn table(study: &Study) -> String {
     let rows: Vec<(String, String, String)> = study
         .evals
         .iter()
-        .map(|e| {
+        .flat_map(|e| {
             let name = if e.after == e.eval {
                 e.eval.clone()
             } else {
                 format!("{} after {}", e.eval, e.after)
             };
-            let fig = format!(
-                "{:5.1}%  [{:5.1}%, {:5.1}%]",
-                e.mean * 100.0,
-                e.low * 100.0,
-                e.high * 100.0
+            let fig = |mean: f64, low: f64, high: f64| {
+                format!("{:5.1}%  [{:5.1}%, {:5.1}%]", mean * 100.0, low * 100.0, high * 100.0)
+            };
+            let whole = (
+                name,
+                format!("{} ({}, {} episodes)", e.metric, e.interval, e.episodes),
+                fig(e.mean, e.low, e.high),
             );
-            (name, format!("{} ({}, {} episodes)", e.metric, e.interval, e.episodes), fig)
+            // With `by`: each subset, pooled over the seeds.
+            let parts = e.subsets.iter().map(move |(sub, r)| {
+                (
+                    format!("  [{sub}]"),
+                    format!("{}/{} solved (wilson, pooled)", r.solved, r.out_of),
+                    fig(r.success, r.low, r.high),
+                )
+            });
+            std::iter::once(whole).chain(parts)
         })
         .collect();
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
