@@ -362,6 +362,7 @@ async fn place(
                 coordinates: params::Coordinates::ElementIds,
                 calls_per_turn: params::CallsPerTurn::One,
                 answer_tag: String::new(),
+                mcp: Vec::new(),
                 tools: Vec::new(),
             });
             (Place::Server(env), tools, "env_server")

@@ -4,6 +4,7 @@
 //! seeds and their claims are in `study.rs`, in the same test binary.
 
 mod eval_env;
+mod mcp;
 mod study;
 mod tags;
 
