@@ -40,13 +40,14 @@ fn profiles(recipe: &str) -> Vec<String> {
 
 /// The small recipes of `tests/recipes/` whose plans are golden too (#47: the ARPO-like and
 /// GiGPO-like cases; #48: LoRA adapters per stage; #46: a reward served by an endpoint,
-/// Search-R1's tag-style calls);
+/// Search-R1's tag-style calls, tools from an MCP server);
 /// their goldens live in `tests/recipes/golden/`.
 /// #45: variants, each its own plan (`NAME.variant-V.plan`).
-const TEST_RECIPES: [&str; 6] = [
+const TEST_RECIPES: [&str; 7] = [
     "tests/recipes/arpo.wrl",
     "tests/recipes/gigpo.wrl",
     "tests/recipes/lora.wrl",
+    "tests/recipes/mcp_tools.wrl",
     "tests/recipes/reward_endpoint.wrl",
     "tests/recipes/search_r1.wrl",
     "tests/recipes/variants.wrl",

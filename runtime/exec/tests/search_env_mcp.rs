@@ -11,8 +11,8 @@ use std::time::Duration;
 use wrl_exec::env::SearchEnv;
 use wrl_exec::mcp::{McpTools, SEARCH_NATIVE, list_blocking, route};
 use wrl_plan::params::{
-    CallsPerTurn, Coordinates, McpHttp, McpOnError, McpServer, McpStdio, OrUnlimited, Seconds, Tool,
-    ToolParam, ToolTy, Toolset,
+    CallsPerTurn, Coordinates, McpHttp, McpOnError, McpServer, McpStdio, OrUnlimited, Seconds,
+    Tool, ToolParam, ToolTy, Toolset,
 };
 use wrl_sandbox::{Sandbox, Split, generate_qa};
 
@@ -41,7 +41,11 @@ fn tool(name: &str, params: &[(&str, &str)]) -> Tool {
         name: name.into(),
         params: params
             .iter()
-            .map(|(n, t)| ToolParam { name: n.to_string(), ty: ToolTy::parse(t).unwrap(), default: None })
+            .map(|(n, t)| ToolParam {
+                name: n.to_string(),
+                ty: ToolTy::parse(t).unwrap(),
+                default: None,
+            })
             .collect(),
         terminal: false,
     }
@@ -116,11 +120,21 @@ fn the_preflight_holds_declared_tools_to_the_servers_listing() {
         assert!(route(&tools(server.clone(), vec![]), SEARCH_NATIVE, &listings).is_ok());
         let bad = tools(
             server.clone(),
-            vec![tool("run_cod", &[("code", "string")]), tool("add", &[("a", "float"), ("c", "int")])],
+            vec![
+                tool("run_cod", &[("code", "string")]),
+                tool("add", &[("a", "float"), ("c", "int")]),
+            ],
         );
         let why = route(&bad, SEARCH_NATIVE, &listings).unwrap_err().join("\n");
-        assert!(why.contains("tool `run_cod` is served by no MCP server") && why.contains("did you mean `run_code`?"), "{why}");
-        assert!(why.contains("argument `a` is `integer` on the server, `float (number)` in the recipe"), "{why}");
+        assert!(
+            why.contains("tool `run_cod` is served by no MCP server")
+                && why.contains("did you mean `run_code`?"),
+            "{why}"
+        );
+        assert!(
+            why.contains("argument `a` is `integer` on the server, `float (number)` in the recipe"),
+            "{why}"
+        );
         assert!(why.contains("the server takes no argument `c`"), "{why}");
         assert!(why.contains("the server requires argument `b`"), "{why}");
     }

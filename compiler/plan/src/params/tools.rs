@@ -76,21 +76,32 @@ impl McpServer {
     pub fn name(&self) -> String {
         match self {
             McpServer::Http(h) => h.url.clone(),
-            McpServer::Stdio(s) => {
-                std::iter::once(s.command.as_str()).chain(s.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
-            }
+            McpServer::Stdio(s) => std::iter::once(s.command.as_str())
+                .chain(s.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
         }
     }
 
     /// Its calls' limits.
     pub fn limits(&self) -> McpLimits {
         let (timeout, result_chars, max_calls, on_error) = match self {
-            McpServer::Http(McpHttp { url: _, api_key_env: _, timeout, result_chars, max_calls, on_error }) => {
-                (*timeout, *result_chars, *max_calls, *on_error)
-            }
-            McpServer::Stdio(McpStdio { command: _, args: _, timeout, result_chars, max_calls, on_error }) => {
-                (*timeout, *result_chars, *max_calls, *on_error)
-            }
+            McpServer::Http(McpHttp {
+                url: _,
+                api_key_env: _,
+                timeout,
+                result_chars,
+                max_calls,
+                on_error,
+            }) => (*timeout, *result_chars, *max_calls, *on_error),
+            McpServer::Stdio(McpStdio {
+                command: _,
+                args: _,
+                timeout,
+                result_chars,
+                max_calls,
+                on_error,
+            }) => (*timeout, *result_chars, *max_calls, *on_error),
         };
         McpLimits { timeout, result_chars, max_calls: max_calls.value().copied(), on_error }
     }

@@ -162,10 +162,15 @@ impl<'a> Executor<'a> {
         if let Some(m) = self.services.mcp.get(&node.id) {
             return Ok(Some(m.clone()));
         }
-        let m = crate::mcp::McpTools::connect(tools, crate::mcp::SEARCH_NATIVE).await.map_err(|why| {
-            RunError::new(Fault::Service, format!("env `{}`: {why}", node.decl))
-                .at(node, Some("tools"), "this tool set's MCP servers")
-        })?;
+        let m = crate::mcp::McpTools::connect(tools, crate::mcp::SEARCH_NATIVE).await.map_err(
+            |why| {
+                RunError::new(Fault::Service, format!("env `{}`: {why}", node.decl)).at(
+                    node,
+                    Some("tools"),
+                    "this tool set's MCP servers",
+                )
+            },
+        )?;
         if let Some(m) = &m {
             self.services.mcp.insert(node.id.clone(), m.clone());
         }

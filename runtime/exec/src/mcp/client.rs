@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
+use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::ServiceExt;
 use wrl_plan::params::{McpServer, McpStdio};
 
 use super::Outcome;
@@ -38,14 +38,25 @@ pub async fn connect(server: &McpServer) -> Result<Connection, String> {
                 let mut cfg = StreamableHttpClientTransportConfig::with_uri(h.url.as_str());
                 if !h.api_key_env.is_empty() {
                     let key = std::env::var(&h.api_key_env).map_err(|_| {
-                        format!("the environment variable `{}` (its `api_key_env`) is not set", h.api_key_env)
+                        format!(
+                            "the environment variable `{}` (its `api_key_env`) is not set",
+                            h.api_key_env
+                        )
                     })?;
                     cfg = cfg.auth_header(key);
                 }
                 let transport = StreamableHttpClientTransport::from_config(cfg);
                 ().serve(transport).await.map_err(|e| e.to_string())
             }
-            McpServer::Stdio(McpStdio { command, args, .. }) => {
+            McpServer::Stdio(McpStdio {
+                command,
+                args,
+                // The limits are the caller's (`McpServer::limits`).
+                timeout: _,
+                result_chars: _,
+                max_calls: _,
+                on_error: _,
+            }) => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args);
                 let transport = TokioChildProcess::builder(cmd)
@@ -60,7 +71,9 @@ pub async fn connect(server: &McpServer) -> Result<Connection, String> {
     match tokio::time::timeout(timeout, started).await {
         Ok(Ok(service)) => Ok(Connection { service, timeout }),
         Ok(Err(why)) => Err(format!("MCP server `{name}` cannot be reached: {why}")),
-        Err(_) => Err(format!("MCP server `{name}` did not complete `initialize` within {timeout:.0?}")),
+        Err(_) => {
+            Err(format!("MCP server `{name}` did not complete `initialize` within {timeout:.0?}"))
+        }
     }
 }
 
@@ -79,13 +92,24 @@ impl Connection {
 
     /// Calls `tool` with `arguments` (`tools/call`): its text, the tool's own error (`isError`,
     /// a JSON-RPC error, the timeout), or a server that could not be reached.
-    pub async fn call(&self, tool: &str, arguments: serde_json::Map<String, serde_json::Value>) -> Outcome {
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Outcome {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         match tokio::time::timeout(self.timeout, self.service.call_tool(params)).await {
-            Err(_) => Outcome::ToolError(format!("the call took over {:.0?} and was abandoned", self.timeout)),
+            Err(_) => Outcome::ToolError(format!(
+                "the call took over {:.0?} and was abandoned",
+                self.timeout
+            )),
             Ok(Ok(r)) => {
                 let text = text_of(&r.content, r.structured_content.as_ref());
-                if r.is_error == Some(true) { Outcome::ToolError(text) } else { Outcome::Text(text) }
+                if r.is_error == Some(true) {
+                    Outcome::ToolError(text)
+                } else {
+                    Outcome::Text(text)
+                }
             }
             Ok(Err(rmcp::ServiceError::McpError(e))) => Outcome::ToolError(e.message.to_string()),
             Ok(Err(rmcp::ServiceError::Timeout { timeout })) => {

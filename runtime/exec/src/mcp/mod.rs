@@ -68,15 +68,17 @@ pub fn reply(tool: &str, outcome: Outcome, limits: &McpLimits) -> Reply {
             let text = truncate(&format!("error: {why}"), limits.result_chars);
             let end = match limits.on_error {
                 McpOnError::Text => None,
-                McpOnError::EndEpisode => {
-                    Some(EndReason::EnvError { message: format!("MCP tool `{tool}` failed: {why}") })
-                }
+                McpOnError::EndEpisode => Some(EndReason::EnvError {
+                    message: format!("MCP tool `{tool}` failed: {why}"),
+                }),
             };
             Reply { text, end }
         }
         Outcome::Unreachable(why) => Reply {
             text: format!("error: the MCP server of `{tool}` cannot be reached: {why}"),
-            end: Some(EndReason::EnvError { message: format!("MCP tool `{tool}`: the server cannot be reached: {why}") }),
+            end: Some(EndReason::EnvError {
+                message: format!("MCP tool `{tool}`: the server cannot be reached: {why}"),
+            }),
         },
     }
 }
@@ -139,7 +141,8 @@ pub fn route(
                 }
             }
             several => {
-                let names: Vec<String> = several.iter().map(|(i, _)| format!("`{}`", listings[*i].0)).collect();
+                let names: Vec<String> =
+                    several.iter().map(|(i, _)| format!("`{}`", listings[*i].0)).collect();
                 problems.push(format!(
                     "tool `{}` is listed by several MCP servers ({}): which one serves it is ambiguous",
                     t.name,
@@ -187,7 +190,10 @@ pub struct McpTools {
 impl McpTools {
     /// Connects to every server of `tools` and routes each tool not in `native`; why not, in
     /// words (a server that cannot be reached, a tool no server serves as declared).
-    pub async fn connect(tools: &Toolset, native: &[&str]) -> Result<Option<Arc<McpTools>>, String> {
+    pub async fn connect(
+        tools: &Toolset,
+        native: &[&str],
+    ) -> Result<Option<Arc<McpTools>>, String> {
         if tools.mcp.is_empty() {
             return Ok(None);
         }
@@ -195,7 +201,10 @@ impl McpTools {
         let mut listings = Vec::new();
         for s in &tools.mcp {
             let c = client::connect(s).await?;
-            listings.push((s.name(), c.list().await.map_err(|e| format!("MCP server `{}`: {e}", s.name()))?));
+            listings.push((
+                s.name(),
+                c.list().await.map_err(|e| format!("MCP server `{}`: {e}", s.name()))?,
+            ));
             servers.push((s.limits(), c));
         }
         let route = route(tools, native, &listings).map_err(|p| p.join("; "))?;

@@ -29,7 +29,10 @@ impl Mismatch {
     pub fn describe(&self, tool: &str) -> String {
         match self {
             Mismatch::UnknownArg { arg, suggestion } => {
-                let dym = suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
+                let dym = suggestion
+                    .as_ref()
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
                 format!("tool `{tool}`: the server takes no argument `{arg}`{dym}")
             }
             Mismatch::Type { arg, server, recipe } => format!(
@@ -60,7 +63,9 @@ fn allowed(schema: &Value) -> Vec<String> {
     let mut out = Vec::new();
     match schema.get("type") {
         Some(Value::String(t)) => out.push(t.clone()),
-        Some(Value::Array(ts)) => out.extend(ts.iter().filter_map(Value::as_str).map(str::to_string)),
+        Some(Value::Array(ts)) => {
+            out.extend(ts.iter().filter_map(Value::as_str).map(str::to_string))
+        }
         _ => {}
     }
     for key in ["anyOf", "oneOf"] {
@@ -84,7 +89,8 @@ fn allowed(schema: &Value) -> Vec<String> {
 /// Whether a value the recipe's type allows is one of the server's types: an integer is also
 /// a `number`; anything else must match by name.
 fn fits(recipe: &str, server: &[String]) -> bool {
-    server.is_empty() || server.iter().any(|s| s == recipe || (s == "number" && recipe == "integer"))
+    server.is_empty()
+        || server.iter().any(|s| s == recipe || (s == "number" && recipe == "integer"))
 }
 
 /// Every way `declared` differs from `listed`, in the declared parameters' order, then the
@@ -167,7 +173,10 @@ mod tests {
     }
 
     fn listed(schema: Value) -> Listed {
-        Listed { name: "run_code".into(), input_schema: schema.as_object().cloned().unwrap_or_default() }
+        Listed {
+            name: "run_code".into(),
+            input_schema: schema.as_object().cloned().unwrap_or_default(),
+        }
     }
 
     #[test]

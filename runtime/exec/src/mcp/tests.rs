@@ -36,14 +36,16 @@ fn calls_past_max_calls_are_refused_per_tool() {
 #[test]
 fn on_error_decides_whether_a_tool_error_ends_the_episode() {
     let r = reply("add", Outcome::ToolError("division by zero".into()), &limits(McpOnError::Text));
-    assert_eq!(r.text, "error: div\n[cut: 16 more characters]");
+    assert_eq!(r.text, "error: div\n[cut: 13 more characters]");
     assert_eq!(r.end, None);
     let r = reply("add", Outcome::ToolError("boom".into()), &limits(McpOnError::EndEpisode));
     assert!(matches!(r.end, Some(EndReason::EnvError { .. })));
     // A server that cannot be reached ends the episode whatever `on_error` says: never a
     // silent 0 reward.
     let r = reply("add", Outcome::Unreachable("closed".into()), &limits(McpOnError::Text));
-    assert!(matches!(r.end, Some(EndReason::EnvError { ref message }) if message.contains("cannot be reached")));
+    assert!(
+        matches!(r.end, Some(EndReason::EnvError { ref message }) if message.contains("cannot be reached"))
+    );
     let r = reply("add", Outcome::Text("12345678901".into()), &limits(McpOnError::Text));
     assert_eq!((r.text.as_str(), r.end), ("1234567890\n[cut: 1 more characters]", None));
 }
@@ -78,8 +80,10 @@ fn listed(name: &str, schema: serde_json::Value) -> Listed {
 
 #[test]
 fn declared_tools_are_routed_to_the_server_that_lists_them() {
-    let tools = set(&[("search", &[("query", "list(string)")]), ("run_code", &[("code", "string")])]);
-    let code = json!({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]});
+    let tools =
+        set(&[("search", &[("query", "list(string)")]), ("run_code", &[("code", "string")])]);
+    let code =
+        json!({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]});
     let listings = vec![
         ("http://127.0.0.1:1/mcp".to_string(), vec![listed("add", json!({}))]),
         ("python3 server.py".to_string(), vec![listed("run_code", code.clone())]),

@@ -54,7 +54,10 @@ fn elsewhere(n: &Node, tools: &params::Toolset, what: &str) -> Vec<RunError> {
     }
     vec![unsupported(
         n,
-        format!("env `{}`: MCP tools are called from `search_api` episodes only, not from {what}", n.decl),
+        format!(
+            "env `{}`: MCP tools are called from `search_api` episodes only, not from {what}",
+            n.decl
+        ),
         "serve the tools through a `search_api` env, or remove `mcp` from the tool set",
         "tools",
     )]
