@@ -14,7 +14,7 @@ use wrl_exec::env::search::{SearchExpert, last_response};
 use wrl_exec::env::{Agent, Env, SearchEnv};
 use wrl_sandbox::{Sandbox, Split, Task, generate_qa};
 
-#[path = "search_env_mcp.rs"]
+#[path = "search_env/mcp.rs"]
 mod mcp;
 
 fn cfg() -> EpisodeCfg {
