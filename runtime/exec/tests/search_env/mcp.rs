@@ -151,7 +151,10 @@ async fn calls_go_to_the_server_over_stdio_with_limits_and_errors_as_text() {
     let env = SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5))
         .unwrap()
         .with_mcp(mcp);
-    let task = &generate_qa(sb.content(), Split::Test, 1, 2)[0];
+    // Six turns: more than a QA task's step budget of 4.
+    let mut task = generate_qa(sb.content(), Split::Test, 1, 2)[0].clone();
+    task.max_steps = 10;
+    let task = &task;
     let turns = vec![
         Box::leak(call("run_code", r#"{"code": "print(6 * 7)"}"#).into_boxed_str()) as &str,
         Box::leak(call("add", r#"{"a": 2, "b": 3}"#).into_boxed_str()),
