@@ -70,11 +70,17 @@ pub async fn connect(server: &McpServer) -> Result<Connection, String> {
     };
     match tokio::time::timeout(timeout, started).await {
         Ok(Ok(service)) => Ok(Connection { service, timeout }),
-        Ok(Err(why)) => Err(format!("MCP server `{name}` cannot be reached: {why}")),
+        Ok(Err(why)) => Err(format!("MCP server `{name}` cannot be reached: {}", plain(&why))),
         Err(_) => {
             Err(format!("MCP server `{name}` did not complete `initialize` within {timeout:.0?}"))
         }
     }
+}
+
+/// An SDK error without the transport's Rust type names (`… [rmcp::transport::…] error: Client
+/// error: error sending request …`): its last `error: ` clause, which says what happened.
+fn plain(why: &str) -> &str {
+    why.rfind("] error: ").map_or(why, |i| &why[i + "] error: ".len()..])
 }
 
 impl Connection {
