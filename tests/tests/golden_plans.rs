@@ -40,14 +40,16 @@ fn profiles(recipe: &str) -> Vec<String> {
 
 /// The small recipes of `tests/recipes/` whose plans are golden too (#47: the ARPO-like and
 /// GiGPO-like cases; #48: LoRA adapters per stage; #46: a reward served by an endpoint,
-/// Search-R1's tag-style calls, chat-format SFT and an evaluation per subset);
+/// Search-R1's tag-style calls, chat-format SFT, an evaluation per subset, tools from an MCP
+/// server);
 /// their goldens live in `tests/recipes/golden/`.
 /// #45: variants, each its own plan (`NAME.variant-V.plan`).
-const TEST_RECIPES: [&str; 7] = [
+const TEST_RECIPES: [&str; 8] = [
     "tests/recipes/arpo.wrl",
     "tests/recipes/deep_research.wrl",
     "tests/recipes/gigpo.wrl",
     "tests/recipes/lora.wrl",
+    "tests/recipes/mcp_tools.wrl",
     "tests/recipes/reward_endpoint.wrl",
     "tests/recipes/search_r1.wrl",
     "tests/recipes/variants.wrl",

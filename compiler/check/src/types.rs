@@ -68,6 +68,7 @@ pub const KINDS: &[&str] = &[
     "lora",
     "device",
     "call_format",
+    "mcp_server",
     // A variant of the recipe by its name (`variant flat { … }`, or `base`), which a claim
     // names; the planner checks that the recipe declares it.
     "variant",

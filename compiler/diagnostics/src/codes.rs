@@ -135,6 +135,7 @@ pub const CODES: &[CodeInfo] = &[
     live("E0514", Phase::Runtime, "model chat template missing or cannot render"),
     live("E0515", Phase::Runtime, "`hf` setting does not fit the model"),
     live("E0516", Phase::Runtime, "the device a model asks for is not available"),
+    live("E0517", Phase::Runtime, "a declared tool its MCP server does not serve as declared"),
     live("E0520", Phase::Runtime, "a credential written into the recipe"),
     live("E0525", Phase::Runtime, "LoRA adapters that do not fit the model"),
     live("E0526", Phase::Runtime, "a saved adapter of another base model or shape"),

@@ -185,6 +185,7 @@ fn agrees(ty: &Ty, shape: &Shape) -> Result<(), String> {
                 "generation",
                 "branching",
                 "lora",
+                "mcp_server",
             ]
             .contains(&k.as_str()) =>
         {
@@ -344,6 +345,8 @@ fn every_object_constructor_matches_its_stdlib_signature() {
         "std::rewards::eval_types",
         "cuda",
         "tags",
+        "mcp",
+        "mcp_stdio",
     ] {
         assert!(seen.contains(ctor), "`{ctor}` was not checked");
     }

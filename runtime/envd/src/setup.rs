@@ -349,6 +349,14 @@ async fn place(
                 }
                 _ => s.base_url.clone(),
             };
+            // Its episodes are stepped from outside, a turn per request: MCP tools (docs/mcp.md)
+            // are called by `wrlc run`'s episodes only, so the service refuses them rather than
+            // answering every such call as an unknown tool.
+            if !s.tools.mcp.is_empty() {
+                return Err(ServiceError::Start(format!(
+                    "env `{env_decl}`: its tool set's MCP servers (`mcp`) are called by `wrlc run` only, not by `wrlc env serve`"
+                )));
+            }
             let step_text = (s.step_text.0 as usize).max(1);
             let env = SearchEnv::new(&base, step_text, s.timeout.step.duration())
                 .map_err(|e| ServiceError::Start(format!("env `{env_decl}`: {e}")))?;
@@ -362,6 +370,7 @@ async fn place(
                 coordinates: params::Coordinates::ElementIds,
                 calls_per_turn: params::CallsPerTurn::One,
                 answer_tag: String::new(),
+                mcp: Vec::new(),
                 tools: Vec::new(),
             });
             (Place::Server(env), tools, "env_server")

@@ -49,6 +49,9 @@ pub enum Fault {
     HfSetting,
     /// The device a model asks for is not there (CUDA without a CUDA build, or no such GPU).
     Device,
+    /// A tool the recipe declares that its tool set's MCP servers do not serve as declared (no
+    /// server lists it, or an argument's type differs).
+    McpTool,
     /// A stage's LoRA adapters do not fit its model (a target it lacks, a rank above a layer).
     LoraFit,
     /// A saved adapter a stage starts from is not one of its model and `lora` settings.
@@ -85,6 +88,7 @@ impl Fault {
             Fault::HfTemplate => "E0514",
             Fault::HfSetting => "E0515",
             Fault::Device => "E0516",
+            Fault::McpTool => "E0517",
             Fault::LoraFit => "E0525",
             Fault::AdapterMismatch => "E0526",
             Fault::Secret => "E0520",

@@ -9,6 +9,7 @@ pub mod env;
 pub mod error;
 pub mod executor;
 pub mod inputs;
+pub mod mcp;
 pub mod preflight;
 pub mod report;
 pub mod reward;

@@ -14,6 +14,9 @@ use wrl_exec::env::search::{SearchExpert, last_response};
 use wrl_exec::env::{Agent, Env, SearchEnv};
 use wrl_sandbox::{Sandbox, Split, Task, generate_qa};
 
+#[path = "search_env/mcp.rs"]
+mod mcp;
+
 fn cfg() -> EpisodeCfg {
     EpisodeCfg { max_agent_errors: 2, ..EpisodeCfg::default() }
 }
@@ -470,6 +473,7 @@ async fn tag_style_results_are_inline_and_masked_out_of_the_loss() {
         coordinates: Coordinates::ElementIds,
         calls_per_turn: CallsPerTurn::One,
         answer_tag: "answer".into(),
+        mcp: Vec::new(),
         tools: vec![Tool {
             name: "search".into(),
             params: vec![ToolParam {

@@ -231,6 +231,20 @@ fn tools_file(c: &mut Ctx<'_>, n: &Node, tools: &params::Toolset) {
         }
     }
     once(c, n, "tools", |c, n, f| {
+        if !tools.mcp.is_empty() {
+            // verl 0.9.1 has an MCP tool (`verl.tools.mcp_base_tool.MCPBaseTool`, `type: mcp`,
+            // HTTP servers from an `mcpServers` file), but the job's agent loop sends every call
+            // of the tool set to the env service, which calls no MCP server; a stdio server has
+            // no verl form at all.
+            c.not_mapped(
+                n,
+                f,
+                "tools served by MCP servers (`mcp`) are not mapped: the job's agent loop sends every call to the env service (`wrlc env serve`), which calls no MCP server, and verl's own MCP tool (`MCPBaseTool`) takes HTTP servers only, with neither `max_calls` nor `on_error`",
+                "the MCP tools would fail at every call",
+            )
+            .refuse(E_UNMAPPED);
+            return;
+        }
         let names: Vec<&str> = tools.tools.iter().map(|t| t.name.as_str()).collect();
         c.wrl(n, f, &[("tools.yaml", json!(names)), ("env service", json!("checks each call against the typed schemas"))])
             .note("the schemas reach the chat template (Hermes `<tools>`); the env service parses and checks each turn's calls (raw `<tool_call>` text or parsed calls)");

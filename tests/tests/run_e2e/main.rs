@@ -5,6 +5,7 @@
 
 mod deep_research;
 mod eval_env;
+mod mcp;
 mod study;
 mod tags;
 

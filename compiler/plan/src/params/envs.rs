@@ -5,7 +5,8 @@
 use serde::Deserialize;
 
 pub use super::tools::{
-    CallsPerTurn, Coordinates, Literal, Tool, ToolKind, ToolParam, ToolTy, Toolset,
+    CallsPerTurn, Coordinates, Literal, McpHttp, McpLimits, McpOnError, McpServer, McpStdio, Tool,
+    ToolKind, ToolParam, ToolTy, Toolset,
 };
 use super::units::{Dims, Seconds, Tokens};
 

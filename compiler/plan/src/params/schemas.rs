@@ -181,6 +181,7 @@ mod tests {
             coordinates: Coordinates::Pixels,
             calls_per_turn: CallsPerTurn::Many,
             answer_tag: String::new(),
+            mcp: Vec::new(),
             tools: vec![Tool {
                 name: "click".into(),
                 params: vec![

@@ -11,7 +11,100 @@ pub struct Toolset {
     pub coordinates: Coordinates,
     pub calls_per_turn: CallsPerTurn,
     pub answer_tag: String,
+    /// The MCP servers that serve the tools its environment does not run itself.
+    pub mcp: Vec<McpServer>,
     pub tools: Vec<Tool>,
+}
+
+/// A Model Context Protocol server (`mcp(url)`, `mcp_stdio(command)`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub enum McpServer {
+    /// `mcp(url)`: streamable HTTP.
+    #[serde(rename = "mcp")]
+    Http(McpHttp),
+    /// `mcp_stdio(command)`: a child process over its stdin and stdout.
+    #[serde(rename = "mcp_stdio")]
+    Stdio(McpStdio),
+}
+
+/// `mcp(url) { … }`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpHttp {
+    pub url: String,
+    pub api_key_env: String,
+    pub timeout: super::units::Seconds,
+    pub result_chars: u64,
+    pub max_calls: super::or::OrUnlimited<u32>,
+    pub on_error: McpOnError,
+}
+
+/// `mcp_stdio(command) { … }`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpStdio {
+    pub command: String,
+    pub args: Vec<String>,
+    pub timeout: super::units::Seconds,
+    pub result_chars: u64,
+    pub max_calls: super::or::OrUnlimited<u32>,
+    pub on_error: McpOnError,
+}
+
+/// What a call the tool itself failed does (`on_error`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpOnError {
+    /// The policy reads the error as the tool's response.
+    Text,
+    /// The episode ends as an `env_error`.
+    EndEpisode,
+}
+
+/// How every call of one server is made and answered, whichever transport it has.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct McpLimits {
+    pub timeout: super::units::Seconds,
+    pub result_chars: u64,
+    /// `None`: unlimited.
+    pub max_calls: Option<u32>,
+    pub on_error: McpOnError,
+}
+
+impl McpServer {
+    /// The server as messages name it: its URL, or its command line.
+    pub fn name(&self) -> String {
+        match self {
+            McpServer::Http(h) => h.url.clone(),
+            McpServer::Stdio(s) => std::iter::once(s.command.as_str())
+                .chain(s.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+
+    /// Its calls' limits.
+    pub fn limits(&self) -> McpLimits {
+        let (timeout, result_chars, max_calls, on_error) = match self {
+            McpServer::Http(McpHttp {
+                url: _,
+                api_key_env: _,
+                timeout,
+                result_chars,
+                max_calls,
+                on_error,
+            }) => (*timeout, *result_chars, *max_calls, *on_error),
+            McpServer::Stdio(McpStdio {
+                command: _,
+                args: _,
+                timeout,
+                result_chars,
+                max_calls,
+                on_error,
+            }) => (*timeout, *result_chars, *max_calls, *on_error),
+        };
+        McpLimits { timeout, result_chars, max_calls: max_calls.value().copied(), on_error }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

@@ -185,6 +185,7 @@ mod tests {
             coordinates: Coordinates::ElementIds,
             calls_per_turn: CallsPerTurn::One,
             answer_tag: String::new(),
+            mcp: Vec::new(),
             tools: vec![
                 tool("click", vec![param("id", "int(min: 0)", None)], false),
                 tool(
@@ -229,6 +230,7 @@ mod tests {
             coordinates: Coordinates::Pixels,
             calls_per_turn: CallsPerTurn::Many,
             answer_tag: String::new(),
+            mcp: Vec::new(),
             tools: vec![tool(
                 "click",
                 vec![
@@ -255,6 +257,7 @@ mod tests {
         let opagent = Toolset {
             coordinates: Coordinates::Norm1000,
             answer_tag: "answer".into(),
+            mcp: Vec::new(),
             tools: vec![],
             ..pixels
         };

@@ -112,6 +112,9 @@ impl Hermes {
                         continue;
                     }
                     Call::Answer(a) => call_of("answer", serde_json::json!({ "text": a })),
+                    Call::Tool { name, arguments } => {
+                        call_of(&name, serde_json::Value::Object(arguments))
+                    }
                 },
             };
             calls.push(call);
@@ -208,7 +211,19 @@ fn search_line(call: &ToolCall) -> Result<String, AgentError> {
             Ok(format!("visit {}{tail}", urls.join(" ")))
         }
         "answer" => Ok(format!("answer {}", strings(call.args.get("text")).join(" "))),
-        other => Err(AgentError::UnknownTool(other.to_string())),
+        // Another tool of the checked tool set: one an MCP server serves, sent as its JSON
+        // call (the env says so if none does).
+        other => Ok(format!(
+            "<tool_call>{}</tool_call>",
+            serde_json::json!({
+                "name": other,
+                "arguments": call
+                    .args
+                    .iter()
+                    .map(|(k, v)| (k.clone(), super::actions::arg_json(v)))
+                    .collect::<serde_json::Map<_, _>>(),
+            })
+        )),
     }
 }
 

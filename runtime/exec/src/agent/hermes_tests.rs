@@ -20,6 +20,7 @@ pub(crate) fn elements() -> Toolset {
         coordinates: Coordinates::ElementIds,
         calls_per_turn: CallsPerTurn::One,
         answer_tag: String::new(),
+        mcp: Vec::new(),
         tools: vec![
             tool("click", vec![id()], false),
             tool(
@@ -49,6 +50,7 @@ pub(crate) fn webdancer() -> Toolset {
         coordinates: Coordinates::ElementIds,
         calls_per_turn: CallsPerTurn::One,
         answer_tag: "answer".into(),
+        mcp: Vec::new(),
         tools: vec![
             tool("search", vec![param("query", "list(string)", None)], false),
             tool(

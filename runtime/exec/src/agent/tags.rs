@@ -167,6 +167,7 @@ mod tests {
             coordinates: Coordinates::ElementIds,
             calls_per_turn: CallsPerTurn::One,
             answer_tag: "answer".into(),
+            mcp: Vec::new(),
             tools: vec![
                 Tool {
                     name: "search".into(),

@@ -253,6 +253,7 @@ mod tests {
             coordinates: Coordinates::Pixels,
             calls_per_turn: CallsPerTurn::Many,
             answer_tag: answer_tag.into(),
+            mcp: Vec::new(),
             tools: vec![
                 Tool {
                     name: "click".into(),

@@ -20,6 +20,20 @@ pub enum Call {
     Visit { urls: Vec<String>, goal: Option<String> },
     /// The terminal `answer(text)`.
     Answer(String),
+    /// Another tool of the tool set, by its JSON call: one an MCP server serves (docs/mcp.md).
+    Tool { name: String, arguments: serde_json::Map<String, serde_json::Value> },
+}
+
+impl Call {
+    /// The tool it calls.
+    pub fn tool(&self) -> &str {
+        match self {
+            Call::Search(_) => "search",
+            Call::Visit { .. } => "visit",
+            Call::Answer(_) => "answer",
+            Call::Tool { name, .. } => name,
+        }
+    }
 }
 
 /// Reads one turn of the policy as a call. Two spellings are accepted: the terse one the tiny
@@ -101,9 +115,10 @@ fn tagged(json: &str) -> Result<Call, String> {
         Some("search") => queries(list("query")),
         Some("visit") => visit(list("url"), args["goal"].as_str().map(str::to_string)),
         Some("answer") => answer(args["text"].as_str().unwrap_or("")),
-        Some(other) => {
-            Err(format!("unknown tool `{other}` (the tools are search, visit and answer)"))
-        }
+        Some(other) => Ok(Call::Tool {
+            name: other.to_string(),
+            arguments: args.as_object().cloned().unwrap_or_default(),
+        }),
         None => Err("the tool call has no `name`".into()),
     }
 }
@@ -112,13 +127,20 @@ fn tagged(json: &str) -> Result<Call, String> {
 #[derive(Debug)]
 struct EnvFailure(String);
 
-/// A search API: its base URL, a client, and how much of each response the agent sees.
+/// A search API: its base URL, a client, and how much of each response the agent sees; the
+/// MCP servers of its tool set, when it has some.
 #[derive(Clone, Debug)]
 pub struct SearchEnv {
     base: String,
     /// Bytes of each tool response kept (the tiny policy's tokens are bytes).
     step_text: usize,
     http: reqwest::Client,
+    mcp: Option<std::sync::Arc<crate::mcp::McpTools>>,
+}
+
+/// The error text of a call of a tool neither the service nor an MCP server serves.
+fn unknown(name: &str) -> String {
+    format!("unknown tool `{name}` (the tools are search, visit and answer)")
 }
 
 impl SearchEnv {
@@ -127,7 +149,27 @@ impl SearchEnv {
     pub fn new(base: &str, step_text: usize, step_timeout: Duration) -> Result<SearchEnv, String> {
         let http =
             reqwest::Client::builder().timeout(step_timeout).build().map_err(|e| e.to_string())?;
-        Ok(SearchEnv { base: base.trim_end_matches('/').to_string(), step_text, http })
+        Ok(SearchEnv { base: base.trim_end_matches('/').to_string(), step_text, http, mcp: None })
+    }
+
+    /// The same env calling the tools `mcp` serves there.
+    pub fn with_mcp(self, mcp: Option<std::sync::Arc<crate::mcp::McpTools>>) -> SearchEnv {
+        SearchEnv { mcp, ..self }
+    }
+
+    /// The MCP tools it calls, with their counts.
+    pub fn mcp(&self) -> Option<&crate::mcp::McpTools> {
+        self.mcp.as_deref()
+    }
+
+    /// `call` when this env can make it; why not (the agent's mistake) otherwise.
+    fn known(&self, call: Call) -> Result<Call, String> {
+        match &call {
+            Call::Tool { name, .. } if !self.mcp.as_ref().is_some_and(|m| m.serves(name)) => {
+                Err(unknown(name))
+            }
+            Call::Search(_) | Call::Visit { .. } | Call::Answer(_) | Call::Tool { .. } => Ok(call),
+        }
     }
 
     async fn get(&self, endpoint: &str, query: &[(&str, &str)]) -> Result<String, EnvFailure> {
@@ -163,6 +205,9 @@ impl SearchEnv {
                 }
             }
             Call::Answer(_) => {}
+            // Called by the episode (`run_task`), which counts them; here (`wrlc env serve`'s
+            // step), no MCP server is connected.
+            Call::Tool { name, .. } => return Ok(format!("error: {}", unknown(name))),
         }
         Ok(cut(&parts.join("\n"), self.step_text))
     }
@@ -188,6 +233,7 @@ impl SearchEnv {
         let mut history: Vec<String> = Vec::new();
         let mut response = String::new();
         let mut errors = 0;
+        let mut mcp_calls = crate::mcp::EpisodeCalls::default();
         let end = loop {
             let seen = observation(&task.goal, &response);
             let written =
@@ -209,7 +255,7 @@ impl SearchEnv {
             history.push(turn.clone());
             let call = match written.malformed {
                 Some(e) => Err(e.to_string()),
-                None => parse_call(&turn),
+                None => parse_call(&turn).and_then(|c| self.known(c)),
             };
             match call {
                 Err(why) => {
@@ -224,6 +270,20 @@ impl SearchEnv {
                 Ok(Call::Answer(a)) => {
                     steps.push(step);
                     break EndReason::Completed { answer: Some(a) };
+                }
+                Ok(Call::Tool { name, arguments }) => {
+                    errors = 0;
+                    let Some(mcp) = &self.mcp else {
+                        // `known` let no other through.
+                        break EndReason::AgentError { message: unknown(&name) };
+                    };
+                    let reply = mcp.call(&name, arguments, &mut mcp_calls).await;
+                    response = reply.text;
+                    step.feedback = response.clone();
+                    steps.push(step);
+                    if let Some(end) = reply.end {
+                        break end;
+                    }
                 }
                 Ok(call) => {
                     errors = 0;

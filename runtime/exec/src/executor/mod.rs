@@ -242,6 +242,13 @@ impl<'a> Executor<'a> {
         self.commit(None, true)?;
         let bytes = serde_json::to_vec_pretty(&summary).map_err(RunError::run_dir)?;
         self.run.write_file("summary.json", &bytes)?;
+        // Each MCP tool's calls and failures, by env node then tool (docs/mcp.md, "Counts").
+        if !self.services.mcp.is_empty() {
+            let counts: std::collections::BTreeMap<&String, _> =
+                self.services.mcp.iter().map(|(node, m)| (node, m.counts())).collect();
+            let bytes = serde_json::to_vec_pretty(&counts).map_err(RunError::run_dir)?;
+            self.run.write_file("mcp_calls.json", &bytes)?;
+        }
         crate::report::write(self.run.root())?;
         Ok(Some(summary))
     }

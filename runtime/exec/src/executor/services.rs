@@ -20,6 +20,9 @@ pub(super) struct Services {
     pool: Option<BrowserPool>,
     /// `retriever(corpus)` search backends, by env node: started once, kept for the run.
     retrievers: std::collections::BTreeMap<String, Arc<wrl_sandbox::retriever::Retriever>>,
+    /// The MCP servers of a `search_api` env's tool set, by env node: connected once, kept for
+    /// the run, their calls counted there (`mcp_calls.json`).
+    pub(super) mcp: std::collections::BTreeMap<String, Arc<crate::mcp::McpTools>>,
 }
 
 impl<'a> Executor<'a> {
@@ -136,12 +139,42 @@ impl<'a> Executor<'a> {
         let step_text = env.map_or(1500, |(_, s)| s.step_text.0 as usize).max(1);
         let step_timeout =
             env.map_or(EpisodeCfg::default().step_timeout, |(_, s)| s.timeout.step.duration());
-        SearchEnv::new(&base, step_text, step_timeout).map_err(|e| {
+        let search = SearchEnv::new(&base, step_text, step_timeout).map_err(|e| {
             let which = env.map_or("the sandbox's search API".to_string(), |(n, _)| {
                 format!("env `{}`", n.decl)
             });
             RunError::new(Fault::Service, format!("{which}: cannot set up its HTTP client: {e}"))
-        })
+        })?;
+        let mcp = match env {
+            Some((n, s)) => self.mcp_tools(n, &s.tools).await?,
+            None => None,
+        };
+        Ok(search.with_mcp(mcp))
+    }
+
+    /// The MCP servers of env `node`'s tool set, connected on first use (the preflight checked
+    /// them; one that has gone since is a service the run needs, E0507).
+    async fn mcp_tools(
+        &mut self,
+        node: &Node,
+        tools: &params::Toolset,
+    ) -> Result<Option<Arc<crate::mcp::McpTools>>, RunError> {
+        if let Some(m) = self.services.mcp.get(&node.id) {
+            return Ok(Some(m.clone()));
+        }
+        let m = crate::mcp::McpTools::connect(tools, crate::mcp::SEARCH_NATIVE).await.map_err(
+            |why| {
+                RunError::new(Fault::Service, format!("env `{}`: {why}", node.decl)).at(
+                    node,
+                    Some("tools"),
+                    "this tool set's MCP servers",
+                )
+            },
+        )?;
+        if let Some(m) = &m {
+            self.services.mcp.insert(node.id.clone(), m.clone());
+        }
+        Ok(m)
     }
 
     /// The sandbox's search API: `http://127.0.0.1:PORT/api`.

@@ -132,9 +132,13 @@ pub(super) fn gigpo_tags(plan: &TypedPlan<'_>, n: &Node, p: &params::RlPhase) ->
 }
 
 /// The tools of a `search_api` env's tool set beyond `search` and `visit` (and an `answer`
-/// tool): the service answers those two only, so a `python` or `browse_webpage` tool would fail
-/// every call mid-run instead of being refused here.
+/// tool) when no MCP server serves them: the service answers those two only, so a `python` or
+/// `browse_webpage` tool would fail every call mid-run instead of being refused here. With MCP
+/// servers, `preflight/mcp.rs` holds each such tool to the server that lists it.
 pub(super) fn search_tools(n: &Node, tools: &params::Toolset) -> Option<RunError> {
+    if !tools.mcp.is_empty() {
+        return None;
+    }
     let extra: Vec<String> = tools
         .tools
         .iter()
@@ -145,11 +149,11 @@ pub(super) fn search_tools(n: &Node, tools: &params::Toolset) -> Option<RunError
         unsupported(
             n,
             format!(
-                "env `{}`: the search service answers `search` and `visit`; {} would fail at every call (tools served by an endpoint or MCP are not implemented)",
+                "env `{}`: the search service answers `search` and `visit`; {} would fail at every call",
                 n.decl,
                 extra.join(", ")
             ),
-            "remove them from the tool set (a profile can swap in `std::tools::webdancer`)",
+            "serve them from an MCP server (`mcp = [mcp(\"http://127.0.0.1:8000/mcp\")]` in the tool set; docs/mcp.md), or remove them",
             "tools",
         )
     })

@@ -12,6 +12,7 @@ pub mod fit;
 pub mod footprint;
 mod limits;
 mod lora;
+mod mcp;
 mod memory;
 mod quiet;
 mod refusals;
@@ -97,6 +98,9 @@ pub fn preflight<'p>(
                     .help("a corpus is JSONL, one {\"url\", \"title\", \"text\"} document per line (docs/sandbox.md); paths are relative to the directory `wrlc run` is started in")
                     .at(n, Some("target"), "this retriever's corpus"),
             );
+        }
+        if let Params::Env(e) = p {
+            errs.extend(mcp::mcp(n, e));
         }
         errs.extend(refusals::refusals(&typed, n, p));
         errs.extend(rewards::inline(&typed, n, p));

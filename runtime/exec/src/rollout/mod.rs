@@ -122,6 +122,7 @@ fn tool_of(action: &str) -> Option<String> {
         Ok(Call::Search(_)) => Some("search".into()),
         Ok(Call::Visit { .. }) => Some("visit".into()),
         Ok(Call::Answer(_)) => Some("answer".into()),
+        Ok(Call::Tool { name, .. }) => Some(name),
         Err(_) => action.split_whitespace().next().map(String::from),
     }
 }
