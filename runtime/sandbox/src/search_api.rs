@@ -17,10 +17,11 @@ use serde::Deserialize;
 
 use crate::checker::{AnswerMode, Checker};
 use crate::content::{Content, Town};
+use crate::hops::{HOP_TEMPLATES, Question, hop_action, hop_pair, hop_template};
 use crate::site::Site;
 use crate::tasks::{Split, Task, pick};
 
-/// Templates of the QA pairs, in generation order.
+/// Templates of the one-hop QA pairs ([`Question::Lookup`]), in generation order.
 pub const QA_TEMPLATES: [&str; 3] = ["qa_founded", "qa_population", "qa_river"];
 
 /// Results one search returns at most.
@@ -130,18 +131,44 @@ pub fn visit(content: &Content, url: &str, goal: &str) -> Option<String> {
     Some(ranked.iter().map(|(_, _, s)| s.as_str()).collect::<Vec<_>>().join(" "))
 }
 
-/// Generates `count` QA pairs of `split` over the wiki, cycling through [`QA_TEMPLATES`]; the
-/// towns of the test split never appear in train. Same arguments, same pairs.
+/// Generates `count` one-hop QA pairs of `split` over the wiki, cycling through
+/// [`QA_TEMPLATES`]; the towns of the test split never appear in train. Same arguments, same
+/// pairs: [`generate_qa_of`] asking only [`Question::Lookup`].
 pub fn generate_qa(content: &Content, split: Split, count: usize, seed: u64) -> Vec<Task> {
+    generate_qa_of(content, split, count, seed, &[Question::Lookup])
+}
+
+/// Generates `count` QA pairs of `split`, pair `i` of the kind `questions[i % len]` (a
+/// lookup cycling through [`QA_TEMPLATES`] on its own count, so `[Lookup]` gives
+/// [`generate_qa`]'s pairs); the towns a pair asks about are of `split` (a chain's distractors,
+/// listed by its search, may be of either). An empty `questions` asks lookups. Same arguments,
+/// same pairs.
+pub fn generate_qa_of(
+    content: &Content,
+    split: Split,
+    count: usize,
+    seed: u64,
+    questions: &[Question],
+) -> Vec<Task> {
+    let questions = if questions.is_empty() { &[Question::Lookup][..] } else { questions };
     let mut rng =
         ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ (split as u64 + 7));
+    let mut lookups = 0;
     (0..count)
         .map(|index| {
-            let template = QA_TEMPLATES[index % QA_TEMPLATES.len()];
+            let template = hop_template(questions[index % questions.len()]).unwrap_or_else(|| {
+                lookups += 1;
+                QA_TEMPLATES[(lookups - 1) % QA_TEMPLATES.len()]
+            });
             let id = format!("qa-{split}-{seed}-{index:05}");
             qa_task(content, template, split, &mut rng, id)
         })
         .collect()
+}
+
+/// Whether `template` is one of the sandbox's QA templates, one-hop or multi-hop.
+pub fn is_qa_template(template: &str) -> bool {
+    QA_TEMPLATES.contains(&template) || HOP_TEMPLATES.contains(&template)
 }
 
 /// One QA pair of `template` (a town of `split` drawn with `rng`), with id `id`.
@@ -152,6 +179,20 @@ pub(crate) fn qa_task(
     rng: &mut ChaCha8Rng,
     id: String,
 ) -> Task {
+    if let Some((goal, params, checker)) = hop_pair(content, template, split, rng) {
+        return Task {
+            id,
+            split,
+            template: template.to_string(),
+            site: "wiki".into(),
+            start_path: "/wiki/".into(),
+            goal,
+            params,
+            checker,
+            max_steps: 4,
+            content_seed: content.seed,
+        };
+    }
     let towns: Vec<String> = content.towns.iter().map(|t| t.name.clone()).collect();
     let t = &content.towns[pick(&towns, split, rng)];
     let (goal, expected, mode) = match template {
@@ -186,8 +227,11 @@ pub(crate) fn qa_task(
 /// The scripted search expert's next call for `task`, given the calls so far (terse:
 /// `search Q`, `visit URL`, `answer A`) and the last tool response: search the town, visit its
 /// article, answer from what the page says. `None` when the response does not hold what it
-/// needs (the expert is stuck).
+/// needs (the expert is stuck). A multi-hop pair's way is [`hop_action`]'s.
 pub fn expert_action(task: &Task, history: &[String], last_response: &str) -> Option<String> {
+    if HOP_TEMPLATES.contains(&task.template.as_str()) {
+        return hop_action(task, history, last_response);
+    }
     let town = task.params.get("town")?;
     let last = history.last().map(String::as_str).unwrap_or("");
     if last.is_empty() {
@@ -290,7 +334,14 @@ mod tests {
     #[test]
     fn the_expert_answers_every_pair_through_the_api() {
         let c = Content::new(0);
-        for task in generate_qa(&c, Split::Train, 9, 0) {
+        let all = [Question::Lookup, Question::Compare, Question::Chain, Question::Difference];
+        let mut tasks = generate_qa(&c, Split::Train, 9, 0);
+        for seed in 0..3 {
+            tasks.extend(generate_qa_of(&Content::new(seed), Split::Train, 24, seed, &all));
+            tasks.extend(generate_qa_of(&Content::new(seed), Split::Test, 24, seed, &all));
+        }
+        for task in tasks {
+            let c = Content::new(task.content_seed);
             let mut history: Vec<String> = Vec::new();
             let mut response = String::new();
             let answer = loop {
@@ -298,9 +349,26 @@ mod tests {
                 if let Some(a) = call.strip_prefix("answer ") {
                     break a.to_string();
                 }
+                // As the `search_api` env calls the API: one request per query (each under
+                // its query when several) and per URL, joined by lines.
                 response = match call.split_once(' ') {
-                    Some(("search", q)) => render_hits(&search(&c, q)),
-                    Some(("visit", u)) => visit(&c, u, &task.goal).unwrap(),
+                    Some(("search", q)) => {
+                        let qs: Vec<&str> = q.split(" | ").collect();
+                        let one = |q: &str| render_hits(&search(&c, q));
+                        if qs.len() == 1 {
+                            one(q)
+                        } else {
+                            qs.iter()
+                                .map(|q| format!("{q}:\n{}", one(q)))
+                                .collect::<Vec<_>>()
+                                .join("\n")
+                        }
+                    }
+                    Some(("visit", u)) => u
+                        .split_whitespace()
+                        .map(|u| visit(&c, u, &task.goal).unwrap())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
                     _ => panic!("{call}"),
                 };
                 history.push(call);

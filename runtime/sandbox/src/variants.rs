@@ -6,12 +6,12 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::content::Content;
-use crate::search_api::{QA_TEMPLATES, qa_task};
+use crate::search_api::{is_qa_template, qa_task};
 use crate::tasks::{TEMPLATES, Task, fnv, task_of};
 
 /// Whether the sandbox can make tasks like `task` (its template is one of the sandbox's).
 pub fn can_vary(task: &Task) -> bool {
-    TEMPLATES.contains(&task.template.as_str()) || QA_TEMPLATES.contains(&task.template.as_str())
+    TEMPLATES.contains(&task.template.as_str()) || is_qa_template(&task.template)
 }
 
 /// Up to `n` tasks of `of`'s template and split over `content`, each asking something `of`
@@ -30,7 +30,7 @@ pub fn variants(content: &Content, of: &Task, n: usize, seed: u64, prefix: &str)
             break;
         }
         let id = format!("{prefix}-{}", out.len());
-        let t = if QA_TEMPLATES.contains(&of.template.as_str()) {
+        let t = if is_qa_template(&of.template) {
             Some(qa_task(content, &of.template, of.split, &mut rng, id))
         } else {
             task_of(content, &of.template, of.split, &mut rng, id)
@@ -54,7 +54,9 @@ mod tests {
     fn variants_keep_the_template_and_split_and_change_the_question() {
         let c = Content::new(0);
         let tasks = generate(&c, Split::Train, 9, 3);
-        let qa = crate::generate_qa(&c, Split::Test, 3, 1);
+        let mut qa = crate::generate_qa(&c, Split::Test, 3, 1);
+        let hops = [crate::Question::Compare, crate::Question::Chain, crate::Question::Difference];
+        qa.extend(crate::generate_qa_of(&c, Split::Test, 3, 1, &hops));
         for of in tasks.iter().chain(&qa) {
             let v = variants(&c, of, 3, 7, &format!("{}~g1", of.id));
             assert_eq!(v.len(), 3, "{}", of.template);

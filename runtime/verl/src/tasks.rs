@@ -29,7 +29,18 @@ pub(crate) fn tasks_of(c: &mut Ctx<'_>, id: &str) -> Result<Vec<Task>, String> {
             ))
         }
         Some(Params::Dataset(Dataset::SandboxQa(q))) => {
-            Ok(wrl_sandbox::generate_qa(&content(), split(q.split), q.count as usize, q.seed))
+            use wrl_plan::params::QaQuestion;
+            use wrl_sandbox::Question;
+            let qs: Vec<Question> = (q.questions.iter())
+                .map(|k| match k {
+                    QaQuestion::Lookup => Question::Lookup,
+                    QaQuestion::Compare => Question::Compare,
+                    QaQuestion::Chain => Question::Chain,
+                    QaQuestion::Difference => Question::Difference,
+                })
+                .collect();
+            let (s, n) = (split(q.split), q.count as usize);
+            Ok(wrl_sandbox::generate_qa_of(&content(), s, n, q.seed, &qs))
         }
         Some(Params::Dataset(Dataset::Jsonl(f)))
             if !matches!(f.kind, RecordKind::Trajectories | RecordKind::Grounding) =>

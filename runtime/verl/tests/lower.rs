@@ -346,3 +346,30 @@ fn a_reward_endpoint_is_called_by_the_env_service() {
     assert!(table.contains("calls its reward endpoint as `wrlc run` does"), "{table}");
     assert!(config_of(&job).contains("pkg://wrl_verl.reward"));
 }
+
+/// Sandbox QA rows of every kind `questions` asks lower as the one-hop ones do: the row holds
+/// the multi-hop question for the env service, which checks it as `wrlc run` does.
+#[test]
+fn multi_hop_sandbox_questions_lower_to_rows() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let text = std::fs::read_to_string(root().join("tests/recipes/reward_endpoint.wrl")).unwrap();
+    let text = text.replace(
+        "jsonl(\"data/questions.jsonl\") { kind = qa, count = 1000 }",
+        "std::sandbox::qa(count: 4) { questions = [compare, chain, difference, lookup] }",
+    );
+    assert!(text.contains("questions = [compare"));
+    let job = job_of(&text);
+    assert!(job.refusals().is_empty(), "{:?}", job.refusals());
+    let (_, bytes) = job.files.iter().find(|(k, _)| k.ends_with(".parquet")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("rows.parquet");
+    std::fs::write(&file, bytes).unwrap();
+    let reader = SerializedFileReader::new(std::fs::File::open(&file).unwrap()).unwrap();
+    let rows: Vec<String> =
+        reader.get_row_iter(None).unwrap().map(|r| r.unwrap().to_string()).collect();
+    assert_eq!(rows.len(), 4);
+    assert!(rows[0].contains("Which was founded earlier"), "{}", rows[0]);
+    assert!(rows[1].contains("that was founded in"), "{}", rows[1]);
+    assert!(rows[2].contains("How many years after"), "{}", rows[2]);
+    assert!(rows[3].contains("In what year was"), "{}", rows[3]);
+}

@@ -204,7 +204,18 @@ pub struct SandboxDemos {
     pub sites: Vec<SandboxSite>,
     pub seed: u64,
     pub augment: u32,
+    pub questions: Vec<QaQuestion>,
     pub kind: TrajectoriesKind,
+}
+
+/// A kind of question `std::sandbox::qa` asks (its `questions`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QaQuestion {
+    Lookup,
+    Compare,
+    Chain,
+    Difference,
 }
 
 /// `std::sandbox::qa(count) { … }`.
@@ -214,5 +225,6 @@ pub struct SandboxQa {
     pub count: u64,
     pub split: SandboxSplit,
     pub seed: u64,
+    pub questions: Vec<QaQuestion>,
     pub kind: QaKind,
 }

@@ -4,8 +4,8 @@
 
 use futures::StreamExt;
 use wrl_plan::Node;
-use wrl_plan::params::{self, Dataset, DemoEnv, SandboxSite, SandboxSplit, WeightRule};
-use wrl_sandbox::{Sandbox, Split, Task, Trajectory};
+use wrl_plan::params::{self, Dataset, DemoEnv, QaQuestion, SandboxSite, SandboxSplit, WeightRule};
+use wrl_sandbox::{Question, Sandbox, Split, Task, Trajectory};
 use wrl_trainer::MixtureWeights;
 
 use super::{Data, Demos, Executor};
@@ -32,6 +32,18 @@ fn split(s: SandboxSplit) -> Split {
     }
 }
 
+/// The sandbox's kinds of QA question, as `std::sandbox::qa`'s `questions` names them.
+fn questions(qs: &[QaQuestion]) -> Vec<Question> {
+    qs.iter()
+        .map(|q| match q {
+            QaQuestion::Lookup => Question::Lookup,
+            QaQuestion::Compare => Question::Compare,
+            QaQuestion::Chain => Question::Chain,
+            QaQuestion::Difference => Question::Difference,
+        })
+        .collect()
+}
+
 /// The tasks a sandbox generator makes on `sites`.
 fn generate(sb: &Sandbox, sites: &[SandboxSite], s: Split, count: usize, seed: u64) -> Vec<Task> {
     let sites: Vec<&str> = sites.iter().map(|s| s.word()).collect();
@@ -49,7 +61,8 @@ impl<'a> Executor<'a> {
             Dataset::SandboxQa(q) => {
                 let sb = self.sandbox().await?;
                 let (count, seed) = (q.count as usize, self.seed(q.seed));
-                Data::Tasks(wrl_sandbox::generate_qa(sb.content(), split(q.split), count, seed))
+                let (s, qs) = (split(q.split), questions(&q.questions));
+                Data::Tasks(wrl_sandbox::generate_qa_of(sb.content(), s, count, seed, &qs))
             }
             Dataset::SandboxDemos(demos) => {
                 let recorded = self.expert_demos(node, demos).await?;
@@ -190,7 +203,10 @@ impl<'a> Executor<'a> {
         let sb = self.sandbox().await?;
         let (count, seed) = (d.count as usize, self.seed(d.seed));
         Ok(match d.env {
-            DemoEnv::SearchApi => wrl_sandbox::generate_qa(sb.content(), Split::Train, count, seed),
+            DemoEnv::SearchApi => {
+                let qs = questions(&d.questions);
+                wrl_sandbox::generate_qa_of(sb.content(), Split::Train, count, seed, &qs)
+            }
             DemoEnv::Browser => generate(&sb, &d.sites, Split::Train, count, seed),
         })
     }
