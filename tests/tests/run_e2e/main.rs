@@ -181,7 +181,7 @@ fn webdancer_smoke_runs_offline_with_search_and_visit() {
     let (summary, _, trajs) = records(&out);
     assert_eq!(summary.status, "finished");
     let evals: Vec<&str> = summary.evals.iter().map(|e| e.eval.as_str()).collect();
-    // SFT's Pass@3 too (claim `gap_remains`).
+    // SFT's Pass@3 too (the gap to it that RL closes part of, docs/run.md).
     let pass1 = ["gaia_pass1", "webwalker_eval", "webwalker_pass1"];
     let after_online = [
         "gaia_cons",
