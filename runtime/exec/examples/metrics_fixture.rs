@@ -42,6 +42,7 @@ fn rl(phase: u64, iter: u64, reward: f64) -> MetricLine {
         trimmed: None,
         generated: None,
         value_loss: None,
+        critic_lr: None,
         step_advantage: None,
         samples: 16,
         rollout_s: 2.0,

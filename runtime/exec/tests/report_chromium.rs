@@ -108,6 +108,7 @@ fn run_dir(root: &Path) {
             trimmed: None,
             generated: None,
             value_loss: None,
+            critic_lr: None,
             step_advantage: None,
             samples: 32,
             rollout_s: 10.0,
