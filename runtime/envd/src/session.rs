@@ -1,7 +1,7 @@
 //! One episode driven from outside, a turn per request: the same loop as `wrlc run`'s episode
 //! runners (`wrl_browser::runner`, `SearchEnv::run_task`) cut at the point where they ask the
 //! policy for its turn. A browser turn is read by `agent::actions::read_turn` (Hermes calls
-//! checked against the recipe's tool set, or terse lines); a search turn by `parse_call`; an
+//! checked against the recipe's tool set, or terse lines); a search turn by `parse_service_call`; an
 //! environment server's turn goes to its `step` as written (`ServerEnv::step`). The
 //! finished trajectory is scored by `rollout::scored`, the function `wrlc run`'s rollouts use.
 
@@ -12,7 +12,7 @@ use serde::Serialize;
 use wrl_browser::{EndReason, Episode, EpisodeCfg, EpisodeSpec, Observation};
 use wrl_exec::agent::actions::read_turn;
 use wrl_exec::agent::prompt::{prompt_cut, split_task};
-use wrl_exec::env::search::{Call, observation, parse_call};
+use wrl_exec::env::search::{Call, observation, parse_service_call};
 use wrl_exec::reward::{RewardExpr, RewardValue};
 use wrl_exec::rollout::{Scoring, scored};
 use wrl_sandbox::{CheckInput, Ending, EpisodeState, Task, TrajOutcome, TrajStep, Trajectory};
@@ -498,7 +498,7 @@ async fn search_turn(
         *end = Some(EndReason::InfraTimeout { message: message.clone() });
         return (format!("error: {message}"), String::new());
     }
-    match parse_call(turn.trim()) {
+    match parse_service_call(turn.trim()) {
         Err(why) => {
             *errors += 1;
             *response = format!("error: {why}");

@@ -143,6 +143,15 @@ fn unknown(name: &str) -> String {
     format!("unknown tool `{name}` (the tools are search, visit and answer)")
 }
 
+/// `parse_call` for a search service with no MCP server beside it (`wrlc env serve`, which
+/// refuses a tool set with one): a call of any other tool is the agent's mistake.
+pub fn parse_service_call(turn: &str) -> Result<Call, String> {
+    match parse_call(turn)? {
+        Call::Tool { name, .. } => Err(unknown(&name)),
+        call @ (Call::Search(_) | Call::Visit { .. } | Call::Answer(_)) => Ok(call),
+    }
+}
+
 impl SearchEnv {
     /// A client of the API at `base` (`{base}/search`, `{base}/visit`); requests time out after
     /// `step_timeout`.
