@@ -84,14 +84,7 @@ impl<'a> Executor<'a> {
             Some(by) => Some(self.subsets_of(node, e.tasks.id(), &tasks[..count], by)?),
             None => None,
         };
-        let tasks: Vec<Task> = tasks[..count]
-            .iter()
-            .map(|t| {
-                let mut t = t.clone();
-                t.max_steps = wrl_plan::turns_cap(t.max_steps.min(max_steps.0), agent.max_turns);
-                t
-            })
-            .collect();
+        let tasks = capped(&tasks[..count], max_steps.0, agent.max_turns);
         let (env, episode, retries) = self.env_for(&agent).await?;
         let cfg = RolloutCfg {
             group: k,
@@ -126,19 +119,8 @@ impl<'a> Executor<'a> {
             // An evaluation samples its `k` episodes independently.
             branching: None,
         };
-        // With a judge, its reward scores each episode; without one, the tasks' checkers do.
-        let reward = match judge {
-            Some(j) => self.reward_of(j)?,
-            None => RewardExpr::Const { value: 0.0 },
-        };
+        let (reward, judges) = self.judged_by(node, judge.as_ref())?;
         let rewards = self.built.rewards.clone();
-        let judges = Judges::for_reward(&reward, &rewards, &self.built.apis).map_err(|e| {
-            RunError::new(Fault::Service, format!("cannot set up the judges: {e}")).at(
-                node,
-                Some("judge"),
-                "this evaluation's judge",
-            )
-        })?;
         let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
         let mut episodes = rollout(&env, &tasks, trainer.as_ref(), &cfg, scoring).await;
         keep_chosen_pages(&mut episodes);
@@ -197,6 +179,43 @@ impl<'a> Executor<'a> {
 
 /// `eval NAME after STAGE: 38/64 solved (59.4%)`, the mean reward where it is the metric, and
 /// the paper's figures beside it.
+
+/// The tasks an evaluation runs, each cut to the evaluation's `max_steps` and the agent's turns.
+fn capped(tasks: &[Task], max_steps: u32, max_turns: u32) -> Vec<Task> {
+    tasks
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            t.max_steps = wrl_plan::turns_cap(t.max_steps.min(max_steps), max_turns);
+            t
+        })
+        .collect()
+}
+
+impl Executor<'_> {
+    /// An evaluation's reward and judges: with a `judge`, its reward scores each episode;
+    /// without one, the tasks' checkers do.
+    fn judged_by(
+        &self,
+        node: &Node,
+        judge: Option<&params::RewardRef>,
+    ) -> Result<(RewardExpr, Judges), RunError> {
+        let reward = match judge {
+            Some(j) => self.reward_of(j)?,
+            None => RewardExpr::Const { value: 0.0 },
+        };
+        let judges =
+            Judges::for_reward(&reward, &self.built.rewards, &self.built.apis).map_err(|e| {
+                RunError::new(Fault::Service, format!("cannot set up the judges: {e}")).at(
+                    node,
+                    Some("judge"),
+                    "this evaluation's judge",
+                )
+            })?;
+        Ok((reward, judges))
+    }
+}
+
 fn said(
     decl: &str,
     after: &str,
