@@ -177,9 +177,6 @@ impl<'a> Executor<'a> {
     }
 }
 
-/// `eval NAME after STAGE: 38/64 solved (59.4%)`, the mean reward where it is the metric, and
-/// the paper's figures beside it.
-
 /// The tasks an evaluation runs, each cut to the evaluation's `max_steps` and the agent's turns.
 fn capped(tasks: &[Task], max_steps: u32, max_turns: u32) -> Vec<Task> {
     tasks
@@ -216,6 +213,8 @@ impl Executor<'_> {
     }
 }
 
+/// `eval NAME after STAGE: 38/64 solved (59.4%)`, the mean reward where it is the metric, and
+/// the paper's figures beside it.
 fn said(
     decl: &str,
     after: &str,
