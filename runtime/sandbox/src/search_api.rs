@@ -179,35 +179,30 @@ pub(crate) fn qa_task(
     rng: &mut ChaCha8Rng,
     id: String,
 ) -> Task {
-    if let Some((goal, params, checker)) = hop_pair(content, template, split, rng) {
-        return Task {
-            id,
-            split,
-            template: template.to_string(),
-            site: "wiki".into(),
-            start_path: "/wiki/".into(),
-            goal,
-            params,
-            checker,
-            max_steps: 4,
-            content_seed: content.seed,
-        };
-    }
-    let towns: Vec<String> = content.towns.iter().map(|t| t.name.clone()).collect();
-    let t = &content.towns[pick(&towns, split, rng)];
-    let (goal, expected, mode) = match template {
-        "qa_founded" => (
-            format!("In what year was {} founded?", t.name),
-            t.founded.to_string(),
-            AnswerMode::Number,
-        ),
-        "qa_population" => (
-            format!("What is the population of {}?", t.name),
-            t.population.to_string(),
-            AnswerMode::Number,
-        ),
-        _ => {
-            (format!("On which river does {} lie?", t.name), t.river.to_string(), AnswerMode::Text)
+    let (goal, params, checker) = match hop_pair(content, template, split, rng) {
+        Some(pair) => pair,
+        None => {
+            let towns: Vec<String> = content.towns.iter().map(|t| t.name.clone()).collect();
+            let t = &content.towns[pick(&towns, split, rng)];
+            let (goal, expected, mode) = match template {
+                "qa_founded" => (
+                    format!("In what year was {} founded?", t.name),
+                    t.founded.to_string(),
+                    AnswerMode::Number,
+                ),
+                "qa_population" => (
+                    format!("What is the population of {}?", t.name),
+                    t.population.to_string(),
+                    AnswerMode::Number,
+                ),
+                _ => (
+                    format!("On which river does {} lie?", t.name),
+                    t.river.to_string(),
+                    AnswerMode::Text,
+                ),
+            };
+            let params = [("town".to_string(), t.name.clone())].into_iter().collect();
+            (goal, params, Checker::Answer { expected, mode })
         }
     };
     Task {
@@ -217,8 +212,8 @@ pub(crate) fn qa_task(
         site: "wiki".into(),
         start_path: "/wiki/".into(),
         goal,
-        params: [("town".to_string(), t.name.clone())].into_iter().collect(),
-        checker: Checker::Answer { expected, mode },
+        params,
+        checker,
         max_steps: 4,
         content_seed: content.seed,
     }
