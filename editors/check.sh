@@ -15,7 +15,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 
 echo "== 1. editor word lists vs tokens.rs"
-(cd "$root" && cargo test -q -p wrl-fmt --test editor_sync)
+(cd "$root" && cargo test -q -p wrl-fmt --test all editor_sync)
 
 echo "== 2. TextMate tokenising test"
 (cd "$here/vscode/test" && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && node tokenize.test.mjs)

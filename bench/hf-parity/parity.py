@@ -70,7 +70,7 @@ CHATS = [
 ]
 
 # The recipes' own tool sets, as `wrlc run` gives them to the template (written by
-# runtime/exec/tests/hermes_chat.rs from the quickstart's and WebDancer's plans), and turns as
+# runtime/exec/tests/all/hermes_chat.rs from the quickstart's and WebDancer's plans), and turns as
 # the ReAct loop renders them: the policy's user prompt, then an expert step as tool calls.
 RECIPE_TOOLS = json.load(open(os.path.join(os.path.dirname(__file__), "recipe-tools.json")))
 PAGE = "url: /shop\n[1] link \"Blue mug\"\n[2] searchbox \"Search\"\ndone: click 1\ntask: Buy the blue mug."

@@ -7,9 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export WRL_BLESS=1 INSTA_UPDATE=always
-cargo test -q -p wrl-check --test stdlib_doc
-cargo test -q -p wrl-fmt --test editor_sync
-cargo test -q -p wrl-tests --test golden_plans --test plan_dot --test ui
-cargo test -q -p wrl-verl --test lower
-cargo test -q -p wrl-exec --test hermes_chat
+cargo test -q -p wrl-check --test all stdlib_doc
+cargo test -q -p wrl-fmt --test all editor_sync
+cargo test -q -p wrl-tests --test all -- golden_plans:: plan_dot:: ui::
+cargo test -q -p wrl-verl --test all lower
+cargo test -q -p wrl-exec --test all hermes_chat
 git status --short -- docs recipes/golden tests/ui editors bench/hf-parity

@@ -4,7 +4,9 @@
 # over stdio and streamable HTTP on loopback): runtime/exec's search_env (the listing, calls,
 # limits, errors as text, a server gone mid-run) and the offline profile of
 # tests/recipes/mcp_tools.wrl run end to end. Without this script they are skipped.
-# Usage: tests/scripts/mcp-check.sh   (from anywhere; MCP_VENV overrides the venv's place)
+# Usage: tests/scripts/mcp-check.sh [--venv-only]   (from anywhere; MCP_VENV overrides the venv's
+# place). With --venv-only it makes the venv and stops: CI then sets MCP_PYTHON and
+# WRL_REQUIRE_MCP=1 so that the main `cargo test --workspace` runs these tests instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=${MCP_VENV:-target/py-mcp}
@@ -15,5 +17,6 @@ fi
 "$venv/bin/python" -c 'import importlib.metadata as m; print("mcp", m.version("mcp"))'
 export MCP_PYTHON="$PWD/$venv/bin/python"
 case "$venv" in /*) export MCP_PYTHON="$venv/bin/python" ;; esac
-cargo test -q -p wrl-exec --test search_env mcp::
-cargo test -q -p wrl-tests --test run_e2e mcp
+if [ "${1:-}" = "--venv-only" ]; then exit 0; fi
+cargo test -q -p wrl-exec --test all search_env::mcp::
+cargo test -q -p wrl-tests --test all run_e2e::mcp

@@ -241,7 +241,7 @@ def main(library, wrlc=None):
         failures.setdefault(key, []).append(msg)
 
     # The scanner's reserved words (never a unit) are grammar.js's KEYWORDS, which
-    # compiler/fmt/tests/editor_sync.rs holds to tokens.rs.
+    # compiler/fmt/tests/all/editor_sync.rs holds to tokens.rs.
     with open(os.path.join(GRAMMAR, "grammar.js"), encoding="utf-8") as fh:
         keywords = quoted_words(fh.read(), "const KEYWORDS")
     with open(os.path.join(GRAMMAR, "src", "scanner.c"), encoding="utf-8") as fh:

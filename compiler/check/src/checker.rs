@@ -189,7 +189,7 @@ impl<'a> Checker<'a> {
 
     /// The span a label of a value gets: the parser's own. It used to trim trailing whitespace
     /// and comments by lexing the text again; the parser's spans end at their last token
-    /// (`wrl-syntax`, `tests/spans.rs`), so there is nothing left to trim.
+    /// (`wrl-syntax`, `tests/all/spans.rs`), so there is nothing left to trim.
     pub fn tight(&self, span: Span) -> Span {
         span
     }

@@ -13,7 +13,7 @@ use crate::stdlib::MODULES;
 const INTRO: &str = r#"# The standard library
 
 <!-- Generated from `stdlib/*.wrl` by `wrl_check::stdlib_doc()`; do not edit by hand.
-     Regenerate with `WRL_BLESS=1 cargo test -p wrl-check --test stdlib_doc`. -->
+     Regenerate with `WRL_BLESS=1 cargo test -p wrl-check --test all stdlib_doc`. -->
 
 The stdlib is written in `.wrl` under `stdlib/` and embedded in `wrlc`. Its declarations are
 the **contract between the checker and the runtime**: the checker accepts exactly the

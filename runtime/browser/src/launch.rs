@@ -42,7 +42,7 @@ pub enum LaunchError {
 /// `CDPScreenshotNewSurface`: `Page.captureScreenshot` gives the page a new surface and copies
 /// the first frame drawn into it, instead of forcing a redraw and waiting for that frame to be
 /// presented before it asks for a copy of the next one. Still a frame drawn after the request
-/// (tests/actions.rs `screenshots_show_the_page_as_it_is_now`), one frame sooner: a step with a
+/// (tests/all/actions.rs `screenshots_show_the_page_as_it_is_now`), one frame sooner: a step with a
 /// screenshot takes a quarter less time. Playwright launches with it too.
 pub const FLAGS: [&str; 11] = [
     "disable-gpu",

@@ -92,6 +92,12 @@ pub fn sweep_stale(parent: &std::path::Path, prefix: &str) {
     if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
+    sweep_stale_now(parent, prefix);
+}
+
+/// The sweep of [`sweep_stale`] itself, every time it is called (a test checks a directory
+/// left by a killed process goes, in a process that has swept once already).
+pub fn sweep_stale_now(parent: &std::path::Path, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for e in entries.flatten() {
         if !e.file_name().to_string_lossy().starts_with(prefix) {

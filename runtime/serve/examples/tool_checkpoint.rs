@@ -1,7 +1,7 @@
 //! Saves a tiny random Qwen3 in Hugging Face layout, taught by a few hundred SFT steps to
 //! answer "Open the cart." with a Hermes call of the `click` tool it is offered, as a
 //! checkpoint directory: a policy whose reply `wrlc serve` returns as OpenAI `tool_calls`
-//! (`tests/scripts/openai-client.sh`, `tests/serve.rs`). Usage: `tool_checkpoint DIR`.
+//! (`tests/scripts/openai-client.sh`, `tests/all/serve.rs`). Usage: `tool_checkpoint DIR`.
 
 use std::path::Path;
 use std::process::ExitCode;

@@ -1,0 +1,8 @@
+//! One integration-test binary for wrl-lsp: one link instead of one per file (CI's build time
+//! and disk). Every file in this folder is a module here; wrl-tests's `test_layout.rs` checks it.
+
+mod common;
+mod features;
+mod fixes;
+mod robust;
+mod ui_cases;

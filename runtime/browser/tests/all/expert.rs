@@ -1,0 +1,106 @@
+//! The scripted expert solves at least 95% of 200 generated sandbox tasks in real Chromium,
+//! and checkers reject wrong answers given through the browser.
+#![allow(clippy::unwrap_used)] // tests may unwrap (clippy.toml allows it only inside #[test] fns)
+
+use crate::common;
+
+use wrl_browser::runner::{self, AgentTurn, TextPolicy};
+use wrl_browser::{Observation, terse};
+use wrl_sandbox::{Split, Task};
+
+#[test]
+fn expert_solves_at_least_95_percent_of_200_tasks() {
+    let f = common::fixture(4, |_| {});
+    f.rt.block_on(async {
+        let mut tasks = wrl_sandbox::generate(f.sandbox.content(), Split::Train, 100, 1);
+        tasks.extend(wrl_sandbox::generate(f.sandbox.content(), Split::Test, 100, 2));
+        let t0 = std::time::Instant::now();
+        let results = runner::run_expert(&f.pool, &f.sandbox, &tasks, 4).await;
+        let mut solved = 0;
+        let mut failures = Vec::new();
+        for (t, r) in tasks.iter().zip(&results) {
+            let traj = r.as_ref().unwrap();
+            if traj.outcome.success {
+                solved += 1;
+                assert!(
+                    (2..=6).contains(&traj.steps.len()),
+                    "{} took {} steps",
+                    t.id,
+                    traj.steps.len()
+                );
+            } else {
+                failures.push(format!("{} {}: {:?}", t.id, t.template, traj.outcome));
+            }
+        }
+        eprintln!("expert: {solved}/200 in {:?}", t0.elapsed());
+        assert!(solved >= 190, "solved {solved}/200; failures:\n{}", failures.join("\n"));
+        // Observations stay compact for tiny text policies.
+        let traj = results[0].as_ref().unwrap();
+        let max = traj.steps.iter().map(|s| s.observation.len()).max().unwrap();
+        assert!(max < 1000, "observation of {max} bytes:\n{}", traj.steps[0].observation);
+    });
+}
+
+/// Answers wrongly (or stops early) so checkers must reject.
+struct Wrong;
+
+impl TextPolicy for Wrong {
+    fn act(&mut self, task: &Task, _obs: &Observation, _h: &[String]) -> AgentTurn {
+        AgentTurn::Text(match &task.checker {
+            wrl_sandbox::Checker::Answer { .. } => "answer 0.01 wrong".into(),
+            _ => "done".into(),
+        })
+    }
+    fn name(&self) -> &str {
+        "wrong"
+    }
+}
+
+#[test]
+fn checkers_reject_wrong_answers_through_the_browser() {
+    let f = common::fixture(2, |_| {});
+    f.rt.block_on(async {
+        let tasks = wrl_sandbox::generate(f.sandbox.content(), Split::Test, 9, 3);
+        for t in &tasks {
+            let traj = runner::run_task(&f.pool, &f.sandbox, t, &mut Wrong).await.unwrap();
+            assert_eq!(traj.outcome.reason, wrl_sandbox::Ending::Completed);
+            assert!(
+                !traj.outcome.success,
+                "{} accepted a wrong episode: {:?}",
+                t.template, traj.outcome
+            );
+        }
+        // A policy whose output does not parse ends with an agent error, unsolved.
+        struct Garbage;
+        impl TextPolicy for Garbage {
+            fn act(&mut self, _: &Task, _: &Observation, _: &[String]) -> AgentTurn {
+                AgentTurn::Text("please click the button".into())
+            }
+            fn name(&self) -> &str {
+                "garbage"
+            }
+        }
+        let traj = runner::run_task(&f.pool, &f.sandbox, &tasks[0], &mut Garbage).await.unwrap();
+        assert_eq!(traj.outcome.reason, wrl_sandbox::Ending::AgentError);
+        assert!(!traj.outcome.success);
+        assert!(terse::parse("please click").is_err());
+        // A policy that gives up ends the episode at once, with its reason as the message.
+        struct GivesUp;
+        impl TextPolicy for GivesUp {
+            fn act(&mut self, _: &Task, _: &Observation, _: &[String]) -> AgentTurn {
+                AgentTurn::GaveUp("no edge leaving `start`".into())
+            }
+            fn name(&self) -> &str {
+                "gives-up"
+            }
+        }
+        let traj = runner::run_task(&f.pool, &f.sandbox, &tasks[0], &mut GivesUp).await.unwrap();
+        assert_eq!(traj.outcome.reason, wrl_sandbox::Ending::AgentError);
+        assert_eq!(traj.steps.len(), 1, "the turn it gave up on is not run");
+        assert!(
+            traj.outcome.message.contains("gave up: no edge leaving `start`"),
+            "{:?}",
+            traj.outcome
+        );
+    });
+}

@@ -1,0 +1,67 @@
+//! Chat-format SFT and an evaluation per subset end to end (#46 item 3):
+//! `tests/recipes/deep_research.wrl --profile offline` — SFT of the embedded tiny model on
+//! tool-calling conversations (renamed from `conversations` by `columns`, each call written as
+//! its terse line), GRPO on the sandbox's search API, and an evaluation of a verl-layout Parquet
+//! file (nested columns) with a result per `data_source`.
+
+use std::path::Path;
+
+use wrl_exec::MetricLine;
+
+use super::records;
+
+#[test]
+fn deep_research_trains_on_chat_data_and_reports_each_data_source() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let data = root.join("recipes/data/deep_research");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    // The offline profile names its files from the repository's root; the test runs from
+    // `tests/`, so it names the same files absolutely.
+    let chats = format!(
+        "chats=jsonl(\"{}\") {{ kind = chat, columns = {{ messages = \"conversations\" }} }}",
+        data.join("sft.jsonl").display()
+    );
+    let test = format!(
+        "test=parquet(\"{}\") {{ kind = qa, columns = {{ question = \"prompt[0].content\", \
+         answer = \"reward_model.ground_truth\" }} }}",
+        data.join("test.parquet").display()
+    );
+    let args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        root.join("recipes/deep_research.wrl").into(),
+        "--profile".into(),
+        "offline".into(),
+        "--set".into(),
+        chats.into(),
+        "--set".into(),
+        test.into(),
+        "--out".into(),
+        out.clone().into(),
+    ];
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    let (summary, metrics, _) = records(&out);
+    assert_eq!(summary.status, "finished");
+    // Four conversations, a batch of four: one SFT step on them.
+    let sft = metrics.iter().filter(|m| matches!(m, MetricLine::Sft(_))).count();
+    assert_eq!(sft, 1, "{metrics:?}");
+    // One result for the file, and one per `data_source` in it, each within its interval.
+    let eval = &summary.evals[0];
+    assert_eq!(eval.by.as_deref(), Some("data_source"));
+    let subsets: Vec<(&str, u64)> =
+        eval.subsets.iter().map(|(k, v)| (k.as_str(), v.out_of)).collect();
+    assert_eq!(subsets, [("hotpotqa", 1), ("nq", 2)]);
+    let solved: u64 = eval.subsets.values().map(|s| s.solved).sum();
+    assert!((eval.success - solved as f64 / 3.0).abs() < 1e-9, "{eval:?}");
+    for s in eval.subsets.values() {
+        assert!(s.low <= s.success && s.success <= s.high && s.high > 0.0, "{s:?}");
+    }
+    let line = metrics.iter().find_map(|m| match m {
+        MetricLine::Eval(e) => Some(e),
+        _ => None,
+    });
+    assert_eq!(line.map(|l| l.subsets.len()), Some(2));
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("↳ data_source = nq"), "the report has no row per subset");
+}

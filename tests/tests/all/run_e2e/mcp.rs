@@ -1,0 +1,42 @@
+//! MCP tools end to end (#46 item 4): `tests/recipes/mcp_tools.wrl --profile offline` with its
+//! server over stdio on the official MCP Python SDK (`MCP_PYTHON`, tests/scripts/mcp-check.sh):
+//! the preflight reads the server's `tools/list` and accepts the declared tools, the run
+//! connects and finishes, and its episodes end by the policy, never by the server.
+
+use super::records;
+
+#[test]
+fn mcp_tools_offline_profile_runs_against_the_reference_server() {
+    let py = match std::env::var("MCP_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            assert!(
+                std::env::var_os("WRL_REQUIRE_MCP").is_none(),
+                "WRL_REQUIRE_MCP is set but MCP_PYTHON is not (CI makes the venv first)"
+            );
+            eprintln!(
+                "SKIPPED: MCP_PYTHON is not set (the Python of a venv with the official MCP SDK; \
+                 bash tests/scripts/mcp-check.sh makes one and runs this test)"
+            );
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let server = format!(
+        "research.mcp=[mcp_stdio(\"{py}\") {{ args = [\"tests/scripts/mcp_server.py\", \"stdio\"], max_calls = 2, result_chars = 200 }}]"
+    );
+    let recipe = "tests/recipes/mcp_tools.wrl";
+    let args = ["run", recipe, "--profile", "offline", "--set", &server, "--out"];
+    let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    args.push(out.display().to_string());
+    let (code, _, stderr) = wrl_tests::wrlc(args);
+    assert_eq!(code, 0, "{stderr}");
+    let (summary, _, trajs) = records(&out);
+    assert_eq!(summary.status, "finished");
+    assert!(!trajs.is_empty());
+    for t in &trajs {
+        let o = &t.trajectory.outcome;
+        assert!(!o.message.contains("MCP"), "an episode ended by the MCP server: {o:?}");
+    }
+}
