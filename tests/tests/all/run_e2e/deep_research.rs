@@ -10,14 +10,12 @@ use wrl_exec::MetricLine;
 
 use super::records;
 
-#[test]
-fn deep_research_trains_on_chat_data_and_reports_each_data_source() {
+/// `wrlc run tests/recipes/deep_research.wrl --profile offline --out OUT` with its data files
+/// named absolutely (the profile names them from the repository's root; the tests run from
+/// `tests/`), then `--set` each of `sets`. run_hf.rs runs it with the tiny random Qwen3 too.
+pub fn offline_args(out: &Path, sets: &[String]) -> Vec<std::ffi::OsString> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let data = root.join("recipes/data/deep_research");
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    // The offline profile names its files from the repository's root; the test runs from
-    // `tests/`, so it names the same files absolutely.
     let chats = format!(
         "chats=jsonl(\"{}\") {{ kind = chat, columns = {{ messages = \"conversations\" }} }}",
         data.join("sft.jsonl").display()
@@ -27,18 +25,25 @@ fn deep_research_trains_on_chat_data_and_reports_each_data_source() {
          answer = \"reward_model.ground_truth\" }} }}",
         data.join("test.parquet").display()
     );
-    let args: Vec<std::ffi::OsString> = vec![
+    let mut args: Vec<std::ffi::OsString> = vec![
         "run".into(),
         root.join("recipes/deep_research.wrl").into(),
         "--profile".into(),
         "offline".into(),
-        "--set".into(),
-        chats.into(),
-        "--set".into(),
-        test.into(),
         "--out".into(),
-        out.clone().into(),
+        out.into(),
     ];
+    for set in [chats, test].iter().chain(sets) {
+        args.extend(["--set".into(), set.into()]);
+    }
+    args
+}
+
+#[test]
+fn deep_research_trains_on_chat_data_and_reports_each_data_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let args = offline_args(&out, &[]);
     let (code, _, stderr) = wrl_cli::run_captured(args);
     assert_eq!(code, 0, "{stderr}");
     let (summary, metrics, _) = records(&out);

@@ -3,7 +3,7 @@
 //! the finished run adds nothing; GiGPO's step-level credit on the search sandbox. Studies over
 //! seeds and their claims are in `study.rs`, in the same test binary.
 
-mod deep_research;
+pub mod deep_research;
 mod eval_env;
 mod mcp;
 mod study;
@@ -323,8 +323,16 @@ fn opagent_dual_smoke_trains_planner_and_grounder_as_separate_weights() {
 
 /// Runs `recipe` into `out` (which must succeed), and returns `out`.
 pub(crate) fn run_into(recipe: &Path, out: &Path) -> std::path::PathBuf {
-    let args: Vec<std::ffi::OsString> =
+    run_with(recipe, out, &[])
+}
+
+/// [`run_into`] with `--set` each of `sets`.
+pub(crate) fn run_with(recipe: &Path, out: &Path, sets: &[&str]) -> std::path::PathBuf {
+    let mut args: Vec<std::ffi::OsString> =
         vec!["run".into(), recipe.into(), "--out".into(), out.into()];
+    for set in sets {
+        args.extend(["--set".into(), set.into()]);
+    }
     let (code, _, stderr) = wrl_cli::run_captured(args);
     assert_eq!(code, 0, "{stderr}");
     out.to_path_buf()
@@ -350,7 +358,9 @@ pub(crate) fn episodes(t: Vec<TrajectoryLine>) -> Vec<TrajectoryLine> {
 fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/ppo_critic.wrl");
     let dir = tempfile::tempdir().unwrap();
-    let run = |name: &str| run_into(&recipe, &dir.path().join(name));
+    // A short warm-up (the recipe's own is most of its run, twice here): what is tested is PPO.
+    let short = ["warmup.epochs=1", "demos=std::sandbox::demos(count: 4) { env = search_api }"];
+    let run = |name: &str| run_with(&recipe, &dir.path().join(name), &short);
     let out = run("run");
     let (summary, metrics, trajs) = records(&out);
     assert_eq!(summary.status, "finished");
@@ -404,7 +414,10 @@ fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
 fn tasks_generated_from_failures_are_scored_drawn_and_saved() {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/from_failures.wrl");
     let dir = tempfile::tempdir().unwrap();
-    let run = |name: &str| run_into(&recipe, &dir.path().join(name));
+    // A short warm-up (the recipe's own is most of its run, twice here): what is tested is
+    // the generated tasks, and a weaker policy fails more questions to generate them from.
+    let short = ["warmup.epochs=1", "demos=std::sandbox::demos(count: 4) { env = search_api }"];
+    let run = |name: &str| run_with(&recipe, &dir.path().join(name), &short);
     let out = run("run");
     let (summary, metrics, trajs) = records(&out);
     assert_eq!(summary.status, "finished");
@@ -554,6 +567,12 @@ fn shuffled_tasks_are_drawn_once_a_pass_in_a_seeded_order() {
             format!("online.shuffle={shuffle}").into(),
             "--set".into(),
             "online.phases=[{ iters = 4, horizon = 1 steps, lr = 1e-4 }]".into(),
+            // Only the draw order matters here: a short warm-up (the recipe's own takes ten
+            // times as long as the four iterations).
+            "--set".into(),
+            "warmup.epochs=1".into(),
+            "--set".into(),
+            "demos=std::sandbox::demos(count: 4) { env = search_api }".into(),
         ];
         let (code, _, err) = wrl_cli::run_captured(args);
         assert_eq!(code, 0, "{err}");
