@@ -327,13 +327,20 @@ fn value_items(an: &Analysis, p: &Place, items: &mut Vec<CompletionItem>) {
     }
     // A profile or a variant of this recipe by its name (a claim's `profiles`, `variant`),
     // or `base`: the recipe without one.
-    for (want, kind) in [("profile", ast::ProfileKind::Profile), ("variant", ast::ProfileKind::Variant)]
+    for (want, kind) in
+        [("profile", ast::ProfileKind::Profile), ("variant", ast::ProfileKind::Variant)]
     {
         if !wanted.iter().any(|w| w == want) {
             continue;
         }
         let base = format!("the recipe without a {want}");
-        items.push(item(wrl_check::BASE_PROFILE, CompletionItemKind::ENUM_MEMBER, Some(base), None, None));
+        items.push(item(
+            wrl_check::BASE_PROFILE,
+            CompletionItemKind::ENUM_MEMBER,
+            Some(base),
+            None,
+            None,
+        ));
         for p in profiles_of(an, kind) {
             items.push(item(&p, CompletionItemKind::ENUM_MEMBER, Some(want.into()), None, None));
         }

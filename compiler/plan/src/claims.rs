@@ -79,7 +79,10 @@ impl<'r> Lowering<'r> {
             self.diags.push(
                 Diagnostic::new(
                     "E0458",
-                    format!("claim `{}` is stated for no profile: nothing checks or decides it", d.name),
+                    format!(
+                        "claim `{}` is stated for no profile: nothing checks or decides it",
+                        d.name
+                    ),
                 )
                 .label(span, "an empty list of profiles")
                 .help(
@@ -106,14 +109,20 @@ impl<'r> Lowering<'r> {
             } else {
                 let near = wrl_diagnostics::did_you_mean(name, known.iter().copied());
                 near.unwrap_or_else(|| match known.as_slice() {
-                    [_] => format!("`{}` declares no profiles: write `base` or leave `profiles` out", recipe.file),
+                    [_] => format!(
+                        "`{}` declares no profiles: write `base` or leave `profiles` out",
+                        recipe.file
+                    ),
                     _ => format!("the profiles are {}", known.join(", ")),
                 })
             };
             self.diags.push(
                 Diagnostic::new(
                     "E0457",
-                    format!("claim `{}` is stated for `{name}`, which is no profile of `{}`", d.name, recipe.file),
+                    format!(
+                        "claim `{}` is stated for `{name}`, which is no profile of `{}`",
+                        d.name, recipe.file
+                    ),
                 )
                 .label(span, "not a profile of this recipe")
                 .help(help),

@@ -112,6 +112,9 @@ mod tests {
         assert_eq!((r.solved, r.out_of, r.success), (3, 5, 0.6));
         assert!(r.low > 0.2 && r.low < 0.3 && r.high > 0.85 && r.high < 0.9, "{r:?}");
         assert_eq!(result(0, 0).success, 0.0);
-        assert_eq!(said("eval test", "nq", &r), "eval test [nq]: 3/5 solved (60.0%, 95% CI 23.1–88.2%)");
+        assert_eq!(
+            said("eval test", "nq", &r),
+            "eval test [nq]: 3/5 solved (60.0%, 95% CI 23.1–88.2%)"
+        );
     }
 }

@@ -11,7 +11,12 @@ use crate::rollout::Episode;
 /// Tasks solved and tasks tried, or for `mean_reward` episodes solved and episodes (each task's
 /// k attempts averaged): pass@k and success solve a task when any attempt succeeds, cons@k
 /// when the most common answer is a successful attempt's.
-pub(super) fn tally(metric: Metric, episodes: &[Episode], tasks: usize, judged: bool) -> (usize, usize) {
+pub(super) fn tally(
+    metric: Metric,
+    episodes: &[Episode],
+    tasks: usize,
+    judged: bool,
+) -> (usize, usize) {
     let units = units(metric, episodes, tasks, judged);
     (units.iter().filter(|u| u.1).count(), units.len())
 }

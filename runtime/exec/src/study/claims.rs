@@ -33,10 +33,7 @@ pub fn decide(plan: &TypedPlan<'_>, runs: &[Summary]) -> Vec<ClaimResult> {
 /// hand may not).
 pub fn decide_across(base: &TypedPlan<'_>, arms: &[Arm<'_, '_>]) -> Vec<ClaimResult> {
     let profile = base.plan.profile.as_deref();
-    (base.plan.claims.iter())
-        .filter(|c| c.in_scope(profile))
-        .map(|c| decide_one(c, arms))
-        .collect()
+    (base.plan.claims.iter()).filter(|c| c.in_scope(profile)).map(|c| decide_one(c, arms)).collect()
 }
 
 fn decide_one(c: &Claim, arms: &[Arm<'_, '_>]) -> ClaimResult {
@@ -171,7 +168,8 @@ mod tests {
     use wrl_plan::params::ClaimKind;
 
     fn claim(name: &str, profiles: Option<&[&str]>) -> Claim {
-        let side = |after: &str| ClaimSide { eval: "held".into(), after: after.into(), variant: None };
+        let side =
+            |after: &str| ClaimSide { eval: "held".into(), after: after.into(), variant: None };
         Claim {
             name: name.into(),
             kind: ClaimKind::Gain,
