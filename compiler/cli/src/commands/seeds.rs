@@ -240,16 +240,24 @@ pub fn no_claims(recipe: Option<&wrl_check::Recipe>, profile: Option<&str>) -> R
         return RunError::new(wrl_exec::Fault::NoClaims, "`--require-claims`, but the run decides no claim")
             .help("a run decides the claims its plan holds: those its recipe states for the profile it ran under; leave `--require-claims` out, or run the profile they are stated for");
     };
+    let mut names: Vec<&str> = Vec::new();
     let scoped: Vec<String> = (r.decls.iter())
         .filter(|d| !d.std && d.kind == wrl_syntax::ast::DeclKind::Claim)
         .map(|d| match wrl_check::claim_profiles(d) {
             Some(ps) => {
                 let ps: Vec<&str> = ps.iter().map(|(n, _)| *n).collect();
+                names.extend(ps.iter().copied().filter(|n| *n != wrl_check::BASE_PROFILE));
                 format!("`{}` for {}", d.name, ps.join(", "))
             }
             None => format!("`{}` for every profile", d.name),
         })
         .collect();
+    names.sort_unstable();
+    names.dedup();
+    let run_with = match names.as_slice() {
+        [one] => format!("`--profile {one}`"),
+        _ => "`--profile NAME`".to_string(),
+    };
     let message = format!("`--require-claims`, but `{}` states no claim for {under}", r.file);
     let help = if scoped.is_empty() {
         "declare one (`claim NAME = std::claims::gain(…)`, docs/run.md \"Claims and variants\"), \
@@ -257,7 +265,7 @@ pub fn no_claims(recipe: Option<&wrl_check::Recipe>, profile: Option<&str>) -> R
             .to_string()
     } else {
         format!(
-            "its claims are stated for other profiles ({}): run with `--profile NAME`",
+            "its claims are stated for other profiles ({}): run with {run_with}",
             scoped.join("; ")
         )
     };
