@@ -319,9 +319,9 @@ impl Checker<'_> {
     }
 
     fn conform_kind(&mut self, m: ModId, val: Val, k: &str, ty: &Ty) -> Val {
-        // A variant is named by a bare name, resolved or not (`variant online` may share a
-        // declaration's name): the planner checks it against the recipe's variants.
-        if k == "variant" {
+        // A variant or a profile is named by a bare name, resolved or not (`variant online` may
+        // share a declaration's name): the planner checks it against the recipe's.
+        if k == "variant" || k == "profile" {
             return match self.bare.get(&val.span) {
                 Some(name) => Val::new(V::Enum { value: name.clone() }, val.span),
                 None => self.mismatch(m, val, ty),

@@ -38,7 +38,10 @@ use wrl_syntax::ast;
 pub use checker::warm_stdlib;
 pub use fields::{Defaults, Fields};
 pub use loader::{FsLoader, Loader, MemLoader, join_relative};
-pub use model::{BASE_VARIANT, CheckedDecl, Override, Profile, Recipe, Seg};
+pub use model::{
+    BASE_PROFILE, BASE_VARIANT, CheckedDecl, Override, Profile, Recipe, Seg, claim_profiles,
+    scope_holds,
+};
 pub use name::Name;
 pub use rules::columns::{RECORD_FIELDS, record_fields};
 pub use slice::ProfileSlicer;

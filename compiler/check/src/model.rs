@@ -72,6 +72,33 @@ pub struct Recipe {
 /// The name a claim and a study give the recipe without a variant.
 pub const BASE_VARIANT: &str = "base";
 
+/// The name a claim's `profiles` gives the recipe without a profile (a profile of that name,
+/// should a recipe declare one, is the same word).
+pub const BASE_PROFILE: &str = "base";
+
+/// The profiles a claim declaration is stated for (`profiles = [claims]`), each with where it
+/// is written; `None` when it says none (`unknown`: the recipe and every profile).
+pub fn claim_profiles(d: &CheckedDecl) -> Option<Vec<(&str, Span)>> {
+    if d.kind != DeclKind::Claim {
+        return None;
+    }
+    let V::Obj(o) = &d.value.v else { return None };
+    let V::List { items } = &o.fields.get("profiles")?.v else { return None };
+    let names = items.iter().filter_map(|i| match &i.v {
+        V::Enum { value } => Some((value.as_str(), i.span)),
+        _ => None,
+    });
+    Some(names.collect())
+}
+
+/// Whether a claim stated for `profiles` (`None`: for all) is in scope under `profile` (`None`:
+/// the recipe without one, `base`). The one rule the planner and the runtime decide it by.
+pub fn scope_holds<S: AsRef<str>>(profiles: Option<&[S]>, profile: Option<&str>) -> bool {
+    let Some(profiles) = profiles else { return true };
+    let want = profile.unwrap_or(BASE_PROFILE);
+    profiles.iter().any(|p| p.as_ref() == want)
+}
+
 impl Recipe {
     pub fn decl(&self, name: &str) -> Option<&CheckedDecl> {
         self.decls.iter().find(|d| d.name == name).map(|d| &**d)

@@ -72,6 +72,14 @@ impl<'r> ProfileSlicer<'r> {
             .iter()
             .flat_map(|o| self.by_name.get(o.decl.as_str()).into_iter().flatten().copied())
             .collect();
+        // A claim stated for this profile (`profiles = [NAME]`) is in scope here and nowhere
+        // the plain recipe checks it: the profile changes its meaning as an override would.
+        if profile.kind == ProfileKind::Profile {
+            overridden.extend(self.recipe.decls.iter().enumerate().filter_map(|(i, d)| {
+                let names = crate::model::claim_profiles(d)?;
+                names.iter().any(|(n, _)| *n == profile.name).then_some(i)
+            }));
+        }
         overridden.sort_unstable();
         overridden.dedup();
         // The overridden declarations with the profile applied (overrides in order).

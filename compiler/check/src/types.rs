@@ -72,6 +72,9 @@ pub const KINDS: &[&str] = &[
     // A variant of the recipe by its name (`variant flat { … }`, or `base`), which a claim
     // names; the planner checks that the recipe declares it.
     "variant",
+    // A profile of the recipe by its name (`profile claims { … }`, or `base`: the recipe
+    // without one), which a claim's `profiles` scopes it to; the planner checks the name.
+    "profile",
 ];
 
 const UNIT_TYPES: &[(&str, Dimension)] = &[

@@ -117,6 +117,8 @@ pub const CODES: &[CodeInfo] = &[
     live("E0452", Phase::Rules, "checkpoint of another model than the agent runs"),
     live("E0455", Phase::Rules, "claim on an evaluation after a stage it does not run after"),
     live("E0456", Phase::Rules, "claim over an evaluation that reports no rate"),
+    live("E0457", Phase::Rules, "claim stated for a profile the recipe does not declare"),
+    live("E0458", Phase::Rules, "claim stated for no profile (`profiles = []`)"),
     // E05xx — runtime (`wrlc run`'s preflight and the run itself)
     live("E0500", Phase::Runtime, "value the runtime needs is `unknown`"),
     live("E0501", Phase::Runtime, "no Chromium, or Chromium cannot start"),
@@ -137,6 +139,7 @@ pub const CODES: &[CodeInfo] = &[
     live("E0516", Phase::Runtime, "the device a model asks for is not available"),
     live("E0517", Phase::Runtime, "a declared tool its MCP server does not serve as declared"),
     live("E0520", Phase::Runtime, "a credential written into the recipe"),
+    live("E0522", Phase::Runtime, "`--require-claims` with no claim stated for the run's profile"),
     live("E0525", Phase::Runtime, "LoRA adapters that do not fit the model"),
     live("E0526", Phase::Runtime, "a saved adapter of another base model or shape"),
     live("E0527", Phase::Runtime, "a chat conversation of SFT data that is not well formed"),

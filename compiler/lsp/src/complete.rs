@@ -296,6 +296,7 @@ fn kinds(t: &Ty, out: &mut Vec<String>) {
     match t {
         Ty::Kind(k) => out.push(k.clone()),
         Ty::OneOf(ts) => ts.iter().for_each(|t| kinds(t, out)),
+        Ty::List(t) => kinds(t, out),
         _ => {}
     }
 }
@@ -323,6 +324,26 @@ fn value_items(an: &Analysis, p: &Place, items: &mut Vec<CompletionItem>) {
     kinds(ty, &mut wanted);
     if wanted.is_empty() {
         return;
+    }
+    // A profile or a variant of this recipe by its name (a claim's `profiles`, `variant`),
+    // or `base`: the recipe without one.
+    for (want, kind) in
+        [("profile", ast::ProfileKind::Profile), ("variant", ast::ProfileKind::Variant)]
+    {
+        if !wanted.iter().any(|w| w == want) {
+            continue;
+        }
+        let base = format!("the recipe without a {want}");
+        items.push(item(
+            wrl_check::BASE_PROFILE,
+            CompletionItemKind::ENUM_MEMBER,
+            Some(base),
+            None,
+            None,
+        ));
+        for p in profiles_of(an, kind) {
+            items.push(item(&p, CompletionItemKind::ENUM_MEMBER, Some(want.into()), None, None));
+        }
     }
     let ok = |have: &str| wanted.iter().any(|w| accepts(w, have));
     for (name, r) in an.tables.visible(DOC) {
@@ -461,4 +482,15 @@ fn override_children(an: &Analysis, q: &[String], items: &mut Vec<CompletionItem
         }
         _ => {}
     }
+}
+
+/// The names of the document's profiles (or variants), in order.
+fn profiles_of(an: &Analysis, kind: ast::ProfileKind) -> Vec<String> {
+    let Some(file) = &an.file else { return Vec::new() };
+    (file.items.iter())
+        .filter_map(|it| match &it.kind {
+            ast::ItemKind::Profile(p) if p.kind == kind => Some(p.name.name.clone()),
+            _ => None,
+        })
+        .collect()
 }

@@ -41,6 +41,12 @@ impl<'r> Lowering<'r> {
             "std::claims::gain" => ClaimKind::Gain,
             _ => return None,
         };
+        // Outside the profiles it is stated for, a claim is not in the plan and nothing holds
+        // the evaluations to it (its names are checked everywhere).
+        let profiles = self.scope(d, o)?;
+        if !wrl_check::scope_holds(profiles.as_deref(), self.recipe.profile.as_deref()) {
+            return None;
+        }
         let mut eval = self.side(o, "eval", "after")?;
         let mut over = self.side(o, "over", "over_after")?;
         eval.side.variant = self.variant(o, "variant")?;
@@ -60,7 +66,69 @@ impl<'r> Lowering<'r> {
             paper: string(o.fields.get("paper")),
             source: string(o.fields.get("source")),
             doc: self.doc(d),
+            profiles,
         })
+    }
+
+    /// The profiles a claim is stated for (`None`: every one), or `None` after E0457 (a name
+    /// that is no profile of the recipe) or E0458 (an empty list: a claim stated nowhere).
+    fn scope(&mut self, d: &CheckedDecl, o: &Obj) -> Option<Option<Vec<String>>> {
+        let Some(names) = wrl_check::claim_profiles(d) else { return Some(None) };
+        if names.is_empty() {
+            let span = o.fields.get("profiles").map_or(d.name_span, |v| v.span);
+            self.diags.push(
+                Diagnostic::new(
+                    "E0458",
+                    format!(
+                        "claim `{}` is stated for no profile: nothing checks or decides it",
+                        d.name
+                    ),
+                )
+                .label(span, "an empty list of profiles")
+                .help(
+                    "name the profiles that decide it (`profiles = [claims]`; `base`: the recipe \
+                     without a profile), or leave `profiles` out to state it for all",
+                ),
+            );
+            return None;
+        }
+        let recipe = self.recipe;
+        let known: Vec<&str> =
+            std::iter::once(wrl_check::BASE_PROFILE).chain(recipe.profile_names()).collect();
+        let mut ok = true;
+        for &(name, span) in &names {
+            if known.contains(&name) {
+                continue;
+            }
+            ok = false;
+            let help = if recipe.variant_names().any(|v| v == name) {
+                format!(
+                    "`{name}` is a variant: a study runs it beside the recipe under each profile; \
+                     a claim names it with `variant = {name}` or `over_variant = {name}`"
+                )
+            } else {
+                let near = wrl_diagnostics::did_you_mean(name, known.iter().copied());
+                near.unwrap_or_else(|| match known.as_slice() {
+                    [_] => format!(
+                        "`{}` declares no profiles: write `base` or leave `profiles` out",
+                        recipe.file
+                    ),
+                    _ => format!("the profiles are {}", known.join(", ")),
+                })
+            };
+            self.diags.push(
+                Diagnostic::new(
+                    "E0457",
+                    format!(
+                        "claim `{}` is stated for `{name}`, which is no profile of `{}`",
+                        d.name, recipe.file
+                    ),
+                )
+                .label(span, "not a profile of this recipe")
+                .help(help),
+            );
+        }
+        ok.then(|| Some(names.iter().map(|(n, _)| n.to_string()).collect()))
     }
 
     /// The figure of the evaluation in field `field`, after the stage in field `after`.

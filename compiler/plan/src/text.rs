@@ -57,6 +57,9 @@ pub fn render_text(plan: &Plan) -> String {
         if let Some(e) = c.expect {
             let _ = writeln!(s, "  expect = {} points", crate::params::fmt_points(e));
         }
+        if let Some(ps) = &c.profiles {
+            let _ = writeln!(s, "  profiles = [{}]", ps.join(", "));
+        }
         for (k, v) in [("paper", &c.paper), ("source", &c.source)] {
             if let Some(v) = v {
                 let _ = writeln!(s, "  {k} = {v:?}");

@@ -60,6 +60,8 @@ pub enum Fault {
     Secret,
     /// A claim of the recipe that does not hold, under `--require-claims`.
     Claim,
+    /// `--require-claims` where no claim of the recipe is stated for the run's profile.
+    NoClaims,
     /// A chat conversation of SFT data (`kind = chat`) that is not well formed: an unknown
     /// role, no assistant turn, a tool call that is not JSON, a tool result without its call.
     ChatData,
@@ -93,6 +95,7 @@ impl Fault {
             Fault::AdapterMismatch => "E0526",
             Fault::Secret => "E0520",
             Fault::Claim => "E0550",
+            Fault::NoClaims => "E0522",
             Fault::ChatData => "E0527",
             Fault::SubsetColumn => "E0528",
         }

@@ -102,10 +102,10 @@ fn lookup<'r>(row: &'r Map<String, Json>, path: &str) -> Result<&'r Json, String
                 )
             })?,
             (Some(v), Step::Key(_)) => {
-                return Err(format!("`{walked}` is {}, not a record", kind(v)));
+                return Err(format!("`{walked}` is {}, not a record", kind(v, "a record")));
             }
             (Some(v), Step::Index(_)) => {
-                return Err(format!("`{walked}` is {}, not a list", kind(v)));
+                return Err(format!("`{walked}` is {}, not a list", kind(v, "a record")));
             }
             (None, Step::Index(_)) => return Err(plain()),
         };
@@ -134,14 +134,16 @@ fn keys(m: &Map<String, Json>) -> String {
     if listed.is_empty() { "no columns".into() } else { format!("{}{more}", listed.join(", ")) }
 }
 
-fn kind(v: &Json) -> &'static str {
+/// What a JSON value is, in a message's words (`a number`, `a list`); an object is `object`
+/// (`a record` for a data file's row or column, `an object` for a chat message's parts).
+pub fn kind(v: &Json, object: &'static str) -> &'static str {
     match v {
         Json::Null => "null",
         Json::Bool(_) => "a boolean",
         Json::Number(_) => "a number",
         Json::String(_) => "a string",
         Json::Array(_) => "a list",
-        Json::Object(_) => "a record",
+        Json::Object(_) => object,
     }
 }
 

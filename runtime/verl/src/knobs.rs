@@ -270,6 +270,18 @@ impl Ph<'_, '_> {
                     ],
                 )
                 .note("every N steps (absolute; verl also validates at the last step) on the validation tasks; verl reports its own metrics (val-core/…), and its val_kwargs have no response budget or repetition penalty of their own: validation replies get the rollout's response length and no penalty");
+                // verl groups validation metrics by each row's `data_source`, which this
+                // lowering sets to the dataset's name (tasks.rs), as for an evaluation's `by`.
+                if let params::OrNone::Value(col) = &v.by {
+                    let why = format!(
+                        "verl's validation reports per `data_source` (val-core/<data_source>/…), \
+                         which this lowering sets to the validation dataset's name; its rows do \
+                         not carry the file's `{col}` column that `by` splits on"
+                    );
+                    self.c
+                        .not_mapped(self.n, "validate", why, "one result for the whole validation")
+                        .refuse(E_UNMAPPED);
+                }
             }
         }
     }

@@ -43,14 +43,16 @@ fn profiles(recipe: &str) -> Vec<String> {
 /// Search-R1's tag-style calls, chat-format SFT, an evaluation per subset, tools from an MCP
 /// server);
 /// their goldens live in `tests/recipes/golden/`.
-/// #45: variants, each its own plan (`NAME.variant-V.plan`).
-const TEST_RECIPES: [&str; 8] = [
+/// #45: variants, each its own plan (`NAME.variant-V.plan`); claims stated for profiles, in
+/// the plans of those profiles alone.
+const TEST_RECIPES: [&str; 9] = [
     "tests/recipes/arpo.wrl",
     "tests/recipes/deep_research.wrl",
     "tests/recipes/gigpo.wrl",
     "tests/recipes/lora.wrl",
     "tests/recipes/mcp_tools.wrl",
     "tests/recipes/reward_endpoint.wrl",
+    "tests/recipes/scoped_claims.wrl",
     "tests/recipes/search_r1.wrl",
     "tests/recipes/variants.wrl",
 ];

@@ -53,23 +53,22 @@ fn records(kind: &str) -> &str {
 
 pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     super::each_written_obj(ctx, &mut |o| dataset(ctx, o, out));
-    for d in &ctx.recipe.decls {
-        if let V::Obj(o) = &d.value.v
-            && o.ctor == "evaluate"
-        {
-            by(ctx, o, out);
-        }
-    }
+    // An evaluation's `by`, and an RL stage's validation's (`validate = validation(…) { by }`).
+    super::each_written_obj(ctx, &mut |o| match o.ctor.as_str() {
+        "evaluate" => by(ctx, o, "evaluation", out),
+        "validation" => by(ctx, o, "validation", out),
+        _ => {}
+    });
 }
 
-/// An evaluation's `by`: a column with a name; over the sandbox's generated tasks, a field of
-/// their record (a file's columns are read by `wrlc run`, E0528).
-fn by(ctx: &Ctx<'_>, o: &Obj, out: &mut Vec<Diagnostic>) {
+/// An evaluation's or a validation's (`what`) `by`: a column with a name; over the sandbox's
+/// generated tasks, a field of their record (a file's columns are read by `wrlc run`, E0528).
+fn by(ctx: &Ctx<'_>, o: &Obj, what: &str, out: &mut Vec<Diagnostic>) {
     let Some(b) = o.fields.get("by") else { return };
     let V::Str { value } = &b.v else { return };
     if value.trim().is_empty() {
         out.push(
-            Diagnostic::new("E0419", "the column `by` splits the evaluation on has no name")
+            Diagnostic::new("E0419", format!("the column `by` splits the {what} on has no name"))
                 .label(b.span, "an empty column name")
                 .help("name the column each task's subset is read from (`by = \"data_source\"`), or write `by = none` for one result"),
         );

@@ -42,6 +42,11 @@ fn fresh(cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
             Err(code) => return code,
         };
     }
+    // Nothing to require: refused before any work (E0522).
+    if cmd.require_claims && p.plan.claims.is_empty() {
+        let e = seeds::no_claims(Some(&p.recipe), cmd.profile.as_deref());
+        return report(&[e], Some(&p), true, global, io);
+    }
     // A study of the recipe and its variants (every one it declares unless `--variants`).
     let arms: Vec<String> = match (&cmd.variants, cmd.seeds, &cmd.variant) {
         (Some(chosen), Some(_), None) => chosen.clone(),

@@ -188,8 +188,11 @@ fn finish(
     EXIT_OK
 }
 
-/// `--require-claims`: each claim that does not hold is an error (E0550).
+/// `--require-claims`: each claim that does not hold is an error (E0550); none at all, E0522.
 pub fn require(claims: &[ClaimResult], global: &GlobalOpts, io: &mut Io) -> u8 {
+    if claims.is_empty() {
+        return report(&[no_claims(None, None)], None, false, global, io);
+    }
     let errs: Vec<RunError> = claims
         .iter()
         .filter(|c| c.verdict != Verdict::Holds)
@@ -223,4 +226,48 @@ pub fn require(claims: &[ClaimResult], global: &GlobalOpts, io: &mut Io) -> u8 {
         return EXIT_OK;
     }
     report(&errs, None, false, global, io)
+}
+
+/// E0522: `--require-claims` where the plan holds no claim — the recipe states none, or none
+/// for the run's profile (`profile`; `None`: the recipe without one). With the recipe, the help
+/// says which profiles its claims are stated for.
+pub fn no_claims(recipe: Option<&wrl_check::Recipe>, profile: Option<&str>) -> RunError {
+    let under = match profile {
+        Some(p) => format!("profile `{p}`"),
+        None => "the recipe without a profile".to_string(),
+    };
+    let Some(r) = recipe else {
+        return RunError::new(wrl_exec::Fault::NoClaims, "`--require-claims`, but the run decides no claim")
+            .help("a run decides the claims its plan holds: those its recipe states for the profile it ran under; leave `--require-claims` out, or run the profile they are stated for");
+    };
+    let mut names: Vec<&str> = Vec::new();
+    let scoped: Vec<String> = (r.decls.iter())
+        .filter(|d| !d.std && d.kind == wrl_syntax::ast::DeclKind::Claim)
+        .map(|d| match wrl_check::claim_profiles(d) {
+            Some(ps) => {
+                let ps: Vec<&str> = ps.iter().map(|(n, _)| *n).collect();
+                names.extend(ps.iter().copied().filter(|n| *n != wrl_check::BASE_PROFILE));
+                format!("`{}` for {}", d.name, ps.join(", "))
+            }
+            None => format!("`{}` for every profile", d.name),
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let run_with = match names.as_slice() {
+        [one] => format!("`--profile {one}`"),
+        _ => "`--profile NAME`".to_string(),
+    };
+    let message = format!("`--require-claims`, but `{}` states no claim for {under}", r.file);
+    let help = if scoped.is_empty() {
+        "declare one (`claim NAME = std::claims::gain(…)`, docs/run.md \"Claims and variants\"), \
+         or leave `--require-claims` out"
+            .to_string()
+    } else {
+        format!(
+            "its claims are stated for other profiles ({}): run with {run_with}",
+            scoped.join("; ")
+        )
+    };
+    RunError::new(wrl_exec::Fault::NoClaims, message).help(help)
 }

@@ -315,3 +315,31 @@ fn hover_on_a_reward_endpoint_shows_its_stdlib_doc() {
     assert!(h.contains("each turn's observation"), "{h}");
     assert_eq!(s.finish(), 0);
 }
+
+/// #45: a claim's `profiles` is known to the server: hover gives its type and doc, and a
+/// value in its list completes to the document's profiles and `base` (not its variants).
+#[test]
+fn a_claims_profiles_hover_and_complete_to_the_recipes_profiles() {
+    let mut s = Session::start();
+    let text =
+        std::fs::read_to_string(workspace_root().join("tests/ui/ok/claim_scoped_to_a_profile.wrl"))
+            .expect("case");
+    let uri = s.open_text(
+        &format!("file://{}/tests/ui/ok/scratch.wrl", workspace_root().display()),
+        &text,
+    );
+    let hover = hover_text(&mut s, &uri, pos(&text, "profiles = [claims]", 0, 2));
+    assert!(hover.contains("list(profile)") && hover.contains("stated for"), "{hover}");
+    let edited = format!(
+        "{}\nvariant slow {{ warmup.lr = 1e-4 }}\n",
+        text.replace("profiles = [claims]", "profiles = [ ]")
+    );
+    s.notify("textDocument/didChange", json!({ "textDocument": { "uri": uri, "version": 2 }, "contentChanges": [{ "text": edited }] }));
+    let p = pos(&edited, "profiles = [ ]", 0, 12);
+    let got = labels(&s.request("textDocument/completion", doc_pos(&uri, p)).expect("completion"));
+    for want in ["claims", "quick", "base"] {
+        assert!(got.contains(&want.to_string()), "{want}: {got:?}");
+    }
+    assert!(!got.contains(&"slow".to_string()), "a variant is no profile: {got:?}");
+    assert_eq!(s.finish(), 0);
+}

@@ -67,9 +67,19 @@ pub struct Claim {
     /// The declaration's doc comment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doc: Option<String>,
+    /// The profiles it is stated for (`profiles = [claims]`, `base`: the recipe without one);
+    /// absent: the recipe and every profile. A plan holds only the claims in scope under its
+    /// own profile, and the runtime decides only those ([`Claim::in_scope`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<Vec<String>>,
 }
 
 impl Claim {
+    /// Whether it is stated for `profile` (`None`: the recipe without one).
+    pub fn in_scope(&self, profile: Option<&str>) -> bool {
+        wrl_check::scope_holds(self.profiles.as_deref(), profile)
+    }
+
     /// Whether it compares variants of the recipe: only a study of them decides it.
     pub fn across_variants(&self) -> bool {
         self.eval.variant.is_some() || self.over.variant.is_some()

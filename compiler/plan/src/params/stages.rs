@@ -256,6 +256,8 @@ pub struct Validation {
     pub max_steps: OrHorizon<Steps>,
     pub judge: OrTraining<RewardRef>,
     pub env: OrAgent<NodeRef>,
+    /// The column each task's subset is read from, for a result per subset each pass.
+    pub by: OrNone<String>,
 }
 
 /// A stage's `validate` object.

@@ -317,3 +317,51 @@ fn claims_lower_with_their_sides_and_leave_the_identity() {
     let codes: Vec<&str> = plan_diagnostics(&recipe(&wrong)).iter().map(|d| d.code).collect();
     assert_eq!(codes, ["E0455"]);
 }
+
+/// #45: a claim stated for some profiles (`profiles = [big]`) is in the plan under those
+/// alone, and only there are its evaluations held to it: W0230 where it is in scope (also
+/// under a profile that changes nothing it reaches), none where it is not; a name that is no
+/// profile is E0457 with the nearest one, an empty list E0458.
+#[test]
+fn a_claim_is_lowered_and_checked_only_under_the_profiles_it_is_stated_for() {
+    let claim = |profiles: &str| {
+        format!(
+            "{BASE}dataset spare = std::sandbox::tasks(count: 4)\n\
+             profile big {{ heldout = std::sandbox::tasks(count: 1000) {{ split = test }} }}\n\
+             profile other {{ spare = std::sandbox::tasks(count: 8) }}\n\
+             claim lifts = std::claims::gain(both, over: both, after: online, at_least: 10%) {{\n\
+               over_after = warmup\n  expect = 15%\n{profiles}}}\n"
+        )
+    };
+    let codes = |src: &str| -> Vec<(&'static str, String)> {
+        plan_diagnostics(&recipe(src)).iter().map(|d| (d.code, d.message.clone())).collect()
+    };
+    // Unscoped: 64 tasks cannot decide it in the recipe or under `other`.
+    let all = codes(&claim(""));
+    assert_eq!(all.iter().filter(|(c, _)| *c == "W0230").count(), 1, "{all:#?}");
+    // For `big` alone: clean, and in `big`'s plan only.
+    let big = claim("  profiles = [big]\n");
+    assert_eq!(codes(&big), []);
+    let r = recipe(&big);
+    assert!(lower(&r).unwrap().claims.is_empty());
+    let p = lower(&r.with_profile("big").unwrap()).unwrap();
+    assert_eq!(p.claims.len(), 1);
+    assert_eq!(p.claims[0].profiles.as_deref(), Some(&["big".to_string()][..]));
+    assert!(p.claims[0].in_scope(Some("big")) && !p.claims[0].in_scope(None));
+    assert!(render_text(&p).contains("  profiles = [big]"));
+    assert!(lower(&r.with_profile("other").unwrap()).unwrap().claims.is_empty());
+    // For `other`, which changes nothing the claim reaches: its 64 tasks are still too few.
+    let other = codes(&claim("  profiles = [other]\n"));
+    assert!(
+        matches!(other.as_slice(), [("W0230", m)] if m.ends_with("(profile `other`)")),
+        "{other:#?}"
+    );
+    // For `base` and `big`: the recipe's 64 tasks warn, `big`'s do not.
+    let both = codes(&claim("  profiles = [base, big]\n"));
+    assert!(matches!(both.as_slice(), [("W0230", m)] if !m.contains("profile")), "{both:#?}");
+    let wrong = plan_diagnostics(&recipe(&claim("  profiles = [bgi]\n")));
+    assert_eq!(wrong.iter().map(|d| d.code).collect::<Vec<_>>(), ["E0457"]);
+    assert_eq!(wrong[0].help.as_deref(), Some("did you mean `big`?"));
+    let none = codes(&claim("  profiles = []\n"));
+    assert_eq!(none.iter().map(|(c, _)| *c).collect::<Vec<_>>(), ["E0458"]);
+}

@@ -12,6 +12,7 @@ use wrl_plan::params::{self, Agent, Metric, OrAgent, Params};
 use wrl_sandbox::Task;
 use wrl_trainer::{OptimConfig, SampleParams, Trainer};
 
+use super::tally::{mean_reward, tally};
 use super::{Data, Executor};
 use crate::agent::hermes::Hermes;
 use crate::agent::prompt::Window;
@@ -147,7 +148,7 @@ impl<'a> Executor<'a> {
             .collect();
         self.say(&said(&node.decl, &after, (solved, out_of), mean, &published));
         for (name, r) in &subsets {
-            self.say(&super::subsets::said(&node.decl, name, r));
+            self.say(&super::subsets::said(&format!("eval {}", node.decl), name, r));
         }
         let line = EvalLine {
             stage: node.decl.clone(),
@@ -234,40 +235,6 @@ fn said(
     )
 }
 
-/// Tasks solved and tasks tried, or for `mean_reward` episodes solved and episodes (each task's
-/// k attempts averaged): pass@k and success solve a task when any attempt succeeds, cons@k
-/// when the most common answer is a successful attempt's.
-fn tally(metric: Metric, episodes: &[Episode], tasks: usize, judged: bool) -> (usize, usize) {
-    let units = units(metric, episodes, tasks, judged);
-    (units.iter().filter(|u| u.1).count(), units.len())
-}
-
-/// What an evaluation counts, each with whether it was solved: every episode for `mean_reward`
-/// (its task's group), every task for the others (pass@k and success solve a task when any
-/// attempt succeeds, cons@k when the most common answer is a successful attempt's).
-pub(super) fn units(
-    metric: Metric,
-    episodes: &[Episode],
-    tasks: usize,
-    judged: bool,
-) -> Vec<(usize, bool)> {
-    match metric {
-        Metric::MeanReward => episodes.iter().map(|e| (e.group, solved(e, judged))).collect(),
-        Metric::Success | Metric::PassAtK | Metric::ConsAtK => (0..tasks)
-            .map(|g| {
-                let attempts: Vec<&Episode> = episodes.iter().filter(|e| e.group == g).collect();
-                let ok = match metric {
-                    Metric::ConsAtK => consensus_solved(&attempts, judged),
-                    Metric::Success | Metric::PassAtK | Metric::MeanReward => {
-                        attempts.iter().any(|e| solved(e, judged))
-                    }
-                };
-                (g, ok)
-            })
-            .collect(),
-    }
-}
-
 /// Drops the pages of every episode but those the report shows ([`crate::report::chosen`]).
 fn keep_chosen_pages(episodes: &mut [Episode]) {
     let candidates: Vec<crate::report::chosen::Candidate> = episodes
@@ -292,53 +259,6 @@ fn keep_chosen_pages(episodes: &mut [Episode]) {
 
 /// Whether an episode solved its task: by the judge's reward (above 0; an excluded episode,
 /// whose judge failed, is not solved) or, without a judge, by the task's checker.
-/// Cons@k: the attempts' answers (trimmed, lower-cased, whitespace collapsed) are counted, and
-/// the task is solved when an attempt giving the most common one was solved; a tie goes to the
-/// answer given first. Attempts without an answer do not vote; with no answer at all the task
-/// is not solved.
-fn consensus_solved(attempts: &[&Episode], judged: bool) -> bool {
-    let norm = |e: &Episode| {
-        let a = e.trajectory.outcome.answer.as_deref()?;
-        let a = a.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
-        (!a.is_empty()).then_some(a)
-    };
-    let answers: Vec<Option<String>> = attempts.iter().map(|e| norm(e)).collect();
-    let mut best: Option<(&str, usize)> = None;
-    for a in answers.iter().flatten() {
-        let n = answers.iter().flatten().filter(|b| *b == a).count();
-        if best.is_none_or(|(_, m)| n > m) {
-            best = Some((a, n));
-        }
-    }
-    let Some((majority, _)) = best else { return false };
-    attempts.iter().zip(&answers).any(|(e, a)| a.as_deref() == Some(majority) && solved(e, judged))
-}
-
-/// `metric = mean_reward`: the mean of the episodes' rewards; with a judge its reward, without
-/// one the task's checker as 1 (solved) or 0. An episode whose judge failed has no reward and
-/// is left out; with none left the mean is 0.
-fn mean_reward(episodes: &[Episode], judged: bool) -> f64 {
-    let rewards: Vec<f64> = episodes
-        .iter()
-        .filter_map(|e| match (&e.reward, judged) {
-            (RewardValue::Value(v), true) => Some(*v),
-            (RewardValue::Value(_), false) => Some(if e.success() { 1.0 } else { 0.0 }),
-            (RewardValue::Excluded(_), _) => None,
-        })
-        .collect();
-    if rewards.is_empty() { 0.0 } else { rewards.iter().sum::<f64>() / rewards.len() as f64 }
-}
-
-fn solved(e: &Episode, judged: bool) -> bool {
-    if !judged {
-        return e.success();
-    }
-    match &e.reward {
-        RewardValue::Value(v) => *v > 0.0,
-        RewardValue::Excluded(_) => false,
-    }
-}
-
 impl Executor<'_> {
     /// The trainer an evaluation samples from: the checkpoint's it runs after, or for `after =
     /// [start]` a ReAct agent's policy as declared (its pretrained weights, or the seeded initial
@@ -368,64 +288,5 @@ impl Executor<'_> {
                 ckpt.unwrap_or("a policy")
             ))),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn attempt(answer: Option<&str>, reward: f64) -> Episode {
-        let trajectory = serde_json::from_value(serde_json::json!({
-            "task_id": "t", "template": "x", "goal": "g", "agent": "policy", "steps": [],
-            "outcome": {"reason": "completed", "message": "", "answer": answer,
-                        "success": reward > 0.0, "detail": ""},
-            "elapsed_ms": 1
-        }))
-        .unwrap();
-        Episode {
-            group: 0,
-            trajectory,
-            turns: Vec::new(),
-            reward: RewardValue::Value(reward),
-            process: Vec::new(),
-            screens: Vec::new(),
-            retried: 0,
-            branch: None,
-            sequence: None,
-            components: Default::default(),
-        }
-    }
-
-    #[test]
-    fn cons_at_k_follows_the_most_common_answer() {
-        let (a, b) = (attempt(Some("Paris"), 1.0), attempt(Some(" paris "), 1.0));
-        let wrong = attempt(Some("Lyon"), 0.0);
-        let none = attempt(None, 0.0);
-        // Two of three say Paris, which is right: solved (pass@k would be too).
-        assert!(consensus_solved(&[&a, &wrong, &b], true));
-        // Two of three say Lyon: not solved, though one attempt was right.
-        let (w2, w3) = (attempt(Some("lyon"), 0.0), attempt(Some("LYON"), 0.0));
-        assert!(!consensus_solved(&[&a, &w2, &w3], true));
-        // A tie goes to the answer given first; attempts without an answer do not vote.
-        assert!(consensus_solved(&[&a, &wrong, &none], true));
-        assert!(!consensus_solved(&[&wrong, &a, &none], true));
-        assert!(!consensus_solved(&[&none, &none], true));
-        // Without a judge the checker's verdict decides.
-        assert!(consensus_solved(&[&a], false));
-    }
-
-    #[test]
-    fn mean_reward_averages_the_judges_rewards_or_the_checkers_verdicts() {
-        let eps = [attempt(Some("a"), 0.75), attempt(Some("b"), 0.25), attempt(None, 0.0)];
-        assert!((mean_reward(&eps, true) - (0.75 + 0.25) / 3.0).abs() < 1e-12);
-        // Without a judge: the checker's verdict (here: reward > 0 made `success`) as 1 or 0.
-        assert!((mean_reward(&eps, false) - 2.0 / 3.0).abs() < 1e-12);
-        // An episode whose judge failed is left out.
-        let mut failed = attempt(None, 0.0);
-        failed.reward =
-            RewardValue::Excluded(crate::reward::classes::Exclusion::Unscorable("no".into()));
-        assert!((mean_reward(&[attempt(None, 1.0), failed], true) - 1.0).abs() < 1e-12);
-        assert_eq!(mean_reward(&[], true), 0.0);
     }
 }

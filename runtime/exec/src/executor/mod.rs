@@ -21,6 +21,7 @@ pub mod settings;
 mod sft;
 mod sft_chat;
 mod subsets;
+mod tally;
 mod validate;
 
 pub use crate::preflight::footprint::tiny_config;

@@ -9,7 +9,7 @@ use wrl_plan::params::{Dataset, Metric, Params};
 use wrl_sandbox::Task;
 
 use super::Executor;
-use super::eval::units;
+use super::tally::units;
 use crate::error::{Fault, RunError};
 use crate::preflight::{subsets, tables};
 use crate::rollout::Episode;
@@ -89,10 +89,11 @@ pub(crate) fn result(solved: u64, out_of: u64) -> SubsetResult {
     }
 }
 
-/// `eval NAME [nq]: 3/5 solved (60.0%, 95% CI 23.1–88.2%)`.
-pub(super) fn said(decl: &str, name: &str, r: &SubsetResult) -> String {
+/// `eval NAME [nq]: 3/5 solved (60.0%, 95% CI 23.1–88.2%)`, `what` being `eval NAME` (or a
+/// validation's pass).
+pub(super) fn said(what: &str, name: &str, r: &SubsetResult) -> String {
     format!(
-        "eval {decl} [{name}]: {}/{} solved ({:.1}%, 95% CI {:.1}–{:.1}%)",
+        "{what} [{name}]: {}/{} solved ({:.1}%, 95% CI {:.1}–{:.1}%)",
         r.solved,
         r.out_of,
         r.success * 100.0,
@@ -111,6 +112,9 @@ mod tests {
         assert_eq!((r.solved, r.out_of, r.success), (3, 5, 0.6));
         assert!(r.low > 0.2 && r.low < 0.3 && r.high > 0.85 && r.high < 0.9, "{r:?}");
         assert_eq!(result(0, 0).success, 0.0);
-        assert_eq!(said("test", "nq", &r), "eval test [nq]: 3/5 solved (60.0%, 95% CI 23.1–88.2%)");
+        assert_eq!(
+            said("eval test", "nq", &r),
+            "eval test [nq]: 3/5 solved (60.0%, 95% CI 23.1–88.2%)"
+        );
     }
 }

@@ -3,20 +3,23 @@
 //! `before_training`, the policy being trained runs the validation tasks with the validation's
 //! own decoding and step budget; its judge (`training`: the stage's reward) scores them, and
 //! the success rate is logged as an eval line named `validation:PHASE` (`after` = the stage's
-//! iteration). Validation episodes train nothing and are not logged as trajectories.
+//! iteration), with each subset's rate and Wilson interval when it splits its tasks by a column
+//! (`by`, as an evaluation does: `subsets.rs`). Validation episodes train nothing and are not
+//! logged as trajectories.
 
 use std::sync::{Arc, Mutex};
 
 use wrl_plan::Node;
-use wrl_plan::params::{self, OrHorizon, OrTraining, ValidationMetric};
+use wrl_plan::params::{self, Metric, OrHorizon, OrNone, OrTraining, ValidationMetric};
 use wrl_sandbox::Task;
 use wrl_trainer::Trainer;
 
+use super::tally::tally;
 use super::{Data, Executor};
 use crate::env::Env;
 use crate::error::{Fault, RunError};
+use crate::reward::RewardExpr;
 use crate::reward::judges::Judges;
-use crate::reward::{RewardExpr, RewardValue};
 use crate::rollout::{RolloutCfg, Scoring, rollout};
 use crate::rundir::records::{EvalLine, MetricLine};
 
@@ -108,15 +111,22 @@ impl<'a> Executor<'a> {
             )
         })?;
         let scoring = Scoring { reward: &reward, rewards: &rewards, judges: &judges };
+        // Each task's subset, read before any episode runs (E0528 at the first pass).
+        let labels = match &v.by {
+            OrNone::Value(by) => Some(self.subsets_of(node, v.tasks.id(), &tasks, by)?),
+            OrNone::Nothing => None,
+        };
         let episodes = rollout(pass.env, &tasks, Some(pass.trainer), &cfg, scoring).await;
-        let solved = (0..tasks.len())
-            .filter(|&g| {
-                episodes
-                    .iter()
-                    .any(|e| e.group == g && matches!(e.reward, RewardValue::Value(r) if r > 0.0))
-            })
-            .count();
+        // Solved: any of a task's `k` episodes scored above 0 by the judge, as an evaluation's
+        // pass@k (and success, with one) counts it.
+        let metric = match v.metric {
+            ValidationMetric::PassAtK => Metric::PassAtK,
+            ValidationMetric::Success => Metric::Success,
+        };
+        let (solved, _) = tally(metric, &episodes, tasks.len(), true);
         let rate = if tasks.is_empty() { 0.0 } else { solved as f64 / tasks.len() as f64 };
+        let subsets =
+            labels.map(|l| super::subsets::split(metric, &episodes, &l, true)).unwrap_or_default();
         let after = format!("{} iter {}", node.decl, pass.iter);
         self.say(&format!(
             "validation of {} after iter {}: {solved}/{} solved ({:.1}%)",
@@ -125,6 +135,10 @@ impl<'a> Executor<'a> {
             tasks.len(),
             rate * 100.0
         ));
+        let what = format!("validation of {} after iter {}", node.decl, pass.iter);
+        for (name, r) in &subsets {
+            self.say(&super::subsets::said(&what, name, r));
+        }
         let line = EvalLine {
             stage: node.decl.clone(),
             node: id,
@@ -132,8 +146,7 @@ impl<'a> Executor<'a> {
             success: rate,
             mean_reward: None,
             episodes: episodes.len(),
-            // Validation inside a stage has no `by`: one result per pass.
-            subsets: Default::default(),
+            subsets,
             global_step: 0,
             phase: None,
             time: 0.0,

@@ -215,15 +215,9 @@ fn tools(v: Option<&Json>) -> Result<Vec<String>, String> {
         .collect()
 }
 
+/// What a JSON value is in a message: a chat message's parts are objects.
 fn what(v: &Json) -> &'static str {
-    match v {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "a list",
-        Json::Object(_) => "an object",
-    }
+    wrl_sandbox::columns::kind(v, "an object")
 }
 
 fn keys(m: &Map<String, Json>) -> String {

@@ -80,6 +80,7 @@ pub fn preflight<'p>(
             .at(n, None, label),
         );
     }
+    let mut validated = std::collections::BTreeSet::new();
     for (n, p) in &typed.nodes {
         if let Params::Dataset(d) = p {
             errs.extend(dataset(n, d));
@@ -87,7 +88,15 @@ pub fn preflight<'p>(
         if let Params::Eval(e) = p
             && let params::OrNone::Value(by) = &e.by
         {
-            errs.extend(subset_column(&typed, n, e, by));
+            errs.extend(subset_column(&typed, n, (e.tasks.id(), by), None));
+        }
+        // A validation's `by`, once per stage (every phase carries the stage's `validate`).
+        if let Params::RlPhase(r) = p
+            && let Some(v) = r.algo.validate()
+            && let params::OrNone::Value(by) = &v.by
+            && validated.insert(r.run.stage.clone())
+        {
+            errs.extend(subset_column(&typed, n, (v.tasks.id(), by), Some("validate")));
         }
         if let Params::Env(params::Env::SearchApi(s)) = p
             && let params::Site::Retriever { corpus, .. } = &s.target
@@ -264,17 +273,27 @@ fn dataset(n: &Node, d: &Dataset) -> Vec<RunError> {
     errs
 }
 
-/// The column an evaluation splits its result by (`by`), when its tasks lack it (E0528): a
-/// file's row without it (the file's other faults are its dataset's), a generated task set's
-/// record without such a field.
-fn subset_column(typed: &TypedPlan<'_>, n: &Node, e: &params::Evaluate, by: &str) -> Vec<RunError> {
-    let Some(Params::Dataset(d)) = typed.get(e.tasks.id()) else { return Vec::new() };
+/// The column an evaluation (or, under `field`, a stage's validation) splits its result by
+/// (`by`), of the tasks of node `tasks`, when they lack it (E0528): a file's row without it (the
+/// file's other faults are its dataset's), a generated task set's record without such a field.
+fn subset_column(
+    typed: &TypedPlan<'_>,
+    n: &Node,
+    (tasks, by): (&str, &str),
+    field: Option<&str>,
+) -> Vec<RunError> {
+    let Some(Params::Dataset(d)) = typed.get(tasks) else { return Vec::new() };
+    let who = match field {
+        None => format!("eval `{}`", n.decl),
+        Some(_) => format!("the validation of `{}`", n.decl),
+    };
     let refuse = |message: String, label: String| {
-        RunError::new(Fault::SubsetColumn, format!("eval `{}`: {message}", n.decl))
+        RunError::new(Fault::SubsetColumn, format!("{who}: {message}"))
             .help(
-                "name a column every row has, by name or by a path into nested columns                  (`extra_info.split`), or leave `by` out for one result",
+                "name a column every row has, by name or by a path into nested columns \
+                 (`extra_info.split`), or leave `by` out for one result",
             )
-            .at(n, Some("by"), label)
+            .at(n, Some(field.unwrap_or("by")), label)
     };
     if let Err(why) = subsets::known_before(d, by) {
         return vec![refuse(why, "not a field of these tasks".into())];

@@ -166,6 +166,11 @@ pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
                 put(&format!("eval/{}", e.stage), "mean_reward", m);
             }
             put(&format!("eval/{}", e.stage), "episodes", e.episodes as f64);
+            // Each subset's rate (`by`), an evaluation's or a validation pass's (whose `stage`
+            // is its RL stage): `eval/NAME/subset/SUBSET/success`, sorted.
+            for (name, r) in &e.subsets {
+                put(&format!("eval/{}/subset/{name}", e.stage), "success", r.success);
+            }
         }
     }
     out

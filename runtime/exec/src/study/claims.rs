@@ -28,9 +28,12 @@ pub fn decide(plan: &TypedPlan<'_>, runs: &[Summary]) -> Vec<ClaimResult> {
 }
 
 /// Decides the claims of `base` (the recipe's plan) over the study's variants, each side from
-/// the runs of the variant it names (`base` when it names none).
+/// the runs of the variant it names (`base` when it names none). A claim stated for other
+/// profiles than the plan's is not decided (the planner leaves it out; a plan written by
+/// hand may not).
 pub fn decide_across(base: &TypedPlan<'_>, arms: &[Arm<'_, '_>]) -> Vec<ClaimResult> {
-    base.plan.claims.iter().map(|c| decide_one(c, arms)).collect()
+    let profile = base.plan.profile.as_deref();
+    (base.plan.claims.iter()).filter(|c| c.in_scope(profile)).map(|c| decide_one(c, arms)).collect()
 }
 
 fn decide_one(c: &Claim, arms: &[Arm<'_, '_>]) -> ClaimResult {
@@ -157,4 +160,77 @@ pub fn lines(claims: &[ClaimResult]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wrl_plan::params::ClaimKind;
+
+    fn claim(name: &str, profiles: Option<&[&str]>) -> Claim {
+        let side =
+            |after: &str| ClaimSide { eval: "held".into(), after: after.into(), variant: None };
+        Claim {
+            name: name.into(),
+            kind: ClaimKind::Gain,
+            eval: side("online"),
+            over: side("warmup"),
+            at_least: 0.0,
+            expect: None,
+            paper: None,
+            source: None,
+            doc: None,
+            profiles: profiles.map(|ps| ps.iter().map(|p| p.to_string()).collect()),
+        }
+    }
+
+    fn result(after: &str, success: f64) -> EvalResult {
+        EvalResult {
+            eval: "held".into(),
+            after: after.into(),
+            success,
+            mean_reward: None,
+            episodes: 100,
+            published: Vec::new(),
+            by: None,
+            subsets: Default::default(),
+        }
+    }
+
+    /// #45: a plan decides the claims stated for its own profile (or for every one) and none
+    /// stated for others, whatever its records hold.
+    #[test]
+    fn a_claim_out_of_the_plans_profile_is_not_decided() {
+        let mut plan = wrl_plan::Plan {
+            version: wrl_plan::PLAN_VERSION,
+            recipe: "r.wrl".into(),
+            profile: None,
+            variant: None,
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            claims: vec![
+                claim("everywhere", None),
+                claim("scoped", Some(&["claims"])),
+                claim("base_too", Some(&["base", "claims"])),
+            ],
+        };
+        let run = Summary {
+            status: "finished".into(),
+            evals: vec![result("warmup", 0.2), result("online", 0.8)],
+            ..Summary::default()
+        };
+        let names = |plan: &wrl_plan::Plan| -> Vec<(String, Verdict)> {
+            let typed = TypedPlan::decode(plan).unwrap_or_else(|_| panic!("decodes"));
+            decide(&typed, std::slice::from_ref(&run))
+                .into_iter()
+                .map(|c| (c.name, c.verdict))
+                .collect()
+        };
+        let holds = |n: &str| (n.to_string(), Verdict::Holds);
+        assert_eq!(names(&plan), [holds("everywhere"), holds("base_too")]);
+        plan.profile = Some("claims".into());
+        assert_eq!(names(&plan), [holds("everywhere"), holds("scoped"), holds("base_too")]);
+        plan.profile = Some("smoke".into());
+        assert_eq!(names(&plan), [holds("everywhere")]);
+    }
 }

@@ -2,7 +2,8 @@
 //! `tests/recipes/deep_research.wrl --profile offline` — SFT of the embedded tiny model on
 //! tool-calling conversations (renamed from `conversations` by `columns`, each call written as
 //! its terse line), GRPO on the sandbox's search API, and an evaluation of a verl-layout Parquet
-//! file (nested columns) with a result per `data_source`.
+//! file (nested columns) with a result per `data_source`, and the RL stage's validation on the
+//! same file split the same way (`validation(…) { by }`).
 
 use std::path::Path;
 
@@ -63,10 +64,34 @@ fn deep_research_trains_on_chat_data_and_reports_each_data_source() {
         assert!(s.low <= s.success && s.success <= s.high && s.high > 0.0, "{s:?}");
     }
     let line = metrics.iter().find_map(|m| match m {
-        MetricLine::Eval(e) => Some(e),
+        MetricLine::Eval(e) if e.stage == "final" => Some(e),
         _ => None,
     });
     assert_eq!(line.map(|l| l.subsets.len()), Some(2));
+    // The validation pass after the one iteration (`validate = validation(test) { by }`): its
+    // line in metrics.jsonl has the same subsets, counted as its whole is, and each subset's
+    // rate goes to TensorBoard under a stable name.
+    let passes: Vec<&wrl_exec::rundir::records::EvalLine> = metrics
+        .iter()
+        .filter_map(|m| match m {
+            MetricLine::Eval(e) if e.node.starts_with("validation:") => Some(e),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(passes.len(), 1, "{metrics:?}");
+    let v = passes[0];
+    assert_eq!((v.stage.as_str(), v.after.as_str()), ("online", "online iter 1"));
+    let subsets: Vec<(&str, u64)> = v.subsets.iter().map(|(k, s)| (k.as_str(), s.out_of)).collect();
+    assert_eq!(subsets, [("hotpotqa", 1), ("nq", 2)]);
+    let solved: u64 = v.subsets.values().map(|s| s.solved).sum();
+    assert!((v.success - solved as f64 / 3.0).abs() < 1e-9, "{v:?}");
+    let tags: Vec<String> = wrl_exec::rundir::tensorboard::scalars(&MetricLine::Eval(v.clone()))
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
+    for tag in ["eval/online/subset/hotpotqa/success", "eval/online/subset/nq/success"] {
+        assert!(tags.iter().any(|t| t == tag), "{tag}: {tags:?}");
+    }
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(report.contains("↳ data_source = nq"), "the report has no row per subset");
 }
