@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::checker::{AnswerMode, Checker};
 use crate::content::{Content, Town};
-use crate::search_api::{MAX_HITS, search};
+use crate::ranking::{MAX_HITS, search};
 use crate::tasks::{Split, Task, pick, split_pool};
 
 /// The kinds of question `std::sandbox::qa` asks, as its `questions` field names them.

@@ -22,6 +22,7 @@ pub mod ending;
 mod forum;
 pub mod hops;
 pub mod html;
+mod ranking;
 mod lab;
 pub mod retriever;
 pub mod search_api;
