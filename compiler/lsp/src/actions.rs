@@ -123,6 +123,20 @@ pub fn fixes(an: &Analysis, d: &Diagnostic) -> Vec<Fix> {
         }
         "W0220" => out.extend(crate::explicit::fixes(an, d, span)),
         "E0311" => out.extend(migration(an, span)),
+        // A `by` column that is not a field of the sandbox's tasks: the string's first part.
+        "E0419" => {
+            if let Some(field) = quoted_after(help, "did you mean `")
+                && let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"'))
+                && is_word(&field)
+            {
+                let rest = &inner[inner.find(['.', '[']).unwrap_or(inner.len())..];
+                out.push(Fix {
+                    title: format!("Split on \"{field}{rest}\""),
+                    edits: vec![(s, e, format!("\"{field}{rest}\""))],
+                    preferred: true,
+                });
+            }
+        }
         "E0313" => {
             if let Some(tool) = quoted_after(help, "did you mean `")
                 && text.starts_with('"')
