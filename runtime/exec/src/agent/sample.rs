@@ -98,30 +98,32 @@ fn draw(
     prompt: Vec<u32>,
     params: &SampleParams,
 ) -> Option<(Turn, String)> {
-    {
-        let mut outs = sampler.sample(std::slice::from_ref(&prompt), params).ok()?;
-        if outs.is_empty() {
-            return None;
-        }
-        let c = outs.swap_remove(0);
-        let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
-        let text = c.text.trim().to_string();
-        let entropy =
-            (!c.entropy.is_empty()).then(|| c.entropy.iter().sum::<f32>() / c.entropy.len() as f32);
-        let turn = Turn {
-            prompt_tokens: prompt,
-            completion_tokens: c.tokens,
-            logprobs: c.logprobs,
-            truncated,
-            step: 0,
-            role: String::new(),
-            text: text.clone(),
-            entropy,
-            continues: false,
-            lead: Vec::new(),
-        };
-        Some((turn, text))
+    let mut outs = sampler.sample(std::slice::from_ref(&prompt), params).ok()?;
+    if outs.is_empty() {
+        return None;
     }
+    Some(turn_of(prompt, outs.swap_remove(0)))
+}
+
+/// A completion of `prompt` as a turn and its trimmed text.
+pub(crate) fn turn_of(prompt: Vec<u32>, c: wrl_trainer::Completion) -> (Turn, String) {
+    let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
+    let text = c.text.trim().to_string();
+    let entropy =
+        (!c.entropy.is_empty()).then(|| c.entropy.iter().sum::<f32>() / c.entropy.len() as f32);
+    let turn = Turn {
+        prompt_tokens: prompt,
+        completion_tokens: c.tokens,
+        logprobs: c.logprobs,
+        truncated,
+        step: 0,
+        role: String::new(),
+        text: text.clone(),
+        entropy,
+        continues: false,
+        lead: Vec::new(),
+    };
+    (turn, text)
 }
 
 /// Runs CPU-bound `f` (a sampling turn) so that the other tasks of a multi-threaded tokio
