@@ -31,6 +31,9 @@ pub struct Turn {
     /// The tokens appended to the sequence before this turn's completion: the env's text, not
     /// the policy's (empty unless `continues`).
     pub lead: Vec<u32>,
+    /// A vision-language policy's images in the prompt, in order (`agent::vision`): its sample
+    /// carries them to the update, whose forward reads them as the rollout did.
+    pub images: Vec<std::sync::Arc<wrl_trainer::vision::Pixels>>,
 }
 
 /// One sampled turn of the candle policy on a user prompt (with `tools`, JSON function schemas
@@ -122,6 +125,7 @@ pub(crate) fn turn_of(prompt: Vec<u32>, c: wrl_trainer::Completion) -> (Turn, St
         entropy,
         continues: false,
         lead: Vec::new(),
+        images: Vec::new(),
     };
     (turn, text)
 }

@@ -134,7 +134,9 @@ pub fn sample_seeing(
         if outs.is_empty() {
             return Err("the policy wrote no completion".into());
         }
-        Ok(turn_of(prompt, outs.swap_remove(0)))
+        let (turn, text) = turn_of(prompt, outs.swap_remove(0));
+        let images = images.iter().cloned().map(std::sync::Arc::new).collect();
+        Ok((Turn { images, ..turn }, text))
     })
 }
 

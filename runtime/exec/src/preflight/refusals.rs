@@ -392,7 +392,7 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
             .into_iter()
             .chain(super::limits::gigpo_tags(plan, n, p))
             .chain(super::lora::lora(plan, n, p.run.init.id(), &p.update.lora))
-            .chain(super::vision::trained(plan, n, p.run.init.id(), "init"))
+            .chain(super::vision::rl(plan, n, p))
             .collect();
     // The checker refuses this (E0440); a plan written by other means is refused here.
     let mb = p.update.mini_batch;
@@ -537,7 +537,7 @@ fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
             .into_iter()
             .chain(super::lora::lora(plan, n, s.model.id(), &s.lora))
             .chain(super::limits::sft_tags(plan, n))
-            .chain(super::vision::trained(plan, n, s.model.id(), "model"))
+            .chain(super::vision::sft(plan, n, s.model.id()))
             .collect();
     if !s.mask.contains(&params::MaskPart::Observations) {
         errs.push(unsupported(

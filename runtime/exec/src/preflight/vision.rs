@@ -1,7 +1,7 @@
 //! Screenshots and vision-language policies: which agents are shown screenshots (a ReAct agent
 //! whose policy is an `hf` Qwen3-VL model, in a conversation, in a browser that observes them),
 //! and what is refused by name where a screenshot would reach a policy that cannot read it or
-//! a stage that cannot train on it.
+//! a stage that cannot train on it (SFT's text examples, a trainable tower, PPO's critic).
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Agent, Env, Family, History, Params, TypedPlan};
@@ -72,25 +72,61 @@ pub(crate) fn agent(plan: &TypedPlan<'_>, n: &Node, r: &params::React) -> Vec<Ru
     }
 }
 
-/// An RL phase or SFT stage that would train a vision-language policy: its samples do not carry
-/// their screenshots to the update yet, so the loss would be on prompts the policy never saw.
-pub(crate) fn trained(
-    plan: &TypedPlan<'_>,
-    n: &Node,
-    model: &str,
-    field: &str,
-) -> Option<RunError> {
+/// An SFT stage that would train a vision-language policy: its examples (demonstrations as
+/// text) carry no screenshots, so it would imitate prompts the policy never sees.
+pub(crate) fn sft(plan: &TypedPlan<'_>, n: &Node, model: &str) -> Option<RunError> {
     if !is_vl(plan, model) {
         return None;
     }
     Some(unsupported(
         n,
         format!(
-            "stage `{}`: training a vision-language policy is not implemented yet (its samples \
-             do not carry their screenshots to the update); it runs in evaluations",
+            "stage `{}`: SFT of a vision-language policy is not implemented yet (its examples \
+             carry no screenshots); its RL phases and evaluations run",
             n.decl
         ),
-        "evaluate the Qwen3-VL policy, or train a text policy (`family = qwen3`)",
-        field,
+        "start RL from the Qwen3-VL model itself, or fine-tune a text policy (`family = qwen3`)",
+        "model",
     ))
+}
+
+/// What an RL phase of a vision-language policy cannot do: train the tower or the merger
+/// (they hold no variables: `frozen` must name both), or a critic's values (PPO's critic reads
+/// no images).
+pub(crate) fn rl(plan: &TypedPlan<'_>, n: &Node, p: &params::RlPhase) -> Vec<RunError> {
+    if !is_vl(plan, p.run.init.id()) {
+        return Vec::new();
+    }
+    let mut errs = Vec::new();
+    let missing: Vec<&str> = [params::FrozenPart::VisionTower, params::FrozenPart::Projector]
+        .into_iter()
+        .filter(|f| !p.update.frozen.contains(f))
+        .map(params::FrozenPart::word)
+        .collect();
+    if !missing.is_empty() {
+        errs.push(unsupported(
+            n,
+            format!(
+                "stage `{}`: training a vision-language policy's {} is not implemented: the \
+                 tower and the merger take no gradient",
+                n.decl,
+                missing.join(" and ")
+            ),
+            "freeze them: `frozen = [vision_tower, projector]`",
+            "frozen",
+        ));
+    }
+    if let params::Algo::Ppo(_) = p.algo {
+        errs.push(unsupported(
+            n,
+            format!(
+                "stage `{}`: PPO's critic over a vision-language policy's prompts is not \
+                 implemented (it would read them without their images)",
+                n.decl
+            ),
+            "use `grpo` or `dapo`",
+            "init",
+        ));
+    }
+    errs
 }
