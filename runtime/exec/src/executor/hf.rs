@@ -146,37 +146,7 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
     };
     let arch = files.config.arch;
     let vl = files.vision.is_some();
-    let want_vl = *family == Family::Qwen3Vl;
-    if vl != want_vl && *family != Family::Auto {
-        let (says, is) = if vl { ("qwen3_vl", "a vision-language") } else { ("qwen3", "a text") };
-        errs.push(
-            RunError::new(
-                Fault::HfArchitecture,
-                format!(
-                    "model `{}`: the recipe says `family = {}` but `{id}` is {is} model",
-                    n.decl,
-                    if want_vl { "qwen3_vl" } else { arch.model_type() }
-                ),
-            )
-            .help(format!("set `family = {says}` (or `auto`)"))
-            .at(n, Some("family"), "the model is of another family"),
-        );
-    } else if let Some(w) = want.filter(|w| *w != arch) {
-        errs.push(
-            RunError::new(
-                Fault::HfArchitecture,
-                format!(
-                    "model `{}`: the recipe says `family = {}` but `config.json` says \
-                     `model_type` `{}`",
-                    n.decl,
-                    w.model_type(),
-                    arch.model_type()
-                ),
-            )
-            .help(format!("set `family = {}` (or `auto`)", arch.model_type()))
-            .at(n, Some("family"), "the model is of another family"),
-        );
-    }
+    errs.extend(family_mismatch(n, id, *family, want, (arch, vl)));
     match &files.template {
         None => errs.push(hf_error(
             n,
@@ -236,6 +206,48 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
         Arch::Qwen2 => PolicyConfig::Qwen2(src),
         Arch::Qwen3 => PolicyConfig::Qwen3(src),
     })
+}
+
+/// The recipe's `family` against the directory's `config.json` (`arch`, and whether it is a
+/// Qwen3-VL checkpoint): E0511 at `family` when they differ (`auto` takes either).
+fn family_mismatch(
+    n: &Node,
+    id: &str,
+    family: Family,
+    want: Option<Arch>,
+    (arch, vl): (Arch, bool),
+) -> Option<RunError> {
+    let want_vl = family == Family::Qwen3Vl;
+    if vl != want_vl && family != Family::Auto {
+        let (says, is) = if vl { ("qwen3_vl", "a vision-language") } else { ("qwen3", "a text") };
+        return Some(
+            RunError::new(
+                Fault::HfArchitecture,
+                format!(
+                    "model `{}`: the recipe says `family = {}` but `{id}` is {is} model",
+                    n.decl,
+                    if want_vl { "qwen3_vl" } else { arch.model_type() }
+                ),
+            )
+            .help(format!("set `family = {says}` (or `auto`)"))
+            .at(n, Some("family"), "the model is of another family"),
+        );
+    }
+    let w = want.filter(|w| *w != arch)?;
+    Some(
+        RunError::new(
+            Fault::HfArchitecture,
+            format!(
+                "model `{}`: the recipe says `family = {}` but `config.json` says \
+                 `model_type` `{}`",
+                n.decl,
+                w.model_type(),
+                arch.model_type()
+            ),
+        )
+        .help(format!("set `family = {}` (or `auto`)", arch.model_type()))
+        .at(n, Some("family"), "the model is of another family"),
+    )
 }
 
 /// The model node a stage trains (`input`: its `model` or `init`, or a critic's `init`),
