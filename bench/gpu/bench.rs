@@ -203,6 +203,7 @@ fn main() {
             excluded: false,
             truncated: false,
             step: None,
+            images: Vec::new(),
         })
         .collect();
     let cfg = RlConfig::default();

@@ -25,7 +25,8 @@ pub fn episode_tokens(plan: &Plan, phase: &Node) -> Option<u64> {
                 .observe
                 .iter()
                 .map(|o| match o {
-                    Observation::Screenshot { last } => *last,
+                    // What an older screenshot leaves is a line of text, within `step_text`.
+                    Observation::Screenshot { last, older: _ } => *last,
                     Observation::Url
                     | Observation::Tabs
                     | Observation::Elements { .. }

@@ -48,6 +48,11 @@ pub trait TextPolicy: Send {
     fn act(&mut self, task: &Task, obs: &Observation, history: &[String]) -> AgentTurn;
     /// Name written in trajectories.
     fn name(&self) -> &str;
+    /// Whether it reads the page's screenshot (a vision-language policy): each observation then
+    /// takes one, which [`TextPolicy::act`] finds in `obs.screenshot`.
+    fn sees_screens(&self) -> bool {
+        false
+    }
 }
 
 /// The scripted expert as a [`TextPolicy`].
@@ -100,13 +105,15 @@ pub async fn run_task_with_screenshots(
             shots.push_back(png);
         }
     };
+    let sees = policy.sees_screens();
     while ep.ended().is_none() {
-        let mut obs = match ep.observe(keep > 0).await {
+        let mut obs = match ep.observe(keep > 0 || sees).await {
             Ok(o) => o,
             Err(_) => break,
         };
+        let turn = policy.act(task, &obs, &history);
         keep_shot(obs.screenshot.take());
-        let (turn, result) = match policy.act(task, &obs, &history) {
+        let (turn, result) = match turn {
             AgentTurn::Text(text) => {
                 let result = match terse::parse_turn(&text) {
                     Ok(actions) => ep.act(&actions).await,

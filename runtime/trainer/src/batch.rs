@@ -3,9 +3,12 @@
 
 use candle_core::{Device, Tensor};
 
-use crate::error::Result;
+use std::sync::Arc;
+
+use crate::error::{Result, config_err};
 use crate::models::Model;
 use crate::ops::Ops;
+use crate::vision::Pixels;
 
 /// A right-padded batch of sequences with the target positions that carry loss.
 #[derive(Debug, Clone)]
@@ -18,6 +21,9 @@ pub struct TokenBatch {
     pub targets: Vec<u32>,
     /// (sequence index, position j) of each selected target.
     pub origin: Vec<(usize, usize)>,
+    /// Each sequence's images (a vision-language policy's prompts; empty for text), in the order
+    /// their `<|image_pad|>` runs stand.
+    pub images: Vec<Vec<Arc<Pixels>>>,
 }
 
 impl TokenBatch {
@@ -48,22 +54,47 @@ impl TokenBatch {
             }
         }
         let inputs = Tensor::from_vec(inputs, (seqs.len(), w), device)?;
-        Ok(TokenBatch { inputs, rows, targets, origin })
+        Ok(TokenBatch { inputs, rows, targets, origin, images: Vec::new() })
+    }
+
+    /// The batch with each sequence's images: its forward runs through the whole
+    /// vision-language model (the tower and merger take no gradient), as the rollout did.
+    pub fn with_images(self, images: Vec<Vec<Arc<Pixels>>>) -> TokenBatch {
+        TokenBatch { images, ..self }
+    }
+
+    /// Final hidden states (B, L − 1, d): through the vision-language model when the batch
+    /// holds images (refused for a model without a tower), else the text decoder's.
+    fn hidden(&self, model: &Model) -> Result<Tensor> {
+        if self.images.iter().all(Vec::is_empty) {
+            return model.hidden(&self.inputs);
+        }
+        let (Model::Qwen(m), Some(side)) = (model, model.vision()) else {
+            return Err(config_err("a batch with images needs a vision-language policy"));
+        };
+        let vl = side.model(m);
+        let ids: Vec<Vec<u32>> = self.inputs.to_vec2()?;
+        let images: Vec<Vec<Pixels>> =
+            self.images.iter().map(|px| px.iter().map(|p| (**p).clone()).collect()).collect();
+        let rows: Vec<(&[u32], &[Pixels])> =
+            ids.iter().zip(&images).map(|(i, p)| (i.as_slice(), p.as_slice())).collect();
+        Ok(vl.hidden(&rows, None)?.0)
     }
 
     /// Run the model and return (log-probs of the selected targets (M), their logits (M, V)).
     /// Logits are divided by `temperature` first when it is not 1.
     pub fn logprobs(&self, model: &Model, ops: &Ops, temperature: f32) -> Result<(Tensor, Tensor)> {
-        if self.all_rows() {
+        let text = self.images.iter().all(Vec::is_empty);
+        if text && self.all_rows() {
             let (lp, sel, _) = self.logprobs_full(model, ops, temperature)?;
             return Ok((lp, sel));
         }
-        if !model.projects_rows() {
+        if text && !model.projects_rows() {
             return self.logprobs_tail(model, ops, temperature);
         }
         // Project only the selected positions onto the vocabulary: with long prompts and large
         // vocabularies the full (B, T, V) logits would dominate memory.
-        let h = model.hidden(&self.inputs)?;
+        let h = self.hidden(model)?;
         let (b, t, d) = h.dims3()?;
         let device = h.device().clone();
         let rows = Tensor::from_vec(self.rows.clone(), self.rows.len(), &device)?;

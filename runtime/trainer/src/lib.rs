@@ -13,7 +13,7 @@
 //! let samples: Vec<Sample> = outs.iter().enumerate().map(|(i, c)| Sample {
 //!     prompt_tokens: prompt.clone(), completion_tokens: c.tokens.clone(), old_logprobs: c.logprobs.clone(),
 //!     completion_mask: None, reward: c.text.len() as f32, advantage: None, group_id: 0,
-//!     trajectory_id: i as u64, excluded: false, truncated: false, step: None,
+//!     trajectory_id: i as u64, excluded: false, truncated: false, step: None, images: Vec::new(),
 //! }).collect();
 //! let metrics = trainer.rl_update(&samples, &RlConfig::default())?;
 //! trainer.save(std::path::Path::new("/tmp/ckpt"))?;

@@ -93,7 +93,9 @@ impl Trainer {
             before.into_iter().filter(|n| !m.params.contains(n) || m.params.is_frozen(n)).collect();
         self.optimizer.forget(&idle);
         match &mut self.config.policy {
-            PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) => src.lora = spec.cloned(),
+            PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) | PolicyConfig::Qwen3Vl(src) => {
+                src.lora = spec.cloned()
+            }
             PolicyConfig::Tiny(_) => {}
         }
         *self.decode.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
@@ -111,8 +113,10 @@ impl Trainer {
     /// Writes the adapters into checkpoint `dir`: PEFT's layout under `adapter/` (the base model
     /// named by the policy's source) and the adapted layers' own weights.
     pub(crate) fn save_lora(&self, dir: &Path) -> Result<()> {
-        let (Model::Qwen(m), PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src)) =
-            (&self.model, &self.config.policy)
+        let (
+            Model::Qwen(m),
+            PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) | PolicyConfig::Qwen3Vl(src),
+        ) = (&self.model, &self.config.policy)
         else {
             return Ok(());
         };

@@ -26,6 +26,8 @@ pub(crate) struct Prepared {
     pub sample: usize,
     /// Its (shaped) reward.
     pub reward: f64,
+    /// The images of its prompt (a vision-language policy's), in order.
+    pub images: Vec<std::sync::Arc<crate::vision::Pixels>>,
 }
 
 /// `s` as the loss sees it (`sample` its index in the update, `reward` its shaped reward),
@@ -72,6 +74,7 @@ pub(crate) fn prepare(s: &Sample, sample: usize, reward: f64, context: usize) ->
         group: s.group_id,
         sample,
         reward,
+        images: s.images.clone(),
     })
 }
 
@@ -117,7 +120,8 @@ pub(crate) fn batch_of(
 ) -> Result<TokenBatch> {
     let seqs: Vec<&[u32]> = chunk.iter().map(|&i| prepared[i].seq.as_slice()).collect();
     let sel: Vec<Vec<usize>> = chunk.iter().map(|&i| prepared[i].positions.clone()).collect();
-    TokenBatch::new(&seqs, &sel, pad, device)
+    let images = chunk.iter().map(|&i| prepared[i].images.clone()).collect();
+    Ok(TokenBatch::new(&seqs, &sel, pad, device)?.with_images(images))
 }
 
 /// The loss's units in batch order, each a list of indices into `prepared` (one sample per unit

@@ -41,6 +41,10 @@ pub struct Sample {
     /// The turn's state and step reward, for step-level advantages (GiGPO); `None` elsewhere.
     #[serde(default)]
     pub step: Option<crate::gigpo::Step>,
+    /// The images of a vision-language policy's prompt, in the order their `<|image_pad|>` runs
+    /// stand: the update's forward reads them as the rollout did (`batch::TokenBatch`).
+    #[serde(skip)]
+    pub images: Vec<std::sync::Arc<crate::vision::Pixels>>,
 }
 
 /// How per-token losses are averaged.

@@ -121,4 +121,32 @@ impl Sampler {
             None => sample(&self.model, &self.tokenizer, prompts, params, &mut self.rng),
         }
     }
+
+    /// The vision side of a Qwen3-VL policy (its processor, its image pads); `None` for a text
+    /// policy.
+    pub fn vision(&self) -> Option<&crate::vision::VisionSide> {
+        self.model.vision()
+    }
+
+    /// As [`Sampler::sample`] for one `prompt` (its image pads expanded) holding `images`,
+    /// through the whole vision-language model (`vision::sample_vl`); `Err` for a text policy.
+    pub fn sample_images(
+        &mut self,
+        prompt: &[u32],
+        images: &[crate::vision::Pixels],
+        params: &SampleParams,
+    ) -> Result<Vec<Completion>> {
+        let Model::Qwen(m) = &self.model else {
+            return Err(crate::error::config_err(
+                "images are shown to a vision-language policy only",
+            ));
+        };
+        let Some(side) = &m.vision else {
+            return Err(crate::error::config_err(
+                "images are shown to a vision-language policy only",
+            ));
+        };
+        let vl = side.model(m);
+        crate::vision::sample_vl(&vl, &self.tokenizer, prompt, images, params, &mut self.rng)
+    }
 }

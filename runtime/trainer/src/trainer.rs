@@ -238,7 +238,9 @@ impl Trainer {
         }
         self.optimizer.forget(&names);
         match &mut self.config.policy {
-            PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) => src.frozen = parts.to_vec(),
+            PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) | PolicyConfig::Qwen3Vl(src) => {
+                src.frozen = parts.to_vec()
+            }
             PolicyConfig::Tiny(_) => {}
         }
         Ok(())

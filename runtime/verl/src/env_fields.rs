@@ -109,7 +109,7 @@ fn observed_screenshots(c: &mut Ctx<'_>, n: &Node, observe: &[Observation], al: 
     let shots = observe
         .iter()
         .find_map(|o| match o {
-            Observation::Screenshot { last } => Some(*last),
+            Observation::Screenshot { last, older: _ } => Some(*last),
             _ => None,
         })
         .unwrap_or(0);

@@ -430,7 +430,7 @@ fn the_8b_recipe_is_the_released_8b_launcher() {
         assert!(phase.contains(line), "{line} not in\n{phase}");
     }
     let env = &c["env:web"];
-    for line in ["concurrency = 80", "screenshot(last = 3)"] {
+    for line in ["concurrency = 80", "screenshot(last = 3, older = drop)"] {
         assert!(env.contains(line), "{line} not in\n{env}");
     }
 }

@@ -340,3 +340,76 @@ fn chat_format_sft_renders_conversations_with_the_models_template() {
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary.evals[0].subsets.len(), 2);
 }
+
+/// `tests/recipes/vl_browser.wrl` with the tiny random Qwen3-VL `hf::tiny_vl` writes, offline in
+/// real Chromium: a GRPO iteration on screenshot episodes (each sample carrying its images to
+/// the update) and an evaluation run; the checkpoint is a Qwen3-VL model directory whose text
+/// decoder moved while its vision tower (frozen: no variables, no optimiser state) is the
+/// source's bit for bit.
+#[test]
+fn vl_browser_trains_the_text_decoder_of_a_qwen3_vl_on_screenshots_not_its_tower() {
+    use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny-qwen3-vl");
+    let corpus = [
+        "task: Buy the blue mug. [1] link \"Blue mug\" [2] button \"Add to cart\" url: /shop",
+        "<tool_call>\n{\"name\": \"click\", \"arguments\": {\"id\": 2}}\n</tool_call>",
+    ];
+    let corpus = corpus.iter().map(|s| s.to_string()).collect();
+    let tok = TokenizerSource::Generated { corpus, merges: 100 };
+    write_vl(&model, &TinySpec::narrow(), &TinyVision::default(), &tok).expect("the tiny VL model");
+    let out = dir.path().join("run");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/vl_browser.wrl");
+    let policy = format!(
+        "policy=hf(\"{}\") {{ family = qwen3_vl, dtype = f32, context = 4Ki tokens, \
+         image_max_pixels = 65536 px }}",
+        model.display()
+    );
+    let started = std::time::Instant::now();
+    let (code, _, stderr) = wrl_cli::run_captured([
+        "run".as_ref(),
+        recipe.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--set".as_ref(),
+        policy.as_ref(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    eprintln!("vl_browser ran in {:.1?}", started.elapsed());
+    let metrics = RunDir::resume(&out).unwrap().read_metrics().unwrap();
+    assert!(metrics.iter().any(|m| matches!(m, MetricLine::Rl(_))), "no RL iteration");
+    let mut dirs: Vec<_> = std::fs::read_dir(out.join("checkpoints"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("stage-online")))
+        .collect();
+    dirs.sort();
+    let ckpt = dirs.last().expect("the GRPO stage's checkpoint").clone();
+    let files = wrl_trainer::hf::inspect(&ckpt).unwrap();
+    assert!(files.vision.is_some(), "the checkpoint is a Qwen3-VL directory");
+    let read = |d: &Path| -> std::collections::BTreeMap<String, Vec<f32>> {
+        let mut all = std::collections::BTreeMap::new();
+        for f in wrl_trainer::hf::inspect(d).unwrap().weights {
+            for (k, t) in candle_core::safetensors::load(&f, &candle_core::Device::Cpu).unwrap() {
+                let v = t.to_dtype(candle_core::DType::F32).unwrap().flatten_all().unwrap();
+                all.insert(k, v.to_vec1::<f32>().unwrap());
+            }
+        }
+        all
+    };
+    let (before, after) = (read(&model), read(&ckpt));
+    assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>());
+    let tower: Vec<&String> = before.keys().filter(|k| k.starts_with("model.visual.")).collect();
+    assert!(!tower.is_empty());
+    for k in &tower {
+        assert_eq!(before[*k], after[*k], "the frozen tower moved: {k}");
+    }
+    let moved = before
+        .keys()
+        .filter(|k| k.starts_with("model.language_model.layers.") && before[*k] != after[*k])
+        .count();
+    assert!(moved > 0, "the GRPO update left the text decoder as it was");
+    // The checkpoint loads back as the policy it was.
+    let t = wrl_trainer::Trainer::load(&ckpt).expect("the VL checkpoint");
+    assert!(t.model().vision().is_some());
+}

@@ -4,6 +4,8 @@
 
 use serde::Deserialize;
 
+use super::agents::OlderPages;
+
 pub use super::tools::{
     CallsPerTurn, Coordinates, Literal, McpHttp, McpLimits, McpOnError, McpServer, McpStdio, Tool,
     ToolKind, ToolParam, ToolTy, Toolset,
@@ -177,9 +179,9 @@ pub enum WebarenaReset {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub enum Observation {
-    /// The `last` most recent screenshots stay in context.
+    /// The `last` most recent screenshots stay in context; what an older one leaves.
     #[serde(rename = "screenshot")]
-    Screenshot { last: u32 },
+    Screenshot { last: u32, older: OlderPages },
     #[serde(rename = "url")]
     Url,
     #[serde(rename = "tabs")]

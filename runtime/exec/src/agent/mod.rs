@@ -12,6 +12,7 @@ pub mod prompt;
 pub mod sample;
 pub mod tags;
 pub mod toolcall;
+pub mod vision;
 
 use std::sync::Arc;
 
@@ -66,7 +67,8 @@ impl AgentCfg {
             }),
             params::Agent::Graph(_) => None,
         };
-        AgentCfg { hermes, tags, ..cfg }
+        let window = prompt::Window { screens: screens_in(plan, &cfg.env), ..cfg.window };
+        AgentCfg { hermes, tags, window, ..cfg }
     }
 
     /// The settings of an agent node. A ReAct agent's `prompt` is refused by the preflight
@@ -133,4 +135,17 @@ impl AgentCfg {
             }
         }
     }
+}
+
+/// The screenshots a turn's prompt keeps in env `env` (`screenshot(last: K, older)`, K > 0);
+/// the preflight shows them to vision-language policies only.
+fn screens_in(plan: &params::TypedPlan<'_>, env: &str) -> Option<prompt::Screens> {
+    let Some(params::Params::Env(params::Env::Browser(b))) = plan.get(env) else { return None };
+    b.observe.iter().find_map(|o| match o {
+        params::Observation::Screenshot { last, older } if *last > 0 => Some(prompt::Screens {
+            last: *last as usize,
+            placeholder: *older == params::OlderPages::Placeholder,
+        }),
+        _ => None,
+    })
 }

@@ -17,6 +17,7 @@ use super::hermes::{Hermes, search_turn};
 use super::prompt::{History, MAX_PROMPT_BYTES, Window, prompt_cut, prompt_in, split_task};
 use super::sample::{Turn, sample_on, sample_tokens};
 use super::tags::TagCalls;
+use super::vision::{Shot, kept_tokens, marked, read_screen, resolve, sample_seeing, sees};
 use crate::env::Agent;
 use crate::rundir::records::SeqPart;
 
@@ -93,6 +94,9 @@ pub struct TrainerPolicy {
     tags: Option<Arc<TagCalls>>,
     /// A tag-style episode's sequence so far.
     sequence: Option<Sequence>,
+    /// The screenshots a vision-language policy has been shown, oldest first
+    /// (`agent::vision`).
+    shots: Vec<Shot>,
 }
 
 /// A tag-style episode's one sequence: the first turn's prompt, then every token since (the
@@ -125,6 +129,7 @@ impl TrainerPolicy {
             chat: None,
             tags: None,
             sequence: None,
+            shots: Vec::new(),
         }
     }
 
@@ -225,16 +230,63 @@ impl TrainerPolicy {
                 }
             }
         };
+        self.answered(step, turn, out)
+    }
+
+    /// Records the turn sampled at `step` (and, in a conversation, its assistant message) and
+    /// hands it to the env: an instruction-tuned policy's calls as the lines it runs, a
+    /// malformed turn as written with why (a format error).
+    fn answered(&mut self, step: usize, turn: Turn, out: String) -> AgentTurn {
         self.turns.push(Turn { step, ..turn });
         if let Some(c) = self.chat.as_mut() {
             c.answered(Segment::new(Role::Assistant, out.clone()));
         }
-        // An instruction-tuned policy's calls reach the env as the lines it runs; a malformed
-        // turn is handed over as written, with why (a format error).
         match self.hermes.as_ref().map(|h| h.read(&out)) {
             Some(Ok(lines)) => AgentTurn::Text(lines),
             Some(Err(error)) => AgentTurn::Malformed { text: out, error },
             None => AgentTurn::Text(out),
+        }
+    }
+
+    /// Whether this policy is shown screenshots: a vision-language model in a conversation
+    /// (`history = full_text` / `hide_thinking` with its tool set) whose env observes them.
+    fn sees_screens(&self) -> bool {
+        self.window.screens.is_some() && self.chat.is_some() && sees(&self.trainer)
+    }
+
+    /// One turn of a vision-language policy: `observation` with its screenshot `png` (none when
+    /// the env took none), the conversation fitted to the room the kept screenshots' image
+    /// tokens leave, the last K screenshots as images and the older ones as the env says.
+    pub fn act_vl(&mut self, observation: &str, png: Option<&[u8]>) -> AgentTurn {
+        let Some(screens) = self.window.screens else { return self.act_text(observation, &[]) };
+        let text = match png {
+            Some(png) => match read_screen(&self.trainer, png) {
+                Ok(shot) => {
+                    self.shots.push(shot);
+                    marked(observation, self.shots.len() - 1)
+                }
+                Err(why) => return AgentTurn::GaveUp(format!("the screenshot: {why}")),
+            },
+            None => observation.to_string(),
+        };
+        let room = self.window.room.saturating_sub(kept_tokens(&self.shots, screens));
+        let window = Window { room, ..self.window };
+        let Some(chat) = self.chat.as_mut() else { return self.act_text(observation, &[]) };
+        let mut segments = match chat.prompt_in(&text, window) {
+            Ok(segments) => segments,
+            Err(why) => return AgentTurn::GaveUp(why),
+        };
+        let images = resolve(&mut segments, &self.shots, screens);
+        let mut params = self.params.clone();
+        if let Err(why) = self.budget(&mut params) {
+            return AgentTurn::GaveUp(why);
+        }
+        let step = self.turns.len();
+        let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, step as u64));
+        let tools = self.hermes.as_ref().map_or(&[][..], |h| &h.schemas[..]);
+        match sample_seeing(&self.trainer, &segments, &images, &params, stream, tools) {
+            Ok((turn, out)) => self.answered(step, turn, out),
+            Err(why) => AgentTurn::GaveUp(why),
         }
     }
 }
@@ -372,6 +424,24 @@ fn instructions(tags: &TagCalls) -> String {
 impl Agent for TrainerPolicy {
     fn act(&mut self, _task: &Task, observation: &str, history: &[String]) -> AgentTurn {
         self.act_text(observation, history)
+    }
+
+    fn sees_screens(&self) -> bool {
+        TrainerPolicy::sees_screens(self)
+    }
+
+    fn act_seeing(
+        &mut self,
+        _task: &Task,
+        observation: &str,
+        history: &[String],
+        screenshot: Option<&[u8]>,
+    ) -> AgentTurn {
+        if TrainerPolicy::sees_screens(self) {
+            self.act_vl(observation, screenshot)
+        } else {
+            self.act_text(observation, history)
+        }
     }
 
     fn name(&self) -> &str {

@@ -61,7 +61,22 @@ pub struct Window {
     /// The bytes a turn's user text may take: [`MAX_PROMPT_BYTES`] for the tiny policy, what
     /// the context leaves for a policy with a chat template ([`Window::fit`]).
     pub room: usize,
+    /// The screenshots a vision-language policy's prompt keeps (the env's `screenshot(last:
+    /// K, older)` with K > 0; set by `AgentCfg::in_plan`, which sees the env); `None`: none.
+    pub screens: Option<Screens>,
 }
+
+/// The env's `screenshot(last: K, older)`, as a vision-language policy's prompt keeps them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Screens {
+    /// The most recent screenshots kept, each as its image tokens.
+    pub last: usize,
+    /// An older screenshot leaves the line [`SCREEN_OMITTED`] (else nothing).
+    pub placeholder: bool,
+}
+
+/// What a screenshot that left the window leaves with `older = placeholder`.
+pub const SCREEN_OMITTED: &str = "[screenshot omitted]";
 
 impl Default for Window {
     fn default() -> Window {
@@ -71,6 +86,7 @@ impl Default for Window {
             end_on_overflow: false,
             reply_budget: None,
             room: MAX_PROMPT_BYTES,
+            screens: None,
         }
     }
 }
@@ -84,6 +100,7 @@ impl Window {
             end_on_overflow: r.overflow == params::Overflow::EndEpisode,
             reply_budget: r.trajectory_tokens.value().map(|t| t.0 as usize),
             room: MAX_PROMPT_BYTES,
+            screens: None,
         }
     }
 
@@ -268,6 +285,7 @@ mod tests {
             end_on_overflow: end,
             reply_budget: None,
             room: MAX_PROMPT_BYTES,
+            screens: None,
         };
         // The default is the prompt without a window: the current page only.
         let one = prompt_in(obs, &past, &[], History::None, Window::default()).unwrap();

@@ -31,6 +31,9 @@ pub struct Turn {
     /// The tokens appended to the sequence before this turn's completion: the env's text, not
     /// the policy's (empty unless `continues`).
     pub lead: Vec<u32>,
+    /// A vision-language policy's images in the prompt, in order (`agent::vision`): its sample
+    /// carries them to the update, whose forward reads them as the rollout did.
+    pub images: Vec<std::sync::Arc<wrl_trainer::vision::Pixels>>,
 }
 
 /// One sampled turn of the candle policy on a user prompt (with `tools`, JSON function schemas
@@ -98,30 +101,33 @@ fn draw(
     prompt: Vec<u32>,
     params: &SampleParams,
 ) -> Option<(Turn, String)> {
-    {
-        let mut outs = sampler.sample(std::slice::from_ref(&prompt), params).ok()?;
-        if outs.is_empty() {
-            return None;
-        }
-        let c = outs.swap_remove(0);
-        let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
-        let text = c.text.trim().to_string();
-        let entropy =
-            (!c.entropy.is_empty()).then(|| c.entropy.iter().sum::<f32>() / c.entropy.len() as f32);
-        let turn = Turn {
-            prompt_tokens: prompt,
-            completion_tokens: c.tokens,
-            logprobs: c.logprobs,
-            truncated,
-            step: 0,
-            role: String::new(),
-            text: text.clone(),
-            entropy,
-            continues: false,
-            lead: Vec::new(),
-        };
-        Some((turn, text))
+    let mut outs = sampler.sample(std::slice::from_ref(&prompt), params).ok()?;
+    if outs.is_empty() {
+        return None;
     }
+    Some(turn_of(prompt, outs.swap_remove(0)))
+}
+
+/// A completion of `prompt` as a turn and its trimmed text.
+pub(crate) fn turn_of(prompt: Vec<u32>, c: wrl_trainer::Completion) -> (Turn, String) {
+    let truncated = matches!(c.finish, wrl_trainer::FinishReason::Length);
+    let text = c.text.trim().to_string();
+    let entropy =
+        (!c.entropy.is_empty()).then(|| c.entropy.iter().sum::<f32>() / c.entropy.len() as f32);
+    let turn = Turn {
+        prompt_tokens: prompt,
+        completion_tokens: c.tokens,
+        logprobs: c.logprobs,
+        truncated,
+        step: 0,
+        role: String::new(),
+        text: text.clone(),
+        entropy,
+        continues: false,
+        lead: Vec::new(),
+        images: Vec::new(),
+    };
+    (turn, text)
 }
 
 /// Runs CPU-bound `f` (a sampling turn) so that the other tasks of a multi-threaded tokio

@@ -1,6 +1,7 @@
 //! The `browser` environment: sandbox tasks in real Chromium, on the run's browser pool. An
 //! [`Agent`] acts through `wrl-browser`'s runner, which reads each turn as terse actions (an
-//! agent that read its turn itself hands it over as malformed).
+//! agent that read its turn itself hands it over as malformed); a vision-language policy gets
+//! each step's screenshot.
 
 use std::sync::Arc;
 
@@ -23,11 +24,15 @@ struct AsPolicy<'a>(&'a mut dyn Agent);
 
 impl TextPolicy for AsPolicy<'_> {
     fn act(&mut self, task: &Task, obs: &Observation, history: &[String]) -> AgentTurn {
-        self.0.act(task, &obs.text(), history)
+        self.0.act_seeing(task, &obs.text(), history, obs.screenshot.as_deref())
     }
 
     fn name(&self) -> &str {
         self.0.name()
+    }
+
+    fn sees_screens(&self) -> bool {
+        self.0.sees_screens()
     }
 }
 

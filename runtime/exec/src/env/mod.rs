@@ -24,6 +24,21 @@ pub trait Agent: Send {
     fn act(&mut self, task: &Task, observation: &str, history: &[String]) -> AgentTurn;
     /// The name written in trajectories.
     fn name(&self) -> &str;
+    /// Whether it reads screenshots (a vision-language policy whose env observes them): a
+    /// browser then takes one each step and hands it to [`Agent::act_seeing`].
+    fn sees_screens(&self) -> bool {
+        false
+    }
+    /// [`Agent::act`] with the page's screenshot (PNG), when the env took one.
+    fn act_seeing(
+        &mut self,
+        task: &Task,
+        observation: &str,
+        history: &[String],
+        _screenshot: Option<&[u8]>,
+    ) -> AgentTurn {
+        self.act(task, observation, history)
+    }
 }
 
 /// A turn of a text episode, as the agent wrote it (trimmed).

@@ -70,15 +70,16 @@ fn setting(n: &Node, field: &str, what: String, help: String, label: &str) -> Ru
 
 /// The trainer policy of `hf(…)` node `n`, or every reason it cannot be one.
 pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<RunError>> {
-    // `image_tokens` / `image_max_pixels` size images in prompts; a text model's prompts hold none. The device is
-    // the trainer's (`load_model`), checked by the preflight (`preflight::device`).
+    // `image_tokens` is the checker's count (E0404); `image_max_pixels` is a vision-language
+    // model's processor budget (a text model's prompts hold no images). The device is the
+    // trainer's (`load_model`), checked by the preflight (`preflight::device`).
     let params::Hf {
         id,
         context,
         family,
         dtype,
         image_tokens: _,
-        image_max_pixels: _,
+        image_max_pixels,
         chat_template,
         thinking,
         device: _,
@@ -88,18 +89,18 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
     let want = match family {
         Family::Auto => None,
         Family::Qwen2 => Some(Arch::Qwen2),
-        Family::Qwen3 => Some(Arch::Qwen3),
-        Family::Qwen3Vl | Family::Qwen25Vl | Family::Llama => {
+        Family::Qwen3 | Family::Qwen3Vl => Some(Arch::Qwen3),
+        Family::Qwen25Vl | Family::Llama => {
             let what = match family {
                 Family::Llama => "Llama models",
-                _ => "vision-language models",
+                _ => "Qwen2.5-VL models (Qwen3-VL runs)",
             };
             errs.push(
                 RunError::new(
                     Fault::HfArchitecture,
                     format!(
                         "model `{}`: this runtime runs Qwen2, Qwen2.5 and Qwen3 dense text \
-                         models, not {what}",
+                         models and Qwen3-VL, not {what}",
                         n.decl
                     ),
                 )
@@ -144,22 +145,8 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
         }
     };
     let arch = files.config.arch;
-    if let Some(w) = want.filter(|w| *w != arch) {
-        errs.push(
-            RunError::new(
-                Fault::HfArchitecture,
-                format!(
-                    "model `{}`: the recipe says `family = {}` but `config.json` says \
-                     `model_type` `{}`",
-                    n.decl,
-                    w.model_type(),
-                    arch.model_type()
-                ),
-            )
-            .help(format!("set `family = {}` (or `auto`)", arch.model_type()))
-            .at(n, Some("family"), "the model is of another family"),
-        );
-    }
+    let vl = files.vision.is_some();
+    errs.extend(family_mismatch(n, id, *family, want, (arch, vl)));
     match &files.template {
         None => errs.push(hf_error(
             n,
@@ -212,11 +199,55 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
         gradient_checkpointing: *gradient_checkpointing,
         // A stage's `lora` is set on the trainer stage by stage (`Trainer::set_lora`).
         lora: None,
+        image_max_pixels: image_max_pixels.value().map(|p| p.0 as usize),
     };
     Ok(match arch {
+        _ if vl => PolicyConfig::Qwen3Vl(src),
         Arch::Qwen2 => PolicyConfig::Qwen2(src),
         Arch::Qwen3 => PolicyConfig::Qwen3(src),
     })
+}
+
+/// The recipe's `family` against the directory's `config.json` (`arch`, and whether it is a
+/// Qwen3-VL checkpoint): E0511 at `family` when they differ (`auto` takes either).
+fn family_mismatch(
+    n: &Node,
+    id: &str,
+    family: Family,
+    want: Option<Arch>,
+    (arch, vl): (Arch, bool),
+) -> Option<RunError> {
+    let want_vl = family == Family::Qwen3Vl;
+    if vl != want_vl && family != Family::Auto {
+        let (says, is) = if vl { ("qwen3_vl", "a vision-language") } else { ("qwen3", "a text") };
+        return Some(
+            RunError::new(
+                Fault::HfArchitecture,
+                format!(
+                    "model `{}`: the recipe says `family = {}` but `{id}` is {is} model",
+                    n.decl,
+                    if want_vl { "qwen3_vl" } else { arch.model_type() }
+                ),
+            )
+            .help(format!("set `family = {says}` (or `auto`)"))
+            .at(n, Some("family"), "the model is of another family"),
+        );
+    }
+    let w = want.filter(|w| *w != arch)?;
+    Some(
+        RunError::new(
+            Fault::HfArchitecture,
+            format!(
+                "model `{}`: the recipe says `family = {}` but `config.json` says \
+                 `model_type` `{}`",
+                n.decl,
+                w.model_type(),
+                arch.model_type()
+            ),
+        )
+        .help(format!("set `family = {}` (or `auto`)", arch.model_type()))
+        .at(n, Some("family"), "the model is of another family"),
+    )
 }
 
 /// The model node a stage trains (`input`: its `model` or `init`, or a critic's `init`),

@@ -67,7 +67,9 @@ pub struct PhaseSettings<'p> {
 }
 
 /// A stage's `frozen` as the trainer's parts: `vision_tower` and `projector` are parts a text
-/// model does not have (nothing to freeze; the preflight says which models lack them).
+/// model does not have (nothing to freeze), and a Qwen3-VL policy's tower and merger hold no
+/// variables (no gradient, no optimiser state; the preflight refuses a VL stage that would
+/// train them, `preflight::vision`).
 pub fn frozen_parts(parts: &[params::FrozenPart]) -> Vec<wrl_trainer::models::Frozen> {
     use wrl_trainer::models::Frozen;
     parts

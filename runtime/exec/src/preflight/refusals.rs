@@ -14,7 +14,7 @@ use crate::error::{Fault, RunError};
 pub fn refusals(plan: &TypedPlan<'_>, n: &Node, p: &Params) -> Vec<RunError> {
     match p {
         Params::Model(m) => model(n, m),
-        Params::Env(e) => env(n, e),
+        Params::Env(e) => env(plan, n, e),
         Params::Agent(a) => agent(plan, n, a),
         Params::RlPhase(r) => phase(plan, n, r),
         Params::Reward(r) => super::rewards::reward(plan, n, &r.expr, "expr"),
@@ -64,10 +64,10 @@ fn model(n: &Node, m: &params::Model) -> Vec<RunError> {
 
 /// Env settings this runtime cannot honour yet: a browser's (`browser`), and timeouts that
 /// would end every step at once.
-fn env(n: &Node, e: &Env) -> Vec<RunError> {
+fn env(plan: &TypedPlan<'_>, n: &Node, e: &Env) -> Vec<RunError> {
     let mut errs = Vec::new();
     match e {
-        Env::Browser(b) => errs.extend(browser(n, b)),
+        Env::Browser(b) => errs.extend(browser(n, b, super::vision::shown_to_vl(plan, &n.id))),
         Env::SearchApi(s) => {
             let params::SearchApi {
                 // The service's URL (unused with `std::sandbox::search`), its tools, how many
@@ -119,7 +119,7 @@ fn env(n: &Node, e: &Env) -> Vec<RunError> {
 /// implement, retried steps, pacing (`slow_mo`, `settle`), conflict-free scheduling
 /// (`conflict_key`), observations a text policy cannot read (screenshots) or that are not
 /// implemented (`a11y_tree`), zero timeouts, and sites other than the sandbox web.
-fn browser(n: &Node, b: &params::Browser) -> Vec<RunError> {
+fn browser(n: &Node, b: &params::Browser, vl: bool) -> Vec<RunError> {
     let mut errs = Vec::new();
     let params::Browser {
         // The sandbox (refused below for any other site); the tools' terse actions.
@@ -207,7 +207,7 @@ fn browser(n: &Node, b: &params::Browser) -> Vec<RunError> {
             "conflict_key",
         ));
     }
-    errs.extend(observations(n, observe));
+    errs.extend(observations(n, observe, vl));
     let limits = [("step", timeout.step), ("task", timeout.task), ("acquire", timeout.acquire)];
     errs.extend(zero_timeouts(n, &limits));
     if let params::Site::Retriever { .. } = b.target {
@@ -232,23 +232,28 @@ fn browser(n: &Node, b: &params::Browser) -> Vec<RunError> {
     errs
 }
 
-/// Observations this runtime's policies cannot read: screenshots shown to a text policy, and
-/// the accessibility tree (not implemented).
-fn observations(n: &Node, observe: &[Observation]) -> Vec<RunError> {
+/// Observations this runtime's policies cannot read: screenshots shown to a text policy (`vl`:
+/// every agent in the env is a vision-language policy, `preflight::vision`), and the
+/// accessibility tree (not implemented).
+fn observations(n: &Node, observe: &[Observation], vl: bool) -> Vec<RunError> {
     let mut errs = Vec::new();
     let text_only = "set `observe = [elements(max: 32), url, feedback]` (a profile can)";
     for o in observe {
         match o {
-            Observation::Screenshot { last } if *last > 0 => errs.push(unsupported(
-                n,
-                format!(
-                    "env `{}`: `observe` shows the policy the last {last} screenshot(s), \
-                     but this runtime's policies read text only",
-                    n.decl
-                ),
-                format!("{text_only}; `screenshot(last: 0)` keeps screenshots for judges"),
-                "observe",
-            )),
+            // Shown to a Qwen3-VL policy as images (`agent::vision`), older ones as `older` says.
+            Observation::Screenshot { last, older: _ } if *last > 0 && !vl => {
+                errs.push(unsupported(
+                    n,
+                    format!(
+                        "env `{}`: `observe` shows the policy the last {last} screenshot(s), \
+                     but its agents' policies read text only (an `hf` Qwen3-VL policy in a \
+                     ReAct agent reads them)",
+                        n.decl
+                    ),
+                    format!("{text_only}; `screenshot(last: 0)` keeps screenshots for judges"),
+                    "observe",
+                ))
+            }
             Observation::A11yTree => errs.push(unsupported(
                 n,
                 format!(
@@ -295,6 +300,7 @@ fn agent(plan: &TypedPlan<'_>, n: &Node, a: &Agent) -> Vec<RunError> {
     let mut errs = super::limits::agent(n, a);
     match a {
         Agent::React(r) => {
+            errs.extend(super::vision::agent(plan, n, r));
             // Tag-style calls read a search API's tool responses; a page is not one.
             let search = matches!(plan.get(r.env.id()), Some(Params::Env(Env::SearchApi(_))));
             if r.calls.tags().is_some() && !search {
@@ -386,6 +392,7 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
             .into_iter()
             .chain(super::limits::gigpo_tags(plan, n, p))
             .chain(super::lora::lora(plan, n, p.run.init.id(), &p.update.lora))
+            .chain(super::vision::rl(plan, n, p))
             .collect();
     // The checker refuses this (E0440); a plan written by other means is refused here.
     let mb = p.update.mini_batch;
@@ -530,6 +537,7 @@ fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
             .into_iter()
             .chain(super::lora::lora(plan, n, s.model.id(), &s.lora))
             .chain(super::limits::sft_tags(plan, n))
+            .chain(super::vision::sft(plan, n, s.model.id()))
             .collect();
     if !s.mask.contains(&params::MaskPart::Observations) {
         errs.push(unsupported(

@@ -60,6 +60,7 @@ pub fn samples(
                 excluded,
                 truncated: turn.truncated,
                 step,
+                images: turn.images.clone(),
             });
         }
     }

@@ -434,3 +434,117 @@ fn chat_format_sft_trains_exactly_the_assistant_turns() {
     let after = t.sft_eval(&examples).unwrap();
     assert!(after < before, "loss {before} -> {after}");
 }
+
+/// A Qwen3-VL policy (the tiny random one `hf::tiny_vl` writes) acting in real Chromium on the
+/// sandbox web with `tests/recipes/vl_browser.wrl`'s env (`screenshot(last: 2, older:
+/// placeholder)`): every turn's prompt, rendered by the model's own template, holds one
+/// `<|vision_start|><|image_pad|>…<|vision_end|>` run for each of the last two screenshots, each
+/// run as many pads as the processor gives a screenshot of the viewport (grid / merge²), and
+/// the line `[screenshot omitted]` for each older one; the turns' text all stays.
+#[test]
+fn a_vl_policy_sees_its_last_screenshots_as_image_pads_in_chromium() {
+    use wrl_exec::agent::prompt::Screens;
+    use wrl_exec::env::{BrowserEnv, Env};
+    use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
+
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = vec![
+        "[1] link \"Blue mug\" [2] button \"Buy\" task: buy the blue mug".to_string(),
+        "<tool_call>\n{\"name\": \"click\", \"arguments\": {\"id\": 2}}\n</tool_call>".into(),
+    ];
+    let tok = TokenizerSource::Generated { corpus, merges: 60 };
+    write_vl(dir.path(), &TinySpec::narrow(), &TinyVision::default(), &tok).unwrap();
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let text = std::fs::read_to_string(root.join("tests/recipes/vl_browser.wrl")).unwrap();
+    let mut sources = SourceMap::new();
+    let id = sources.add("tests/recipes/vl_browser.wrl".to_string(), text.clone());
+    let parsed = wrl_syntax::parse(id, &text);
+    let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
+    let plan = wrl_plan::lower(&checked.recipes.into_iter().next().unwrap()).unwrap();
+    let typed = TypedPlan::decode(&plan).unwrap();
+    let (agent, observe) = typed
+        .nodes
+        .iter()
+        .find_map(|(_, p)| match p {
+            Params::Agent(a) => Some(AgentCfg::in_plan(a, &typed)),
+            _ => None,
+        })
+        .zip(typed.nodes.iter().find_map(|(_, p)| match p {
+            Params::Env(wrl_plan::params::Env::Browser(b)) => Some(b.observe.clone()),
+            _ => None,
+        }))
+        .unwrap();
+    assert_eq!(agent.window.screens, Some(Screens { last: 2, placeholder: true }));
+    let src = PretrainedSource {
+        context: Some(4096),
+        image_max_pixels: Some(65536),
+        ..PretrainedSource::new(dir.path())
+    };
+    let trainer = Trainer::new(TrainerConfig {
+        policy: PolicyConfig::Qwen3Vl(src),
+        optim: OptimConfig::default(),
+        seed: 5,
+        device: DeviceChoice::Cpu,
+    })
+    .unwrap();
+    // The pads a 640 × 400 screenshot takes: the processor's grid over merge².
+    let side = trainer.model().vision().unwrap().clone();
+    let pads = side.processor.grid(400, 640).unwrap().tokens(side.config.mrope.merge);
+    assert!(pads > 1);
+    let (image, start) = (side.config.mrope.image_token_id, side.config.vision_start_token_id);
+    let trainer = Arc::new(Mutex::new(trainer));
+    let params = SampleParams { max_tokens: 16, ..SampleParams::default() };
+    let mut policy = TrainerPolicy::new(trainer.clone(), params, agent.history, "policy")
+        .with_window(agent.window)
+        .with_hermes(agent.hermes.clone())
+        .with_stream(Some(3));
+    assert!(Agent::sees_screens(&policy), "a VL policy in a conversation sees screenshots");
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let traj = rt.block_on(async {
+        let sandbox = Arc::new(wrl_sandbox::Sandbox::start(0, 0).await.unwrap());
+        let pool = wrl_browser::BrowserPool::launch(wrl_browser::PoolCfg {
+            max_concurrent: 1,
+            viewport: (640, 400),
+            allow: wrl_browser::AllowList::only([format!("127.0.0.1:{}", sandbox.addr().port())]),
+            ..wrl_browser::PoolCfg::default()
+        })
+        .await
+        .unwrap();
+        let mut task =
+            wrl_sandbox::generate_on(sandbox.content(), wrl_sandbox::Split::Test, 1, 1, &["shop"])
+                .remove(0);
+        task.max_steps = 4;
+        let cfg = wrl_browser::EpisodeCfg {
+            max_steps: 4,
+            max_agent_errors: 10,
+            view: wrl_exec::env::settings::view(&observe),
+            ..wrl_browser::EpisodeCfg::default()
+        };
+        let env = BrowserEnv { pool, sandbox };
+        env.run(&task, &mut policy, 0, &cfg).await.unwrap().trajectory
+    });
+    assert_eq!(policy.turns.len(), 4, "{traj:?}");
+    let tok = trainer.lock().unwrap().tokenizer().clone();
+    for (k, turn) in policy.turns.iter().enumerate() {
+        // The runs of image pads, each after its `<|vision_start|>`.
+        let mut runs = Vec::new();
+        let ids = &turn.prompt_tokens;
+        for (i, &t) in ids.iter().enumerate() {
+            if t == image && (i == 0 || ids[i - 1] != image) {
+                assert_eq!(ids[i - 1], start, "a pad run opens with <|vision_start|>");
+                runs.push(ids[i..].iter().take_while(|&&x| x == image).count());
+            }
+        }
+        assert_eq!(runs, vec![pads; (k + 1).min(2)], "turn {k}: one run per kept screenshot");
+        let text = tok.decode(&turn.prompt_tokens).unwrap();
+        let omitted = text.matches("[screenshot omitted]").count();
+        assert_eq!(omitted, (k + 1).saturating_sub(2), "turn {k}: older screenshots: {text}");
+        assert!(text.contains("<tools>"), "the tools are in the template's prompt");
+    }
+    // Every turn's text stays: the last prompt holds the three replies before it.
+    let last = tok.decode(&policy.turns[3].prompt_tokens).unwrap();
+    for t in &policy.turns[..3] {
+        assert!(last.contains(t.text.trim()), "{last}");
+    }
+}

@@ -27,6 +27,9 @@ pub struct ModelFiles {
     pub template: Option<(PathBuf, String)>,
     /// `generation_config.json`'s `eos_token_id`s (empty without one).
     pub generation_eos: Vec<u32>,
+    /// A Qwen3-VL checkpoint's whole config (`config` is then its `text_config`); its tensors
+    /// are checked by name and shape when the model loads (`vision::QwenVlModel::load`).
+    pub vision: Option<crate::vision::VlConfig>,
 }
 
 fn read(path: &Path) -> Result<String, HfError> {
@@ -54,9 +57,21 @@ pub fn read_config(dir: &Path) -> Result<QwenConfig, HfError> {
 
 /// Reads and checks the model directory `dir` (see the module doc).
 pub fn inspect(dir: &Path) -> Result<ModelFiles, HfError> {
-    let config = read_config(dir)?;
+    let config_path = dir.join("config.json");
+    let vision = match config_path.is_file().then(|| read(&config_path)).transpose()? {
+        Some(text) if crate::vision::VlConfig::is_vl(&text) => {
+            Some(crate::vision::VlConfig::parse(&text)?)
+        }
+        _ => None,
+    };
+    let config = match &vision {
+        Some(vl) => vl.text.clone(),
+        None => read_config(dir)?,
+    };
     let weights = shards(dir)?;
-    check_tensors(&config, &weights)?;
+    if vision.is_none() {
+        check_tensors(&config, &weights)?;
+    }
     let tokenizer = dir.join("tokenizer.json");
     if !tokenizer.is_file() {
         return Err(HfError::NotFound(format!(
@@ -103,6 +118,7 @@ pub fn inspect(dir: &Path) -> Result<ModelFiles, HfError> {
         tokenizer_config,
         template,
         generation_eos,
+        vision,
     })
 }
 

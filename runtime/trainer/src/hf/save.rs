@@ -35,11 +35,16 @@ pub fn write_model_dir(model: &QwenModel, dir: &Path) -> Result<()> {
         None => None,
     };
     let params = merged.as_ref().unwrap_or(&model.params);
-    params.save_with_metadata(&dir.join("model.safetensors"), &[("format", "pt")])?;
+    match &model.vision {
+        None => params.save_with_metadata(&dir.join("model.safetensors"), &[("format", "pt")])?,
+        Some(_) => write_vl_weights(params, &model.path, &dir.join("model.safetensors"))?,
+    }
     if same(&model.path, dir) {
         return Ok(());
     }
-    for f in COPIED {
+    let vl_files: &[&str] =
+        if model.vision.is_some() { &["preprocessor_config.json"] } else { &[] };
+    for f in COPIED.iter().chain(vl_files) {
         let from = model.path.join(f);
         if from.is_file() {
             std::fs::copy(&from, dir.join(f))?;
@@ -58,4 +63,28 @@ pub fn write_model_dir(model: &QwenModel, dir: &Path) -> Result<()> {
     }
     std::fs::write(dir.join("config.json"), serde_json::to_string_pretty(&config)?)?;
     Ok(())
+}
+
+/// A Qwen3-VL checkpoint's weights in its own layout: the trained text decoder under
+/// `model.language_model.*` and the tower's tensors (which never train) as the source holds
+/// them, all f32, so the directory loads as the source did (`vision::QwenVlModel::load`).
+fn write_vl_weights(params: &crate::params::ParamStore, source: &Path, to: &Path) -> Result<()> {
+    use candle_core::{DType, Device, Tensor};
+    let mut tensors: Vec<(String, Tensor)> = params
+        .iter()
+        .map(|(k, v)| (crate::vision::vl_model::checkpoint_name(k), v.as_tensor().clone()))
+        .collect();
+    for shard in crate::hf::files::shards(source)? {
+        for (name, t) in candle_core::safetensors::load(&shard, &Device::Cpu)? {
+            if name.starts_with("model.visual.") || name.starts_with("visual.") {
+                tensors.push((name, t.to_dtype(DType::F32)?));
+            }
+        }
+    }
+    tensors.sort_by(|a, b| a.0.cmp(&b.0));
+    let meta: std::collections::HashMap<String, String> =
+        [("format".to_string(), "pt".to_string())].into_iter().collect();
+    let views: Vec<(String, &Tensor)> = tensors.iter().map(|(k, t)| (k.clone(), t)).collect();
+    safetensors::tensor::serialize_to_file(views, Some(meta), to)
+        .map_err(|e| TrainerError::Checkpoint(format!("cannot write {}: {e}", to.display())))
 }

@@ -34,6 +34,9 @@ pub enum PolicyConfig {
     Qwen2(PretrainedSource),
     /// A Qwen3 text checkpoint directory (config.json, *.safetensors, tokenizer.json).
     Qwen3(PretrainedSource),
+    /// A Qwen3-VL checkpoint directory: its text decoder trains as a Qwen3's, its vision tower
+    /// and merger are read apart and take no gradient (`vision::policy`).
+    Qwen3Vl(PretrainedSource),
 }
 
 impl PolicyConfig {
@@ -41,7 +44,19 @@ impl PolicyConfig {
     pub fn precision(&self) -> Precision {
         match self {
             PolicyConfig::Tiny(_) => Precision::F32,
-            PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) => src.dtype,
+            PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) | PolicyConfig::Qwen3Vl(src) => {
+                src.dtype
+            }
+        }
+    }
+
+    /// The pretrained source, `None` for the tiny model.
+    pub fn source_mut(&mut self) -> Option<&mut PretrainedSource> {
+        match self {
+            PolicyConfig::Tiny(_) => None,
+            PolicyConfig::Qwen2(src) | PolicyConfig::Qwen3(src) | PolicyConfig::Qwen3Vl(src) => {
+                Some(src)
+            }
         }
     }
 }
@@ -74,6 +89,10 @@ pub struct PretrainedSource {
     /// LoRA adapters on its linear layers (`lora.rs`): only they train.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora: Option<crate::lora::LoraSpec>,
+    /// A vision-language model's pixel budget per image (the recipe's `image_max_pixels`),
+    /// replacing its processor's `max_pixels`; `None`: the processor's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_max_pixels: Option<usize>,
 }
 
 impl PretrainedSource {
@@ -88,6 +107,7 @@ impl PretrainedSource {
             dtype: Precision::F32,
             gradient_checkpointing: false,
             lora: None,
+            image_max_pixels: None,
         }
     }
 }
@@ -184,6 +204,29 @@ impl Model {
                 }
                 let (m, tok) = QwenModel::load(src, &files, device, rng)?;
                 Ok((Model::Qwen(Box::new(m)), tok))
+            }
+            PolicyConfig::Qwen3Vl(src) => {
+                let at = dir.unwrap_or(&src.path);
+                let files = crate::hf::inspect(at)?;
+                let Some(config) = files.vision.clone() else {
+                    return Err(crate::hf::HfError::Architecture {
+                        message: format!(
+                            "the policy is a `qwen3_vl` model but `config.json` says `model_type` \
+                             `{}`",
+                            files.config.arch.model_type()
+                        ),
+                        backend: None,
+                    }
+                    .into());
+                };
+                let here = PretrainedSource { path: at.to_path_buf(), ..src.clone() };
+                let vl = crate::vision::QwenVlModel::load(&here, device)?;
+                let side =
+                    crate::vision::VisionSide::new(at, config, vl.tower, src.image_max_pixels)?;
+                let mut text = vl.text;
+                text.vision = Some(std::sync::Arc::new(side));
+                let tok = crate::tokenizer::Tokenizer::from_model(&files, src.thinking)?;
+                Ok((Model::Qwen(Box::new(text)), tok))
             }
         }
     }
@@ -344,5 +387,13 @@ impl Model {
     /// The device the parameters live on.
     pub fn device(&self) -> Device {
         self.params().device()
+    }
+
+    /// The vision side of a Qwen3-VL policy; `None` for a text model.
+    pub fn vision(&self) -> Option<&crate::vision::VisionSide> {
+        match self {
+            Model::Qwen(m) => m.vision.as_deref(),
+            Model::Tiny(_) => None,
+        }
     }
 }

@@ -42,6 +42,9 @@ pub struct QwenModel {
     pub(crate) recomputed: Arc<Mutex<Grads>>,
     /// The LoRA adapters its parameters hold (`lora.rs`), if any.
     pub lora: Option<LoraSpec>,
+    /// The tower, processor and whole config of the Qwen3-VL checkpoint this decoder is the
+    /// text half of (`vision::policy`); `None` for a text model.
+    pub vision: Option<Arc<crate::vision::VisionSide>>,
 }
 
 /// The parameter names a frozen part covers.
@@ -184,6 +187,7 @@ impl QwenModel {
             checkpointing: src.gradient_checkpointing,
             recomputed: Arc::default(),
             lora: src.lora.clone(),
+            vision: None,
         }
     }
 

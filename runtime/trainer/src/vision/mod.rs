@@ -5,11 +5,13 @@
 //! tensors read from the shards alone, `tower.rs` the blocks, `merger.rs` the patch and DeepStack
 //! mergers), and the text side's multimodal RoPE (`mrope.rs`: the position rows of a sequence
 //! with image placeholders), and the whole model (`vl_config.rs` a Qwen3-VL `config.json`,
-//! `vl_model.rs` the tower's tokens spliced into the text decoder with DeepStack).
+//! `vl_model.rs` the tower's tokens spliced into the text decoder with DeepStack), and the model
+//! as an agent's policy (`policy.rs`: screenshots read, image pads expanded, turns sampled).
 
 mod bicubic;
 mod merger;
 pub mod mrope;
+pub mod policy;
 pub mod position;
 pub mod processor;
 pub mod size;
@@ -21,6 +23,7 @@ mod weights;
 
 pub use bicubic::resize as resize_bicubic;
 pub use merger::Merger;
+pub use policy::{IMAGE_PLACEHOLDER, VisionSide, sample_vl};
 pub use processor::{ImageProcessor, Pixels, ProcessorError};
 pub use size::{Grid, SizeError, smart_resize};
 pub use tower::{VisionOutput, VisionTower};

@@ -193,11 +193,8 @@ impl QwenVlModel {
         max_new: usize,
         stops: &[u32],
     ) -> Result<Vec<u32>> {
-        let device = self.device();
         let mut cache = KvCache::new(self.text.config.num_hidden_layers);
-        let (h, indexes) = self.hidden(&[(ids, images)], Some(&mut cache))?;
-        let delta = indexes.first().map_or(0, |i| i.delta);
-        let mut last = h.narrow(1, ids.len() - 1, 1)?;
+        let (mut last, delta) = self.prefill(ids, images, &mut cache)?;
         let mut out = Vec::new();
         while out.len() < max_new {
             let logits = self.text.head(&last)?.to_dtype(DType::F32)?;
@@ -206,13 +203,33 @@ impl QwenVlModel {
             if stops.contains(&next) || out.len() == max_new {
                 break;
             }
-            let p = cache.pos as i64 + delta;
-            let index = RopeIndex { positions: [vec![p], vec![p], vec![p]], delta };
-            let rope = self.rope_tables(&index, &device)?;
-            let x = self.text.embed(&Tensor::new(&[next], &device)?)?.reshape((1, 1, ()))?;
-            last = self.text.hidden_from(x, Some(&mut cache), &rope, &[])?;
+            last = self.next(next, delta, &mut cache)?;
         }
         Ok(out)
+    }
+
+    /// The prompt `ids` with its images through an empty `cache`: the last position's hidden
+    /// state (1, 1, hidden) and the RoPE delta later tokens are placed at.
+    pub fn prefill(
+        &self,
+        ids: &[u32],
+        images: &[Pixels],
+        cache: &mut KvCache,
+    ) -> Result<(Tensor, i64)> {
+        let (h, indexes) = self.hidden(&[(ids, images)], Some(cache))?;
+        let delta = indexes.first().map_or(0, |i| i.delta);
+        Ok((h.narrow(1, ids.len() - 1, 1)?, delta))
+    }
+
+    /// One more token through `cache`, at position index + `delta` on all three RoPE rows: its
+    /// hidden state (1, 1, hidden).
+    pub fn next(&self, token: u32, delta: i64, cache: &mut KvCache) -> Result<Tensor> {
+        let device = self.device();
+        let p = cache.pos as i64 + delta;
+        let index = RopeIndex { positions: [vec![p], vec![p], vec![p]], delta };
+        let rope = self.rope_tables(&index, &device)?;
+        let x = self.text.embed(&Tensor::new(&[token], &device)?)?.reshape((1, 1, ()))?;
+        self.text.hidden_from(x, Some(cache), &rope, &[])
     }
 
     /// Where the model's parameters are.

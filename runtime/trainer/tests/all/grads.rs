@@ -32,6 +32,7 @@ fn samples(t: &mut Trainer) -> Vec<Sample> {
             excluded: false,
             truncated: false,
             step: None,
+            images: Vec::new(),
         })
         .collect()
 }

@@ -30,6 +30,7 @@ fn singles(t: &mut Trainer, n: usize, reward: &dyn Fn(&[u32]) -> f32, from: u64)
             excluded: false,
             truncated: false,
             step: None,
+            images: Vec::new(),
         })
         .collect()
 }

@@ -81,6 +81,7 @@ fn rl_round(t: &mut Trainer, round: u64) {
             excluded: false,
             truncated: false,
             step: None,
+            images: Vec::new(),
         })
         .collect();
     let cfg = RlConfig {
@@ -144,6 +145,7 @@ fn no_reference_is_held_without_kl() {
             excluded: false,
             truncated: false,
             step: None,
+            images: Vec::new(),
         })
         .collect();
     let cfg = RlConfig {

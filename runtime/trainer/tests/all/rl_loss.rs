@@ -23,6 +23,7 @@ fn s(group: u64, traj: u64, reward: f32) -> Sample {
         excluded: false,
         truncated: false,
         step: None,
+        images: Vec::new(),
     }
 }
 

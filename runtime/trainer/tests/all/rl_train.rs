@@ -34,6 +34,7 @@ fn group(
             excluded: false,
             truncated: false,
             step: None,
+            images: Vec::new(),
         })
         .collect()
 }

@@ -1,0 +1,132 @@
+//! Screenshots and vision-language policies: which agents are shown screenshots (a ReAct agent
+//! whose policy is an `hf` Qwen3-VL model, in a conversation, in a browser that observes them),
+//! and what is refused by name where a screenshot would reach a policy that cannot read it or
+//! a stage that cannot train on it (SFT's text examples, a trainable tower, PPO's critic).
+
+use wrl_plan::Node;
+use wrl_plan::params::{self, Agent, Env, Family, History, Params, TypedPlan};
+use wrl_trainer::hf::{self, RepoKind};
+
+use super::refuse::unsupported;
+use crate::error::RunError;
+
+/// Whether the model behind `policy` (an `hf(…)` model, or a stage's weights of one) is a
+/// vision-language model this runtime runs: `family = qwen3_vl`, or `auto` naming a Qwen3-VL
+/// directory.
+pub(crate) fn is_vl(plan: &TypedPlan<'_>, policy: &str) -> bool {
+    let Some((_, h)) = crate::executor::hf::trained_hf(plan, policy) else { return false };
+    match h.family {
+        Family::Qwen3Vl => true,
+        Family::Auto => hf::resolve(&h.id, RepoKind::Model)
+            .and_then(|dir| hf::inspect(&dir))
+            .is_ok_and(|f| f.vision.is_some()),
+        Family::Qwen2 | Family::Qwen3 | Family::Qwen25Vl | Family::Llama => false,
+    }
+}
+
+/// Whether every agent acting in env `env` (and at least one) is a ReAct agent whose policy
+/// reads screenshots: only then may the env show them (`screenshot(last: K)`, K > 0).
+pub(crate) fn shown_to_vl(plan: &TypedPlan<'_>, env: &str) -> bool {
+    let mut agents = plan.nodes.iter().filter_map(|(_, p)| match p {
+        Params::Agent(a @ Agent::React(r)) if r.env.id() == env => Some(a),
+        Params::Agent(a @ Agent::Graph(g)) if g.env.id() == env => Some(a),
+        _ => None,
+    });
+    let mut any = false;
+    let all = agents.all(|a| {
+        any = true;
+        match a {
+            Agent::React(r) => is_vl(plan, r.policy.id()),
+            Agent::Graph(_) => false,
+        }
+    });
+    any && all
+}
+
+/// What a ReAct agent with a vision-language policy in a browser that shows screenshots needs:
+/// its episode as a conversation (the screenshots stand in its messages) with its tool calls.
+pub(crate) fn agent(plan: &TypedPlan<'_>, n: &Node, r: &params::React) -> Vec<RunError> {
+    let shows = match plan.get(r.env.id()) {
+        Some(Params::Env(Env::Browser(b))) => b
+            .observe
+            .iter()
+            .any(|o| matches!(o, params::Observation::Screenshot { last, .. } if *last > 0)),
+        _ => false,
+    };
+    if !shows || !is_vl(plan, r.policy.id()) {
+        return Vec::new();
+    }
+    match r.history {
+        History::FullText | History::HideThinking => Vec::new(),
+        History::ActionOnly | History::None => vec![unsupported(
+            n,
+            format!(
+                "agent `{}`: a vision-language policy is shown its screenshots in the episode's \
+                 conversation, which `history = {}` does not keep",
+                n.decl,
+                if r.history == History::None { "none" } else { "action_only" }
+            ),
+            "set `history = full_text` (or `hide_thinking`)",
+            "history",
+        )],
+    }
+}
+
+/// An SFT stage that would train a vision-language policy: its examples (demonstrations as
+/// text) carry no screenshots, so it would imitate prompts the policy never sees.
+pub(crate) fn sft(plan: &TypedPlan<'_>, n: &Node, model: &str) -> Option<RunError> {
+    if !is_vl(plan, model) {
+        return None;
+    }
+    Some(unsupported(
+        n,
+        format!(
+            "stage `{}`: SFT of a vision-language policy is not implemented yet (its examples \
+             carry no screenshots); its RL phases and evaluations run",
+            n.decl
+        ),
+        "start RL from the Qwen3-VL model itself, or fine-tune a text policy (`family = qwen3`)",
+        "model",
+    ))
+}
+
+/// What an RL phase of a vision-language policy cannot do: train the tower or the merger
+/// (they hold no variables: `frozen` must name both), or a critic's values (PPO's critic reads
+/// no images).
+pub(crate) fn rl(plan: &TypedPlan<'_>, n: &Node, p: &params::RlPhase) -> Vec<RunError> {
+    if !is_vl(plan, p.run.init.id()) {
+        return Vec::new();
+    }
+    let mut errs = Vec::new();
+    let missing: Vec<&str> = [params::FrozenPart::VisionTower, params::FrozenPart::Projector]
+        .into_iter()
+        .filter(|f| !p.update.frozen.contains(f))
+        .map(params::FrozenPart::word)
+        .collect();
+    if !missing.is_empty() {
+        errs.push(unsupported(
+            n,
+            format!(
+                "stage `{}`: training a vision-language policy's {} is not implemented: the \
+                 tower and the merger take no gradient",
+                n.decl,
+                missing.join(" and ")
+            ),
+            "freeze them: `frozen = [vision_tower, projector]`",
+            "frozen",
+        ));
+    }
+    if let params::Algo::Ppo(_) = p.algo {
+        errs.push(unsupported(
+            n,
+            format!(
+                "stage `{}`: PPO's critic over a vision-language policy's prompts is not \
+                 implemented (it would read them without their images)",
+                n.decl
+            ),
+            "use `grpo` or `dapo`",
+            "init",
+        ));
+    }
+    errs
+}

@@ -1,0 +1,128 @@
+//! A Qwen3-VL checkpoint as the agent's policy: the tower, the processor and the whole config a
+//! text decoder carries when it is a VL model's (`QwenModel::vision`), a screenshot (PNG) read
+//! as the processor reads an image, a rendered prompt's `<|image_pad|>`s expanded to each image's
+//! token count (grid / merge², as transformers' `Qwen3VLProcessor` does), and a turn sampled
+//! through the whole model with the seeded draw every decoder shares (`draw::Group`). The tower
+//! and the merger hold no variables: nothing of them trains.
+
+use candle_core::DType;
+use rand_chacha::ChaCha8Rng;
+
+use crate::draw::{Completion, Group, SampleParams};
+use crate::error::{Result, config_err};
+use crate::models::KvCache;
+use crate::models::qwen::QwenModel;
+use crate::tokenizer::Tokenizer;
+
+use super::processor::{ImageProcessor, Pixels};
+use super::tower::VisionTower;
+use super::vl_config::VlConfig;
+use super::vl_model::QwenVlModel;
+
+/// The vision side of a Qwen3-VL policy.
+#[derive(Debug, Clone)]
+pub struct VisionSide {
+    pub config: VlConfig,
+    pub tower: VisionTower,
+    pub processor: ImageProcessor,
+}
+
+/// `<|vision_start|><|image_pad|><|vision_end|>`: one image in a message's text, as Qwen3-VL's
+/// chat template writes an `{"type": "image"}` part; its pad is expanded after tokenising.
+pub const IMAGE_PLACEHOLDER: &str = "<|vision_start|><|image_pad|><|vision_end|>";
+
+impl VisionSide {
+    /// `tower` (of the directory `dir` whose config is `config`) with the directory's processor;
+    /// `max_pixels` (the recipe's `image_max_pixels`) replaces the processor's pixel budget.
+    pub fn new(
+        dir: &std::path::Path,
+        config: VlConfig,
+        tower: VisionTower,
+        max_pixels: Option<usize>,
+    ) -> Result<VisionSide> {
+        let mut processor = ImageProcessor::from_dir(dir)
+            .map_err(|e| config_err(format!("{}: {e}", dir.display())))?;
+        if let Some(max) = max_pixels {
+            processor.max_pixels = max;
+        }
+        tower.config.check_processor(&processor)?;
+        Ok(VisionSide { config, tower, processor })
+    }
+
+    /// The whole model over the text decoder `text`.
+    pub fn model(&self, text: &QwenModel) -> QwenVlModel {
+        QwenVlModel { config: self.config.clone(), text: text.clone(), tower: self.tower.clone() }
+    }
+
+    /// A PNG (or JPEG) screenshot as the tower reads it.
+    pub fn read_image(&self, bytes: &[u8]) -> Result<Pixels> {
+        let img = image::load_from_memory(bytes)
+            .map_err(|e| config_err(format!("a screenshot is not an image: {e}")))?
+            .to_rgb8();
+        let (w, h) = (img.width() as usize, img.height() as usize);
+        self.processor
+            .process(img.as_raw(), w, h, 3)
+            .map_err(|e| config_err(format!("a screenshot of {w} × {h}: {e}")))
+    }
+
+    /// The `<|image_pad|>` tokens image `px` takes in a prompt.
+    pub fn pads(&self, px: &Pixels) -> usize {
+        px.grid.tokens(self.config.mrope.merge)
+    }
+
+    /// `ids` with each `<|image_pad|>` (one per image, in order) repeated as many times as its
+    /// image's tokens; `Err` when the pads and the images do not pair up.
+    pub fn expand(&self, ids: &[u32], images: &[Pixels]) -> Result<Vec<u32>> {
+        let pad = self.config.mrope.image_token_id;
+        let found = ids.iter().filter(|&&t| t == pad).count();
+        if found != images.len() {
+            return Err(config_err(format!(
+                "the prompt holds {found} image placeholder(s) for {} image(s)",
+                images.len()
+            )));
+        }
+        let mut next = images.iter();
+        let mut out = Vec::with_capacity(ids.len());
+        for &t in ids {
+            match (t == pad).then(|| next.next()).flatten() {
+                Some(px) => out.extend(std::iter::repeat_n(pad, self.pads(px))),
+                None => out.push(t),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `params.n` completions of `prompt` (pads expanded) with its `images`, drawn as every decoder
+/// draws (`draw::Group`: temperature, top-k, top-p, stops, log-probs) from `rng`: the prompt
+/// prefilled once through the whole model, each row then continued through its own cache.
+pub fn sample_vl(
+    vl: &QwenVlModel,
+    tokenizer: &Tokenizer,
+    prompt: &[u32],
+    images: &[Pixels],
+    params: &SampleParams,
+    rng: &mut ChaCha8Rng,
+) -> Result<Vec<Completion>> {
+    let mut group = Group::new(0, prompt, params, vl.text.context)?;
+    let mut cache = KvCache::new(vl.text.config.num_hidden_layers);
+    let (last, delta) = vl.prefill(prompt, images, &mut cache)?;
+    let first: Vec<f32> = vl.text.head(&last)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
+    let mut caches = vec![cache; params.n];
+    let mut logits = vec![first; params.n];
+    while !group.finished() {
+        let next = group.draw(&mut logits, params, tokenizer, rng, &mut |_| {})?;
+        if group.finished() {
+            break;
+        }
+        for (r, tok) in next.iter().enumerate() {
+            let Some(tok) = *tok else { continue };
+            if group.is_done(r) {
+                continue;
+            }
+            let h = vl.next(tok, delta, &mut caches[r])?;
+            logits[r] = vl.text.head(&h)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
+        }
+    }
+    group.complete(tokenizer)
+}
