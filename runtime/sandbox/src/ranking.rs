@@ -69,4 +69,3 @@ pub fn render_hits(hits: &[Hit]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
-

@@ -18,8 +18,8 @@ use serde::Deserialize;
 use crate::checker::{AnswerMode, Checker};
 use crate::content::Content;
 use crate::hops::{HOP_TEMPLATES, Question, hop_action, hop_pair, hop_template};
-pub use crate::ranking::{Hit, MAX_HITS, render_hits, search};
 pub(crate) use crate::ranking::words;
+pub use crate::ranking::{Hit, MAX_HITS, render_hits, search};
 use crate::site::Site;
 use crate::tasks::{Split, Task, pick};
 

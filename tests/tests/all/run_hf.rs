@@ -271,10 +271,20 @@ fn the_lora_recipe_trains_adapters_per_stage() {
 fn tag_style_calls_run_with_a_templated_policy() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("ui/run/data/hf-tiny");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let model = root.join("tests/ui/run/data/hf-tiny");
     let policy =
         format!("policy=hf(\"{}\") {{ dtype = f32, context = 8192 tokens }}", model.display());
-    let args = crate::run_e2e::deep_research::offline_args(&out, &[policy]);
+    let args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        root.join("tests/recipes/search_r1.wrl").into_os_string(),
+        "--profile".into(),
+        "offline".into(),
+        "--out".into(),
+        out.clone().into_os_string(),
+        "--set".into(),
+        policy.into(),
+    ];
     let (code, _, stderr) = wrl_cli::run_captured(args);
     assert_eq!(code, 0, "{stderr}");
     let run = RunDir::resume(&out).unwrap();
@@ -297,31 +307,10 @@ fn tag_style_calls_run_with_a_templated_policy() {
 fn chat_format_sft_renders_conversations_with_the_models_template() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let model = root.join("tests/ui/run/data/hf-tiny");
-    let data = root.join("tests/recipes/data/deep_research");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("ui/run/data/hf-tiny");
     let policy =
         format!("policy=hf(\"{}\") {{ dtype = f32, context = 8192 tokens }}", model.display());
-    let chats = format!(
-        "chats=jsonl(\"{}\") {{ kind = chat, columns = {{ messages = \"conversations\" }} }}",
-        data.join("sft.jsonl").display()
-    );
-    let test = format!(
-        "test=parquet(\"{}\") {{ kind = qa, columns = {{ question = \"prompt[0].content\", \
-         answer = \"reward_model.ground_truth\" }} }}",
-        data.join("test.parquet").display()
-    );
-    let mut args: Vec<std::ffi::OsString> = vec![
-        "run".into(),
-        root.join("tests/recipes/deep_research.wrl").into_os_string(),
-        "--profile".into(),
-        "offline".into(),
-        "--out".into(),
-        out.clone().into_os_string(),
-    ];
-    for set in [policy, chats, test] {
-        args.extend(["--set".into(), set.into()]);
-    }
+    let args = crate::run_e2e::deep_research::offline_args(&out, &[policy]);
     let (code, _, stderr) = wrl_cli::run_captured(args);
     assert_eq!(code, 0, "{stderr}");
     let run = RunDir::resume(&out).unwrap();
