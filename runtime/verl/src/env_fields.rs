@@ -4,7 +4,7 @@
 
 use serde_json::{Value as Json, json};
 use wrl_plan::Node;
-use wrl_plan::params::{self, Env, Observation, Params, Site};
+use wrl_plan::params::{self, Env, Observation, OlderPages, Params, Site};
 
 use crate::ctx::{Ctx, E_UNMAPPED};
 use crate::record::{once, put_al};
@@ -106,13 +106,25 @@ fn browser_fields(c: &mut Ctx<'_>, n: &Node, b: params::Browser, al: &mut Json) 
 /// What a browser observes, for the agent loop: the screenshots a turn's prompt keeps (0
 /// without a screenshot observation). Returns them.
 fn observed_screenshots(c: &mut Ctx<'_>, n: &Node, observe: &[Observation], al: &mut Json) -> u32 {
-    let shots = observe
+    let (shots, older) = observe
         .iter()
         .find_map(|o| match o {
-            Observation::Screenshot { last, older: _ } => Some(*last),
+            Observation::Screenshot { last, older } => Some((*last, *older)),
             _ => None,
         })
-        .unwrap_or(0);
+        .unwrap_or((0, OlderPages::Drop));
+    // The agent loop keeps the last N images and drops the rest without a word; a placeholder
+    // line where an older screenshot was (`wrlc run`'s `older = placeholder`) it does not write.
+    if older == OlderPages::Placeholder && shots > 0 && !c.has(n, "observe") {
+        c.not_mapped(
+            n,
+            "observe",
+            "the agent loop drops screenshots older than the last N without the placeholder line \
+             `screenshot(older: placeholder)` asks for",
+            "write `screenshot(last: N, older: drop)` for verl",
+        )
+        .refuse(E_UNMAPPED);
+    }
     put_al(
         c,
         al,
