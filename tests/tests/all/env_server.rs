@@ -332,3 +332,47 @@ fn wrlc_run_trains_on_an_environment_server() {
     let g = game.lock().unwrap();
     assert_eq!((g.created, g.closed), (4, 4));
 }
+
+/// A validation in an env other than its stage's agent's (#47 item 6): the stage trains on one
+/// server, and each validation pass runs its episodes on the other, which `env = other` names.
+#[test]
+fn a_validation_runs_in_the_env_it_names() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (base, game) = rt.block_on(serve(None));
+    let (other, elsewhere) = rt.block_on(serve(None));
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    let rows: Vec<String> = (1..=4)
+        .map(|i| {
+            format!(r#"{{"id": "t{i}", "question": "the secret word of t{i}", "answer": ""}}"#)
+        })
+        .collect();
+    std::fs::write(&tasks, rows.join("\n") + "\n").unwrap();
+    // GRPO (PPO has no validation in the stdlib), the rest as the PPO run above.
+    let recipe = guess_recipe(&base, &tasks)
+        .replace("stage online = ppo(", "stage online = grpo(")
+        .replace(
+            "agent guesser",
+            &format!("env other = env_server(\"{other}\") {{ step_text = 64 tokens }}\nagent guesser"),
+        )
+        .replace(
+            "  reward = solved\n",
+            "  reward = solved\n  validate = validation(tasks) { every = 1 iters, before_training = true, env = other }\n",
+        );
+    let path = dir.path().join("guess.wrl");
+    std::fs::write(&path, recipe).unwrap();
+    let out = dir.path().join("run");
+    let args: Vec<std::ffi::OsString> =
+        vec!["run".into(), path.into_os_string(), "--out".into(), out.clone().into()];
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    // Training's 2 prompts × group 2 on its own server; two validation passes (before training
+    // and after the one iteration) of the 4 tasks on the other.
+    let g = game.lock().unwrap();
+    assert_eq!((g.created, g.closed), (4, 4));
+    let v = elsewhere.lock().unwrap();
+    assert_eq!((v.created, v.closed), (8, 8));
+    let metrics = std::fs::read_to_string(out.join("metrics.jsonl")).unwrap();
+    let passes = metrics.lines().filter(|l| l.contains("\"validation:")).count();
+    assert_eq!(passes, 2, "{metrics}");
+}

@@ -441,6 +441,7 @@ impl Phase<'_> {
     fn pass(&self, iter: u64) -> validate::Pass<'_> {
         validate::Pass {
             env: &self.env,
+            agent: &self.agent,
             trainer: &self.trainer,
             cfg: &self.cfg,
             reward: &self.reward,

@@ -16,6 +16,8 @@ use wrl_trainer::Trainer;
 
 use super::tally::tally;
 use super::{Data, Executor};
+use crate::agent::AgentCfg;
+use crate::agent::hermes::Hermes;
 use crate::env::Env;
 use crate::error::{Fault, RunError};
 use crate::reward::RewardExpr;
@@ -26,6 +28,8 @@ use crate::rundir::records::{EvalLine, MetricLine};
 /// What one validation pass runs with, besides the validation's own fields.
 pub(super) struct Pass<'x> {
     pub env: &'x Arc<dyn Env>,
+    /// The stage's agent, for a validation in another env (`env = other`).
+    pub agent: &'x AgentCfg,
     pub trainer: &'x Arc<Mutex<Trainer>>,
     /// The training rollouts' configuration (graph, env settings), re-decoded here.
     pub cfg: &'x RolloutCfg,
@@ -116,7 +120,25 @@ impl<'a> Executor<'a> {
             OrNone::Value(by) => Some(self.subsets_of(node, v.tasks.id(), &tasks, by)?),
             OrNone::Nothing => None,
         };
-        let episodes = rollout(pass.env, &tasks, Some(pass.trainer), &cfg, scoring).await;
+        // A validation in another env (`env = other`), as an evaluation's (eval.rs): the agent
+        // acts there, with that env's settings and (a ReAct agent) its tool set.
+        let elsewhere = match v.env.value().map(|e| e.id().to_string()) {
+            Some(other) if other != pass.agent.env => {
+                let mut agent = pass.agent.clone();
+                if agent.graph.is_none() {
+                    agent.hermes = Hermes::of_env(&other, self.plan).map(Arc::new);
+                }
+                agent.env = other;
+                let (env, episode, retries) = self.env_for(&agent).await?;
+                cfg.hermes = agent.hermes.clone();
+                cfg.episode = episode;
+                cfg.retries = retries;
+                Some(env)
+            }
+            _ => None,
+        };
+        let env = elsewhere.as_ref().unwrap_or(pass.env);
+        let episodes = rollout(env, &tasks, Some(pass.trainer), &cfg, scoring).await;
         // Solved: any of a task's `k` episodes scored above 0 by the judge, as an evaluation's
         // pass@k (and success, with one) counts it.
         let metric = match v.metric {

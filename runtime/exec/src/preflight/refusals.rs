@@ -416,22 +416,6 @@ fn phase(plan: &TypedPlan<'_>, n: &Node, p: &RlPhase) -> Vec<RunError> {
             "mask",
         ));
     }
-    if let Some(env) = p.algo.validate().and_then(|v| v.env.value()) {
-        let same = match plan.get(p.run.agent.id()) {
-            Some(Params::Agent(a)) => agent_env(a).id() == env.id(),
-            _ => false,
-        };
-        if !same {
-            errs.push(cannot(
-                format!(
-                    "validating in an environment (`env = {env}`) other than the agent's is not \
-                     implemented"
-                ),
-                "set the validation's `env = agent`",
-                "validate",
-            ));
-        }
-    }
     match &p.algo {
         params::Algo::Grpo(g) => errs.extend(grpo(plan, n, p, g)),
         params::Algo::Dapo(d) => {
