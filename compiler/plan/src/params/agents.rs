@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::envs::Toolset;
+use super::envs::{OlderPages, Toolset};
 use super::or::{OrAll, OrNone, OrOff, OrUnlimited};
 use super::units::{NodeRef, Seconds, Tokens, Turns, Word};
 
@@ -79,14 +79,6 @@ impl Calls {
             Calls::Tags(t) => Some(t),
         }
     }
-}
-
-/// What a page that left a ReAct agent's window leaves in the prompt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OlderPages {
-    Drop,
-    Placeholder,
 }
 
 /// What a turn whose prompt does not fit the model's context does.

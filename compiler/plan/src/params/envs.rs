@@ -4,8 +4,6 @@
 
 use serde::Deserialize;
 
-use super::agents::OlderPages;
-
 pub use super::tools::{
     CallsPerTurn, Coordinates, Literal, McpHttp, McpLimits, McpOnError, McpServer, McpStdio, Tool,
     ToolKind, ToolParam, ToolTy, Toolset,
@@ -173,6 +171,15 @@ pub struct WebarenaSites {
 pub enum WebarenaReset {
     None,
     PerTask,
+}
+
+/// What a page that left a ReAct agent's window (`older_pages`), or a screenshot that left its
+/// env's (`screenshot(older)`), leaves in the prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OlderPages {
+    Drop,
+    Placeholder,
 }
 
 /// What one observation shows.
