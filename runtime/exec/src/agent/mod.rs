@@ -49,6 +49,25 @@ pub struct AgentCfg {
 }
 
 impl AgentCfg {
+    /// The agent acting in `env` (an evaluation's or a validation's `env`) instead of its own:
+    /// with that env's settings and, a ReAct agent, its tool set; a graph's modules keep the
+    /// tools they declare. `None` (the agent's own env) changes nothing.
+    pub fn acting_in(
+        mut self,
+        env: Option<&params::NodeRef>,
+        plan: &params::TypedPlan<'_>,
+    ) -> AgentCfg {
+        if let Some(other) = env.map(|e| e.id().to_string())
+            && other != self.env
+        {
+            if self.graph.is_none() {
+                self.hermes = hermes::Hermes::of_env(&other, plan).map(Arc::new);
+            }
+            self.env = other;
+        }
+        self
+    }
+
     /// The settings of an agent node of `plan`, its env's tool set included (a graph's: its
     /// trainable acting module's, which SFT's examples call as that module does).
     pub fn in_plan(agent: &params::Agent, plan: &params::TypedPlan<'_>) -> AgentCfg {

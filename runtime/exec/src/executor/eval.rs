@@ -14,7 +14,6 @@ use wrl_trainer::{OptimConfig, SampleParams, Trainer};
 
 use super::tally::{mean_reward, tally};
 use super::{Data, Executor};
-use crate::agent::hermes::Hermes;
 use crate::agent::prompt::Window;
 use crate::error::{Fault, RunError};
 use crate::reward::judges::Judges;
@@ -51,17 +50,7 @@ impl<'a> Executor<'a> {
             checkpoint,
             binds,
         } = e;
-        let mut agent = self.agent_cfg(agent.id())?;
-        // An evaluation in another env: the agent acts there, with that env's settings and (a
-        // ReAct agent) its tool set; a graph's modules keep the tools they declare.
-        if let Some(other) = env.value().map(|e| e.id().to_string())
-            && other != agent.env
-        {
-            if agent.graph.is_none() {
-                agent.hermes = Hermes::of_env(&other, self.plan).map(Arc::new);
-            }
-            agent.env = other;
-        }
+        let agent = self.agent_cfg(agent.id())?.acting_in(env.value(), self.plan);
         let Some(Data::Tasks(tasks)) = self.built.data.get(tasks.id()).cloned() else {
             return Err(super::needs(node, "tasks"));
         };

@@ -17,7 +17,6 @@ use wrl_trainer::Trainer;
 use super::tally::tally;
 use super::{Data, Executor};
 use crate::agent::AgentCfg;
-use crate::agent::hermes::Hermes;
 use crate::env::Env;
 use crate::error::{Fault, RunError};
 use crate::reward::RewardExpr;
@@ -122,20 +121,15 @@ impl<'a> Executor<'a> {
         };
         // A validation in another env (`env = other`), as an evaluation's (eval.rs): the agent
         // acts there, with that env's settings and (a ReAct agent) its tool set.
-        let elsewhere = match v.env.value().map(|e| e.id().to_string()) {
-            Some(other) if other != pass.agent.env => {
-                let mut agent = pass.agent.clone();
-                if agent.graph.is_none() {
-                    agent.hermes = Hermes::of_env(&other, self.plan).map(Arc::new);
-                }
-                agent.env = other;
-                let (env, episode, retries) = self.env_for(&agent).await?;
-                cfg.hermes = agent.hermes.clone();
-                cfg.episode = episode;
-                cfg.retries = retries;
-                Some(env)
-            }
-            _ => None,
+        let agent = pass.agent.clone().acting_in(v.env.value(), self.plan);
+        let elsewhere = if agent.env == pass.agent.env {
+            None
+        } else {
+            let (env, episode, retries) = self.env_for(&agent).await?;
+            cfg.hermes = agent.hermes;
+            cfg.episode = episode;
+            cfg.retries = retries;
+            Some(env)
         };
         let env = elsewhere.as_ref().unwrap_or(pass.env);
         let episodes = rollout(env, &tasks, Some(pass.trainer), &cfg, scoring).await;
