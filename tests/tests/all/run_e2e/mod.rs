@@ -338,6 +338,11 @@ pub(crate) fn run_with(recipe: &Path, out: &Path, sets: &[&str]) -> std::path::P
     out.to_path_buf()
 }
 
+/// A one-epoch SFT warm-up over 4 demonstrations, for the search recipes whose own warm-up (3
+/// epochs over 32) is most of their run and is not what their tests test.
+const SHORT_WARMUP: [&str; 2] =
+    ["warmup.epochs=1", "demos=std::sandbox::demos(count: 4) { env = search_api }"];
+
 /// Trajectory lines without their wall-clock times, for comparing runs.
 pub(crate) fn episodes(t: Vec<TrajectoryLine>) -> Vec<TrajectoryLine> {
     t.into_iter()
@@ -358,9 +363,8 @@ pub(crate) fn episodes(t: Vec<TrajectoryLine>) -> Vec<TrajectoryLine> {
 fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/ppo_critic.wrl");
     let dir = tempfile::tempdir().unwrap();
-    // A short warm-up (the recipe's own is most of its run, twice here): what is tested is PPO.
-    let short = ["warmup.epochs=1", "demos=std::sandbox::demos(count: 4) { env = search_api }"];
-    let run = |name: &str| run_with(&recipe, &dir.path().join(name), &short);
+    // What is tested is PPO, twice: a short warm-up.
+    let run = |name: &str| run_with(&recipe, &dir.path().join(name), &SHORT_WARMUP);
     let out = run("run");
     let (summary, metrics, trajs) = records(&out);
     assert_eq!(summary.status, "finished");
@@ -414,10 +418,9 @@ fn ppo_with_a_critic_runs_end_to_end_on_the_search_sandbox() {
 fn tasks_generated_from_failures_are_scored_drawn_and_saved() {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/from_failures.wrl");
     let dir = tempfile::tempdir().unwrap();
-    // A short warm-up (the recipe's own is most of its run, twice here): what is tested is
-    // the generated tasks, and a weaker policy fails more questions to generate them from.
-    let short = ["warmup.epochs=1", "demos=std::sandbox::demos(count: 4) { env = search_api }"];
-    let run = |name: &str| run_with(&recipe, &dir.path().join(name), &short);
+    // What is tested is the generated tasks (a weaker policy fails more questions to generate
+    // them from), twice: a short warm-up.
+    let run = |name: &str| run_with(&recipe, &dir.path().join(name), &SHORT_WARMUP);
     let out = run("run");
     let (summary, metrics, trajs) = records(&out);
     assert_eq!(summary.status, "finished");
@@ -558,24 +561,11 @@ fn shuffled_tasks_are_drawn_once_a_pass_in_a_seeded_order() {
     let order = |name: &str, shuffle: bool| -> Vec<String> {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join(name);
-        let args: Vec<std::ffi::OsString> = vec![
-            "run".into(),
-            recipe.clone().into_os_string(),
-            "--out".into(),
-            out.clone().into_os_string(),
-            "--set".into(),
-            format!("online.shuffle={shuffle}").into(),
-            "--set".into(),
-            "online.phases=[{ iters = 4, horizon = 1 steps, lr = 1e-4 }]".into(),
-            // Only the draw order matters here: a short warm-up (the recipe's own takes ten
-            // times as long as the four iterations).
-            "--set".into(),
-            "warmup.epochs=1".into(),
-            "--set".into(),
-            "demos=std::sandbox::demos(count: 4) { env = search_api }".into(),
-        ];
-        let (code, _, err) = wrl_cli::run_captured(args);
-        assert_eq!(code, 0, "{err}");
+        // Only the draw order matters here: a short warm-up.
+        let shuffle = format!("online.shuffle={shuffle}");
+        let phases = "online.phases=[{ iters = 4, horizon = 1 steps, lr = 1e-4 }]";
+        let [a, b] = SHORT_WARMUP;
+        run_with(&recipe, &out, &[&shuffle, phases, a, b]);
         let (_, _, trajs) = records(&out);
         let mut firsts: Vec<(u64, usize, String)> = trajs
             .into_iter()
