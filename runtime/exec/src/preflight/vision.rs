@@ -27,20 +27,18 @@ pub(crate) fn is_vl(plan: &TypedPlan<'_>, policy: &str) -> bool {
 /// Whether every agent acting in env `env` (and at least one) is a ReAct agent whose policy
 /// reads screenshots: only then may the env show them (`screenshot(last: K)`, K > 0).
 pub(crate) fn shown_to_vl(plan: &TypedPlan<'_>, env: &str) -> bool {
-    let mut agents = plan.nodes.iter().filter_map(|(_, p)| match p {
-        Params::Agent(a @ Agent::React(r)) if r.env.id() == env => Some(a),
-        Params::Agent(a @ Agent::Graph(g)) if g.env.id() == env => Some(a),
-        _ => None,
-    });
-    let mut any = false;
-    let all = agents.all(|a| {
-        any = true;
-        match a {
+    let agents: Vec<&Agent> = (plan.nodes.iter())
+        .filter_map(|(_, p)| match p {
+            Params::Agent(a @ Agent::React(r)) if r.env.id() == env => Some(a),
+            Params::Agent(a @ Agent::Graph(g)) if g.env.id() == env => Some(a),
+            _ => None,
+        })
+        .collect();
+    !agents.is_empty()
+        && agents.iter().all(|a| match a {
             Agent::React(r) => is_vl(plan, r.policy.id()),
             Agent::Graph(_) => false,
-        }
-    });
-    any && all
+        })
 }
 
 /// What a ReAct agent with a vision-language policy in a browser that shows screenshots needs:
