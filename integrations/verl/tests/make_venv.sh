@@ -5,8 +5,8 @@
 set -euo pipefail
 V="${1:-/work/venvs/verl}"
 python3 -m venv "$V"
-"$V/bin/pip" install -q -U pip
-"$V/bin/pip" install -q torch==2.11.0 verl==0.9.1 cachetools fastapi uvicorn 'TransferQueue>=0.1.10' aiohttp pillow tokenizers
+"$V/bin/pip" install -q --no-cache-dir -U pip
+"$V/bin/pip" install -q --no-cache-dir torch==2.11.0 verl==0.9.1 cachetools fastapi uvicorn 'TransferQueue>=0.1.10' aiohttp pillow tokenizers
 # The wrl side itself (bench/verl-check.sh also puts the checkout first on PYTHONPATH).
 "$V/bin/pip" install -q "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$V/bin/python" -c "import verl, verl.experimental.agent_loop, verl.trainer.main_ppo; print('verl', verl.__version__)"
