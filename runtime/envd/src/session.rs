@@ -521,7 +521,8 @@ async fn search_turn(
                 Call::Visit { urls, .. } => urls.join(" "),
                 _ => String::new(),
             };
-            match env.respond(&call, &task.goal).await {
+            // The service refuses a simulated engine, the one reader of the turns before.
+            match env.respond(&call, task, &[]).await {
                 Ok(text) => {
                     *response = text;
                     (response.clone(), url)

@@ -324,6 +324,13 @@ async fn place(
             (place, b.tools.clone(), "browser")
         }
         params::Env::SearchApi(s) => {
+            if let Site::Simulated(_) = s.target {
+                return Err(ServiceError::Start(format!(
+                    "env `{env_decl}`: a simulated search engine runs in `wrlc run` only: its \
+                     noisy-document curriculum follows the trainer's iterations, which the \
+                     service does not see"
+                )));
+            }
             let base = match (&s.target, &services.sandbox) {
                 (Site::SandboxSearch, Some(sb)) => {
                     format!("{}/api", sb.base_url().trim_end_matches('/'))

@@ -18,12 +18,24 @@ pub(crate) fn env_fields(c: &mut Ctx<'_>, env: &str, al: &mut Json) -> Option<u6
         Some(Params::Env(Env::SearchApi(s))) => {
             let params::SearchApi {
                 base_url: _,
-                target: _,
+                target,
                 tools,
                 concurrency: _,
                 timeout: _,
                 step_text,
             } = s;
+            if let Site::Simulated(_) = target {
+                c.not_mapped(
+                    n,
+                    "target",
+                    "the env service does not run a simulated search engine: its noisy-document \
+                     curriculum follows the trainer's iterations, which the service does not see, \
+                     and its prompt carries each task's reference answer",
+                    "target a search API (`retriever(corpus)` or a `base_url`); ZeroSearch runs \
+                     its simulator in its own fork of verl's generation loop",
+                )
+                .refuse(E_UNMAPPED);
+            }
             for f in ["base_url", "target", "concurrency", "timeout.step", "timeout.task"] {
                 service(c, n, f, "");
             }
@@ -77,6 +89,7 @@ fn browser_fields(c: &mut Ctx<'_>, n: &Node, b: params::Browser, al: &mut Json) 
         }
         // A browser cannot open a search API: the env service refuses it.
         Site::Retriever { .. } => "a retriever (a search API, not a web site)".into(),
+        Site::Simulated(_) => "a simulated search engine (a search API, not a web site)".into(),
     };
     service(c, n, "target", &format!("{allow}; enforced in the browser by the env service"));
     tools_file(c, n, &tools);

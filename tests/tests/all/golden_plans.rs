@@ -45,7 +45,7 @@ fn profiles(recipe: &str) -> Vec<String> {
 /// their goldens live in `tests/recipes/golden/`.
 /// #45: variants, each its own plan (`NAME.variant-V.plan`); claims stated for profiles, in
 /// the plans of those profiles alone.
-const TEST_RECIPES: [&str; 9] = [
+const TEST_RECIPES: [&str; 10] = [
     "tests/recipes/arpo.wrl",
     "tests/recipes/deep_research.wrl",
     "tests/recipes/gigpo.wrl",
@@ -55,6 +55,7 @@ const TEST_RECIPES: [&str; 9] = [
     "tests/recipes/scoped_claims.wrl",
     "tests/recipes/search_r1.wrl",
     "tests/recipes/variants.wrl",
+    "tests/recipes/zerosearch.wrl",
 ];
 
 fn golden_path(recipe: &str, profile: Option<&str>) -> PathBuf {

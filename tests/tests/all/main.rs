@@ -14,5 +14,6 @@ mod run_e2e;
 mod run_excluded;
 mod run_hf;
 mod run_preflight;
+mod run_simulated;
 mod test_layout;
 mod ui;

@@ -21,6 +21,7 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
             }
         } else if rl && let Some(d) = o.fields.get("tasks") {
             kind(ctx, &decl.name, d, &["tasks", "qa"], "RL rolls out on tasks (or QA pairs)", out);
+            simulated_needs_qa(ctx, &decl.name, o, d, out);
         }
         if rl {
             let agent = o.fields.get("agent").and_then(|a| ctx.obj(a));
@@ -41,6 +42,7 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
         {
             if let Some(t) = o.fields.get("tasks") {
                 kind(ctx, &d.name, t, &["tasks", "qa"], "evaluation runs tasks", out);
+                simulated_needs_qa(ctx, &d.name, o, t, out);
             }
             let agent = o.fields.get("agent").and_then(|a| ctx.obj(a));
             let produced = produced(ctx, agent, o.fields.get("tasks"));
@@ -48,6 +50,18 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
                 reads(ctx, j, &produced, out);
             }
         }
+    }
+}
+
+/// A stage or evaluation whose agent searches a `simulated_search` engine runs QA pairs: the
+/// engine's prompt carries each question's reference answer (E0406).
+fn simulated_needs_qa(ctx: &Ctx<'_>, name: &str, o: &Obj, tasks: &Val, out: &mut Vec<Diagnostic>) {
+    let env = o.fields.get("agent").and_then(|a| ctx.obj(a)).and_then(|a| a.fields.get("env"));
+    let target = env.and_then(|e| ctx.obj(e)).and_then(|e| e.fields.get("target"));
+    if target.and_then(|t| ctx.obj(t)).is_some_and(|t| t.ctor == "simulated_search") {
+        let why = "its agent searches a simulated engine, whose prompt carries each question's \
+                   reference answer (QA pairs)";
+        kind(ctx, name, tasks, &["qa"], why, out);
     }
 }
 
@@ -90,6 +104,9 @@ fn kind(
     let fix = match want {
         ["trajectories", "chat", "grounding"] => {
             "give SFT a dataset with `kind = trajectories` (demonstrations), `kind = chat` (conversations) or `kind = grounding`; tasks and QA pairs go to an RL stage"
+        }
+        ["qa"] => {
+            "give it QA pairs (`kind = qa`, or `std::sandbox::qa`), or search a real engine (`retriever(corpus)`, a `base_url`)"
         }
         _ => "give it a dataset with `kind = tasks`; trajectories are for an SFT stage",
     };

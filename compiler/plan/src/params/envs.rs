@@ -141,6 +141,56 @@ pub enum Site {
     /// A local corpus behind the search API protocol (BM25 search, document reader).
     #[serde(rename = "retriever")]
     Retriever { corpus: String, top_k: u32, max_chars: u32 },
+    /// A search engine simulated by a language model (ZeroSearch).
+    #[serde(rename = "simulated_search")]
+    Simulated(SimulatedSearch),
+}
+
+/// `simulated_search(engine) { … }`: ZeroSearch's simulated search engine.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimulatedSearch {
+    /// The `api(…)` model that writes the documents.
+    pub engine: super::units::NodeRef,
+    pub template: SimTemplate,
+    pub top_k: u32,
+    pub noise: Noise,
+    pub noise_base: f64,
+    pub max_tokens: Tokens,
+}
+
+/// Which of ZeroSearch's two prompts asks the engine (`search_mode` `simulate_sft` or
+/// `simulate_prompt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SimTemplate {
+    Sft,
+    Prompt,
+}
+
+/// The probability of noisy documents at the first and the last iteration of a stage.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Noise {
+    pub start: f64,
+    pub end: f64,
+}
+
+impl SimulatedSearch {
+    /// The probability of noisy documents at the stage's iteration `i` of `n` (1-based;
+    /// `None`: outside training): ZeroSearch's `dynamic_threshold`
+    /// (llm_agent/generation.py), `end` from the last iteration on.
+    pub fn noise_at(&self, at: Option<(u64, u64)>) -> f64 {
+        let Noise { start, end } = self.noise;
+        match at {
+            Some((i, n)) if i < n && n > 0 => {
+                let b = self.noise_base;
+                let progress = i as f64 / n as f64;
+                start + (b.powf(progress) - 1.0) / (b - 1.0) * (end - start)
+            }
+            Some(_) | None => end,
+        }
+    }
 }
 
 impl Site {
@@ -148,7 +198,10 @@ impl Site {
     pub fn is_sandbox(&self) -> bool {
         match self {
             Site::SandboxSites { .. } | Site::SandboxWeb | Site::SandboxSearch => true,
-            Site::Live { .. } | Site::Webarena { .. } | Site::Retriever { .. } => false,
+            Site::Live { .. }
+            | Site::Webarena { .. }
+            | Site::Retriever { .. }
+            | Site::Simulated(_) => false,
         }
     }
 }

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use wrl_plan::params;
 use wrl_trainer::{Trainer, TrainerConfig};
@@ -26,28 +25,8 @@ impl Frozen {
     /// reads (and the checker's E0404, with `image_tokens`); `temperature` is sent with every
     /// call.
     pub fn add_api(&mut self, id: &str, api: &params::Api) {
-        let params::Api {
-            model,
-            base_url,
-            api_key_env,
-            context,
-            timeout,
-            retries,
-            concurrency,
-            temperature,
-            image_tokens: _,
-        } = api;
-        let cfg = JudgeConfig {
-            base_url: base_url.clone(),
-            model: model.clone(),
-            api_key_env: api_key_env.clone(),
-            timeout: timeout.duration().max(Duration::from_millis(1)),
-            retries: *retries,
-            concurrency: (*concurrency).max(1) as usize,
-            temperature: *temperature,
-            ..JudgeConfig::default()
-        };
-        self.apis.insert(id.to_string(), (cfg, context.0 as usize));
+        let cfg = JudgeConfig::for_api(api);
+        self.apis.insert(id.to_string(), (cfg, api.context.0 as usize));
     }
 
     /// The brain of every module of `spec`: for the modules `binds` names, its role's own

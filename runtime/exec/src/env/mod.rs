@@ -7,6 +7,7 @@ pub mod browser;
 pub mod search;
 pub mod server;
 pub mod settings;
+pub mod simulated;
 
 use futures::future::BoxFuture;
 use wrl_browser::{AgentError, AgentTurn, EpisodeCfg};
@@ -121,4 +122,9 @@ pub trait Env: Send + Sync {
         keep_screens: usize,
         cfg: &'a EpisodeCfg,
     ) -> BoxFuture<'a, Result<EpisodeRun, String>>;
+
+    /// Where the next episodes run among an RL stage's iterations: iteration `i` (1-based) of
+    /// `n`, or `None` outside training. An env whose responses follow a curriculum reads it
+    /// (a simulated search engine's share of noisy documents); others ignore it.
+    fn at_iteration(&self, _at: Option<(u64, u64)>) {}
 }

@@ -136,6 +136,8 @@ pub struct SearchEnv {
     step_text: usize,
     http: reqwest::Client,
     mcp: Option<std::sync::Arc<crate::mcp::McpTools>>,
+    /// The engine that writes `search`'s documents, in place of the service (ZeroSearch).
+    sim: Option<std::sync::Arc<super::simulated::Simulator>>,
 }
 
 /// The error text of a call of a tool neither the service nor an MCP server serves.
@@ -158,12 +160,28 @@ impl SearchEnv {
     pub fn new(base: &str, step_text: usize, step_timeout: Duration) -> Result<SearchEnv, String> {
         let http =
             reqwest::Client::builder().timeout(step_timeout).build().map_err(|e| e.to_string())?;
-        Ok(SearchEnv { base: base.trim_end_matches('/').to_string(), step_text, http, mcp: None })
+        Ok(SearchEnv {
+            base: base.trim_end_matches('/').to_string(),
+            step_text,
+            http,
+            mcp: None,
+            sim: None,
+        })
     }
 
     /// The same env calling the tools `mcp` serves there.
     pub fn with_mcp(self, mcp: Option<std::sync::Arc<crate::mcp::McpTools>>) -> SearchEnv {
         SearchEnv { mcp, ..self }
+    }
+
+    /// The same env with `search` answered by a simulated engine (`simulated_search`).
+    pub fn with_simulator(self, sim: std::sync::Arc<super::simulated::Simulator>) -> SearchEnv {
+        SearchEnv { sim: Some(sim), ..self }
+    }
+
+    /// Its simulated search engine, when it has one.
+    pub fn simulator(&self) -> Option<&super::simulated::Simulator> {
+        self.sim.as_deref()
     }
 
     /// The MCP tools it calls, with their counts.
@@ -198,12 +216,21 @@ impl SearchEnv {
     }
 
     /// What one call returns to the agent, cut to the response budget.
-    async fn call(&self, call: &Call, task_goal: &str) -> Result<String, EnvFailure> {
+    async fn call(
+        &self,
+        call: &Call,
+        task: &Task,
+        history: &[String],
+    ) -> Result<String, EnvFailure> {
+        let task_goal = task.goal.as_str();
         let mut parts = Vec::new();
         match call {
             Call::Search(qs) => {
                 for q in qs {
-                    let hits = self.get("search", &[("q", q)]).await?;
+                    let hits = match &self.sim {
+                        Some(sim) => sim.search(task, history, q).await.map_err(EnvFailure)?,
+                        None => self.get("search", &[("q", q)]).await?,
+                    };
                     parts.push(if qs.len() > 1 { format!("{q}:\n{hits}") } else { hits });
                 }
             }
@@ -224,8 +251,13 @@ impl SearchEnv {
     /// What one call returns to the agent (cut to the response budget), or why the service
     /// failed (an environment error): the step of an episode driven from outside, as `wrlc env
     /// serve` drives one.
-    pub async fn respond(&self, call: &Call, task_goal: &str) -> Result<String, String> {
-        self.call(call, task_goal).await.map_err(|EnvFailure(m)| m)
+    pub async fn respond(
+        &self,
+        call: &Call,
+        task: &Task,
+        history: &[String],
+    ) -> Result<String, String> {
+        self.call(call, task, history).await.map_err(|EnvFailure(m)| m)
     }
 
     /// Runs one episode of `task`: `agent` writes each turn until it answers, errs
@@ -300,7 +332,9 @@ impl SearchEnv {
                         Call::Visit { urls, .. } => urls.join(" "),
                         _ => String::new(),
                     };
-                    match self.call(&call, &task.goal).await {
+                    // The turns before this one: the call's own is the last of `history`.
+                    let before = &history[..history.len().saturating_sub(1)];
+                    match self.call(&call, task, before).await {
                         Ok(text) => {
                             response = text;
                             step.feedback = response.clone();
@@ -357,6 +391,12 @@ impl Env for SearchEnv {
             let trajectory = self.run_task(task, agent, cfg).await;
             Ok(EpisodeRun { trajectory, screenshots: Vec::new() })
         })
+    }
+
+    fn at_iteration(&self, at: Option<(u64, u64)>) {
+        if let Some(sim) = &self.sim {
+            sim.set_iteration(at);
+        }
     }
 }
 

@@ -254,6 +254,7 @@ impl<'a> Executor<'a> {
             stage_seed: self.stream(&node.id, p.run.seed),
             // In-training validation: iterations count across the stage's phases.
             before: self.iters_before(node, p.run),
+            stage_iters: self.stage_iters(p.run),
             node,
             p,
             agent,
@@ -401,6 +402,8 @@ pub(super) struct Phase<'p> {
     pub(super) stage_seed: u64,
     /// The stage's iterations before this phase.
     pub(super) before: u64,
+    /// The stage's iterations, over all its phases.
+    pub(super) stage_iters: u64,
 }
 
 impl Phase<'_> {
@@ -448,6 +451,7 @@ impl Phase<'_> {
             horizon: self.p.horizon,
             max_turns: self.agent.max_turns,
             iter,
+            stage_iters: self.stage_iters,
         }
     }
 }
@@ -474,6 +478,8 @@ fn optim_at(p: &PhaseSettings<'_>, iter: u64) -> OptimConfig {
 async fn roll_out(ph: &mut Phase<'_>, iter: u64, batch: Vec<Task>) -> (Vec<Episode>, Vec<Task>) {
     let prompts = ph.p.prompts;
     let scoring = Scoring { reward: &ph.reward, rewards: &ph.rewards, judges: &ph.judges };
+    // A curriculum of the env's (a simulated engine's noise) follows the stage's iterations.
+    ph.env.at_iteration(Some((ph.before + iter, ph.stage_iters)));
     ph.cfg.seed = Some(wrl_trainer::rng::mix(ph.stage_seed, iter << 8));
     let mut episodes = rollout(&ph.env, &batch, Some(&ph.trainer), &ph.cfg, scoring).await;
     let mut rolled = batch;

@@ -149,7 +149,36 @@ impl<'a> Executor<'a> {
             Some((n, s)) => self.mcp_tools(n, &s.tools).await?,
             None => None,
         };
-        Ok(search.with_mcp(mcp))
+        let search = search.with_mcp(mcp);
+        Ok(match env {
+            Some((n, s)) => match &s.target {
+                Site::Simulated(sim) => search.with_simulator(self.simulator(n, sim)?),
+                _ => search,
+            },
+            None => search,
+        })
+    }
+
+    /// The simulated search engine of env `node` (ZeroSearch), asking its `api(…)` engine; its
+    /// draws follow the env's own stream of the run's seed.
+    fn simulator(
+        &self,
+        node: &Node,
+        sim: &params::SimulatedSearch,
+    ) -> Result<Arc<crate::env::simulated::Simulator>, RunError> {
+        let Some(api) = self.built.apis.get(sim.engine.id()) else {
+            return Err(RunError::plan(format!(
+                "env `{}`: its engine `{}` is no `api(…)` model loaded before it",
+                node.decl, sim.engine
+            )));
+        };
+        let seed = self.stream(&node.id, 0);
+        crate::env::simulated::Simulator::new(sim, api, seed).map(Arc::new).map_err(|e| {
+            RunError::new(
+                Fault::Service,
+                format!("env `{}`: cannot set up its simulated search engine: {e}", node.decl),
+            )
+        })
     }
 
     /// The MCP servers of env `node`'s tool set, connected on first use (the preflight checked

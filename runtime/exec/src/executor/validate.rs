@@ -37,6 +37,8 @@ pub(super) struct Pass<'x> {
     pub max_turns: u32,
     /// The stage's iteration the pass follows (0: before training).
     pub iter: u64,
+    /// The stage's iterations, over all its phases.
+    pub stage_iters: u64,
 }
 
 /// Whether a pass follows the stage's iteration `global` (1-based, across phases).
@@ -54,6 +56,21 @@ impl<'a> Executor<'a> {
                 params::Params::RlPhase(r) if n.id != node.id => (r.run.stage == run.stage
                     && r.run.phase < run.phase)
                     .then_some(r.run.iters.0.max(1)),
+                _ => None,
+            })
+            .sum()
+    }
+
+    /// The stage's iterations over all its phases (a phase of 0 iterations counts as 1, as in
+    /// [`Self::iters_before`]).
+    pub(super) fn stage_iters(&self, run: &params::PhaseRun) -> u64 {
+        self.plan
+            .nodes
+            .iter()
+            .filter_map(|(_, p)| match p {
+                params::Params::RlPhase(r) if r.run.stage == run.stage => {
+                    Some(r.run.iters.0.max(1))
+                }
                 _ => None,
             })
             .sum()
@@ -132,6 +149,8 @@ impl<'a> Executor<'a> {
             Some(env)
         };
         let env = elsewhere.as_ref().unwrap_or(pass.env);
+        // An env's curriculum (a simulated engine's noise) at the iteration the pass follows.
+        env.at_iteration(Some((pass.iter, pass.stage_iters)));
         let episodes = rollout(env, &tasks, Some(pass.trainer), &cfg, scoring).await;
         // Solved: any of a task's `k` episodes scored above 0 by the judge, as an evaluation's
         // pass@k (and success, with one) counts it.

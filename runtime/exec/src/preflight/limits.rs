@@ -2,7 +2,8 @@
 //! its field (E0502) rather than ignored: a ReAct agent's cut of tool responses and its
 //! per-call timeout, a graph module's stop strings and grounding pairs; for a tag-style agent
 //! (#46), SFT demonstrations and GiGPO's step-level groups; and a `search_api` env's tools other
-//! than the two its service answers (a code tool, a reading agent: #46 item 4).
+//! than the two its service answers (a code tool, a reading agent: #46 item 4), and a simulated
+//! search engine that is no endpoint or is asked to `visit`.
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Dataset, Params, RecordKind, TypedPlan};
@@ -157,4 +158,36 @@ pub(super) fn search_tools(n: &Node, tools: &params::Toolset) -> Option<RunError
             "tools",
         )
     })
+}
+
+/// A `simulated_search` target: its engine is sampled over an OpenAI-compatible endpoint (an
+/// `api(…)` model), and it answers `search` only.
+pub(super) fn simulated(plan: &TypedPlan<'_>, n: &Node, s: &params::SearchApi) -> Vec<RunError> {
+    let params::Site::Simulated(sim) = &s.target else { return Vec::new() };
+    let mut errs = Vec::new();
+    if !matches!(plan.get(sim.engine.id()), Some(Params::Model(params::Model::Api(_)))) {
+        let engine = plan.node(sim.engine.id()).map_or(sim.engine.id(), |(e, _)| e.decl.as_str());
+        errs.push(unsupported(
+            n,
+            format!(
+                "env `{}`: the simulated search engine `{engine}` is not an `api(…)` model",
+                n.decl
+            ),
+            "the engine is asked over an OpenAI-compatible endpoint: declare it with `api(…)` \
+             (serve a local checkpoint with `wrlc serve` and point `base_url` at it)",
+            "target",
+        ));
+    }
+    if s.tools.tools.iter().any(|t| t.name == "visit") {
+        errs.push(unsupported(
+            n,
+            format!(
+                "env `{}`: a simulated search engine answers `search` only, not `visit`",
+                n.decl
+            ),
+            "remove `visit` from the tool set (ZeroSearch's agent only searches and answers)",
+            "tools",
+        ));
+    }
+    errs
 }

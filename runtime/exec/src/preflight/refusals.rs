@@ -81,6 +81,7 @@ fn env(plan: &TypedPlan<'_>, n: &Node, e: &Env) -> Vec<RunError> {
             } = s;
             errs.extend(zero_timeouts(n, &[("step", timeout.step), ("task", timeout.task)]));
             errs.extend(super::limits::search_tools(n, tools));
+            errs.extend(super::limits::simulated(plan, n, s));
         }
         Env::EnvServer(s) => {
             let params::EnvServer {
@@ -210,14 +211,14 @@ fn browser(n: &Node, b: &params::Browser, vl: bool) -> Vec<RunError> {
     errs.extend(observations(n, observe, vl));
     let limits = [("step", timeout.step), ("task", timeout.task), ("acquire", timeout.acquire)];
     errs.extend(zero_timeouts(n, &limits));
-    if let params::Site::Retriever { .. } = b.target {
+    if let params::Site::Retriever { .. } | params::Site::Simulated(_) = b.target {
         errs.push(
             RunError::new(
                 Fault::Unsupported,
-                format!("env `{}`: a retriever is a search API, not a web site", n.decl),
+                format!("env `{}`: a retriever or a simulated search engine is a search API, not a web site", n.decl),
             )
-            .help("make it the `target` of a `search_api` env, whose agent calls `search` and `visit`")
-            .at(n, Some("target"), "a browser cannot open a retriever"),
+            .help("make it the `target` of a `search_api` env, whose agent calls `search`")
+            .at(n, Some("target"), "a browser cannot open a search API"),
         );
     } else if !b.target.is_sandbox() {
         errs.push(

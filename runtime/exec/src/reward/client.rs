@@ -54,6 +54,35 @@ impl Default for JudgeConfig {
     }
 }
 
+impl JudgeConfig {
+    /// The calls of an `api(model)` model (a frozen graph module, a simulated search engine):
+    /// its endpoint, key, timeout, retries, concurrency and temperature.
+    pub fn for_api(api: &wrl_plan::params::Api) -> JudgeConfig {
+        let wrl_plan::params::Api {
+            model,
+            base_url,
+            api_key_env,
+            // The prompt room its callers size (graph modules, E0404).
+            context: _,
+            timeout,
+            retries,
+            concurrency,
+            temperature,
+            image_tokens: _,
+        } = api;
+        JudgeConfig {
+            base_url: base_url.clone(),
+            model: model.clone(),
+            api_key_env: api_key_env.clone(),
+            timeout: timeout.duration().max(Duration::from_millis(1)),
+            retries: *retries,
+            concurrency: (*concurrency).max(1) as usize,
+            temperature: *temperature,
+            ..JudgeConfig::default()
+        }
+    }
+}
+
 impl JudgeError {
     /// Whether the client tries the call again: timeouts, transport failures, 5xx and 429.
     fn retryable(&self) -> bool {
@@ -162,6 +191,16 @@ impl JudgeClient {
             messages.push(json!({"role": "system", "content": system}));
         }
         messages.push(json!({"role": "user", "content": user}));
+        self.complete(messages, max_tokens).await
+    }
+
+    /// A chat completion of `messages` as they are (an empty system message is sent: a chat
+    /// template renders it instead of its default one), at most `max_tokens`.
+    pub async fn complete(
+        &self,
+        messages: Vec<Json>,
+        max_tokens: usize,
+    ) -> Result<String, JudgeError> {
         let body = json!({
             "model": self.cfg.model,
             "temperature": self.cfg.temperature,

@@ -15,6 +15,7 @@ use wrl_exec::env::{Agent, Env, SearchEnv};
 use wrl_sandbox::{Sandbox, Split, Task, generate_qa};
 
 mod mcp;
+mod simulated;
 
 fn cfg() -> EpisodeCfg {
     EpisodeCfg { max_agent_errors: 2, ..EpisodeCfg::default() }
