@@ -4,6 +4,7 @@
 mod cli_inputs;
 mod codes;
 mod env_server;
+mod estimates;
 mod golden_plans;
 mod hf_parity;
 mod identity;

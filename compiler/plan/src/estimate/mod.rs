@@ -6,6 +6,7 @@
 //! the renderings in `render.rs`. Totals come in parts: training (what is trained on), refill,
 //! validation and evaluation.
 
+mod engine;
 mod extra;
 mod figures;
 mod inputs;
