@@ -302,6 +302,19 @@ fn agent(plan: &TypedPlan<'_>, n: &Node, a: &Agent) -> Vec<RunError> {
     match a {
         Agent::React(r) => {
             errs.extend(super::vision::agent(plan, n, r));
+            if let Some(Params::Model(params::Model::Api(_))) = plan.get(r.policy.id()) {
+                errs.push(unsupported(
+                    n,
+                    format!(
+                        "agent `{}`: a ReAct agent's policy is sampled in this process; an \
+                         `api(…)` model serves graph modules, judges and simulated search engines",
+                        n.decl
+                    ),
+                    "give the agent an `hf(…)` or tiny policy, or make the served model a module of \
+                     a `graph()` agent",
+                    "policy",
+                ));
+            }
             // Tag-style calls read a search API's tool responses; a page is not one.
             let search = matches!(plan.get(r.env.id()), Some(Params::Env(Env::SearchApi(_))));
             if r.calls.tags().is_some() && !search {
