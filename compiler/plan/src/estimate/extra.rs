@@ -30,8 +30,6 @@ pub(super) fn refill(plan: &Plan, n: &Node, trained: &StageEstimate) -> Option<S
     let agent = input(plan, &n.id, "agent");
     e.max_generated_tokens = mul(extra, per_episode(agent, turns, tokens_per_step(agent)));
     add_judges(&mut e, reward_judges(plan, input(plan, &n.id, "reward")), extra);
-    let steps = e.max_env_steps;
-    super::engine::add_engine_calls(&mut e, super::engine::env_of(plan, n, None), steps);
     Some(e)
 }
 
@@ -90,9 +88,6 @@ pub(super) fn validation(plan: &Plan, n: &Node) -> Option<StageEstimate> {
     };
     let traj = e.trajectories;
     add_judges(&mut e, reward_judges(plan, judge), traj);
-    let steps = e.max_env_steps;
-    let env = super::engine::env_of(plan, n, Some("validate.env"));
-    super::engine::add_engine_calls(&mut e, env, steps);
     Some(e)
 }
 

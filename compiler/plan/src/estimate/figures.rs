@@ -292,7 +292,6 @@ pub(super) fn rl_phase(plan: &Plan, n: &Node) -> StageEstimate {
     add_judges(&mut e, reward_judges(plan, input(plan, &n.id, "reward")), traj);
     let process = input(plan, &n.id, "process_reward");
     add_judges(&mut e, reward_judges(plan, process), steps);
-    super::engine::add_engine_calls(&mut e, super::engine::env_of(plan, n, None), steps);
     // Turn-level training makes one sample per turn (at most `horizon` per trajectory); a
     // mini-batch of prompts is that many groups of trajectories, and one of prompts or
     // trajectories takes all their turns along, so it counts trajectories at either level.
@@ -387,7 +386,5 @@ pub(super) fn eval(plan: &Plan, n: &Node) -> StageEstimate {
     e.max_generated_tokens = mul(e.trajectories, capped(steps, per_step, budget));
     let traj = e.trajectories;
     add_judges(&mut e, reward_judges(plan, input(plan, &n.id, "judge")), traj);
-    let steps = e.max_env_steps;
-    super::engine::add_engine_calls(&mut e, super::engine::env_of(plan, n, Some("env")), steps);
     e
 }

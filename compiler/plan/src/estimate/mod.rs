@@ -198,12 +198,16 @@ pub fn estimate(plan: &Plan, prices: Option<&Prices>) -> Estimate {
         let found = match n.kind {
             NodeKind::Sft => vec![figures::sft(plan, n)],
             NodeKind::RlPhase => {
-                let trained = figures::rl_phase(plan, n);
+                let trained = engine::with_calls(plan, n, None, figures::rl_phase(plan, n));
                 let refill = extra::refill(plan, n, &trained);
-                let validation = extra::validation(plan, n);
+                let refill = refill.map(|r| engine::with_calls(plan, n, None, r));
+                let validation = extra::validation(plan, n)
+                    .map(|v| engine::with_calls(plan, n, Some("validate.env"), v));
                 std::iter::once(trained).chain(refill).chain(validation).collect()
             }
-            NodeKind::Eval => vec![figures::eval(plan, n)],
+            NodeKind::Eval => {
+                vec![engine::with_calls(plan, n, Some("env"), figures::eval(plan, n))]
+            }
             NodeKind::LoadModel
             | NodeKind::LoadDataset
             | NodeKind::Env
