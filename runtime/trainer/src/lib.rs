@@ -51,6 +51,7 @@ pub mod precision;
 mod prepared;
 pub mod rl;
 mod rl_advantage;
+mod rl_groups;
 pub mod rl_update;
 pub mod rng;
 pub mod sample;
@@ -76,9 +77,10 @@ pub use models::{PolicyConfig, Positions, PretrainedSource, TinyConfig};
 pub use ops::OpsMode;
 pub use optim::{OptimConfig, Schedule, ScheduleKind};
 pub use rl::{
-    GroupBuffer, KlConfig, KlEstimator, LossAggregation, OverlongShaping, PolicyLoss, RlConfig,
-    Sample, SampleLevel,
+    KlConfig, KlEstimator, LossAggregation, OverlongShaping, PolicyLoss, RlConfig, Sample,
+    SampleLevel,
 };
+pub use rl_groups::GroupBuffer;
 pub use sample::{Completion, FinishReason, SampleParams, Sampler, TokenEvent};
 pub use tokenizer::{Role, Tokenizer};
 pub use trainer::{DataCursor, SftConfig, Trainer, TrainerConfig};

@@ -1,4 +1,4 @@
-//! RL objectives: samples, GRPO advantages, DAPO dynamic sampling and overlong shaping, the
+//! RL objectives: samples, GRPO advantages, DAPO's equal-reward groups and overlong shaping, the
 //! clipped PPO surrogate with decoupled/dual clipping, the KL-Cov policy loss, KL (k1/k2/k3)
 //! and aggregation weights.
 //! The per-token maths is plain Rust so it can be checked by hand (see the tests).
@@ -560,43 +560,4 @@ pub fn grouped_aggregation_coefficients(
             vec![c; n]
         })
         .collect()
-}
-
-/// Collects groups for DAPO dynamic sampling: push groups as they are scored; groups whose
-/// rewards are all equal are dropped; `is_full` says when enough informative groups are in.
-#[derive(Debug, Clone, Default)]
-pub struct GroupBuffer {
-    /// How many informative groups to collect.
-    pub target_groups: usize,
-    /// Collected samples.
-    pub samples: Vec<Sample>,
-    /// Informative groups collected.
-    pub groups: usize,
-    /// Groups dropped for equal rewards.
-    pub dropped: usize,
-}
-
-impl GroupBuffer {
-    /// A buffer that wants `target_groups` informative groups.
-    pub fn new(target_groups: usize) -> Self {
-        GroupBuffer { target_groups, ..Default::default() }
-    }
-
-    /// Offer one group (all samples of one prompt). Returns whether it was kept.
-    pub fn push_group(&mut self, group: Vec<Sample>, cfg: &RlConfig) -> bool {
-        let rewards = shaped_rewards(&group, cfg);
-        let has_active = group.iter().any(|s| is_active(s, cfg));
-        if !has_active || !constant_groups(&group, &rewards, cfg).is_empty() {
-            self.dropped += 1;
-            return false;
-        }
-        self.samples.extend(group);
-        self.groups += 1;
-        true
-    }
-
-    /// Whether enough informative groups were collected.
-    pub fn is_full(&self) -> bool {
-        self.groups >= self.target_groups
-    }
 }
