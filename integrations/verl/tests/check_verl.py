@@ -9,7 +9,12 @@
    initialised tiny Qwen2's ``generate``) in place of verl's rollout server; the masks, rewards
    and failure classes it returns are checked, and verl's own postprocessing pads them;
 3. the reward entry point loaded as verl loads it, the env client's coded errors, and an
-   episode a recipe excludes (`truncated`) kept with an all-zero mask.
+   episode a recipe excludes (`truncated`) kept with an all-zero mask;
+4. a vision-language recipe (tests/recipes/vl_browser.wrl) lowered, its config accepted by verl
+   with a tiny random Qwen3-VL (transformers' own, ``tiny_vl_model.py``) and its processor, and
+   whole episodes in Chromium driven by that model's ``generate`` on the screenshots the env
+   service hands the loop: every prompt holds as many image pads as the processor gives the
+   images sent with it, and verl's postprocessing computes their multimodal inputs.
 
 Usage: python check_verl.py WRLC WORK_DIR     (bench/verl-check.sh runs it)
 """
@@ -185,7 +190,7 @@ async def run_loop(config, entry, server, model_cfg, tools, row):
     return await loop.run(sampling, **row)
 
 
-def postprocess(config, tokenizer, output, row):
+def postprocess(config, tokenizer, output, row, processor=None):
     """verl's own padding and masks (AgentLoopWorker._agent_loop_postprocess)."""
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 
@@ -197,12 +202,11 @@ def postprocess(config, tokenizer, output, row):
         _compute_teacher_logprobs = AgentLoopWorker._compute_teacher_logprobs
         _pad_token_ids = AgentLoopWorker._pad_token_ids
         distillation_enabled = False
-        processor = None
         mm_processor_kwargs = {}
         reward_loop_worker_handles = None
 
     w = _W()
-    w.tokenizer = tokenizer
+    w.tokenizer, w.processor = tokenizer, processor
     w.rollout_config = config.actor_rollout_ref.rollout
     return asyncio.run(AgentLoopWorker._agent_loop_postprocess(w, output, validate=False, **row))
 
@@ -357,6 +361,101 @@ def check_excluded(wrlc, work, model):
         served.stop()
 
 
+class VLGenerator:
+    """A real vision-language generator: a randomly initialised tiny Qwen3-VL's ``generate`` on
+    the prompt and the screenshots the loop sends (pixel values from the model's own processor).
+    It records each call's image count and checks the prompt's image pads against them."""
+
+    def __init__(self, path):
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        self.model = AutoModelForImageTextToText.from_pretrained(path).eval()
+        self.processor = AutoProcessor.from_pretrained(path)
+        self.calls, self.images = 0, []
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, **kwargs):
+        import torch
+
+        from verl.workers.rollout.replica import TokenOutput
+
+        self.calls += 1
+        images = list(image_data or [])
+        self.images.append(len(images))
+        inputs = {"input_ids": torch.tensor([prompt_ids]), "attention_mask": torch.ones(1, len(prompt_ids), dtype=torch.long)}
+        pads = prompt_ids.count(self.model.config.image_token_id)
+        if images:
+            px = self.processor.image_processor(images=images, return_tensors="pt")
+            merge = self.processor.image_processor.merge_size
+            want = int(px["image_grid_thw"].prod(-1).sum()) // (merge * merge)
+            assert pads == want, f"{pads} image pads in the prompt, {want} for its {len(images)} images"
+            inputs.update(pixel_values=px["pixel_values"], image_grid_thw=px["image_grid_thw"])
+        else:
+            assert pads == 0, f"{pads} image pads and no image"
+        torch.manual_seed(self.calls)
+        with torch.no_grad():
+            out = self.model.generate(**inputs, max_new_tokens=sampling_params.get("max_tokens", 16), do_sample=True,
+                                      temperature=1.0, output_scores=True, return_dict_in_generate=True,
+                                      pad_token_id=self.processor.tokenizer.pad_token_id)
+        new = out.sequences[0, len(prompt_ids):].tolist()
+        lps = [torch.log_softmax(s[0], -1)[t].item() for s, t in zip(out.scores, new)]
+        return TokenOutput(token_ids=new, log_probs=lps, stop_reason="completed")
+
+
+def check_vl_episodes(wrlc, work):
+    """tests/recipes/vl_browser.wrl lowered (verl keeps the last screenshots and drops older ones
+    without a placeholder, and trains every parameter: both set so), its config accepted with a
+    tiny random Qwen3-VL, and its episodes driven by that model's generate in Chromium."""
+    from omegaconf import OmegaConf
+
+    from validate import compose, launch_overrides, validate
+    from verl.tools.tool_registry import load_all_tools
+    from verl.utils.config import omega_conf_to_dataclass
+
+    model = os.path.join(work, "tiny-qwen3-vl")
+    if not os.path.exists(os.path.join(model, "config.json")):
+        from tiny_vl_model import main as make_vl_model
+
+        make_vl_model(model)
+    job = os.path.join(work, "jobs", "vl-browser")
+    r = subprocess.run([wrlc, "lower", os.path.join(ROOT, "tests", "recipes", "vl_browser.wrl"), "--to", "verl",
+                        "--set", "web.observe=[screenshot(last: 2, older: drop), elements(max: 16), url, feedback]",
+                        "--set", "online.frozen=[]", "--out", job], capture_output=True, text=True)
+    assert r.returncode == 0, f"wrlc lower vl_browser: {r.stderr}"
+    got = validate(job, "online-1", model)
+    print(f"  verl accepted vl-browser/online-1 with a tiny Qwen3-VL: adv={got['adv']} rows={got['rows']}")
+    config = compose(job, "online-1", launch_overrides(job, "online-1", model))
+    model_cfg = omega_conf_to_dataclass(config.actor_rollout_ref.model)
+    assert model_cfg.processor is not None, "verl loads the VL model's processor"
+    tools = load_all_tools(tool_config_path=config.actor_rollout_ref.rollout.multi_turn.tool_config_path,
+                           function_tool_path=None)
+    entries = {e.name: e for e in OmegaConf.load(config.actor_rollout_ref.rollout.agent.agent_loop_config_path)}
+    rows = rows_of(job, "online-1", config, model_cfg)
+    token = "check-" + os.urandom(8).hex()
+    served = Served(wrlc, os.path.join(job, "plan.json"), work, token)
+    os.environ["WRL_ENV_URL"], os.environ["WRL_ENV_TOKEN"] = served.url, token
+    try:
+        entry = entries[rows[0]["agent_name"]]
+        assert entry.images and entry.screenshots == 2, entry
+        gen = VLGenerator(model)
+        outs = asyncio.run(run_loop(config, entry, gen, model_cfg, tools, rows[0]))
+        outs = outs if isinstance(outs, list) else [outs]
+        assert gen.calls == len(outs) >= 1 and gen.images[0] == 1, (gen.calls, gen.images)
+        assert all(1 <= n <= 2 for n in gen.images), f"the last two screenshots at most: {gen.images}"
+        for o in outs:
+            assert len(o.response_ids) == len(o.response_mask) == len(o.response_logprobs)
+            assert len(o.multi_modal_data["images"]) >= 1
+        # verl's own postprocessing of the last turn, with the processor: the images become
+        # the model's multimodal inputs beside the padded ids.
+        inner = postprocess(config, model_cfg.tokenizer, outs[-1], rows[0], model_cfg.processor)
+        mm = inner.multi_modal_inputs
+        assert "pixel_values" in mm and "image_grid_thw" in mm, sorted(mm)
+        print(f"  tiny Qwen3-VL generate: {gen.calls} turns in Chromium, images per turn {gen.images}, "
+              f"failure class {outs[0].extra_fields['reward_extra_info']['failure_class']}; verl's multimodal "
+              f"inputs: grid {mm['image_grid_thw'].tolist()}")
+    finally:
+        served.stop()
+
+
 def main():
     wrlc, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     os.makedirs(work, exist_ok=True)
@@ -375,6 +474,7 @@ def main():
     quick = dict(jobs)["quickstart"]
     check_episodes(wrlc, work, quick, model)
     check_excluded(wrlc, work, model)
+    check_vl_episodes(wrlc, work)
     print(f"VERL CHECK OK ({time.time() - t0:.0f}s)")
 
 
