@@ -26,4 +26,5 @@ mod sample;
 mod sft;
 mod vision;
 mod vision_model;
+mod vision_resume;
 mod vision_tower;
