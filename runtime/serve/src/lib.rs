@@ -16,6 +16,7 @@ pub mod conn;
 mod error;
 mod generate;
 mod guard;
+mod images;
 mod request;
 mod share;
 mod stream;
@@ -104,6 +105,9 @@ pub(crate) struct AppState {
     trainer: generate::Policy,
     /// A copy of the policy's tokenizer, to render prompts without the lock.
     tokenizer: Tokenizer,
+    /// A vision-language policy's processor and image pads (`images`), to read a request's
+    /// images without the lock; `None` for a text policy.
+    vision: Option<wrl_trainer::vision::VisionSide>,
     model: String,
     context: usize,
     /// One permit per admitted request, held until its sampling ends (even if the client left).
@@ -195,6 +199,7 @@ impl Server {
         let state = Arc::new(AppState {
             context: trainer.model().context(),
             tokenizer: trainer.tokenizer().clone(),
+            vision: trainer.model().vision().cloned(),
             trainer: Arc::new(tokio::sync::Mutex::new(trainer)),
             model: opts.model_name.clone(),
             admitted: Arc::new(Semaphore::new(opts.max_concurrency.max(1))),
