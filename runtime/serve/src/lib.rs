@@ -2,7 +2,8 @@
 //! agent modules can call a local checkpoint through the same client code as a hosted model.
 //! `POST /v1/chat/completions`, `POST /v1/completions` (whole or streamed), `GET /v1/models`,
 //! `GET /health`; chat messages are rendered with the trainer's own `render_prompt_with` (a
-//! templated policy's `tools` included, its calls returned as `tool_calls`: `tools`), sampling
+//! templated policy's `tools` included, its calls returned as `tool_calls`: `tools`; a
+//! vision-language policy's `image_url` parts read by its own processor: `images`), sampling
 //! runs on a blocking thread that takes the policy in turns (`generate`), at most
 //! `max_concurrency` requests are admitted at once (the rest get 429), each held to its share
 //! of samples and answer (`request`), bodies must be JSON and a loopback bind answers loopback
