@@ -82,7 +82,7 @@ pub(crate) async fn completions(State(s): State<Arc<AppState>>, body: Body) -> R
 const BODY_LIMIT: usize = 2 * 1024 * 1024;
 /// Largest request body read by a vision-language model's server: room for a few screenshots as
 /// base64 data URLs.
-pub(crate) const VL_BODY_LIMIT: usize = 16 * 1024 * 1024;
+const VL_BODY_LIMIT: usize = 16 * 1024 * 1024;
 
 /// Reads a request body whole, within the size limit and the idle timeout (a client that
 /// trickles its body is cut off like one that trickles its headers).
@@ -126,6 +126,16 @@ async fn generate_for(s: Arc<AppState>, body: Body, endpoint: Endpoint) -> Respo
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
+    // A request with images is admitted before they are decoded: at most `max_concurrency`
+    // requests decode images at once.
+    let with_images = matches!(&req.input, Input::Chat(_, parts) if !parts.is_empty());
+    let mut admitted = None;
+    if with_images {
+        let Ok(permit) = s.admitted.clone().try_acquire_owned() else {
+            return ApiError::busy().into_response();
+        };
+        admitted = Some(permit);
+    }
     let images = match read_images(&s, &mut req).await {
         Ok(i) => i,
         Err(e) => return e.into_response(),
@@ -135,8 +145,12 @@ async fn generate_for(s: Arc<AppState>, body: Body, endpoint: Endpoint) -> Respo
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    let Ok(permit) = s.admitted.clone().try_acquire_owned() else {
-        return ApiError::busy().into_response();
+    let permit = match admitted {
+        Some(p) => p,
+        None => match s.admitted.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => return ApiError::busy().into_response(),
+        },
     };
     let n = s.counter.fetch_add(1, Ordering::Relaxed);
     let created = s.created.unwrap_or_else(now);
