@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `wrlc serve` under the official `openai` Python client (from PyPI, in a venv under target/):
 # chat and text completions, whole and streamed (`stream=True`), logprobs, errors with `param`,
-# and tool calls (`tools=`) from a tiny Hugging Face policy taught to call one (`tool_checkpoint`).
+# tool calls (`tools=`) from a tiny Hugging Face policy taught to call one (`tool_checkpoint`),
+# and `image_url` parts sent to the tiny random Qwen3-VL (`vl_model`).
 # Usage: tests/scripts/openai-client.sh [--no-cli]   (from the workspace root; builds wrlc first,
 # or with --no-cli the wrl-serve example `serve_dir`, the same server without the whole CLI)
 set -euo pipefail
@@ -16,7 +17,7 @@ if [ "${1:-}" = --no-cli ]; then
   serve=(target/debug/examples/serve_dir)
 else
   cargo build -q -p wrl-cli --bin wrlc
-  cargo build -q -p wrl-serve --example tiny_checkpoint --example tool_checkpoint
+  cargo build -q -p wrl-serve --example tiny_checkpoint --example tool_checkpoint --example vl_model
   serve=(target/debug/wrlc serve)
 fi
 tmp=$(mktemp -d)
@@ -24,6 +25,7 @@ pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
 target/debug/examples/tiny_checkpoint "$tmp/tiny"
 target/debug/examples/tool_checkpoint "$tmp/tools"
+target/debug/examples/vl_model "$tmp/vl"
 # start NAME: serves $tmp/NAME as model NAME and prints its base URL.
 start() {
   if [ "$nocli" = 1 ]; then
@@ -42,8 +44,10 @@ start() {
 nocli=0; [ "${1:-}" = --no-cli ] && nocli=1
 start tiny
 start tools
+start vl
 base=$(sed -n 's/^serving policy at //p' "$tmp/tiny.out")
 tools_base=$(sed -n 's/^serving policy at //p' "$tmp/tools.out")
-[ -n "$base" ] && [ -n "$tools_base" ] || { echo "wrlc serve did not print its URL"; cat "$tmp"/*.err; exit 1; }
+vl_base=$(sed -n 's/^serving policy at //p' "$tmp/vl.out")
+[ -n "$base" ] && [ -n "$tools_base" ] && [ -n "$vl_base" ] || { echo "wrlc serve did not print its URL"; cat "$tmp"/*.err; exit 1; }
 "$venv/bin/python" -c 'import openai; print("openai", openai.__version__)'
-WRL_BASE_URL="$base" WRL_TOOLS_BASE_URL="$tools_base" "$venv/bin/python" tests/scripts/openai_client.py
+WRL_BASE_URL="$base" WRL_TOOLS_BASE_URL="$tools_base" WRL_VL_BASE_URL="$vl_base" "$venv/bin/python" tests/scripts/openai_client.py

@@ -1,10 +1,14 @@
 """`wrlc serve` through the official `openai` client: the shapes its parser expects, streamed
-answers equal to whole ones, logprobs, and errors carrying `param`. Run by openai-client.sh."""
+answers equal to whole ones, logprobs, errors carrying `param`, tool calls, and images sent to a
+vision-language model as data URLs. Run by openai-client.sh."""
 
+import base64
 import json
 import math
 import os
+import struct
 import sys
+import zlib
 
 import openai
 
@@ -133,5 +137,45 @@ try:
     check(False, "tool_choice required was accepted")
 except openai.BadRequestError as err:
     check(err.body.get("param") == "tool_choice", "tool_choice required is refused")
+
+# Images: `image_url` data URLs sent to the tiny random Qwen3-VL; an http URL is never fetched.
+def png(width, height, seed):
+    rows = b"".join(b"\x00" + bytes((x * 7 + y * 3 + seed) % 256 for x in range(width * 3))
+                    for y in range(height))
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(rows))
+            + chunk(b"IEND", b""))
+
+
+def seen(url):
+    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                         {"type": "text", "text": "Which button buys the mug?"}]}]
+
+
+vl_client = openai.OpenAI(base_url=os.environ["WRL_VL_BASE_URL"], api_key="unused", max_retries=0)
+vl_model = vl_client.models.list().data[0].id
+data = "data:image/png;base64," + base64.b64encode(png(64, 48, 1)).decode()
+r = vl_client.chat.completions.create(model=vl_model, messages=seen(data), temperature=0, max_tokens=4)
+text_only = vl_client.chat.completions.create(
+    model=vl_model, messages=[{"role": "user", "content": "Which button buys the mug?"}], temperature=0,
+    max_tokens=4)
+check(r.usage.prompt_tokens > text_only.usage.prompt_tokens + 1, f"the image's tokens are counted: {r.usage}")
+vs = list(vl_client.chat.completions.create(model=vl_model, messages=seen(data), temperature=0, max_tokens=4,
+                                            stream=True))
+check("".join(x.choices[0].delta.content or "" for x in vs if x.choices) == r.choices[0].message.content,
+      "a streamed image answer == whole")
+try:
+    vl_client.chat.completions.create(model=vl_model, messages=seen("https://example.com/mug.png"), max_tokens=2)
+    check(False, "an http image URL was accepted")
+except openai.BadRequestError as err:
+    check(err.body.get("code") == "invalid_image_url" and "not fetched" in err.body.get("message", ""),
+          f"an http image URL is refused, not fetched: {err.body}")
+try:
+    client.chat.completions.create(model="tiny", messages=seen(data), max_tokens=2)
+    check(False, "an image was accepted by a text model")
+except openai.BadRequestError as err:
+    check(err.body.get("param") == "messages[0].content[0].type", f"a text model reads text only: {err.body}")
 
 print(f"openai client: {checks} checks passed")

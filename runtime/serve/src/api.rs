@@ -10,12 +10,14 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value as Json, json};
+use wrl_trainer::vision::Pixels;
 use wrl_trainer::{Completion, Tokenizer};
 
 use crate::answer::{Answer, chat_logprobs, text_logprobs, usage, visible_tokens};
 use crate::error::ApiError;
 use crate::generate::{self, Drawn, Event, finish_reason, visible_text};
-use crate::request::{self, Endpoint, GenRequest};
+use crate::images;
+use crate::request::{self, Endpoint, GenRequest, Input};
 use crate::{AppState, now, stream};
 
 pub(crate) async fn method_not_allowed() -> ApiError {
@@ -78,11 +80,15 @@ pub(crate) async fn completions(State(s): State<Arc<AppState>>, body: Body) -> R
 
 /// Largest request body read (as axum's default).
 const BODY_LIMIT: usize = 2 * 1024 * 1024;
+/// Largest request body read by a vision-language model's server: room for a few screenshots as
+/// base64 data URLs.
+const VL_BODY_LIMIT: usize = 16 * 1024 * 1024;
 
 /// Reads a request body whole, within the size limit and the idle timeout (a client that
 /// trickles its body is cut off like one that trickles its headers).
 async fn read_body(s: &AppState, body: Body) -> Result<Bytes, ApiError> {
-    match tokio::time::timeout(s.idle_timeout, axum::body::to_bytes(body, BODY_LIMIT)).await {
+    let limit = if s.vision.is_some() { VL_BODY_LIMIT } else { BODY_LIMIT };
+    match tokio::time::timeout(s.idle_timeout, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(b)) => Ok(b),
         Ok(Err(e)) => {
             let too_large = std::error::Error::source(&e)
@@ -92,7 +98,7 @@ async fn read_body(s: &AppState, body: Body) -> Result<Bytes, ApiError> {
                     status: StatusCode::PAYLOAD_TOO_LARGE,
                     ..ApiError::body(
                         "request_too_large",
-                        format!("the request body is larger than {BODY_LIMIT} bytes"),
+                        format!("the request body is larger than {limit} bytes"),
                     )
                 }
             } else {
@@ -115,16 +121,36 @@ async fn generate_for(s: Arc<AppState>, body: Body, endpoint: Endpoint) -> Respo
         Err(e) => return e.into_response(),
     };
     let templated = s.tokenizer.chat().is_some();
-    let req = match request::parse(&body, endpoint, &s.model, s.context, templated) {
+    let sees = s.vision.is_some();
+    let mut req = match request::parse(&body, endpoint, &s.model, s.context, templated, sees) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    let prompts = match generate::prepare(&req, &s.tokenizer, s.context) {
+    // A request with images is admitted before they are decoded: at most `max_concurrency`
+    // requests decode images at once.
+    let with_images = matches!(&req.input, Input::Chat(_, parts) if !parts.is_empty());
+    let mut admitted = None;
+    if with_images {
+        let Ok(permit) = s.admitted.clone().try_acquire_owned() else {
+            return ApiError::busy().into_response();
+        };
+        admitted = Some(permit);
+    }
+    let images = match read_images(&s, &mut req).await {
+        Ok(i) => i,
+        Err(e) => return e.into_response(),
+    };
+    let prompts = match generate::prepare(&req, &s.tokenizer, s.context, s.vision.as_ref(), &images)
+    {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    let Ok(permit) = s.admitted.clone().try_acquire_owned() else {
-        return ApiError::busy().into_response();
+    let permit = match admitted {
+        Some(p) => p,
+        None => match s.admitted.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => return ApiError::busy().into_response(),
+        },
     };
     let n = s.counter.fetch_add(1, Ordering::Relaxed);
     let created = s.created.unwrap_or_else(now);
@@ -142,6 +168,7 @@ async fn generate_for(s: Arc<AppState>, body: Body, endpoint: Endpoint) -> Respo
     let rx = generate::start(
         s.trainer.clone(),
         prompts.tokens,
+        images,
         req.params.clone(),
         req.seed,
         req.logprobs.unwrap_or(0),
@@ -168,6 +195,21 @@ async fn generate_for(s: Arc<AppState>, body: Body, endpoint: Endpoint) -> Respo
     let body =
         whole(&answer, &req, &prompts.texts, prompt_tokens, &s.tokenizer, &completions, &drawn);
     axum::Json(body).into_response()
+}
+
+/// The request's images read by the model's processor on a blocking thread (decoding and
+/// resizing take a while), in the order their placeholders stand; none for a text request.
+async fn read_images(s: &AppState, req: &mut GenRequest) -> Result<Vec<Pixels>, ApiError> {
+    let parts = match &mut req.input {
+        Input::Chat(_, parts) => std::mem::take(parts),
+        Input::Text(_) => Vec::new(),
+    };
+    let Some(side) = s.vision.clone().filter(|_| !parts.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    tokio::task::spawn_blocking(move || parts.iter().map(|p| images::read(&side, p)).collect())
+        .await
+        .map_err(|e| ApiError::server(format!("reading the images failed: {e}")))?
 }
 
 fn whole(
@@ -250,7 +292,7 @@ mod tests {
 
     #[test]
     fn requests_are_validated() {
-        let ok = |b: &str| parse(b.as_bytes(), Endpoint::Chat, "m", 100, false);
+        let ok = |b: &str| parse(b.as_bytes(), Endpoint::Chat, "m", 100, false, false);
         let r = ok(r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":"x","max_tokens":5}"#)
             .unwrap();
         assert_eq!(r.params.stop, vec!["x".to_string()]);
@@ -295,7 +337,7 @@ mod tests {
         .unwrap();
         assert!(r.stream && r.include_usage);
         assert_eq!(r.logprobs, Some(3));
-        let text = |b: &str| parse(b.as_bytes(), Endpoint::Completions, "m", 100, true);
+        let text = |b: &str| parse(b.as_bytes(), Endpoint::Completions, "m", 100, true, false);
         let r = text(r#"{"prompt":"abc","logprobs":2}"#).unwrap();
         assert_eq!((r.params.max_tokens, r.logprobs), (16, Some(2)));
         assert!(text(r#"{"prompt":[[1,2],[3]],"n":2,"best_of":2}"#).is_ok());

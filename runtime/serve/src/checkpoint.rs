@@ -124,7 +124,8 @@ pub fn resolve_checkpoint(path: &Path) -> Result<ResolvedCheckpoint, RunError> {
 }
 
 /// Loads the policy of a checkpoint directory written by `Trainer::save`, or of a Hugging Face
-/// model directory that no run wrote (a base model: its weights, tokenizer and chat template).
+/// model directory that no run wrote (a base model: its weights, tokenizer and chat template;
+/// a Qwen3-VL one with its vision tower and image processor).
 /// A PEFT adapter directory is loaded over the base model its config names ([`load_adapter`]).
 pub fn load_policy(dir: &Path) -> Result<Trainer, RunError> {
     if !dir.join("trainer_state.json").is_file() {
@@ -153,21 +154,17 @@ fn load_base_model(dir: &Path) -> Result<Trainer, RunError> {
     };
     let text = std::fs::read_to_string(dir.join("config.json"))
         .map_err(|e| bad(HfError::Files(format!("cannot read `config.json`: {e}"))))?;
-    if wrl_trainer::vision::VlConfig::is_vl(&text) {
-        // The model loads (`vision::QwenVlModel`); the chat endpoint does not take images yet.
-        return Err(RunError::new(
-            Fault::Model,
-            format!(
-                "`{shown}` is a vision-language model; `wrlc serve` serves text models and the \
-                 policies runs write"
-            ),
-        )
-        .help("serve a text model, or a checkpoint a run wrote"));
-    }
     let source = PretrainedSource::new(dir);
-    let policy = match wrl_trainer::hf::read_config(dir).map_err(bad)?.arch {
-        Arch::Qwen2 => PolicyConfig::Qwen2(source),
-        Arch::Qwen3 => PolicyConfig::Qwen3(source),
+    // A Qwen3-VL directory: its tower and processor load with the text decoder, and the chat
+    // endpoint takes images (`images.rs`).
+    let vl = wrl_trainer::vision::VlConfig::is_vl(&text);
+    let policy = if vl {
+        PolicyConfig::Qwen3Vl(source)
+    } else {
+        match wrl_trainer::hf::read_config(dir).map_err(bad)?.arch {
+            Arch::Qwen2 => PolicyConfig::Qwen2(source),
+            Arch::Qwen3 => PolicyConfig::Qwen3(source),
+        }
     };
     let config = wrl_trainer::TrainerConfig {
         policy,

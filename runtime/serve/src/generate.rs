@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use wrl_trainer::vision::{Pixels, VisionSide};
 use wrl_trainer::{Completion, FinishReason, SampleParams, TokenEvent, Tokenizer, Trainer};
 
 use crate::error::ApiError;
@@ -38,16 +39,33 @@ pub(crate) struct Prompts {
     pub(crate) texts: Vec<String>,
 }
 
-/// Renders (chat) or tokenizes (completions) the request's prompts.
+/// Renders (chat) or tokenizes (completions) the request's prompts; a vision-language model's
+/// chat prompt has each image placeholder's pad expanded to its image's tokens (`images`, read
+/// by the model's processor), as the agent loop expands a turn's (`VisionSide::expand`).
 pub(crate) fn prepare(
     req: &GenRequest,
     tok: &Tokenizer,
     context: usize,
+    vision: Option<&VisionSide>,
+    images: &[Pixels],
 ) -> Result<Prompts, ApiError> {
     let (tokens, param) = match &req.input {
-        Input::Chat(history) => {
+        Input::Chat(history, _) => {
             let p = wrl_trainer::render_prompt_with(tok, history, &req.tools.schemas)
                 .map_err(|e| ApiError::server(format!("cannot render the messages: {e}")))?;
+            let p = match vision {
+                Some(side) => side.expand(&p, images).map_err(|e| {
+                    ApiError::invalid(
+                        "invalid_value",
+                        "messages",
+                        format!(
+                            "{e}: an image is sent as an `image_url` part, and a text part must \
+                             not write the image placeholder itself"
+                        ),
+                    )
+                })?,
+                None => p,
+            };
             (vec![p], "messages")
         }
         Input::Text(prompts) => {
@@ -83,15 +101,22 @@ pub(crate) fn prepare(
             (out, "prompt")
         }
     };
+    let image_tokens: usize = vision.map_or(0, |side| images.iter().map(|i| side.pads(i)).sum());
     for p in &tokens {
         if p.len() >= context {
+            let of_images = if images.is_empty() {
+                String::new()
+            } else {
+                format!(" ({image_tokens} of them for {} image(s))", images.len())
+            };
             return Err(ApiError {
                 code: "context_length_exceeded",
                 ..ApiError::invalid(
                     "invalid_value",
                     param,
                     format!(
-                        "the prompt is {} tokens; this model's context is {context} tokens",
+                        "the prompt is {} tokens{of_images}; this model's context is {context} \
+                         tokens",
                         p.len()
                     ),
                 )
@@ -126,11 +151,13 @@ pub(crate) fn top_k(logits: &[f32], temperature: f32, k: usize) -> Vec<(u32, f32
 /// prompt's completions at a time.
 pub(crate) type Policy = Arc<tokio::sync::Mutex<Trainer>>;
 
-/// Starts sampling on a blocking thread, one prompt's `n` completions per turn of the policy;
-/// the permit is held until sampling ends, even if the client has gone.
+/// Starts sampling on a blocking thread, one prompt's `n` completions per turn of the policy
+/// (a chat prompt with `images` through the whole vision-language model, as an agent's turn on
+/// screenshots); the permit is held until sampling ends, even if the client has gone.
 pub(crate) fn start(
     trainer: Policy,
     prompts: Vec<Vec<u32>>,
+    images: Vec<Pixels>,
     params: SampleParams,
     seed: Option<u64>,
     top: usize,
@@ -157,6 +184,18 @@ pub(crate) fn start(
             let mut t = trainer.blocking_lock();
             let one = std::slice::from_ref(prompt);
             let out = match rng.as_mut() {
+                Some(rng) if !images.is_empty() => wrl_trainer::sample::sample_images_observed(
+                    t.model(),
+                    t.tokenizer(),
+                    prompt,
+                    &images,
+                    &params,
+                    rng,
+                    &mut on_token,
+                ),
+                None if !images.is_empty() => {
+                    t.sample_images_observed(prompt, &images, &params, &mut on_token)
+                }
                 Some(rng) => wrl_trainer::sample::sample_observed(
                     t.model(),
                     t.tokenizer(),

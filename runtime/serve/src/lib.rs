@@ -2,7 +2,8 @@
 //! agent modules can call a local checkpoint through the same client code as a hosted model.
 //! `POST /v1/chat/completions`, `POST /v1/completions` (whole or streamed), `GET /v1/models`,
 //! `GET /health`; chat messages are rendered with the trainer's own `render_prompt_with` (a
-//! templated policy's `tools` included, its calls returned as `tool_calls`: `tools`), sampling
+//! templated policy's `tools` included, its calls returned as `tool_calls`: `tools`; a
+//! vision-language policy's `image_url` parts read by its own processor: `images`), sampling
 //! runs on a blocking thread that takes the policy in turns (`generate`), at most
 //! `max_concurrency` requests are admitted at once (the rest get 429), each held to its share
 //! of samples and answer (`request`), bodies must be JSON and a loopback bind answers loopback
@@ -16,6 +17,7 @@ pub mod conn;
 mod error;
 mod generate;
 mod guard;
+mod images;
 mod request;
 mod share;
 mod stream;
@@ -104,6 +106,9 @@ pub(crate) struct AppState {
     trainer: generate::Policy,
     /// A copy of the policy's tokenizer, to render prompts without the lock.
     tokenizer: Tokenizer,
+    /// A vision-language policy's processor and image pads (`images`), to read a request's
+    /// images without the lock; `None` for a text policy.
+    vision: Option<wrl_trainer::vision::VisionSide>,
     model: String,
     context: usize,
     /// One permit per admitted request, held until its sampling ends (even if the client left).
@@ -195,6 +200,7 @@ impl Server {
         let state = Arc::new(AppState {
             context: trainer.model().context(),
             tokenizer: trainer.tokenizer().clone(),
+            vision: trainer.model().vision().cloned(),
             trainer: Arc::new(tokio::sync::Mutex::new(trainer)),
             model: opts.model_name.clone(),
             admitted: Arc::new(Semaphore::new(opts.max_concurrency.max(1))),

@@ -7,6 +7,7 @@ use serde_json::{Map, Value as Json};
 use wrl_trainer::{Role, SampleParams, Segment};
 
 use crate::error::ApiError;
+use crate::images::{self, ImagePart};
 use crate::share::held_to_share;
 use crate::tools::{self, Offered};
 
@@ -26,8 +27,9 @@ pub(crate) enum Endpoint {
 /// What to complete.
 #[derive(Debug)]
 pub(crate) enum Input {
-    /// A conversation, rendered with the policy's chat format.
-    Chat(Vec<Segment>),
+    /// A conversation, rendered with the policy's chat format, and the images its placeholders
+    /// stand for, in order (a vision-language model's).
+    Chat(Vec<Segment>, Vec<ImagePart>),
     /// Raw prompts: text (tokenized as is) or token ids.
     Text(Vec<PromptText>),
 }
@@ -149,7 +151,8 @@ const TEXT_FIELDS: &[&str] = &[
 ];
 
 /// Parses and validates a request body for `endpoint`; `templated`: the policy renders chats
-/// with its own chat template, so a chat request may offer tools. Fields are judged in a fixed
+/// with its own chat template, so a chat request may offer tools; `sees`: the policy reads
+/// images, so a chat message may hold `image_url` parts (`images`). Fields are judged in a fixed
 /// order, so a body with several mistakes is always refused for the same one.
 pub(crate) fn parse(
     body: &[u8],
@@ -157,6 +160,7 @@ pub(crate) fn parse(
     served: &str,
     context: usize,
     templated: bool,
+    sees: bool,
 ) -> Result<GenRequest, ApiError> {
     let v: Json = serde_json::from_slice(body).map_err(|e| {
         ApiError::body("invalid_json", format!("the request body is not valid JSON: {e}"))
@@ -178,12 +182,12 @@ pub(crate) fn parse(
     }
     let include_usage = include_usage(obj, stream)?;
     let (input, logprobs, echo) = match endpoint {
-        Endpoint::Chat => chat_input(obj, templated)?,
+        Endpoint::Chat => chat_input(obj, templated, sees)?,
         Endpoint::Completions => text_input(obj)?,
     };
     let (mut params, explicit) = sampling(obj, endpoint, context)?;
     let prompts = match &input {
-        Input::Chat(_) => 1,
+        Input::Chat(..) => 1,
         Input::Text(p) => p.len(),
     };
     held_to_share(&mut params, prompts, logprobs, explicit)?;
@@ -260,7 +264,11 @@ fn include_usage(obj: &Obj, stream: bool) -> Result<bool, ApiError> {
 }
 
 /// A chat request's messages and log-probs (`logprobs`, then `top_logprobs` alternatives).
-fn chat_input(obj: &Obj, templated: bool) -> Result<(Input, Option<usize>, bool), ApiError> {
+fn chat_input(
+    obj: &Obj,
+    templated: bool,
+    sees: bool,
+) -> Result<(Input, Option<usize>, bool), ApiError> {
     let logprobs = boolean(obj, "logprobs")?.unwrap_or(false);
     let top = integer(obj, "top_logprobs", 0, MAX_TOP_CHAT)?;
     if top.is_some() && !logprobs {
@@ -271,7 +279,8 @@ fn chat_input(obj: &Obj, templated: bool) -> Result<(Input, Option<usize>, bool)
         ));
     }
     let lp = logprobs.then(|| top.unwrap_or(0) as usize);
-    Ok((Input::Chat(parse_messages(obj, templated)?), lp, false))
+    let (segments, images) = parse_messages(obj, templated, sees)?;
+    Ok((Input::Chat(segments, images), lp, false))
 }
 
 /// A completions request's prompts, log-probs and `echo` (a `suffix` is refused: text is
@@ -466,7 +475,13 @@ fn parse_prompts(obj: &Obj) -> Result<Vec<PromptText>, ApiError> {
     Ok(prompts)
 }
 
-fn parse_messages(obj: &Obj, templated: bool) -> Result<Vec<Segment>, ApiError> {
+/// The messages as segments, each image part written as the model's placeholder, and the image
+/// parts in the order their placeholders stand.
+fn parse_messages(
+    obj: &Obj,
+    templated: bool,
+    sees: bool,
+) -> Result<(Vec<Segment>, Vec<ImagePart>), ApiError> {
     let messages = field(obj, "messages")
         .ok_or_else(|| {
             ApiError::invalid("missing_required_parameter", "messages", "`messages` is required")
@@ -478,10 +493,22 @@ fn parse_messages(obj: &Obj, templated: bool) -> Result<Vec<Segment>, ApiError> 
     if messages.is_empty() {
         return Err(ApiError::invalid("invalid_value", "messages", "`messages` must not be empty"));
     }
-    messages.iter().enumerate().map(|(i, m)| parse_message(i, m, templated)).collect()
+    let mut segments = Vec::with_capacity(messages.len());
+    let mut images = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let (segment, more) = parse_message(i, m, templated, sees)?;
+        segments.push(segment);
+        images.extend(more);
+    }
+    Ok((segments, images))
 }
 
-fn parse_message(i: usize, m: &Json, templated: bool) -> Result<Segment, ApiError> {
+fn parse_message(
+    i: usize,
+    m: &Json,
+    templated: bool,
+    sees: bool,
+) -> Result<(Segment, Vec<ImagePart>), ApiError> {
     let at = |k: &str| format!("messages[{i}].{k}");
     let role = m.get("role").and_then(Json::as_str).ok_or_else(|| {
         ApiError::invalid("invalid_value", at("role"), format!("`{}` is required", at("role")))
@@ -517,45 +544,10 @@ fn parse_message(i: usize, m: &Json, templated: bool) -> Result<Segment, ApiErro
             ));
         }
     };
-    let text = match m.get("content") {
-        None | Some(Json::Null) => String::new(),
-        Some(Json::String(s)) => s.clone(),
-        Some(Json::Array(parts)) => {
-            let mut text = String::new();
-            for (j, p) in parts.iter().enumerate() {
-                let part = format!("messages[{i}].content[{j}]");
-                match p.get("type").and_then(Json::as_str) {
-                    Some("text") => {
-                        let t = p.get("text").and_then(Json::as_str).ok_or_else(|| {
-                            ApiError::invalid(
-                                "invalid_value",
-                                format!("{part}.text"),
-                                format!("`{part}.text` must be a string"),
-                            )
-                        })?;
-                        if !text.is_empty() {
-                            text.push('\n');
-                        }
-                        text.push_str(t);
-                    }
-                    Some(other) => {
-                        return Err(ApiError::invalid(
-                            "unsupported_content",
-                            format!("{part}.type"),
-                            format!("`{part}` is `{other}`; this policy reads text only"),
-                        ));
-                    }
-                    None => {
-                        return Err(ApiError::invalid(
-                            "invalid_value",
-                            format!("{part}.type"),
-                            format!("`{part}.type` is required"),
-                        ));
-                    }
-                }
-            }
-            text
-        }
+    let (text, images) = match m.get("content") {
+        None | Some(Json::Null) => (String::new(), Vec::new()),
+        Some(Json::String(s)) => (s.clone(), Vec::new()),
+        Some(Json::Array(parts)) => images::content_parts(i, parts, role, sees)?,
         Some(_) => {
             return Err(ApiError::invalid(
                 "invalid_type",
@@ -564,5 +556,5 @@ fn parse_message(i: usize, m: &Json, templated: bool) -> Result<Segment, ApiErro
             ));
         }
     };
-    Ok(Segment { tool_calls: calls, ..Segment::new(role, text) })
+    Ok((Segment { tool_calls: calls, ..Segment::new(role, text) }, images))
 }

@@ -136,17 +136,38 @@ impl Sampler {
         images: &[crate::vision::Pixels],
         params: &SampleParams,
     ) -> Result<Vec<Completion>> {
-        let Model::Qwen(m) = &self.model else {
-            return Err(crate::error::config_err(
-                "images are shown to a vision-language policy only",
-            ));
-        };
-        let Some(side) = &m.vision else {
-            return Err(crate::error::config_err(
-                "images are shown to a vision-language policy only",
-            ));
-        };
-        let vl = side.model(m);
-        crate::vision::sample_vl(&vl, &self.tokenizer, prompt, images, params, &mut self.rng)
+        sample_images_observed(
+            &self.model,
+            &self.tokenizer,
+            prompt,
+            images,
+            params,
+            &mut self.rng,
+            &mut |_| {},
+        )
     }
+}
+
+/// `params.n` completions of one `prompt` (its image pads expanded) holding `images`, drawn from
+/// `rng` through the whole vision-language model of `model` (`vision::sample_vl_observed`),
+/// `on_token` called for every token as it is drawn; `Err` for a text policy. The one path of
+/// an agent's turn on screenshots and of `wrlc serve`'s chat with images.
+pub fn sample_images_observed(
+    model: &Model,
+    tokenizer: &Tokenizer,
+    prompt: &[u32],
+    images: &[crate::vision::Pixels],
+    params: &SampleParams,
+    rng: &mut ChaCha8Rng,
+    on_token: &mut dyn FnMut(TokenEvent<'_>),
+) -> Result<Vec<Completion>> {
+    let side = match model {
+        Model::Qwen(m) => m.vision.as_deref().map(|side| (m, side)),
+        Model::Tiny(_) => None,
+    };
+    let Some((m, side)) = side else {
+        return Err(crate::error::config_err("images are shown to a vision-language policy only"));
+    };
+    let vl = side.model(m);
+    crate::vision::sample_vl_observed(&vl, tokenizer, prompt, images, params, rng, on_token)
 }

@@ -182,6 +182,27 @@ impl Trainer {
         )
     }
 
+    /// As [`Trainer::sample_observed`] for one `prompt` (its image pads expanded) holding
+    /// `images`, through the whole vision-language model (`sample::sample_images_observed`);
+    /// `Err` for a text policy.
+    pub fn sample_images_observed(
+        &mut self,
+        prompt: &[u32],
+        images: &[crate::vision::Pixels],
+        params: &SampleParams,
+        on_token: &mut dyn FnMut(crate::sample::TokenEvent<'_>),
+    ) -> Result<Vec<Completion>> {
+        crate::sample::sample_images_observed(
+            &self.model,
+            &self.tokenizer,
+            prompt,
+            images,
+            params,
+            &mut self.rng,
+            on_token,
+        )
+    }
+
     /// A [`Sampler`] over the current weights with an RNG seeded by one draw from the
     /// trainer's, so that several episodes can decode at once.
     pub fn sampler(&mut self) -> Sampler {

@@ -52,9 +52,11 @@ fn connection_limits_are_refused_out_of_range_in_the_json_stream() {
 }
 
 /// A hub id is looked up in the offline Hugging Face cache (`HF_HUB_CACHE`): a cached Qwen3-VL
-/// snapshot resolves as a base model and is then refused by name (E0505), never downloaded.
+/// snapshot resolves as a base model, never downloaded, and is served (its address the first
+/// line of stdout) under the hub id.
 #[test]
 fn a_cached_hub_id_resolves_to_its_snapshot() {
+    use std::io::{BufRead, Read};
     use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
     use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
     let cache = tempfile::tempdir().unwrap();
@@ -64,14 +66,23 @@ fn a_cached_hub_id_resolves_to_its_snapshot() {
     write_vl(&snapshot, &TinySpec::narrow(), &TinyVision::default(), &tok).unwrap();
     std::fs::create_dir_all(repo.join("refs")).unwrap();
     std::fs::write(repo.join("refs").join("main"), "0123abcd").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wrlc"))
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wrlc"))
         .args(["serve", "Org/Tiny-VL", "--addr", "127.0.0.1:0"])
         .env("HF_HUB_CACHE", cache.path())
         .current_dir(cache.path())
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("E0505") && err.contains("vision-language"), "{err}");
+    let mut first = String::new();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    out.read_line(&mut first).unwrap();
+    // The server runs until stopped: this test's own child, stopped by its handle.
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(first.starts_with("serving policy at http://127.0.0.1:"), "{first}{err}");
     assert!(err.contains("0123abcd"), "the snapshot it resolved to: {err}");
+    assert!(err.contains("model `Org/Tiny-VL`"), "{err}");
 }

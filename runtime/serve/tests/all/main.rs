@@ -5,3 +5,4 @@ mod adapter;
 mod base_model;
 mod limits;
 mod serve;
+mod vision;

@@ -8,7 +8,7 @@
 use candle_core::DType;
 use rand_chacha::ChaCha8Rng;
 
-use crate::draw::{Completion, Group, SampleParams};
+use crate::draw::{Completion, Group, SampleParams, TokenEvent};
 use crate::error::{Result, config_err};
 use crate::models::KvCache;
 use crate::models::qwen::QwenModel;
@@ -104,6 +104,20 @@ pub fn sample_vl(
     params: &SampleParams,
     rng: &mut ChaCha8Rng,
 ) -> Result<Vec<Completion>> {
+    sample_vl_observed(vl, tokenizer, prompt, images, params, rng, &mut |_| {})
+}
+
+/// As [`sample_vl`], calling `on_token` for every token as soon as it is drawn, in order (what
+/// `wrlc serve` streams).
+pub fn sample_vl_observed(
+    vl: &QwenVlModel,
+    tokenizer: &Tokenizer,
+    prompt: &[u32],
+    images: &[Pixels],
+    params: &SampleParams,
+    rng: &mut ChaCha8Rng,
+    on_token: &mut dyn FnMut(TokenEvent<'_>),
+) -> Result<Vec<Completion>> {
     let mut group = Group::new(0, prompt, params, vl.text.context)?;
     let mut cache = KvCache::new(vl.text.config.num_hidden_layers);
     let (last, delta) = vl.prefill(prompt, images, &mut cache)?;
@@ -111,7 +125,7 @@ pub fn sample_vl(
     let mut caches = vec![cache; params.n];
     let mut logits = vec![first; params.n];
     while !group.finished() {
-        let next = group.draw(&mut logits, params, tokenizer, rng, &mut |_| {})?;
+        let next = group.draw(&mut logits, params, tokenizer, rng, on_token)?;
         if group.finished() {
             break;
         }
