@@ -33,7 +33,8 @@ fn window(ctx: &Ctx<'_>, agent: &Obj, out: &mut Vec<Diagnostic>) {
     if slots::enum_value(actions) == Some("all") {
         return;
     }
-    let tags = agent.fields.get("calls").filter(|c| ctx.obj(c).is_some_and(|o| o.kind == "call_format"));
+    let tags =
+        agent.fields.get("calls").filter(|c| ctx.obj(c).is_some_and(|o| o.kind == "call_format"));
     let history = agent.fields.get("history");
     let word = history.and_then(slots::enum_value).unwrap_or("full_text");
     let d = if let Some(calls) = tags {

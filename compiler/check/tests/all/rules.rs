@@ -199,7 +199,11 @@ fn env_drawn_tasks_need_a_server_and_no_reference() {
     let fine = codes(&with("env_reward"));
     assert!(fine.iter().all(|c| !c.starts_with('E')), "{fine:?}");
     let d = only(&with("answer_match(mode: normalized)"), "E0424");
-    assert!(d.message.contains("`answer_match` compares with each task's reference"), "{}", d.message);
+    assert!(
+        d.message.contains("`answer_match` compares with each task's reference"),
+        "{}",
+        d.message
+    );
     assert!(help(&d).contains("env_reward"), "{}", help(&d));
     let browser = with("env_reward").replace(
         "env shop = env_server(\"http://127.0.0.1:1\") { tools = std::tools::webdancer, step_text = 64 tokens }",

@@ -334,9 +334,15 @@ mod tests {
         let obs = "task: g\n[1] a";
         let w = |actions| Window { actions, ..Window::default() };
         let all = prompt_in(obs, &[], &history, History::ActionOnly, w(None)).unwrap();
-        assert_eq!(all, "[1] a\ndone: click 1; click 2; click 3; click 4; click 5; click 6\ntask: g");
+        assert_eq!(
+            all,
+            "[1] a\ndone: click 1; click 2; click 3; click 4; click 5; click 6\ntask: g"
+        );
         let last = prompt_in(obs, &[], &history, History::ActionOnly, w(Some(2))).unwrap();
-        assert_eq!(last, "[1] a\ndone: [4 earlier actions omitted] 5. click 5; 6. click 6\ntask: g");
+        assert_eq!(
+            last,
+            "[1] a\ndone: [4 earlier actions omitted] 5. click 5; 6. click 6\ntask: g"
+        );
         let one = prompt_in(obs, &[], &history[..2], History::ActionOnly, w(Some(1))).unwrap();
         assert_eq!(one, "[1] a\ndone: [1 earlier action omitted] 2. click 2\ntask: g");
         // A window wider than the episode so far keeps every action, numbered.
