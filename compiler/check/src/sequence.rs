@@ -27,6 +27,9 @@ pub struct Episode {
     pub placeholder: f64,
     /// Tokens one past reply keeps in the prompt (by `history`).
     pub kept: f64,
+    /// The past replies a prompt keeps (`actions`, an `action_only` window; `f64::INFINITY`
+    /// for `all`): each of the rest costs nothing.
+    pub actions: f64,
     /// `history = none`: only the current turn counts.
     pub no_history: bool,
     /// Screenshots kept (`screenshot(last: K)`) and the tokens of one.
@@ -64,7 +67,8 @@ impl Episode {
     /// and whether `trajectory_tokens` bounds them (every reply the episode writes, kept or
     /// not, counts against it, so what is kept of them and the last reply fit in it).
     pub fn replies(&self, t: f64) -> (f64, bool) {
-        let past = if self.no_history { 0.0 } else { (t - 1.0).max(0.0) * self.kept };
+        let past =
+            if self.no_history { 0.0 } else { (t - 1.0).max(0.0).min(self.actions) * self.kept };
         let all = past + self.max_response;
         match self.trajectory {
             Some(b) if b < all => (b, true),
@@ -135,6 +139,7 @@ mod tests {
             pages: f64::INFINITY,
             placeholder: 0.0,
             kept: 4096.0,
+            actions: f64::INFINITY,
             no_history: false,
             shots: 0.0,
             image: 0.0,
@@ -183,5 +188,30 @@ mod tests {
         assert_eq!(written(2, 4096, Some(10_000)), Some(8192));
         assert_eq!(written(4, 4096, None), Some(16_384));
         assert_eq!(written(u64::MAX, 2, None), None);
+    }
+
+    /// An `action_only` history over 40 turns of a 2,048-token context: every action kept
+    /// (39 × 32 = 1,248 tokens of history) does not fit; the last 14 (448 tokens) do.
+    #[test]
+    fn an_action_window_bounds_the_history() {
+        let all = Episode {
+            task: 64.0,
+            step_text: 300.0,
+            first_observation: true,
+            pages: 1.0,
+            placeholder: 0.0,
+            kept: ACTION_ONLY_TOKENS,
+            actions: f64::INFINITY,
+            no_history: false,
+            shots: 0.0,
+            image: 0.0,
+            max_response: 256.0,
+            trajectory: None,
+        };
+        assert_eq!(all.need(40.0), 64.0 + 300.0 + 39.0 * 32.0 + 256.0);
+        let last = Episode { actions: 14.0, ..all };
+        assert_eq!(last.need(40.0), 64.0 + 300.0 + 14.0 * 32.0 + 256.0);
+        // Before the window fills, the two agree.
+        assert_eq!(last.need(10.0), all.need(10.0));
     }
 }

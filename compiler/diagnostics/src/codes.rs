@@ -101,6 +101,12 @@ pub const CODES: &[CodeInfo] = &[
         Phase::Rules,
         "tag-style call tags that name no tool, are no tag name, or mean two things",
     ),
+    live("E0423", Phase::Rules, "action window on an agent whose prompt lists no actions"),
+    live(
+        "E0424",
+        Phase::Rules,
+        "env-drawn tasks in an env that cannot draw them, or scored against a reference",
+    ),
     live("E0440", Phase::Rules, "mini-batch in a unit the stage's level does not train"),
     live("E0441", Phase::Rules, "epochs over a task set whose size the recipe does not say"),
     live("E0442", Phase::Rules, "horizon curriculum that cannot be laid out as phases"),

@@ -86,6 +86,10 @@ pub fn episode_tokens(plan: &Plan, phase: &Node) -> Option<u64> {
             OlderPages::Placeholder => PLACEHOLDER_TOKENS,
         },
         kept,
+        actions: match a.actions.value() {
+            Some(k) if !tags && a.history == History::ActionOnly => f64::from(*k),
+            _ => f64::INFINITY,
+        },
         no_history: a.history == History::None && !tags,
         shots: f64::from(shots),
         image,

@@ -160,7 +160,11 @@ impl Session {
             // A server that cannot open an instance ends the episode at once, with its class.
             Place::Server(env) => {
                 let (id, shown, end) = match env.open(&task).await {
-                    Ok((id, first)) => (Some(id), first, None),
+                    Ok((id, first, goal)) => {
+                        // A slot the server draws: the goal its reset answered.
+                        task.goal = goal;
+                        (Some(id), first, None)
+                    }
                     Err((id, f)) => (id, String::new(), Some(f.end())),
                 };
                 Driver::Server { env: env.clone(), id, shown, reward: 0.0, end }

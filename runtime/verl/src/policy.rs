@@ -12,14 +12,15 @@ use crate::record::{once, put, put_al};
 
 const R: &str = "actor_rollout_ref.rollout";
 
-/// A ReAct agent's page window: the env service composes each turn's prompt, so it keeps the
-/// pages; ending an episode on an over-long prompt is the client's call, which verl's agent
+/// A ReAct agent's page and action windows: the env service composes each turn's prompt, so
+/// it keeps the pages and lists the actions; ending an episode on an over-long prompt is the client's call, which verl's agent
 /// loop does not make (refused).
 fn window(
     c: &mut Ctx<'_>,
     agent: &Node,
     pages: params::OrAll<u32>,
     older: params::OlderPages,
+    actions: params::OrAll<u32>,
     overflow: params::Overflow,
 ) {
     let p = match pages {
@@ -35,6 +36,14 @@ fn window(
     });
     once(c, agent, "older_pages", |c, n, f| {
         c.wrl(n, f, &[("env service", json!(older))]);
+    });
+    let actions = match actions {
+        params::OrAll::All => json!("all"),
+        params::OrAll::Value(k) => json!(k),
+    };
+    once(c, agent, "actions", |c, n, f| {
+        c.wrl(n, f, &[("env service", actions)])
+            .note("the past actions each served `action_only` prompt lists");
     });
     once(c, agent, "task_text", |c, n, f| {
         c.implied(n, f, "the checker's context budget (E0404)");
@@ -142,6 +151,7 @@ fn react_fields(c: &mut Ctx<'_>, agent: &Node, r: params::React, al: &mut Json) 
         step_response: _,
         pages,
         older_pages,
+        actions,
         overflow,
         task_text: _,
         trajectory_tokens,
@@ -149,7 +159,7 @@ fn react_fields(c: &mut Ctx<'_>, agent: &Node, r: params::React, al: &mut Json) 
         call_timeout,
         calls,
     } = r;
-    window(c, agent, pages, older_pages, overflow);
+    window(c, agent, pages, older_pages, actions, overflow);
     once(c, agent, "calls", |c, n, f| match calls {
         params::Calls::Hermes => {
             c.implied(n, f, "tool calls as the policy's chat template writes them, one reply per tool response (multi_turn.format)");

@@ -63,6 +63,7 @@ pub(crate) fn tasks_of(c: &mut Ctx<'_>, id: &str) -> Result<Vec<Task>, String> {
             match d {
                 Dataset::Parquet(_) => "parquet files",
                 Dataset::HfDataset(_) => "Hugging Face datasets",
+                Dataset::EnvTasks(_) => "tasks an env server draws at reset",
                 _ => "datasets of trajectories or grounding pairs",
             }
         )),
@@ -110,6 +111,9 @@ pub(crate) fn task_rows(
     agent: &str,
     split: &str,
 ) -> Result<Vec<Row>, String> {
+    if let Some(Params::Dataset(wrl_plan::params::Dataset::EnvTasks(_))) = c.d.get(tasks) {
+        return Err(env_drawn_refused(c, tasks));
+    }
     let list = match tasks_of(c, tasks) {
         Ok(t) => t,
         Err(why) => {
@@ -141,4 +145,25 @@ pub(crate) fn task_rows(
         .collect();
     policy::dataset_used(c, tasks, rows.len());
     Ok(rows)
+}
+
+/// Tasks an env server draws at reset (`env_tasks`) are refused: a verl row carries its task's
+/// prompt (`task: GOAL`) before the episode starts, and that goal is known only once the
+/// server's reset has answered it.
+fn env_drawn_refused(c: &mut Ctx<'_>, tasks: &str) -> String {
+    let why = "verl's dataset rows carry each task's first prompt (`task: GOAL`) before its \
+               episode starts; the env server draws these goals at reset, after the row is read";
+    if let Some(n) = c.d.node(tasks)
+        && !c.has(n, "count")
+    {
+        c.not_mapped(
+            n,
+            "count",
+            why,
+            "a task file of the server's goals by index (`jsonl(…) { kind = tasks }`), or `wrlc run`",
+        )
+        .refuse(crate::ctx::E_UNMAPPED);
+    }
+    policy::dataset_used(c, tasks, 0);
+    why.to_string()
 }

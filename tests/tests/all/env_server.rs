@@ -1,7 +1,8 @@
 //! `env_server` against a real loopback environment server speaking the create / reset / step /
 //! observe / close protocol (a word-guessing game written here with axum): episodes that the
 //! server ends with its reward, the failure classes of a failing, slow or off-protocol server, a
-//! bearer token, the `observe` endpoint, and `wrlc run` training on it end to end.
+//! bearer token, the `observe` endpoint, and `wrlc run` training on it end to end; tasks the
+//! server draws itself at reset (`env_tasks`), their goals taken from its answer.
 
 #![allow(clippy::unwrap_used)] // test helpers fail loudly, like the tests they serve
 
@@ -30,6 +31,8 @@ struct Game {
     token: Option<String>,
     /// Every action stepped, in order.
     actions: Vec<String>,
+    /// The slot index of every reset the server drew a goal for, in order.
+    drawn: Vec<u64>,
 }
 
 type Shared = Arc<Mutex<Game>>;
@@ -56,9 +59,28 @@ async fn create(State(g): State<Shared>, headers: HeaderMap) -> (StatusCode, Jso
     (StatusCode::OK, Json(json!({ "id": id })))
 }
 
+/// The goal the server draws for slot `n` (as AgentGym's WebShop picks one by index).
+fn drawn_goal(n: u64) -> String {
+    format!("find the secret word of slot {n}")
+}
+
 async fn reset(State(g): State<Shared>, Json(b): Json<Value>) -> Json<Value> {
     let mut g = g.lock().unwrap();
     let id = b["id"].as_u64().unwrap();
+    // A slot index: the server draws the goal itself, and sends none back for odd slots (the
+    // goal is then in the observation, as WebShop's instruction is).
+    if let Some(n) = b["task"].as_u64() {
+        assert!(b.get("goal").is_none(), "a drawn slot is reset without a goal: {b}");
+        g.drawn.push(n);
+        let task = format!("slot{}", n % 2);
+        let letters = secret(&task).len();
+        g.live.insert(id, (task, 0));
+        let observation = format!("{}\nguess the word: {letters} letters", drawn_goal(n));
+        return Json(match n % 2 {
+            0 => json!({ "observation": observation, "goal": drawn_goal(n) }),
+            _ => json!({ "observation": observation }),
+        });
+    }
     let task = b["task"].as_str().unwrap().to_string();
     let letters = secret(&task).len();
     g.live.insert(id, (task, 0));
@@ -375,4 +397,62 @@ fn a_validation_runs_in_the_env_it_names() {
     let metrics = std::fs::read_to_string(out.join("metrics.jsonl")).unwrap();
     let passes = metrics.lines().filter(|l| l.contains("\"validation:")).count();
     assert_eq!(passes, 2, "{metrics}");
+}
+
+/// Tasks the server draws itself (`env_tasks`): each slot is reset by its index, and the goal
+/// the server answers (its `goal`, else its first observation) is the episode's, in the prompt
+/// the agent sees and in the trajectory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_draws_its_own_goals_at_reset() {
+    let (base, game) = serve(None).await;
+    let e = env(&base, paths(), None);
+    let cfg = wrl_browser::EpisodeCfg::default();
+    let slots = wrl_exec::env::server::env_drawn(3);
+    assert_eq!(slots.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["0", "1", "2"]);
+    assert!(slots.iter().all(|t| t.goal.is_empty() && wrl_exec::rollout::reference(t).is_none()));
+    let t = e.run_task(&slots[2], &mut Script(vec!["guess red", "guess blue"]), &cfg).await;
+    assert_eq!(t.goal, drawn_goal(2), "the answer's `goal`");
+    assert!(t.steps[0].observation.starts_with(&format!("task: {}\n", drawn_goal(2))));
+    assert!(t.outcome.success, "{:?}", t.outcome);
+    // No `goal` in the answer: the first observation is the goal.
+    let t = e.run_task(&slots[1], &mut Script(vec!["guess red"]), &cfg).await;
+    assert_eq!(t.goal, format!("{}\nguess the word: 3 letters", drawn_goal(1)));
+    assert_eq!(t.task_id, "1");
+    assert_eq!(game.lock().unwrap().drawn, [2, 1]);
+}
+
+/// `wrlc run` on tasks the server draws: the stage draws its slots as any task set, each
+/// episode's reset sends the slot's index, and `trajectories.jsonl` records the goals the
+/// server drew, scored by `env_reward`.
+#[test]
+fn wrlc_run_records_the_goals_the_server_drew() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (base, game) = rt.block_on(serve(None));
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = guess_recipe(&base, Path::new("unused.jsonl")).replace(
+        "dataset tasks = jsonl(\"unused.jsonl\") { kind = qa, count = 0 }",
+        "dataset tasks = env_tasks(count: 6)",
+    );
+    assert!(recipe.contains("env_tasks(count: 6)"), "{recipe}");
+    let path = dir.path().join("drawn.wrl");
+    std::fs::write(&path, recipe).unwrap();
+    let out = dir.path().join("run");
+    let args: Vec<std::ffi::OsString> =
+        vec!["run".into(), path.into_os_string(), "--out".into(), out.clone().into()];
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    let lines = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
+    let trajs: Vec<Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // 2 prompts × group 2: two slots, each reset twice.
+    assert_eq!(trajs.len(), 4);
+    let drawn = game.lock().unwrap().drawn.clone();
+    assert_eq!(drawn.len(), 4);
+    for t in &trajs {
+        let tr = &t["trajectory"];
+        let slot: u64 = tr["task_id"].as_str().unwrap().parse().unwrap();
+        assert!(slot < 6 && drawn.contains(&slot), "{t}");
+        let goal = tr["goal"].as_str().unwrap();
+        assert!(goal.starts_with(&drawn_goal(slot)), "{goal:?} is slot {slot}'s drawn goal");
+        assert!(tr["outcome"]["reward"].is_number(), "{t}");
+    }
 }

@@ -10,7 +10,8 @@
 //! for a `search_api` env, which answers only once a tool is called), P is the agent's `pages`
 //! window (`all`: o), `placeholder` is 8 tokens with `older_pages = placeholder` (else 0), and
 //! `kept` is the agent's `step_response` with `history = full_text`, half of it with
-//! `hide_thinking`, 32 tokens with `action_only`; every reply of the episode counts against
+//! `hide_thinking`, 32 tokens with `action_only` (whose `actions = K` keeps only the last K:
+//! min(t − 1, K) × kept); every reply of the episode counts against
 //! `trajectory_tokens`, so the replies kept and the turn's own are bounded by it together; with
 //! `history = none` only the current turn counts. An agent whose `overflow` is `truncate_left`
 //! or `end_episode` chose what happens past the context: the rule
@@ -119,7 +120,7 @@ impl Turn<'_> {
         }
         let (replies, capped) = e.replies(t);
         if !capped && !e.no_history && t > 1.0 {
-            parts.push(format!("{} × {} history", show(t - 1.0), show(e.kept)));
+            parts.push(format!("{} × {} history", show((t - 1.0).min(e.actions)), show(e.kept)));
         }
         let shots = e.screenshots(t);
         if shots > 0.0 && e.image > 0.0 {
@@ -226,6 +227,8 @@ struct Prompt {
     pages: f64,
     /// Tokens each page that left the window leaves behind.
     placeholder: f64,
+    /// The past actions an `action_only` prompt keeps (`actions`; `all`: unbounded).
+    actions: f64,
     /// The system prompt and the task, in every turn.
     task: f64,
     /// Whether turn 1 holds an observation (not in a `search_api` env).
@@ -258,7 +261,13 @@ impl Prompt {
                 OlderPages::Placeholder => PLACEHOLDER_TOKENS,
             },
         };
+        let actions = match agent.fields.get("actions") {
+            None => f64::INFINITY,
+            Some(a) if slots::enum_value(a) == Some("all") => f64::INFINITY,
+            Some(a) => num(a)?,
+        };
         Some(Prompt {
+            actions,
             step_text: slots::number(env, "step_text")?,
             shots,
             shots_span,
@@ -305,6 +314,11 @@ fn turns<'a>(ctx: &Ctx<'a>, agent: &'a Obj) -> Vec<Turn<'a>> {
                     pages: prompt.pages,
                     placeholder: prompt.placeholder,
                     kept,
+                    actions: if history == History::ActionOnly {
+                        prompt.actions
+                    } else {
+                        f64::INFINITY
+                    },
                     no_history: history == History::None,
                     shots,
                     image,
@@ -460,6 +474,9 @@ fn fix(turn: &Turn<'_>, t: f64) -> String {
             "keep less history (`history = hide_thinking`, `action_only` or `none`), "
         }
         History::HideThinking => "keep less history (`history = action_only` or `none`), ",
+        History::ActionOnly if turn.ep.actions.is_infinite() => {
+            "keep only the last actions (`actions = K`) or the current turn (`history = none`), "
+        }
         History::ActionOnly => "keep only the current turn (`history = none`), ",
         History::None | History::Module => "",
     };

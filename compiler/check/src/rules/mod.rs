@@ -3,6 +3,7 @@
 //! environment never produces, agent graphs that cannot finish. They run on the checked recipe
 //! and on every profile-applied variant of it; one file per family of rules.
 
+mod actions;
 mod advantage;
 mod answers;
 mod branching;
@@ -10,6 +11,7 @@ pub(crate) mod budget;
 pub(crate) mod columns;
 mod data;
 mod endpoint;
+mod env_tasks;
 mod generation;
 mod graph;
 mod images;
@@ -213,6 +215,8 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     endpoint::check(ctx, &mut out);
     toolcalls::check(ctx, &mut out);
     tags::check(ctx, &mut out);
+    actions::check(ctx, &mut out);
+    env_tasks::check(ctx, &mut out);
     columns::check(ctx, &mut out);
     tools::check(ctx, &mut out);
     graph::check(ctx, &mut out);

@@ -154,6 +154,65 @@ fn turn_budget_names_the_phase_and_turn() {
     assert!(!codes(&cut).contains(&"E0404"));
 }
 
+/// `actions = K` (#47): an `action_only` prompt that lists only the last K actions is bounded
+/// where one listing every action is not.
+#[test]
+fn an_action_window_bounds_the_history_budget() {
+    let text = |history: &str, actions: &str| {
+        BUDGET
+            .replace("16k tokens", "6000 tokens")
+            .replace("HISTORY", history)
+            .replace("PAGES", &format!("1, actions = {actions}"))
+    };
+    // Every action kept: 64 + 200 + 32 (t − 1) + 3 × 1280 + 1024 > 6000 first at t = 29.
+    let d = only(&text("action_only", "all"), "E0404");
+    assert!(d.message.starts_with("turn 29 of phase 2"), "{}", d.message);
+    assert!(help(&d).contains("28 × 32 history"), "{}", help(&d));
+    assert!(help(&d).contains("`actions = K`"), "{}", help(&d));
+    // The last 14: 64 + 200 + 14 × 32 + 3 × 1280 + 1024 = 5576 at every turn from 15 on.
+    let fits = codes(&text("action_only", "14"));
+    assert!(!fits.contains(&"E0404") && !fits.contains(&"E0423"), "{fits:?}");
+    // A window on a history that lists no actions would do nothing: refused at the field.
+    let d = only(&text("full_text", "14"), "E0423");
+    assert!(d.message.contains("history is `full_text`"), "{}", d.message);
+    assert!(!codes(&text("full_text", "all")).contains(&"E0423"));
+}
+
+const DRAWN: &str = r#"use std::rewards::{answer_match, env_reward}
+model policy = std::models::tiny
+dataset goals = env_tasks(count: 100)
+env shop = env_server("http://127.0.0.1:1") { tools = std::tools::webdancer, step_text = 64 tokens }
+agent buyer = react(policy, shop) { max_turns = 3 turns, max_response = 16 tokens }
+stage online = grpo(policy, goals, buyer) {
+  prompts = 2
+  group = 2
+  reward = REWARD
+  phases = [{ iters = 1, horizon = 3 steps, lr = 1e-4 }]
+}
+"#;
+
+/// `env_tasks` (#47): goals the env server draws at reset; no reference answer to compare with,
+/// and no other env can draw them (E0424). The estimate counts the slots.
+#[test]
+fn env_drawn_tasks_need_a_server_and_no_reference() {
+    let with = |reward: &str| DRAWN.replace("REWARD", reward);
+    let fine = codes(&with("env_reward"));
+    assert!(fine.iter().all(|c| !c.starts_with('E')), "{fine:?}");
+    let d = only(&with("answer_match(mode: normalized)"), "E0424");
+    assert!(
+        d.message.contains("`answer_match` compares with each task's reference"),
+        "{}",
+        d.message
+    );
+    assert!(help(&d).contains("env_reward"), "{}", help(&d));
+    let browser = with("env_reward").replace(
+        "env shop = env_server(\"http://127.0.0.1:1\") { tools = std::tools::webdancer, step_text = 64 tokens }",
+        "env shop = search_api(\"http://127.0.0.1:1\") { target = std::sandbox::search, tools = std::tools::webdancer, step_text = 64 tokens }",
+    );
+    let d = only(&browser, "E0424");
+    assert!(d.message.contains("`shop` is a `search_api`"), "{}", d.message);
+}
+
 #[test]
 fn reward_reading_what_the_env_does_not_produce() {
     let text = rl("")

@@ -33,6 +33,8 @@ pub struct React {
     pub step_response: Tokens,
     pub pages: OrAll<u32>,
     pub older_pages: OlderPages,
+    /// The past actions an `action_only` prompt keeps: the last K, or all.
+    pub actions: OrAll<u32>,
     pub overflow: Overflow,
     pub task_text: Tokens,
     pub trajectory_tokens: OrUnlimited<Tokens>,

@@ -1,5 +1,6 @@
 //! The dataset constructors the runtime reads: files (`jsonl`, `parquet`), Hugging Face
-//! datasets, mixtures, and the sandbox's generators (`std::sandbox::tasks`, `demos`, `qa`).
+//! datasets, mixtures, the sandbox's generators (`std::sandbox::tasks`, `demos`, `qa`), and
+//! task slots an environment server draws itself (`env_tasks`).
 
 use std::collections::BTreeMap;
 
@@ -227,4 +228,13 @@ pub struct SandboxQa {
     pub seed: u64,
     pub questions: Vec<QaQuestion>,
     pub kind: QaKind,
+}
+
+/// `env_tasks(count) { … }`: `count` task slots, ids 0 to count − 1, whose goals an
+/// environment server draws itself at reset (AgentGym's WebShop and ALFWorld servers).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvTasks {
+    pub count: u64,
+    pub kind: TasksKind,
 }

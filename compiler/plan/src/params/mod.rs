@@ -118,6 +118,7 @@ ctors! {
         "std::sandbox::tasks" => SandboxTasks(SandboxTasks),
         "std::sandbox::demos" => SandboxDemos(SandboxDemos),
         "std::sandbox::qa" => SandboxQa(SandboxQa),
+        "env_tasks" => EnvTasks(EnvTasks),
     }
     /// An `env` node.
     Env for Env {

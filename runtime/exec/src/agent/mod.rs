@@ -108,6 +108,7 @@ impl AgentCfg {
                     // Read by `Window::of` (`trajectory_tokens` too).
                     pages: _,
                     older_pages: _,
+                    actions: _,
                     overflow: _,
                     // The checker's context budget (E0404).
                     task_text: _,

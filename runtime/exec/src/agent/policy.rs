@@ -469,9 +469,15 @@ mod tests {
                 },
                 wrl_sandbox::TrajStep {
                     observation: "task: g\n[2] button".into(),
-                    actions: vec!["answer 3".into()],
+                    actions: vec!["type 2 x".into()],
                     feedback: String::new(),
                     url: "/a".into(),
+                },
+                wrl_sandbox::TrajStep {
+                    observation: "task: g\n[3] text".into(),
+                    actions: vec!["answer 3".into()],
+                    feedback: String::new(),
+                    url: "/b".into(),
                 },
             ],
             outcome: wrl_sandbox::TrajOutcome {
@@ -485,8 +491,17 @@ mod tests {
             elapsed_ms: 1,
         };
         let ex = sft_examples(&traj, History::ActionOnly, Window::default(), None).unwrap();
-        assert_eq!(ex.len(), 2);
+        assert_eq!(ex.len(), 3);
         assert_eq!(ex[1].segments[0].text, "[2] button\ndone: click 1\ntask: g");
-        assert_eq!(ex[1].segments[1].text, "answer 3");
+        assert_eq!(ex[2].segments[0].text, "[3] text\ndone: click 1; type 2 x\ntask: g");
+        assert_eq!(ex[2].segments[1].text, "answer 3");
+        // The agent's action window (`actions = 1`): the examples list what its rollouts do.
+        let window = Window { actions: Some(1), ..Window::default() };
+        let ex = sft_examples(&traj, History::ActionOnly, window, None).unwrap();
+        assert_eq!(ex[1].segments[0].text, "[2] button\ndone: 1. click 1\ntask: g");
+        assert_eq!(
+            ex[2].segments[0].text,
+            "[3] text\ndone: [1 earlier action omitted] 2. type 2 x\ntask: g"
+        );
     }
 }

@@ -54,6 +54,9 @@ pub struct Window {
     pub pages: Option<u32>,
     /// A page that left the window leaves a line saying so.
     pub placeholder: bool,
+    /// The past actions an `action_only` prompt lists (`actions`), each numbered as it was;
+    /// `None`: all of them, unnumbered (the prompt before `actions` existed).
+    pub actions: Option<u32>,
     /// A prompt that does not fit ends the episode (`context_overflow`) instead of being cut.
     pub end_on_overflow: bool,
     /// The tokens the policy may write over the episode (`trajectory_tokens`); `None`: no cap.
@@ -83,6 +86,7 @@ impl Default for Window {
         Window {
             pages: Some(1),
             placeholder: false,
+            actions: None,
             end_on_overflow: false,
             reply_budget: None,
             room: MAX_PROMPT_BYTES,
@@ -97,6 +101,7 @@ impl Window {
         Window {
             pages: r.pages.value().copied(),
             placeholder: r.older_pages == params::OlderPages::Placeholder,
+            actions: r.actions.value().copied(),
             end_on_overflow: r.overflow == params::Overflow::EndEpisode,
             reply_budget: r.trajectory_tokens.value().map(|t| t.0 as usize),
             room: MAX_PROMPT_BYTES,
@@ -175,7 +180,7 @@ fn layout(
     window: Window,
 ) -> (String, usize) {
     let (task, page) = split_task(observation);
-    let tail = tail(task, history, mode);
+    let tail = tail(task, history, mode, window.actions);
     let kept = window.pages.map_or(past.len(), |p| (p as usize).saturating_sub(1).min(past.len()));
     let first = past.len() - kept;
     let mut earlier = String::new();
@@ -210,15 +215,32 @@ fn layout(
 /// the page is cut, never the task or the actions.
 pub fn prompt_text(observation: &str, history: &[String], mode: History) -> String {
     let (task, page) = split_task(observation);
-    compose(page, &tail(task, history, mode))
+    compose(page, &tail(task, history, mode, None))
 }
 
 /// What follows the page and is never cut: the actions so far (`action_only`), then the task.
-fn tail(task: &str, history: &[String], mode: History) -> String {
+/// With a window of K actions (`actions`), the last K, each numbered as it was, after a line
+/// counting those that left it.
+fn tail(task: &str, history: &[String], mode: History, actions: Option<u32>) -> String {
     let mut tail = String::new();
     if mode.keeps_actions() && !history.is_empty() {
         tail.push_str("done: ");
-        tail.push_str(&history.join("; "));
+        match actions {
+            None => tail.push_str(&history.join("; ")),
+            Some(k) => {
+                let first = history.len().saturating_sub(k as usize);
+                if first > 0 {
+                    let s = if first == 1 { "" } else { "s" };
+                    tail.push_str(&format!("[{first} earlier action{s} omitted] "));
+                }
+                let kept: Vec<String> = history[first..]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| format!("{}. {a}", first + i + 1))
+                    .collect();
+                tail.push_str(&kept.join("; "));
+            }
+        }
         tail.push('\n');
     }
     tail.push_str(task);
@@ -282,6 +304,7 @@ mod tests {
         let w = |pages, placeholder, end| Window {
             pages,
             placeholder,
+            actions: None,
             end_on_overflow: end,
             reply_budget: None,
             room: MAX_PROMPT_BYTES,
@@ -303,5 +326,30 @@ mod tests {
         // Or the episode ends, naming the overflow.
         let end = prompt_in(obs, &big, &[], History::None, w(None, false, true));
         assert!(end.is_err_and(|e| e.starts_with("context_overflow")));
+    }
+
+    #[test]
+    fn the_action_window_keeps_the_last_actions_numbered_as_they_were() {
+        let history: Vec<String> = (1..=6).map(|i| format!("click {i}")).collect();
+        let obs = "task: g\n[1] a";
+        let w = |actions| Window { actions, ..Window::default() };
+        let all = prompt_in(obs, &[], &history, History::ActionOnly, w(None)).unwrap();
+        assert_eq!(
+            all,
+            "[1] a\ndone: click 1; click 2; click 3; click 4; click 5; click 6\ntask: g"
+        );
+        let last = prompt_in(obs, &[], &history, History::ActionOnly, w(Some(2))).unwrap();
+        assert_eq!(
+            last,
+            "[1] a\ndone: [4 earlier actions omitted] 5. click 5; 6. click 6\ntask: g"
+        );
+        let one = prompt_in(obs, &[], &history[..2], History::ActionOnly, w(Some(1))).unwrap();
+        assert_eq!(one, "[1] a\ndone: [1 earlier action omitted] 2. click 2\ntask: g");
+        // A window wider than the episode so far keeps every action, numbered.
+        let wide = prompt_cut(obs, &[], &history[..2], History::ActionOnly, w(Some(14)));
+        assert_eq!(wide, "[1] a\ndone: 1. click 1; 2. click 2\ntask: g");
+        // Without a history of actions the window changes nothing.
+        let none = prompt_in(obs, &[], &history, History::None, w(Some(2))).unwrap();
+        assert_eq!(none, "[1] a\ntask: g");
     }
 }

@@ -4,6 +4,8 @@
 //! turn's text, and its `done` ends the episode with its rewards summed. Failures of the server
 //! are the episode's `env_error` (a failed request, a 5xx, an answer that is not the protocol's)
 //! or `infra_timeout` (a request past the step timeout), recorded like every other env's.
+//! Tasks the server draws itself (`env_tasks`, [`env_drawn`]) are reset by their slot index and
+//! take their goal from the reset's answer.
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +26,41 @@ pub struct Stepped {
     pub reward: f64,
     pub done: bool,
 }
+
+/// The template of a task slot the server draws itself (`env_tasks(count: N)`): its id is the
+/// slot's index, and its goal is empty until the server's reset answers it.
+pub const ENV_DRAWN: &str = "env_drawn";
+
+/// The `count` task slots of `env_tasks(count)`, ids `0` to `count − 1`: each carries no goal
+/// and no reference answer (the server draws both); the phase's horizon bounds its steps.
+pub fn env_drawn(count: u64) -> Vec<Task> {
+    (0..count)
+        .map(|i| Task {
+            id: i.to_string(),
+            split: wrl_sandbox::Split::Train,
+            template: ENV_DRAWN.into(),
+            site: String::new(),
+            start_path: String::new(),
+            goal: String::new(),
+            params: Default::default(),
+            checker: wrl_sandbox::Checker::Answer {
+                expected: String::new(),
+                mode: wrl_sandbox::AnswerMode::Text,
+            },
+            max_steps: u32::MAX,
+            content_seed: 0,
+        })
+        .collect()
+}
+
+/// Whether the server draws `task` itself (a slot of `env_tasks`).
+pub fn is_env_drawn(task: &Task) -> bool {
+    task.template == ENV_DRAWN
+}
+
+/// A new instance as the server reset it: its id, its first observation (cut to the response
+/// budget) and the episode's goal (the task's own, or the one the server drew).
+pub type Opened = (Json, String, String);
 
 /// A client of one environment server.
 #[derive(Clone, Debug)]
@@ -108,13 +145,37 @@ impl ServerEnv {
         }
     }
 
-    async fn reset(&self, id: &Json, task: &Task) -> Result<String, Breakdown> {
-        let body = json!({ "id": id, "task": task.id, "goal": task.goal });
+    /// Resets instance `id` to `task`: its first observation and the goal. A slot the server
+    /// draws itself goes by its index (`{"id", "task": 3}`), and its goal is the answer's
+    /// `goal` text, else the first observation (AgentGym's WebShop shows the instruction there).
+    async fn reset(&self, id: &Json, task: &Task) -> Result<(String, String), Breakdown> {
+        let drawn = is_env_drawn(task);
+        let body = match drawn {
+            true => {
+                let slot: u64 = task.id.parse().map_err(|_| {
+                    Breakdown::Env(format!("`reset`: task slot `{}` is not an index", task.id))
+                })?;
+                json!({ "id": id, "task": slot })
+            }
+            false => json!({ "id": id, "task": task.id, "goal": task.goal }),
+        };
         let v = self.post("reset", &self.endpoints.reset, body).await?;
-        match self.endpoints.observe.is_empty() {
-            true => text_of(&v, "reset"),
-            false => self.observe(id).await,
-        }
+        let first = match self.endpoints.observe.is_empty() {
+            true => text_of(&v, "reset")?,
+            false => self.observe(id).await?,
+        };
+        let goal = match (drawn, v.get("goal")) {
+            (false, _) => task.goal.clone(),
+            (true, Some(Json::String(g))) if !g.trim().is_empty() => g.trim().to_string(),
+            (true, Some(g)) if !g.is_null() => {
+                return Err(Breakdown::Env(format!(
+                    "`reset` answered a `goal` that is not text: {}",
+                    brief(g)
+                )));
+            }
+            (true, _) => first.trim().to_string(),
+        };
+        Ok((first, goal))
     }
 
     /// One turn: `action` to the server as written; its answer, the observation cut to the
@@ -161,12 +222,12 @@ impl ServerEnv {
         }
     }
 
-    /// A new instance reset to `task`: its id and first observation (cut to the response
-    /// budget): the start of an episode driven from outside, as `wrlc env serve` drives one.
-    pub async fn open(&self, task: &Task) -> Result<(Json, String), (Option<Json>, Breakdown)> {
+    /// A new instance reset to `task`: its id, first observation (cut to the response budget)
+    /// and goal: the start of an episode driven from outside, as `wrlc env serve` drives one.
+    pub async fn open(&self, task: &Task) -> Result<Opened, (Option<Json>, Breakdown)> {
         let id = self.create().await.map_err(|f| (None, f))?;
         match self.reset(&id, task).await {
-            Ok(first) => Ok((id, cut(&first, self.step_text))),
+            Ok((first, goal)) => Ok((id, cut(&first, self.step_text), goal)),
             Err(f) => Err((Some(id), f)),
         }
     }
@@ -187,11 +248,17 @@ impl ServerEnv {
         let started = Instant::now();
         let mut steps: Vec<TrajStep> = Vec::new();
         let mut reward = 0.0;
-        let (end, id) = match self.open(task).await {
+        // A slot the server draws takes the goal its reset answered, for the agent's prompts,
+        // the trajectory, the judges and the report alike.
+        let mut task = std::borrow::Cow::Borrowed(task);
+        let (end, id) = match self.open(&task).await {
             Err((id, f)) => (f.end(), id),
-            Ok((id, first)) => {
+            Ok((id, first, goal)) => {
+                if goal != task.goal {
+                    task.to_mut().goal = goal;
+                }
                 let end = self
-                    .turns(task, agent, cfg, (&id, started), first, &mut steps, &mut reward)
+                    .turns(&task, agent, cfg, (&id, started), first, &mut steps, &mut reward)
                     .await;
                 (end, Some(id))
             }

@@ -64,6 +64,8 @@ impl<'a> Executor<'a> {
                 let (s, qs) = (split(q.split), questions(&q.questions));
                 Data::Tasks(wrl_sandbox::generate_qa_of(sb.content(), s, count, seed, &qs))
             }
+            // Slots the env server draws at reset; the stage orders them as any task set.
+            Dataset::EnvTasks(t) => Data::Tasks(crate::env::server::env_drawn(t.count)),
             Dataset::SandboxDemos(demos) => {
                 let recorded = self.expert_demos(node, demos).await?;
                 let copies = demos.augment as usize;

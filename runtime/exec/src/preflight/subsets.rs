@@ -84,6 +84,9 @@ pub(crate) fn known_before(d: &Dataset, by: &str) -> Result<(), String> {
         Dataset::SandboxDemos(_) | Dataset::Mixture(_) => {
             Err("an evaluation splits only a task or QA set by a column".into())
         }
+        Dataset::EnvTasks(_) => {
+            Err("the env server draws these tasks at reset: nothing is known of them before".into())
+        }
     }
 }
 

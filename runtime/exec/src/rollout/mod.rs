@@ -31,8 +31,12 @@ use crate::rundir::records::{Branch, SeqPart};
 
 pub use samples::{informative_groups, samples, uniform_groups};
 
-/// The reference answer of a task whose checker matches an answer.
+/// The reference answer of a task whose checker matches an answer (a slot an env server draws
+/// has none: the checker refuses a reward that reads it, E0424).
 pub fn reference(task: &Task) -> Option<&str> {
+    if crate::env::server::is_env_drawn(task) {
+        return None;
+    }
     match &task.checker {
         wrl_sandbox::Checker::Answer { expected, .. } => Some(expected),
         _ => None,

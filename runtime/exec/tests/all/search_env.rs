@@ -283,6 +283,44 @@ async fn the_reply_budget_ends_the_episode() {
     assert!(t.outcome.message.starts_with("trajectory_tokens"), "{}", t.outcome.message);
 }
 
+/// `actions = K` (#47): the prompt a real tiny candle policy sampled its last turn on lists only
+/// the last K actions of the episode, each numbered as it was, after a line counting the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_action_window_keeps_the_last_actions_in_the_policys_prompt() {
+    use std::sync::{Arc, Mutex};
+    use wrl_exec::agent::policy::TrainerPolicy;
+    use wrl_exec::agent::prompt::{History, Window};
+    use wrl_trainer::{PolicyConfig, SampleParams, TinyConfig, Trainer, TrainerConfig};
+    let sb = Sandbox::start(0, 0).await.unwrap();
+    let env =
+        SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5)).unwrap();
+    let task = &generate_qa(sb.content(), Split::Train, 1, 0)[0];
+    let trainer = Trainer::new(TrainerConfig {
+        policy: PolicyConfig::Tiny(TinyConfig::default()),
+        optim: Default::default(),
+        seed: 3,
+        device: Default::default(),
+    })
+    .unwrap();
+    let tok = trainer.tokenizer().clone();
+    let trainer = Arc::new(Mutex::new(trainer));
+    let params = SampleParams { max_tokens: 8, temperature: 1.0, ..SampleParams::default() };
+    let window = Window { actions: Some(2), ..Window::default() };
+    let mut policy = TrainerPolicy::new(trainer, params, History::ActionOnly, "policy")
+        .with_window(window)
+        .with_stream(Some(1));
+    let cfg = EpisodeCfg { max_agent_errors: 10, ..cfg() };
+    let t = env.run_task(task, &mut policy, &cfg).await;
+    // The random policy's turns are mistakes the episode goes on after, to the task's 4 steps.
+    assert_eq!(policy.turns.len(), 4, "{:?}", t.outcome);
+    let action = |i: usize| t.steps[i].actions.join("; ");
+    let last = tok.decode(&policy.turns[3].prompt_tokens).unwrap();
+    let listed = format!("done: [1 earlier action omitted] 2. {}; 3. {}\n", action(1), action(2));
+    assert!(last.contains(&listed), "{last:?} lacks {listed:?}");
+    let second = tok.decode(&policy.turns[1].prompt_tokens).unwrap();
+    assert!(second.contains(&format!("done: 1. {}\n", action(0))), "{second:?}");
+}
+
 /// A `retriever(corpus)` backend speaks the same protocol: BM25 search over a corpus file the
 /// test writes, `visit` by the document's url; an agent answers from what it read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
