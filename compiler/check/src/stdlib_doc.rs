@@ -121,6 +121,13 @@ fn text(sources: &SourceMap, span: Span) -> String {
     crate::checker::type_text(raw)
 }
 
+/// A default value on one line, a record the formatter spread over lines with its commas back
+/// (`{ step = 30 s, task = 600 s }`: valid `.wrl` to copy).
+fn value_text(sources: &SourceMap, span: Span) -> String {
+    let raw = sources.get(span.file).map(|f| f.slice(span)).unwrap_or("");
+    crate::explicit::one_line(raw)
+}
+
 fn doc_lines(out: &mut String, doc: Option<&str>) {
     if let Some(d) = doc {
         let joined: Vec<&str> = d.lines().map(str::trim).collect();
@@ -165,7 +172,7 @@ fn builtin(
         let default = f
             .default
             .as_ref()
-            .map(|d| format!("`{}`", text(s, d.span)))
+            .map(|d| format!("`{}`", value_text(s, d.span)))
             .unwrap_or_else(|| "required".into());
         let _ = writeln!(
             out,
@@ -180,7 +187,7 @@ fn builtin(
 
 fn param_text(s: &SourceMap, p: &ast::Param) -> String {
     match &p.default {
-        Some(d) => format!("{}: {} = {}", p.name.name, text(s, p.ty.span), text(s, d.span)),
+        Some(d) => format!("{}: {} = {}", p.name.name, text(s, p.ty.span), value_text(s, d.span)),
         None => format!("{}: {}", p.name.name, text(s, p.ty.span)),
     }
 }
