@@ -77,11 +77,15 @@ fn a_cached_hub_id_resolves_to_its_snapshot() {
     let mut first = String::new();
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
     out.read_line(&mut first).unwrap();
+    // Its stderr says which model it serves once it listens; the address reaches stdout first,
+    // so the test reads stderr up to that line (or its end) before it stops the server.
+    let mut errs = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut err = String::new();
+    while !err.contains("Ctrl-C stops") && errs.read_line(&mut err).unwrap_or(0) > 0 {}
     // The server runs until stopped: this test's own child, stopped by its handle.
     let _ = child.kill();
     let _ = child.wait();
-    let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    errs.read_to_string(&mut err).unwrap_or_default();
     assert!(first.starts_with("serving policy at http://127.0.0.1:"), "{first}{err}");
     assert!(err.contains("0123abcd"), "the snapshot it resolved to: {err}");
     assert!(err.contains("model `Org/Tiny-VL`"), "{err}");
