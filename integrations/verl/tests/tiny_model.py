@@ -23,17 +23,24 @@ CHAT_TEMPLATE = (
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"]
 
 
-def main(out: str, hidden: int = 64, layers: int = 2) -> None:
+def tokenizer(special: list[str], chat_template: str) -> PreTrainedTokenizerFast:
+    """A byte-level BPE of ~400 tokens over browsing words, with `special` (the first is the
+    padding, `<|im_end|>` the end) and `chat_template`."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     corpus = ["click the link, type into the search box, scroll down, read the page, answer the question"] * 50
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIAL,
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=special,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus, trainer)
-    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                     additional_special_tokens=SPECIAL[1:])
-    hf_tok.chat_template = CHAT_TEMPLATE
+    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token=special[0],
+                                     additional_special_tokens=special[1:])
+    hf_tok.chat_template = chat_template
+    return hf_tok
+
+
+def main(out: str, hidden: int = 64, layers: int = 2) -> None:
+    hf_tok = tokenizer(SPECIAL, CHAT_TEMPLATE)
     hf_tok.save_pretrained(out)
     cfg = Qwen2Config(vocab_size=len(hf_tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,

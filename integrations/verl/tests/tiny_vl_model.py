@@ -8,8 +8,8 @@ Usage: python tiny_vl_model.py OUT_DIR
 """
 import sys
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast
+from tiny_model import SPECIAL as TEXT_SPECIAL
+from tiny_model import tokenizer
 
 CHAT_TEMPLATE = (
     "{%- macro render(content) %}"
@@ -30,8 +30,7 @@ CHAT_TEMPLATE = (
     "{%- endfor %}"
     "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
 )
-SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
-           "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
+SPECIAL = TEXT_SPECIAL + ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
 # A screenshot budget of at most 64 merged tokens (patch 16, merge 2: 32 px a token).
 PREPROCESSOR = {
     "size": {"longest_edge": 64 * 32 * 32, "shortest_edge": 4 * 32 * 32}, "patch_size": 16,
@@ -45,16 +44,7 @@ def main(out: str) -> None:
     from transformers import (Qwen2VLImageProcessorFast, Qwen3VLConfig, Qwen3VLForConditionalGeneration,
                               Qwen3VLProcessor, Qwen3VLVideoProcessor)
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    corpus = ["click the link, type into the search box, scroll down, read the page, answer the question"] * 50
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(corpus, trainer)
-    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                     additional_special_tokens=SPECIAL[1:])
-    hf_tok.chat_template = CHAT_TEMPLATE
+    hf_tok = tokenizer(SPECIAL, CHAT_TEMPLATE)
     ids = {t: hf_tok.convert_tokens_to_ids(t) for t in SPECIAL}
     text = {
         "vocab_size": len(hf_tok), "hidden_size": 48, "intermediate_size": 64, "num_hidden_layers": 2,
