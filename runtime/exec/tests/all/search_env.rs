@@ -248,19 +248,16 @@ fn the_last_response_is_read_back_from_the_observation() {
     assert_eq!(last_response(task, &wrl_exec::env::search::observation(&task.goal, "")), "");
 }
 
-/// `trajectory_tokens`: every reply is cut to what is left of the episode's budget, and the
-/// episode ends as the agent error `trajectory_tokens` when nothing is left — with a real tiny
-/// candle policy sampling real tokens.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_reply_budget_ends_the_episode() {
+/// A real tiny candle policy (seed 3, `action_only` history, its own sampling stream) that
+/// writes at most `max_tokens` a turn at temperature 1 under `window`, and its tokenizer.
+fn tiny_policy(
+    max_tokens: usize,
+    window: wrl_exec::agent::prompt::Window,
+) -> (wrl_exec::agent::policy::TrainerPolicy, wrl_trainer::Tokenizer) {
     use std::sync::{Arc, Mutex};
     use wrl_exec::agent::policy::TrainerPolicy;
-    use wrl_exec::agent::prompt::{History, Window};
+    use wrl_exec::agent::prompt::History;
     use wrl_trainer::{PolicyConfig, SampleParams, TinyConfig, Trainer, TrainerConfig};
-    let sb = Sandbox::start(0, 0).await.unwrap();
-    let env =
-        SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5)).unwrap();
-    let task = &generate_qa(sb.content(), Split::Train, 1, 0)[0];
     let trainer = Trainer::new(TrainerConfig {
         policy: PolicyConfig::Tiny(TinyConfig::default()),
         optim: Default::default(),
@@ -268,12 +265,27 @@ async fn the_reply_budget_ends_the_episode() {
         device: Default::default(),
     })
     .unwrap();
-    let trainer = Arc::new(Mutex::new(trainer));
-    let params = SampleParams { max_tokens: 16, temperature: 1.0, ..SampleParams::default() };
+    let tok = trainer.tokenizer().clone();
+    let params = SampleParams { max_tokens, temperature: 1.0, ..SampleParams::default() };
+    let policy =
+        TrainerPolicy::new(Arc::new(Mutex::new(trainer)), params, History::ActionOnly, "policy")
+            .with_window(window)
+            .with_stream(Some(1));
+    (policy, tok)
+}
+
+/// `trajectory_tokens`: every reply is cut to what is left of the episode's budget, and the
+/// episode ends as the agent error `trajectory_tokens` when nothing is left — with a real tiny
+/// candle policy sampling real tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reply_budget_ends_the_episode() {
+    use wrl_exec::agent::prompt::Window;
+    let sb = Sandbox::start(0, 0).await.unwrap();
+    let env =
+        SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5)).unwrap();
+    let task = &generate_qa(sb.content(), Split::Train, 1, 0)[0];
     let window = Window { reply_budget: Some(6), ..Window::default() };
-    let mut policy = TrainerPolicy::new(trainer, params, History::ActionOnly, "policy")
-        .with_window(window)
-        .with_stream(Some(1));
+    let (mut policy, _) = tiny_policy(16, window);
     let t = env.run_task(task, &mut policy, &EpisodeCfg { max_agent_errors: 10, ..cfg() }).await;
     let written: Vec<usize> = policy.turns.iter().map(|t| t.completion_tokens.len()).collect();
     // The random policy's first reply is cut at the 6 tokens the budget allows (not the turn's
@@ -287,28 +299,13 @@ async fn the_reply_budget_ends_the_episode() {
 /// the last K actions of the episode, each numbered as it was, after a line counting the rest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_action_window_keeps_the_last_actions_in_the_policys_prompt() {
-    use std::sync::{Arc, Mutex};
-    use wrl_exec::agent::policy::TrainerPolicy;
-    use wrl_exec::agent::prompt::{History, Window};
-    use wrl_trainer::{PolicyConfig, SampleParams, TinyConfig, Trainer, TrainerConfig};
+    use wrl_exec::agent::prompt::Window;
     let sb = Sandbox::start(0, 0).await.unwrap();
     let env =
         SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5)).unwrap();
     let task = &generate_qa(sb.content(), Split::Train, 1, 0)[0];
-    let trainer = Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Tiny(TinyConfig::default()),
-        optim: Default::default(),
-        seed: 3,
-        device: Default::default(),
-    })
-    .unwrap();
-    let tok = trainer.tokenizer().clone();
-    let trainer = Arc::new(Mutex::new(trainer));
-    let params = SampleParams { max_tokens: 8, temperature: 1.0, ..SampleParams::default() };
     let window = Window { actions: Some(2), ..Window::default() };
-    let mut policy = TrainerPolicy::new(trainer, params, History::ActionOnly, "policy")
-        .with_window(window)
-        .with_stream(Some(1));
+    let (mut policy, tok) = tiny_policy(8, window);
     let cfg = EpisodeCfg { max_agent_errors: 10, ..cfg() };
     let t = env.run_task(task, &mut policy, &cfg).await;
     // The random policy's turns are mistakes the episode goes on after, to the task's 4 steps.
