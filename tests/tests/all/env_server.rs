@@ -322,6 +322,18 @@ stage online = ppo(policy, tasks, guesser) {{
     )
 }
 
+/// Four QA records `t1`…`t4` (the server's secret words are its own) in `dir/tasks.jsonl`.
+fn guess_tasks(dir: &std::path::Path) -> std::path::PathBuf {
+    let tasks = dir.join("tasks.jsonl");
+    let rows: Vec<String> = (1..=4)
+        .map(|i| {
+            format!(r#"{{"id": "t{i}", "question": "the secret word of t{i}", "answer": ""}}"#)
+        })
+        .collect();
+    std::fs::write(&tasks, rows.join("\n") + "\n").unwrap();
+    tasks
+}
+
 /// `wrlc run` on a recipe whose env is this server: a PPO iteration of the tiny policy, every
 /// episode run and closed by the server and scored by `env_reward`.
 #[test]
@@ -329,13 +341,7 @@ fn wrlc_run_trains_on_an_environment_server() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (base, game) = rt.block_on(serve(None));
     let dir = tempfile::tempdir().unwrap();
-    let tasks = dir.path().join("tasks.jsonl");
-    let rows: Vec<String> = (1..=4)
-        .map(|i| {
-            format!(r#"{{"id": "t{i}", "question": "the secret word of t{i}", "answer": ""}}"#)
-        })
-        .collect();
-    std::fs::write(&tasks, rows.join("\n") + "\n").unwrap();
+    let tasks = guess_tasks(dir.path());
     let recipe = dir.path().join("guess.wrl");
     std::fs::write(&recipe, guess_recipe(&base, &tasks)).unwrap();
     let out = dir.path().join("run");
@@ -363,13 +369,7 @@ fn a_validation_runs_in_the_env_it_names() {
     let (base, game) = rt.block_on(serve(None));
     let (other, elsewhere) = rt.block_on(serve(None));
     let dir = tempfile::tempdir().unwrap();
-    let tasks = dir.path().join("tasks.jsonl");
-    let rows: Vec<String> = (1..=4)
-        .map(|i| {
-            format!(r#"{{"id": "t{i}", "question": "the secret word of t{i}", "answer": ""}}"#)
-        })
-        .collect();
-    std::fs::write(&tasks, rows.join("\n") + "\n").unwrap();
+    let tasks = guess_tasks(dir.path());
     // GRPO (PPO has no validation in the stdlib), the rest as the PPO run above.
     let recipe = guess_recipe(&base, &tasks)
         .replace("stage online = ppo(", "stage online = grpo(")
