@@ -154,17 +154,25 @@ class HFGenerator:
     async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, **kwargs):
         import torch
 
-        from verl.workers.rollout.replica import TokenOutput
-
         self.calls += 1
-        torch.manual_seed(self.calls)
-        with torch.no_grad():
-            out = self.model.generate(torch.tensor([prompt_ids]), max_new_tokens=sampling_params.get("max_tokens", 16),
-                                      do_sample=True, temperature=1.0, output_scores=True,
-                                      return_dict_in_generate=True, pad_token_id=0)
-        new = out.sequences[0, len(prompt_ids):].tolist()
-        lps = [torch.log_softmax(s[0], -1)[t].item() for s, t in zip(out.scores, new)]
-        return TokenOutput(token_ids=new, log_probs=lps, stop_reason="completed")
+        return sampled(self.model, {"input_ids": torch.tensor([prompt_ids])}, len(prompt_ids),
+                       sampling_params, pad=0, seed=self.calls)
+
+
+def sampled(model, inputs, prompt_len, sampling_params, pad, seed):
+    """``model.generate`` sampled at temperature 1 from ``inputs`` (seeded by ``seed``), as
+    verl's ``TokenOutput``: the new tokens and their log-probabilities."""
+    import torch
+
+    from verl.workers.rollout.replica import TokenOutput
+
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = model.generate(**inputs, max_new_tokens=sampling_params.get("max_tokens", 16), do_sample=True,
+                             temperature=1.0, output_scores=True, return_dict_in_generate=True, pad_token_id=pad)
+    new = out.sequences[0, prompt_len:].tolist()
+    lps = [torch.log_softmax(s[0], -1)[t].item() for s, t in zip(out.scores, new)]
+    return TokenOutput(token_ids=new, log_probs=lps, stop_reason="completed")
 
 
 def rows_of(job, run, config, model_cfg):
@@ -376,8 +384,6 @@ class VLGenerator:
     async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, **kwargs):
         import torch
 
-        from verl.workers.rollout.replica import TokenOutput
-
         self.calls += 1
         images = list(image_data or [])
         self.images.append(len(images))
@@ -391,14 +397,8 @@ class VLGenerator:
             inputs.update(pixel_values=px["pixel_values"], image_grid_thw=px["image_grid_thw"])
         else:
             assert pads == 0, f"{pads} image pads and no image"
-        torch.manual_seed(self.calls)
-        with torch.no_grad():
-            out = self.model.generate(**inputs, max_new_tokens=sampling_params.get("max_tokens", 16), do_sample=True,
-                                      temperature=1.0, output_scores=True, return_dict_in_generate=True,
-                                      pad_token_id=self.processor.tokenizer.pad_token_id)
-        new = out.sequences[0, len(prompt_ids):].tolist()
-        lps = [torch.log_softmax(s[0], -1)[t].item() for s, t in zip(out.scores, new)]
-        return TokenOutput(token_ids=new, log_probs=lps, stop_reason="completed")
+        return sampled(self.model, inputs, len(prompt_ids), sampling_params,
+                       pad=self.processor.tokenizer.pad_token_id, seed=self.calls)
 
 
 def check_vl_episodes(wrlc, work):
