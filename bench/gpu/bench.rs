@@ -159,7 +159,7 @@ fn main() {
             .map(|b| {
                 let mut weights = vec![1.0; t + 1];
                 weights[0] = 0.0;
-                Example { tokens: tokens(t + 1, vocab, b), weights }
+                Example::new(tokens(t + 1, vocab, b), weights)
             })
             .collect();
         let pairs: Vec<(&Example, f32)> = exs.iter().map(|e| (e, 1.0)).collect();

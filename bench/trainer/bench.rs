@@ -71,7 +71,7 @@ fn main() -> wrl_trainer::Result<()> {
                 offset += ctx + 1;
                 let mut weights = vec![1.0; ctx + 1];
                 weights[0] = 0.0;
-                Example { tokens, weights }
+                Example::new(tokens, weights)
             })
             .collect()
     };

@@ -65,7 +65,7 @@ impl TokenBatch {
 
     /// Final hidden states (B, L − 1, d): through the vision-language model when the batch
     /// holds images (refused for a model without a tower), else the text decoder's.
-    fn hidden(&self, model: &Model) -> Result<Tensor> {
+    pub fn hidden(&self, model: &Model) -> Result<Tensor> {
         if self.images.iter().all(Vec::is_empty) {
             return model.hidden(&self.inputs);
         }

@@ -101,7 +101,7 @@ pub fn render(tok: &Tokenizer, traj: &Trajectory, max_len: usize) -> Result<Exam
     if let Some(w) = weights.first_mut() {
         *w = 0.0;
     }
-    Ok(Example { tokens, weights })
+    Ok(Example::new(tokens, weights))
 }
 
 /// Render a prompt for generation: the history followed by an assistant header (with a chat

@@ -85,7 +85,7 @@ pub fn measure(p: Probe, dir: &std::path::Path) -> Result<Measured> {
             if let Some(w) = weights.first_mut() {
                 *w = 0.0;
             }
-            Example { tokens, weights }
+            Example::new(tokens, weights)
         })
         .collect();
     let pairs: Vec<(&Example, f32)> = examples.iter().map(|e| (e, 1.0)).collect();

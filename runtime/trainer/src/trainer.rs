@@ -321,7 +321,8 @@ impl Trainer {
             if selected.iter().all(|s| s.is_empty()) {
                 continue;
             }
-            let batch = TokenBatch::new(&seqs, &selected, pad, &device)?;
+            let images = chunk.iter().map(|(e, _)| e.images.clone()).collect();
+            let batch = TokenBatch::new(&seqs, &selected, pad, &device)?.with_images(images);
             let (lp, _) = batch.logprobs(&self.model, &ops, 1.0)?;
             let w: Vec<f32> = batch
                 .origin
@@ -390,12 +391,19 @@ impl Trainer {
             .iter()
             .map(|e| (1..e.tokens.len()).filter(|&j| e.weights[j] != 0.0).collect())
             .collect();
-        TokenBatch::new(&seqs, &selected, self.tokenizer.pad_id(), &self.device())
+        let images = examples.iter().map(|e| e.images.clone()).collect();
+        Ok(TokenBatch::new(&seqs, &selected, self.tokenizer.pad_id(), &self.device())?
+            .with_images(images))
     }
 
-    /// The model's logits (B, L − 1, V) on the padded batch of `examples`.
+    /// The model's logits (B, L − 1, V) on the padded batch of `examples` (through the whole
+    /// vision-language model when they hold images).
     pub fn sft_logits(&self, examples: &[&Example]) -> Result<Tensor> {
-        self.model.forward(&self.sft_batch(examples)?.inputs)
+        let batch = self.sft_batch(examples)?;
+        if batch.images.iter().all(Vec::is_empty) {
+            return self.model.forward(&batch.inputs);
+        }
+        self.model.head(&batch.hidden(&self.model)?)
     }
 
     /// The SFT loss of `examples` computed from given logits (B, L − 1, V), e.g. from

@@ -48,7 +48,7 @@ pub fn examples(tok: &Tokenizer, c: &Conversation, max_len: usize) -> Result<Vec
         if let Some(w) = weights.first_mut() {
             *w = 0.0;
         }
-        out.push(Example { tokens, weights });
+        out.push(Example::new(tokens, weights));
     }
     Ok(out)
 }

@@ -10,6 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::draw::{Completion, Group, SampleParams, TokenEvent};
 use crate::error::{Result, config_err};
+use crate::example::Example;
 use crate::models::KvCache;
 use crate::models::qwen::QwenModel;
 use crate::tokenizer::Tokenizer;
@@ -91,6 +92,57 @@ impl VisionSide {
         }
         Ok(out)
     }
+
+    /// An SFT `example` rendered with one `<|image_pad|>` per image of `images` (in order): each
+    /// pad expanded to its image's tokens (no loss on them) and the images attached, cut to
+    /// `max_len` tokens as a text example is (its start kept). A cut never splits an image: it
+    /// falls before an image whose tokens would not all fit, which leaves the example with the
+    /// images after it.
+    pub fn expand_example(
+        &self,
+        example: &Example,
+        images: &[Pixels],
+        max_len: usize,
+    ) -> Result<Example> {
+        let pad = self.config.mrope.image_token_id;
+        let found = example.tokens.iter().filter(|&&t| t == pad).count();
+        if found != images.len() {
+            return Err(config_err(format!(
+                "the example holds {found} image placeholder(s) for {} image(s)",
+                images.len()
+            )));
+        }
+        let mut next = images.iter();
+        let (mut tokens, mut weights, mut kept) = (Vec::new(), Vec::new(), Vec::new());
+        for (&t, &w) in example.tokens.iter().zip(&example.weights) {
+            if t != pad {
+                if tokens.len() == max_len {
+                    break;
+                }
+                tokens.push(t);
+                weights.push(w);
+                continue;
+            }
+            let Some(px) = next.next() else { break };
+            let n = self.pads(px);
+            if tokens.len() + n > max_len {
+                break;
+            }
+            tokens.extend(std::iter::repeat_n(pad, n));
+            weights.extend(std::iter::repeat_n(0.0, n));
+            kept.push(std::sync::Arc::new(px.clone()));
+        }
+        Ok(Example { tokens, weights, images: kept })
+    }
+}
+
+/// The tokens that stand for an image in a sequence (`<|vision_start|>`, `<|image_pad|>`,
+/// `<|vision_end|>`, `<|video_pad|>`): never drawn in a completion, where they would be read as
+/// an image that is not there by the turn's update and the episode's next prompt (a random
+/// policy draws them; a trained one gives them no mass).
+fn vision_tokens(vl: &QwenVlModel) -> [u32; 4] {
+    let c = &vl.config;
+    [c.vision_start_token_id, c.mrope.image_token_id, c.vision_end_token_id, c.mrope.video_token_id]
 }
 
 /// `params.n` completions of `prompt` (pads expanded) with its `images`, drawn as every decoder
@@ -121,7 +173,17 @@ pub fn sample_vl_observed(
     let mut group = Group::new(0, prompt, params, vl.text.context)?;
     let mut cache = KvCache::new(vl.text.config.num_hidden_layers);
     let (last, delta) = vl.prefill(prompt, images, &mut cache)?;
-    let first: Vec<f32> = vl.text.head(&last)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
+    let banned = vision_tokens(vl);
+    let logits_of = |h: &candle_core::Tensor| -> Result<Vec<f32>> {
+        let mut l: Vec<f32> = vl.text.head(h)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
+        for &t in &banned {
+            if let Some(x) = l.get_mut(t as usize) {
+                *x = f32::NEG_INFINITY;
+            }
+        }
+        Ok(l)
+    };
+    let first = logits_of(&last)?;
     let mut caches = vec![cache; params.n];
     let mut logits = vec![first; params.n];
     while !group.finished() {
@@ -135,7 +197,7 @@ pub fn sample_vl_observed(
                 continue;
             }
             let h = vl.next(tok, delta, &mut caches[r])?;
-            logits[r] = vl.text.head(&h)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
+            logits[r] = logits_of(&h)?;
         }
     }
     group.complete(tokenizer)

@@ -275,7 +275,7 @@ fn fused_and_reference_agree_when_every_position_is_trained() {
     let tokens: Vec<u32> = b"every byte is a target here".iter().map(|&b| b as u32).collect();
     let mut weights = vec![1.0; tokens.len()];
     weights[0] = 0.0;
-    let ex = wrl_trainer::Example { tokens, weights };
+    let ex = wrl_trainer::Example::new(tokens, weights);
     let (lf, _) = fused.sft_loss(&[&ex, &ex]).unwrap();
     let (lr, _) = refm.sft_loss(&[&ex, &ex]).unwrap();
     let (a, b): (f32, f32) = (lf.to_scalar().unwrap(), lr.to_scalar().unwrap());

@@ -27,4 +27,5 @@ mod sft;
 mod vision;
 mod vision_model;
 mod vision_resume;
+mod vision_sft;
 mod vision_tower;

@@ -131,7 +131,7 @@ fn half_precision_trains_sequences_whose_every_token_counts() {
         let tokens: Vec<u32> = examples(&t)[0].tokens.iter().copied().take(24).collect();
         let mut weights = vec![1.0; tokens.len()];
         weights[0] = 0.0;
-        let e = Example { tokens, weights };
+        let e = Example::new(tokens, weights);
         let m = t.sft_step_on(&[(&e, 1.0)], 1).unwrap();
         assert!(m.loss.is_finite() && m.tokens == 23, "{p:?}: {m:?}");
     }

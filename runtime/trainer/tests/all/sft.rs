@@ -77,7 +77,7 @@ fn jsonl_messages_parse() {
 }
 
 fn dummy(n: usize) -> Dataset {
-    let ex = Example { tokens: vec![1, 2], weights: vec![0.0, 1.0] };
+    let ex = Example::new(vec![1, 2], vec![0.0, 1.0]);
     Dataset { name: format!("d{n}"), examples: vec![ex; n] }
 }
 
@@ -101,9 +101,8 @@ fn effective_number_weights() {
 /// the trainer's seed, and `None` is the trainer's seed exactly.
 #[test]
 fn a_stage_seed_orders_the_data() {
-    let examples: Vec<Example> = (0..16u32)
-        .map(|i| Example { tokens: vec![1, 2 + i, 3 + i], weights: vec![0.0, 1.0, 1.0] })
-        .collect();
+    let examples: Vec<Example> =
+        (0..16u32).map(|i| Example::new(vec![1, 2 + i, 3 + i], vec![0.0, 1.0, 1.0])).collect();
     let data = Mixture {
         datasets: vec![Dataset { name: "d".into(), examples }],
         weights: MixtureWeights::default(),
