@@ -92,6 +92,25 @@ pub async fn run_task_with_screenshots(
     keep: usize,
     base: &EpisodeCfg,
 ) -> Result<(Trajectory, Vec<Vec<u8>>), EpisodeError> {
+    let (trajectory, last, _) =
+        run_episode(pool, sandbox, task, policy, (keep, false), base).await?;
+    Ok((trajectory, last))
+}
+
+/// What [`run_episode`] returns: the trajectory, its last screenshots, and each step's.
+type Shown = (Trajectory, Vec<Vec<u8>>, Vec<Option<Vec<u8>>>);
+
+/// One episode of `task`: its trajectory, the last `keep` screenshots (the final page last) and,
+/// with `each`, the screenshot of every step's observation in step order (`None` where the
+/// env took none).
+async fn run_episode(
+    pool: &BrowserPool,
+    sandbox: &Arc<Sandbox>,
+    task: &Task,
+    policy: &mut dyn TextPolicy,
+    (keep, each): (usize, bool),
+    base: &EpisodeCfg,
+) -> Result<Shown, EpisodeError> {
     let cfg = EpisodeCfg { max_steps: task.max_steps, ..base.clone() };
     let mut ep = pool.episode(EpisodeSpec::sandbox_task(sandbox, task), cfg).await?;
     let mut steps = Vec::new();
@@ -105,14 +124,19 @@ pub async fn run_task_with_screenshots(
             shots.push_back(png);
         }
     };
+    let mut each_step = Vec::new();
     let sees = policy.sees_screens();
     while ep.ended().is_none() {
-        let mut obs = match ep.observe(keep > 0 || sees).await {
+        let mut obs = match ep.observe(keep > 0 || sees || each).await {
             Ok(o) => o,
             Err(_) => break,
         };
         let turn = policy.act(task, &obs, &history);
-        keep_shot(obs.screenshot.take());
+        let shot = obs.screenshot.take();
+        if each {
+            each_step.push(shot.clone());
+        }
+        keep_shot(shot);
         let (turn, result) = match turn {
             AgentTurn::Text(text) => {
                 let result = match terse::parse_turn(&text) {
@@ -130,6 +154,7 @@ pub async fn run_task_with_screenshots(
             actions: turn.lines().map(str::to_string).filter(|l| !l.trim().is_empty()).collect(),
             feedback: obs.without_local_origin(&result.feedback),
             url: obs.without_local_origin(&ep_url(&result, &obs)),
+            screenshot: None,
         });
         history.extend(turn.lines().map(str::to_string));
     }
@@ -156,7 +181,7 @@ pub async fn run_task_with_screenshots(
         },
         elapsed_ms: out.elapsed_ms,
     };
-    Ok((trajectory, shots.into()))
+    Ok((trajectory, shots.into(), each_step))
 }
 
 fn ep_url(result: &crate::failure::StepResult, obs: &Observation) -> String {
@@ -167,6 +192,25 @@ fn ep_url(result: &crate::failure::StepResult, obs: &Observation) -> String {
         .nth(1)
         .and_then(|r| r.split([';', '\n']).next())
         .map_or_else(|| obs.url.clone(), |u| u.trim().to_string())
+}
+
+/// [`run_expert_with`] keeping the screenshot of each step's observation, in step order:
+/// demonstrations a vision-language policy is trained on as it will see the pages.
+pub async fn run_expert_seeing(
+    pool: &BrowserPool,
+    sandbox: &Arc<Sandbox>,
+    tasks: &[Task],
+    concurrency: usize,
+    cfg: &EpisodeCfg,
+) -> Vec<Result<(Trajectory, Vec<Option<Vec<u8>>>), EpisodeError>> {
+    futures::stream::iter(tasks.iter().map(|t| async move {
+        let mut e = Expert;
+        let (traj, _, each) = run_episode(pool, sandbox, t, &mut e, (0, true), cfg).await?;
+        Ok((traj, each))
+    }))
+    .buffered(concurrency.max(1))
+    .collect()
+    .await
 }
 
 /// Runs every task with the expert, `concurrency` at a time, in task order.

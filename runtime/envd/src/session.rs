@@ -316,6 +316,7 @@ impl Session {
             actions: turn.lines().map(str::to_string).filter(|l| !l.trim().is_empty()).collect(),
             feedback: feedback.clone(),
             url,
+            screenshot: None,
         });
         self.history.extend(turn.lines().map(str::to_string));
         if let Driver::Search { end, .. } | Driver::Server { end, .. } = &mut self.driver

@@ -137,6 +137,7 @@ mod tests {
             actions: vec![act.into()],
             feedback: String::new(),
             url: url.into(),
+            screenshot: None,
         }
     }
 

@@ -15,6 +15,11 @@ pub struct TrajStep {
     pub feedback: String,
     /// URL of the active tab after the actions.
     pub url: String,
+    /// The screenshot the agent saw with the observation: a PNG's path, relative to the folder
+    /// of the JSONL file that holds the record (a vision-language policy's SFT reads it; absent
+    /// where none was taken).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<String>,
 }
 
 /// How an episode ended, plus the checker's verdict.

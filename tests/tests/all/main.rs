@@ -16,5 +16,6 @@ mod run_excluded;
 mod run_hf;
 mod run_preflight;
 mod run_simulated;
+mod run_vl;
 mod test_layout;
 mod ui;

@@ -466,18 +466,21 @@ mod tests {
                     actions: vec!["click 1".into()],
                     feedback: "ok".into(),
                     url: "/".into(),
+                    screenshot: None,
                 },
                 wrl_sandbox::TrajStep {
                     observation: "task: g\n[2] button".into(),
                     actions: vec!["type 2 x".into()],
                     feedback: String::new(),
                     url: "/a".into(),
+                    screenshot: None,
                 },
                 wrl_sandbox::TrajStep {
                     observation: "task: g\n[3] text".into(),
                     actions: vec!["answer 3".into()],
                     feedback: String::new(),
                     url: "/b".into(),
+                    screenshot: None,
                 },
             ],
             outcome: wrl_sandbox::TrajOutcome {

@@ -10,9 +10,11 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use wrl_trainer::vision::{IMAGE_PLACEHOLDER, Pixels};
-use wrl_trainer::{SampleParams, Segment, Trainer, render_prompt_with};
+use wrl_trainer::{Role, SampleParams, Segment, Trainer, Trajectory, render_prompt_with};
 
-use super::prompt::{SCREEN_OMITTED, Screens, split_task};
+use super::conversation::Chat;
+use super::hermes::Hermes;
+use super::prompt::{SCREEN_OMITTED, Screens, Window, split_task};
 use super::sample::{Turn, blocking, turn_of};
 
 /// Brackets a screenshot's index in an observation's text until the prompt is rendered.
@@ -140,10 +142,56 @@ pub fn sample_seeing(
     })
 }
 
+/// Per-turn SFT examples of an expert trajectory for a vision-language policy, each with the
+/// images its prompt holds: the conversation the policy will be shown (`agent::policy::
+/// sft_examples`' with `hide_thinking`), each step's screenshot (`shots`, in step order; `None`
+/// for a step without one) marked in its observation, the room fitted to what the kept
+/// screenshots' tokens leave, the last `screens.last` as images and the older ones as the env
+/// says, as [`TrainerPolicy::act_vl`](super::policy::TrainerPolicy::act_vl) builds a turn.
+pub fn sft_examples_seeing(
+    traj: &wrl_sandbox::Trajectory,
+    (hide_thinking, window, screens): (bool, Window, Screens),
+    hermes: &Hermes,
+    shots: Vec<Option<Shot>>,
+) -> Result<Vec<(Trajectory, Vec<Pixels>)>, String> {
+    let mut chat = Chat::new(hide_thinking);
+    let mut seen: Vec<Shot> = Vec::new();
+    let mut out = Vec::new();
+    for (step, shot) in traj.steps.iter().zip(shots.into_iter().chain(std::iter::repeat(None))) {
+        let assistant = hermes.demo(&step.actions, &traj.goal)?;
+        let text = match shot {
+            Some(shot) => {
+                seen.push(shot);
+                marked(&step.observation, seen.len() - 1)
+            }
+            None => step.observation.clone(),
+        };
+        let room = window.room.saturating_sub(kept_tokens(&seen, screens));
+        if room == 0 {
+            return Err(format!(
+                "step {}: its kept screenshots take {} tokens, all the room of {} an example \
+                 leaves for the conversation",
+                out.len() + 1,
+                kept_tokens(&seen, screens),
+                window.room
+            ));
+        }
+        let mut segments = chat.prompt(&text, Window { room, ..window });
+        // Earlier turns are context: only this step's calls are trained.
+        for s in segments.iter_mut().filter(|s| s.role == Role::Assistant) {
+            s.train = Some(false);
+        }
+        chat.answered(assistant.clone());
+        let images = resolve(&mut segments, &seen, screens);
+        segments.push(assistant);
+        out.push((Trajectory { segments, tools: hermes.schemas.clone() }, images));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wrl_trainer::Role;
     use wrl_trainer::vision::Grid;
 
     fn shot(i: usize) -> Shot {

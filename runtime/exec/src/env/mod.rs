@@ -85,6 +85,7 @@ pub(crate) fn text_turn(
                 actions: Vec::new(),
                 feedback: message.clone(),
                 url: String::new(),
+                screenshot: None,
             };
             return Err(Box::new((EndReason::AgentError { message }, Some(step))));
         }
@@ -95,6 +96,7 @@ pub(crate) fn text_turn(
                 actions: Vec::new(),
                 feedback: format!("error: {}", b.message()),
                 url: String::new(),
+                screenshot: None,
             };
             return Err(Box::new((b.end(), Some(step))));
         }

@@ -292,6 +292,7 @@ impl SearchEnv {
                 actions: vec![turn.clone()],
                 feedback: String::new(),
                 url: String::new(),
+                screenshot: None,
             };
             history.push(turn.clone());
             let call = match written.malformed {

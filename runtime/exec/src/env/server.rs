@@ -316,6 +316,7 @@ impl ServerEnv {
                 actions: vec![turn.clone()],
                 feedback: String::new(),
                 url: String::new(),
+                screenshot: None,
             };
             match self.step(id, &turn).await {
                 Err(f) => {

@@ -112,13 +112,14 @@ impl<'a> Executor<'a> {
                 Data::Mixture(parts, weights)
             }
             Dataset::Jsonl(f) | Dataset::Parquet(f) => {
-                records(read_records(&f.path, f.kind, &f.columns), format_help(&f.path))?
+                let r = read_records(&f.path, f.kind, &f.columns);
+                records(r, format_help(&f.path), std::path::Path::new(&f.path))?
             }
             Dataset::HfDataset(h) => {
                 let path = hf_dataset_file(&h.id, &h.file, h.split).map_err(|why| {
                     RunError::new(Fault::Data, format!("dataset `{}`: {why}", node.decl))
                 })?;
-                records(read_records(&path, h.kind, &h.columns), format_help(&path))?
+                records(read_records(&path, h.kind, &h.columns), format_help(&path), path.as_ref())?
             }
         };
         self.built.data.insert(node.id.clone(), data);
@@ -135,8 +136,9 @@ impl<'a> Executor<'a> {
     ) -> Result<Vec<Trajectory>, RunError> {
         let cached = format!("data/{}.jsonl", node.decl);
         let path = self.run.root().join(&cached);
+        let data_dir = self.run.root().join("data");
         match std::fs::read_to_string(&path) {
-            Ok(text) => return read_cache(&path, &text),
+            Ok(text) => return Ok(super::screens::anchor(read_cache(&path, &text)?, &data_dir)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
                 return Err(RunError::new(
@@ -167,16 +169,27 @@ impl<'a> Executor<'a> {
                 .await
             }
             DemoEnv::Browser => {
+                let seen = super::screens::demos_seen(self.plan, &node.id);
                 self.say(&format!(
-                    "dataset {}: the scripted expert solves {count} tasks in Chromium",
-                    node.decl
+                    "dataset {}: the scripted expert solves {count} tasks in Chromium{}",
+                    node.decl,
+                    if seen { ", a screenshot of every step kept" } else { "" }
                 ));
                 let episode = self.browser_episode_cfg();
                 let sb = self.sandbox().await?;
                 let pool = self.pool().await?;
-                let results =
-                    wrl_browser::runner::run_expert_with(&pool, &sb, &tasks, conc, &episode).await;
-                results.into_iter().filter_map(Result::ok).collect()
+                if seen {
+                    let shown =
+                        wrl_browser::runner::run_expert_seeing(&pool, &sb, &tasks, conc, &episode)
+                            .await;
+                    let shown = shown.into_iter().filter_map(Result::ok).collect();
+                    super::screens::save(&self.run, &node.decl, shown)?
+                } else {
+                    let results =
+                        wrl_browser::runner::run_expert_with(&pool, &sb, &tasks, conc, &episode)
+                            .await;
+                    results.into_iter().filter_map(Result::ok).collect()
+                }
             }
         };
         let demos: Vec<Trajectory> = results.into_iter().filter(|t| t.outcome.success).collect();
@@ -197,7 +210,7 @@ impl<'a> Executor<'a> {
             self.say(&format!("dataset {}: demonstrations not cached: {e}", node.decl));
         }
         self.say(&format!("dataset {}: {} demonstrations", node.decl, demos.len()));
-        Ok(demos)
+        Ok(super::screens::anchor(demos, &data_dir))
     }
 
     /// The tasks a demonstration dataset solves: sandbox tasks, or QA pairs for search demos.
@@ -305,11 +318,17 @@ fn augmented(demos: Vec<Trajectory>, tasks: &[Task], copies: usize, seed: u64) -
     out
 }
 
-/// The data of a file's records, or why they cannot be read.
-fn records(r: Result<Records, (String, String)>, help: &str) -> Result<Data, RunError> {
+/// The data of file `path`'s records (a trajectory's screenshots named from its folder), or why
+/// they cannot be read.
+fn records(
+    r: Result<Records, (String, String)>,
+    help: &str,
+    path: &std::path::Path,
+) -> Result<Data, RunError> {
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
     match r {
         Ok(Records::Tasks(t)) => Ok(Data::Tasks(t)),
-        Ok(Records::Trajectories(t)) => Ok(Data::Demos(t)),
+        Ok(Records::Trajectories(t)) => Ok(Data::Demos(super::screens::anchor(t, dir))),
         Ok(Records::Chats(c)) => Ok(Data::Chats(c)),
         Err((message, _)) => {
             Err(RunError::new(crate::preflight::files::fault_of(&message), message).help(help))

@@ -16,6 +16,7 @@ mod progress;
 mod rl;
 mod rl_log;
 mod roles;
+mod screens;
 mod services;
 pub mod settings;
 mod sft;

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Params};
+use wrl_trainer::vision::Pixels;
 use wrl_trainer::{Metrics, Mixture, MixtureWeights, SftConfig, Trainer};
 
 use super::progress::Progress;
@@ -16,16 +17,18 @@ use super::{Data, Demos, Executor, settings};
 use crate::agent::AgentCfg;
 use crate::agent::hermes::Hermes;
 use crate::agent::policy::sft_examples;
-use crate::agent::prompt::{History, Window};
+use crate::agent::prompt::{History, Screens, Window};
+use crate::agent::vision::{Shot, read_screen, sft_examples_seeing};
 use crate::error::{Fault, RunError};
 use crate::rundir::records::{MetricLine, SftStep};
 
 /// The demonstrations of a stage, each dataset by name.
 type Parts = Vec<(String, Demos)>;
 
-/// The examples a stage trains on, each dataset's by name, and whether they are chat
-/// conversations (rendered whole by a chat template, in as many sequences as it takes).
-type Sets = Vec<(String, Vec<wrl_trainer::Trajectory>, bool)>;
+/// The examples a stage trains on, each dataset's by name (each example with the images its
+/// prompt holds: a vision-language policy's screenshots, none for text), and whether they are
+/// chat conversations (rendered whole by a chat template, in as many sequences as it takes).
+type Sets = Vec<(String, Vec<(wrl_trainer::Trajectory, Vec<Pixels>)>, bool)>;
 
 /// How a stage trains: its steps, `epochs` over the examples.
 struct Schedule {
@@ -271,12 +274,16 @@ fn render(
     let mut datasets = Vec::new();
     for (name, examples, chats) in sets {
         let mut rendered = Vec::new();
-        for (i, ex) in examples.iter().enumerate() {
+        for (i, (ex, images)) in examples.iter().enumerate() {
             let what = if *chats { "conversation" } else { "example" };
             let fail = |e| RunError::model(&format!("dataset `{name}`: {what} {}", i + 1), e);
             if *chats && tok.chat().is_some() {
                 let conv = wrl_trainer::data::conversation_of(&ex.segments, &ex.tools);
                 rendered.extend(wrl_trainer::chat::examples(tok, &conv, max_len).map_err(fail)?);
+            } else if let (false, Some(side)) = (images.is_empty(), t.model().vision()) {
+                // Rendered whole, then cut once its image pads are expanded (never inside one).
+                let whole = wrl_trainer::render(tok, ex, usize::MAX).map_err(fail)?;
+                rendered.push(side.expand_example(&whole, images, max_len).map_err(fail)?);
             } else {
                 rendered.push(wrl_trainer::render(tok, ex, max_len).map_err(fail)?);
             }
@@ -307,7 +314,22 @@ fn examples(
         let t = trainer.lock().map_err(|_| RunError::poisoned())?;
         let length = t.model().context().min(max_length);
         let tools = hermes.as_ref().map_or(&[][..], |h| &h.schemas[..]);
-        window.fit(&t, length, reply, tools)
+        let fitted = window.fit(&t, length, reply, tools);
+        if chat && fitted.room == 0 {
+            let overhead = length.saturating_sub(reply);
+            return Err(RunError::new(
+                Fault::Data,
+                format!(
+                    "stage `{}`: an example of {length} tokens leaves no room for a page: the \
+                     reply's {reply} tokens and the chat template's own (its tool schemas) take \
+                     {} or more",
+                    node.decl,
+                    overhead.max(1)
+                ),
+            )
+            .help("raise the stage's `max_length` (and the model's `context`)"));
+        }
+        fitted
     };
     let mut sets: Sets = Vec::new();
     for (name, d) in parts {
@@ -320,20 +342,78 @@ fn examples(
                         format!("stage `{}`: dataset `{name}`: {e}", node.decl),
                     )
                 })?;
-                sets.push((name.clone(), examples, true));
+                sets.push((
+                    name.clone(),
+                    examples.into_iter().map(|e| (e, Vec::new())).collect(),
+                    true,
+                ));
                 continue;
             }
         };
+        let fail = |e: String| {
+            RunError::new(Fault::Data, format!("stage `{}`: dataset `{name}`: {e}", node.decl))
+        };
         let mut examples = Vec::new();
         for t in d {
-            let ex = sft_examples(t, history, window, hermes.as_deref()).map_err(|e| {
-                RunError::new(Fault::Data, format!("stage `{}`: dataset `{name}`: {e}", node.decl))
-            })?;
-            examples.extend(ex);
+            match (seeing(trainer, history, window), hermes.as_deref()) {
+                (Some(view), Some(h)) => {
+                    let shots = shots_of(trainer, t).map_err(fail)?;
+                    examples.extend(sft_examples_seeing(t, view, h, shots).map_err(fail)?);
+                }
+                _ => {
+                    let ex = sft_examples(t, history, window, hermes.as_deref()).map_err(fail)?;
+                    examples.extend(ex.into_iter().map(|e| (e, Vec::new())));
+                }
+            }
+        }
+        if seeing(trainer, history, window).is_some()
+            && d.iter().all(|t| t.steps.iter().all(|s| s.screenshot.is_none()))
+        {
+            return Err(fail(
+                "its demonstrations hold no screenshot, and the vision-language policy is shown \
+                 one every step: it would imitate prompts it never sees"
+                    .into(),
+            )
+            .help(
+                "give each step its `screenshot` (a PNG path relative to the JSONL file, \
+                 docs/sandbox.md), or record the demonstrations with `std::sandbox::demos`",
+            ));
         }
         sets.push((name.clone(), examples, false));
     }
     Ok(sets)
+}
+
+/// How a vision-language policy's examples show screenshots (`hide_thinking`, the window, the
+/// env's `screenshot(last, older)`), when the policy reads images, the agent keeps the episode as
+/// a conversation and its env shows screenshots; `None` for text examples.
+fn seeing(
+    trainer: &Arc<Mutex<Trainer>>,
+    history: History,
+    window: Window,
+) -> Option<(bool, Window, Screens)> {
+    let History::Conversation { hide_thinking } = history else { return None };
+    let screens = window.screens?;
+    crate::agent::vision::sees(trainer).then_some((hide_thinking, window, screens))
+}
+
+/// Each step's screenshot of demonstration `t` read as the policy's processor reads an image
+/// (`None` for a step without one); `Err` names a file that cannot be read or is no image.
+fn shots_of(
+    trainer: &Mutex<Trainer>,
+    t: &wrl_sandbox::Trajectory,
+) -> Result<Vec<Option<Shot>>, String> {
+    let pngs = super::screens::read(t)?;
+    let paths = t.steps.iter().map(|s| s.screenshot.as_deref().unwrap_or(""));
+    pngs.into_iter()
+        .zip(paths)
+        .map(|(png, path)| match png {
+            None => Ok(None),
+            Some(png) => read_screen(trainer, &png)
+                .map(Some)
+                .map_err(|why| format!("the screenshot `{path}`: {why}")),
+        })
+        .collect()
 }
 
 /// Every step's metrics as the run's metric lines.

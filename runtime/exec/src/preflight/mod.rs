@@ -21,7 +21,7 @@ mod rewards;
 mod secrets;
 pub(crate) mod subsets;
 pub(crate) mod tables;
-mod vision;
+pub(crate) mod vision;
 
 use std::collections::BTreeMap;
 use std::path::Path;

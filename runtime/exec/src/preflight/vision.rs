@@ -1,7 +1,7 @@
 //! Screenshots and vision-language policies: which agents are shown screenshots (a ReAct agent
 //! whose policy is an `hf` Qwen3-VL model, in a conversation, in a browser that observes them),
 //! and what is refused by name where a screenshot would reach a policy that cannot read it or
-//! a stage that cannot train on it (SFT's text examples, a trainable tower, PPO's critic).
+//! a stage that cannot train on it (rewritten demonstrations, a trainable tower, PPO's critic).
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Agent, Env, Family, History, Params, TypedPlan};
@@ -44,14 +44,7 @@ pub(crate) fn shown_to_vl(plan: &TypedPlan<'_>, env: &str) -> bool {
 /// What a ReAct agent with a vision-language policy in a browser that shows screenshots needs:
 /// its episode as a conversation (the screenshots stand in its messages) with its tool calls.
 pub(crate) fn agent(plan: &TypedPlan<'_>, n: &Node, r: &params::React) -> Vec<RunError> {
-    let shows = match plan.get(r.env.id()) {
-        Some(Params::Env(Env::Browser(b))) => b
-            .observe
-            .iter()
-            .any(|o| matches!(o, params::Observation::Screenshot { last, .. } if *last > 0)),
-        _ => false,
-    };
-    if !shows || !is_vl(plan, r.policy.id()) {
+    if !shows_screens(plan, r) || !is_vl(plan, r.policy.id()) {
         return Vec::new();
     }
     match r.history {
@@ -70,21 +63,77 @@ pub(crate) fn agent(plan: &TypedPlan<'_>, n: &Node, r: &params::React) -> Vec<Ru
     }
 }
 
-/// An SFT stage that would train a vision-language policy: its examples (demonstrations as
-/// text) carry no screenshots, so it would imitate prompts the policy never sees.
-pub(crate) fn sft(plan: &TypedPlan<'_>, n: &Node, model: &str) -> Option<RunError> {
-    if !is_vl(plan, model) {
+/// What an SFT stage of a vision-language policy cannot do: train the tower or the merger
+/// (`frozen` must name both, as for RL), or train on rewritten copies of the expert's
+/// demonstrations (`augment`) when the agent is shown screenshots: the copies' text would
+/// name values their screenshots do not show.
+pub(crate) fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
+    if !is_vl(plan, s.model.id()) {
+        return Vec::new();
+    }
+    let mut errs: Vec<RunError> = tower_frozen(n, &s.frozen).into_iter().collect();
+    let mut parts = vec![s.data.id()];
+    if let Some(params::Params::Dataset(params::Dataset::Mixture(m))) = plan.get(s.data.id()) {
+        parts.extend(m.parts.iter().map(|p| p.id()));
+    }
+    let shown = plan.nodes.iter().find_map(|(_, p)| match p {
+        Params::Agent(Agent::React(r)) => Some(shows_screens(plan, r)),
+        Params::Agent(Agent::Graph(_)) => Some(false),
+        _ => None,
+    });
+    for id in parts {
+        let Some((dn, Params::Dataset(params::Dataset::SandboxDemos(d)))) = plan.node(id) else {
+            continue;
+        };
+        if d.augment > 0 && shown == Some(true) {
+            errs.push(unsupported(
+                dn,
+                format!(
+                    "dataset `{}`: rewritten copies of the expert's demonstrations (`augment = \
+                     {}`) cannot train the vision-language policy of stage `{}`: their text \
+                     names values their screenshots do not show",
+                    dn.decl, d.augment, n.decl
+                ),
+                "set `augment = 0`, or train a text policy on the copies",
+                "augment",
+            ));
+        }
+    }
+    errs
+}
+
+/// Whether ReAct agent `r`'s env shows screenshots (`screenshot(last: K)`, K > 0).
+fn shows_screens(plan: &TypedPlan<'_>, r: &params::React) -> bool {
+    match plan.get(r.env.id()) {
+        Some(Params::Env(Env::Browser(b))) => b
+            .observe
+            .iter()
+            .any(|o| matches!(o, params::Observation::Screenshot { last, .. } if *last > 0)),
+        _ => false,
+    }
+}
+
+/// `frozen` without the tower or the merger of a vision-language policy: they hold no
+/// variables, so nothing of them trains.
+fn tower_frozen(n: &Node, frozen: &[params::FrozenPart]) -> Option<RunError> {
+    let missing: Vec<&str> = [params::FrozenPart::VisionTower, params::FrozenPart::Projector]
+        .into_iter()
+        .filter(|f| !frozen.contains(f))
+        .map(params::FrozenPart::word)
+        .collect();
+    if missing.is_empty() {
         return None;
     }
     Some(unsupported(
         n,
         format!(
-            "stage `{}`: SFT of a vision-language policy is not implemented yet (its examples \
-             carry no screenshots); its RL phases and evaluations run",
-            n.decl
+            "stage `{}`: training a vision-language policy's {} is not implemented: the tower \
+             and the merger take no gradient",
+            n.decl,
+            missing.join(" and ")
         ),
-        "start RL from the Qwen3-VL model itself, or fine-tune a text policy (`family = qwen3`)",
-        "model",
+        "freeze them: `frozen = [vision_tower, projector]`",
+        "frozen",
     ))
 }
 
@@ -95,25 +144,7 @@ pub(crate) fn rl(plan: &TypedPlan<'_>, n: &Node, p: &params::RlPhase) -> Vec<Run
     if !is_vl(plan, p.run.init.id()) {
         return Vec::new();
     }
-    let mut errs = Vec::new();
-    let missing: Vec<&str> = [params::FrozenPart::VisionTower, params::FrozenPart::Projector]
-        .into_iter()
-        .filter(|f| !p.update.frozen.contains(f))
-        .map(params::FrozenPart::word)
-        .collect();
-    if !missing.is_empty() {
-        errs.push(unsupported(
-            n,
-            format!(
-                "stage `{}`: training a vision-language policy's {} is not implemented: the \
-                 tower and the merger take no gradient",
-                n.decl,
-                missing.join(" and ")
-            ),
-            "freeze them: `frozen = [vision_tower, projector]`",
-            "frozen",
-        ));
-    }
+    let mut errs: Vec<RunError> = tower_frozen(n, &p.update.frozen).into_iter().collect();
     if let params::Algo::Ppo(_) = p.algo {
         errs.push(unsupported(
             n,

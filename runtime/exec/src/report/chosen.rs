@@ -140,6 +140,7 @@ pub(crate) mod tests {
             actions: vec![],
             feedback: String::new(),
             url: String::new(),
+            screenshot: None,
         };
         Trajectory {
             task_id: String::new(),

@@ -149,6 +149,7 @@ mod tests {
             actions: vec!["click 1".into()],
             feedback: feedback.into(),
             url: url.into(),
+            screenshot: None,
         };
         let traj = Trajectory {
             task_id: "t".into(),

@@ -78,6 +78,7 @@ fn step(observation: &str, action: &str) -> wrl_sandbox::TrajStep {
         actions: vec![action.into()],
         feedback: String::new(),
         url: "/".into(),
+        screenshot: None,
     }
 }
 

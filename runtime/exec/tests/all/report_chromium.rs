@@ -42,6 +42,7 @@ fn episode(
         actions: vec![format!("click {i}")],
         feedback: "clicked link \"Shop\"".into(),
         url: "/shop/".into(),
+        screenshot: None,
     };
     TrajectoryLine {
         id,

@@ -1,0 +1,164 @@
+//! `wrlc run` end to end with a vision-language policy: the tiny random Qwen3-VL that
+//! `wrl_trainer::hf::tiny_vl` writes, offline in real Chromium — GRPO on screenshot episodes
+//! (`tests/recipes/vl_browser.wrl`) and SFT on the expert's demonstrations with a screenshot of
+//! every step (`tests/recipes/vl_sft.wrl`).
+
+use std::path::{Path, PathBuf};
+
+use wrl_exec::{MetricLine, RunDir};
+use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
+use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
+
+/// The tiny Qwen3-VL under `dir`, its tokenizer learned from a sandbox page, a Hermes call and
+/// the element tools' schemas (`bench/hf-parity/recipe-tools.json`, which `wrl-exec`'s
+/// `hermes_chat` keeps true): every prompt shows them, and a byte-level tokenizer would spend
+/// most of an example's tokens on them.
+fn tiny_vl(dir: &Path) -> PathBuf {
+    let model = dir.join("tiny-qwen3-vl");
+    let mut corpus: Vec<String> = [
+        "task: Buy the blue mug. [1] link \"Blue mug\" [2] button \"Add to cart\" url: /shop",
+        "<tool_call>\n{\"name\": \"click\", \"arguments\": {\"id\": 2}}\n</tool_call>",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/hf-parity/recipe-tools.json");
+    let tools: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tools).unwrap()).unwrap();
+    for schema in tools["elements"].as_array().unwrap() {
+        // As the template writes them (Python's `json.dumps`).
+        let v: serde_json::Value = serde_json::from_str(schema.as_str().unwrap()).unwrap();
+        corpus.push(v.to_string().replace("\":", "\": ").replace(",\"", ", \""));
+    }
+    let tok = TokenizerSource::Generated { corpus, merges: 400 };
+    write_vl(&model, &TinySpec::narrow(), &TinyVision::default(), &tok).expect("the tiny VL model");
+    model
+}
+
+/// `--set`'s value putting `model` in the recipes' `policy`.
+fn policy_of(model: &Path) -> String {
+    format!(
+        "policy=hf(\"{}\") {{ family = qwen3_vl, dtype = f32, context = 4Ki tokens, \
+         image_max_pixels = 65536 px }}",
+        model.display()
+    )
+}
+
+/// `tests/recipes/vl_browser.wrl` with the tiny random Qwen3-VL `hf::tiny_vl` writes, offline in
+/// real Chromium: a GRPO iteration on screenshot episodes (each sample carrying its images to
+/// the update) and an evaluation run; the checkpoint is a Qwen3-VL model directory whose text
+/// decoder moved while its vision tower (frozen: no variables, no optimiser state) is the
+/// source's bit for bit.
+#[test]
+fn vl_browser_trains_the_text_decoder_of_a_qwen3_vl_on_screenshots_not_its_tower() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_vl(dir.path());
+    let out = dir.path().join("run");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/vl_browser.wrl");
+    let policy = policy_of(&model);
+    let started = std::time::Instant::now();
+    let (code, _, stderr) = wrl_cli::run_captured([
+        "run".as_ref(),
+        recipe.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--set".as_ref(),
+        policy.as_ref(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    eprintln!("vl_browser ran in {:.1?}", started.elapsed());
+    let metrics = RunDir::resume(&out).unwrap().read_metrics().unwrap();
+    assert!(metrics.iter().any(|m| matches!(m, MetricLine::Rl(_))), "no RL iteration");
+    let mut dirs: Vec<_> = std::fs::read_dir(out.join("checkpoints"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("stage-online")))
+        .collect();
+    dirs.sort();
+    let ckpt = dirs.last().expect("the GRPO stage's checkpoint").clone();
+    let files = wrl_trainer::hf::inspect(&ckpt).unwrap();
+    assert!(files.vision.is_some(), "the checkpoint is a Qwen3-VL directory");
+    let read = |d: &Path| -> std::collections::BTreeMap<String, Vec<f32>> {
+        let mut all = std::collections::BTreeMap::new();
+        for f in wrl_trainer::hf::inspect(d).unwrap().weights {
+            for (k, t) in candle_core::safetensors::load(&f, &candle_core::Device::Cpu).unwrap() {
+                let v = t.to_dtype(candle_core::DType::F32).unwrap().flatten_all().unwrap();
+                all.insert(k, v.to_vec1::<f32>().unwrap());
+            }
+        }
+        all
+    };
+    let (before, after) = (read(&model), read(&ckpt));
+    assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>());
+    let tower: Vec<&String> = before.keys().filter(|k| k.starts_with("model.visual.")).collect();
+    assert!(!tower.is_empty());
+    for k in &tower {
+        assert_eq!(before[*k], after[*k], "the frozen tower moved: {k}");
+    }
+    let moved = before
+        .keys()
+        .filter(|k| k.starts_with("model.language_model.layers.") && before[*k] != after[*k])
+        .count();
+    assert!(moved > 0, "the GRPO update left the text decoder as it was");
+    // The checkpoint loads back as the policy it was.
+    let t = wrl_trainer::Trainer::load(&ckpt).expect("the VL checkpoint");
+    assert!(t.model().vision().is_some());
+}
+
+/// `tests/recipes/vl_sft.wrl`: the expert's demonstrations recorded in Chromium with a
+/// screenshot of every step, kept in the run directory beside the cache that names them; SFT
+/// on them lowers the loss, and a resumed run reads the cache and its screenshots back.
+#[test]
+fn vl_sft_trains_on_the_experts_screenshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_vl(dir.path());
+    let out = dir.path().join("run");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/vl_sft.wrl");
+    let policy = policy_of(&model);
+    let started = std::time::Instant::now();
+    let (code, _, stderr) = wrl_cli::run_captured([
+        "run".as_ref(),
+        recipe.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--set".as_ref(),
+        policy.as_ref(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    eprintln!("vl_sft ran in {:.1?}", started.elapsed());
+    let cache = std::fs::read_to_string(out.join("data/demos.jsonl")).unwrap();
+    let demos: Vec<wrl_sandbox::Trajectory> =
+        cache.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!demos.is_empty(), "no demonstration recorded");
+    for (k, d) in demos.iter().enumerate() {
+        for (i, s) in d.steps.iter().enumerate() {
+            let name = format!("demos/{k}-{i}.png");
+            assert_eq!(s.screenshot.as_deref(), Some(name.as_str()), "relative to data/");
+            let png = std::fs::read(out.join("data").join(&name)).unwrap();
+            assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{name} is a PNG");
+        }
+    }
+    let losses: Vec<f64> = RunDir::resume(&out)
+        .unwrap()
+        .read_metrics()
+        .unwrap()
+        .iter()
+        .filter_map(|m| match m {
+            MetricLine::Sft(s) => Some(s.loss),
+            _ => None,
+        })
+        .collect();
+    assert!(losses.len() >= 3, "{losses:?}");
+    assert!(losses.iter().all(|l| l.is_finite() && *l > 0.0), "{losses:?}");
+    assert!(
+        losses.last() < losses.first(),
+        "SFT on the screenshots did not lower the loss: {losses:?}"
+    );
+    // The finished run resumes to nothing new, reading its cache and screenshots back.
+    let (code, _, stderr) =
+        wrl_cli::run_captured(["run".as_ref(), "--resume".as_ref(), out.as_os_str()]);
+    assert_eq!(code, 0, "{stderr}");
+    let again = RunDir::resume(&out).unwrap().read_metrics().unwrap();
+    let sft_lines = again.iter().filter(|m| matches!(m, MetricLine::Sft(_))).count();
+    assert_eq!(sft_lines, losses.len(), "the finished run's resume trained again");
+}
