@@ -23,11 +23,12 @@ fn tiny_vl(dir: &Path) -> PathBuf {
     .map(|s| s.to_string())
     .collect();
     let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/hf-parity/recipe-tools.json");
-    let tools: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(tools).unwrap()).unwrap();
-    for schema in tools["elements"].as_array().unwrap() {
+    let tools = std::fs::read_to_string(tools).expect("bench/hf-parity/recipe-tools.json");
+    let tools: serde_json::Value = serde_json::from_str(&tools).expect("its JSON");
+    for schema in tools["elements"].as_array().expect("the element tools' schemas") {
         // As the template writes them (Python's `json.dumps`).
-        let v: serde_json::Value = serde_json::from_str(schema.as_str().unwrap()).unwrap();
+        let text = schema.as_str().expect("a schema's text");
+        let v: serde_json::Value = serde_json::from_str(text).expect("a schema");
         corpus.push(v.to_string().replace("\":", "\": ").replace(",\"", ", \""));
     }
     let tok = TokenizerSource::Generated { corpus, merges: 400 };

@@ -183,7 +183,7 @@ impl<'a> Executor<'a> {
                         wrl_browser::runner::run_expert_seeing(&pool, &sb, &tasks, conc, &episode)
                             .await;
                     let shown = shown.into_iter().filter_map(Result::ok).collect();
-                    super::screens::save(&self.run, &node.decl, shown)?
+                    super::screens::save(self.run, &node.decl, shown)?
                 } else {
                     let results =
                         wrl_browser::runner::run_expert_with(&pool, &sb, &tasks, conc, &episode)
