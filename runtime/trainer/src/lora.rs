@@ -30,7 +30,7 @@ const PEFT_PREFIX: &str = "base_model.model.";
 pub struct LoraSpec {
     pub rank: usize,
     pub alpha: f64,
-    /// The dropout on an adapter's input (0: none; this trainer trains with 0 only).
+    /// The dropout on an adapter's input in training forwards (0: none), as PEFT's.
     pub dropout: f64,
     /// PEFT's module names (`q_proj`, `gate_proj`, …), in the recipe's order.
     pub targets: Vec<String>,
@@ -100,6 +100,32 @@ pub fn misfit(c: &QwenConfig, spec: &LoraSpec) -> Option<String> {
         }
     }
     None
+}
+
+/// `x` through PEFT's `lora_dropout`: each value zeroed with probability `p` and the others
+/// scaled by 1 / (1 − p) (all zero for p ≥ 1, as torch's `Dropout(1)`), the mask drawn from
+/// `key`: the same key draws the same mask, so a layer recomputed in the backward pass sees the
+/// mask its forward saw.
+pub fn dropped(x: &Tensor, p: f64, key: u64) -> Result<Tensor> {
+    if p <= 0.0 {
+        return Ok(x.clone());
+    }
+    let keep = 1.0 - p;
+    let scale = if keep > 0.0 { (1.0 / keep) as f32 } else { 0.0 };
+    let mut rng = crate::rng::rng_from_seed(key);
+    let mask: Vec<f32> =
+        (0..x.elem_count()).map(|_| if rng.random::<f64>() < keep { scale } else { 0.0 }).collect();
+    let mask = Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
+    Ok(x.mul(&mask)?)
+}
+
+/// The dropout draw of `module` in the training forward whose draw is `key` (FNV-1a of the
+/// module's name mixed in): each adapted layer draws its own mask.
+pub fn module_key(key: u64, module: &str) -> u64 {
+    let h = module.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    crate::rng::mix(key, h)
 }
 
 fn a_name(m: &str) -> String {

@@ -37,12 +37,6 @@ impl Trainer {
                 None => Ok(()),
             };
         };
-        if let Some(s) = spec.filter(|s| s.dropout != 0.0) {
-            return Err(config_err(format!(
-                "LoRA dropout {}: this trainer trains adapters without dropout",
-                s.dropout
-            )));
-        }
         let before: Vec<String> = m.params.iter().map(|(n, _)| n.clone()).collect();
         match (spec, &m.lora) {
             (Some(s), Some(cur)) if *start == LoraStart::Init => {

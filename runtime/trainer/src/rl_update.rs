@@ -345,12 +345,23 @@ impl Trainer {
                 let coef_of = pass.passes.coefficients(pass.prepared, mb);
                 let mut grads = Grads::new();
                 let mut sums = StepSums::default();
-                for chunk in forward_batches(pass.prepared, mb, pass.passes.micro) {
-                    let surrogate =
-                        self.surrogate(pass, &chunk, &coef_of, (&mut sums, &mut acc), metrics)?;
-                    let store = backward(&surrogate, &self.optimizer, &self.model)?;
-                    accumulate(&self.model, &store, &mut grads)?;
-                }
+                let chunks = forward_batches(pass.prepared, mb, pass.passes.micro);
+                let run = || -> Result<()> {
+                    for (c, chunk) in chunks.into_iter().enumerate() {
+                        // LoRA dropout's masks: one draw per step and batch, kept through the
+                        // backward (a recomputed layer draws its forward's mask again).
+                        self.model.set_dropout(Some(self.dropout_key(c)));
+                        let s =
+                            self.surrogate(pass, &chunk, &coef_of, (&mut sums, &mut acc), metrics)?;
+                        let store = backward(&s, &self.optimizer, &self.model)?;
+                        accumulate(&self.model, &store, &mut grads)?;
+                    }
+                    Ok(())
+                };
+                let ran = run();
+                // No dropout outside the step's batches, whether they ran or failed.
+                self.model.set_dropout(None);
+                ran?;
                 let info = self.optimizer.step(self.model.params(), &grads, self.step)?;
                 self.step += 1;
                 acc.loss += sums.loss;

@@ -267,6 +267,12 @@ impl Trainer {
         Ok(())
     }
 
+    /// The draw of LoRA dropout's masks for loss batch `batch` of the step about to run: from
+    /// the policy's seed and the step, so a resumed run draws the masks it would have.
+    pub(crate) fn dropout_key(&self, batch: usize) -> u64 {
+        crate::rng::mix(crate::rng::mix(self.config.seed, self.step), batch as u64)
+    }
+
     /// Sets the learning-rate schedule from now on (a stage whose step count is known only once
     /// its examples are rendered: a chat template may train a conversation in several
     /// sequences).
@@ -307,34 +313,10 @@ impl Trainer {
             tracing::warn!(examples = examples.len(), "SFT step without trained tokens skipped");
             return Ok(Metrics { step: self.step, samples: examples.len(), ..Metrics::default() });
         }
-        let ops = self.model.ops();
-        let device = self.device();
-        let pad = self.tokenizer.pad_id();
-        let mut grads = Grads::new();
-        let mut loss_sum = 0f64;
-        for chunk in examples.chunks(micro_batch.max(1)) {
-            let seqs: Vec<&[u32]> = chunk.iter().map(|(e, _)| e.tokens.as_slice()).collect();
-            let selected: Vec<Vec<usize>> = chunk
-                .iter()
-                .map(|(e, _)| (1..e.tokens.len()).filter(|&j| e.weights[j] != 0.0).collect())
-                .collect();
-            if selected.iter().all(|s| s.is_empty()) {
-                continue;
-            }
-            let images = chunk.iter().map(|(e, _)| e.images.clone()).collect();
-            let batch = TokenBatch::new(&seqs, &selected, pad, &device)?.with_images(images);
-            let (lp, _) = batch.logprobs(&self.model, &ops, 1.0)?;
-            let w: Vec<f32> = batch
-                .origin
-                .iter()
-                .map(|&(b, j)| chunk[b].0.weights[j] * chunk[b].1 / total_tokens as f32)
-                .collect();
-            let w = Tensor::from_vec(w, batch.rows.len(), &device)?;
-            let loss = (lp * w)?.sum_all()?.neg()?;
-            loss_sum += loss.to_scalar::<f32>()? as f64;
-            let store = backward(&loss, &self.optimizer, &self.model)?;
-            accumulate(&self.model, &store, &mut grads)?;
-        }
+        let sums = self.sft_batches(examples, micro_batch, total_tokens);
+        // No dropout outside the step's batches, whether they ran or failed.
+        self.model.set_dropout(None);
+        let (grads, loss_sum) = sums?;
         let info = self.optimizer.step(self.model.params(), &grads, self.step)?;
         self.step += 1;
         tracing::debug!(step = self.step, loss = loss_sum, grad_norm = info.grad_norm, "sft step");
@@ -349,6 +331,48 @@ impl Trainer {
             loss_scale: self.optimizer.scaler.map(|s| s.scale),
             ..Metrics::default()
         })
+    }
+
+    /// The gradients and summed loss of one SFT step's batches of `micro_batch` examples
+    /// (`total_tokens` trained tokens in all), each drawing LoRA dropout's masks for its forward
+    /// and backward.
+    fn sft_batches(
+        &mut self,
+        examples: &[(&Example, f32)],
+        micro_batch: usize,
+        total_tokens: usize,
+    ) -> Result<(Grads, f64)> {
+        let ops = self.model.ops();
+        let device = self.device();
+        let pad = self.tokenizer.pad_id();
+        let mut grads = Grads::new();
+        let mut loss_sum = 0f64;
+        for (c, chunk) in examples.chunks(micro_batch.max(1)).enumerate() {
+            let seqs: Vec<&[u32]> = chunk.iter().map(|(e, _)| e.tokens.as_slice()).collect();
+            let selected: Vec<Vec<usize>> = chunk
+                .iter()
+                .map(|(e, _)| (1..e.tokens.len()).filter(|&j| e.weights[j] != 0.0).collect())
+                .collect();
+            if selected.iter().all(|s| s.is_empty()) {
+                continue;
+            }
+            let images = chunk.iter().map(|(e, _)| e.images.clone()).collect();
+            let batch = TokenBatch::new(&seqs, &selected, pad, &device)?.with_images(images);
+            // LoRA dropout's masks: one draw per step and batch, kept through the backward.
+            self.model.set_dropout(Some(self.dropout_key(c)));
+            let (lp, _) = batch.logprobs(&self.model, &ops, 1.0)?;
+            let w: Vec<f32> = batch
+                .origin
+                .iter()
+                .map(|&(b, j)| chunk[b].0.weights[j] * chunk[b].1 / total_tokens as f32)
+                .collect();
+            let w = Tensor::from_vec(w, batch.rows.len(), &device)?;
+            let loss = (lp * w)?.sum_all()?.neg()?;
+            loss_sum += loss.to_scalar::<f32>()? as f64;
+            let store = backward(&loss, &self.optimizer, &self.model)?;
+            accumulate(&self.model, &store, &mut grads)?;
+        }
+        Ok((grads, loss_sum))
     }
 
     /// One optimiser step on the next `micro_batch · grad_accum` entries of the mixture's epoch

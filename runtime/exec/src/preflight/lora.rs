@@ -1,7 +1,6 @@
 //! A stage's `lora` against the model it trains, before anything loads: adapters on an `hf(…)`
-//! policy only, no dropout (this trainer does not apply it: E0502), targets the model's layers
-//! have and ranks within them (E0525, from its `config.json`), and a saved PEFT adapter of that
-//! base model, rank and targets (E0526).
+//! policy only, targets the model's layers have and ranks within them (E0525, from its
+//! `config.json`), and a saved PEFT adapter of that base model, rank and targets (E0526).
 
 use std::path::Path;
 
@@ -22,17 +21,6 @@ pub(super) fn lora(
 ) -> Vec<RunError> {
     let Some(l) = lora.value().map(params::LoraObj::get) else { return Vec::new() };
     let mut errs = Vec::new();
-    if l.dropout != 0.0 {
-        errs.push(unsupported(
-            n,
-            format!(
-                "stage `{}`: LoRA dropout ({}) is not applied by this runtime",
-                n.decl, l.dropout
-            ),
-            "set `dropout = 0` in the stage's `lora(…)`",
-            "lora",
-        ));
-    }
     let Some((m, h)) = crate::executor::hf::trained_hf(plan, input) else {
         errs.push(unsupported(
             n,

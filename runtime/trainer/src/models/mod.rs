@@ -283,6 +283,15 @@ impl Model {
         }
     }
 
+    /// The draw of LoRA dropout for the training forward (and backward) about to run, or
+    /// `None` once it has: only a model with adapters of `dropout` > 0 draws a mask.
+    pub(crate) fn set_dropout(&mut self, key: Option<u64>) {
+        match self {
+            Model::Tiny(_) => {}
+            Model::Qwen(m) => m.dropout = key,
+        }
+    }
+
     /// The op implementation the model uses (the losses use the same one).
     pub fn ops(&self) -> crate::ops::Ops {
         match self {

@@ -42,6 +42,10 @@ pub struct QwenModel {
     pub(crate) recomputed: Arc<Mutex<Grads>>,
     /// The LoRA adapters its parameters hold (`lora.rs`), if any.
     pub lora: Option<LoraSpec>,
+    /// The draw of the adapters' dropout while a training forward (and its backward, which may
+    /// recompute layers) runs: set by the trainer around each of its loss batches, `None`
+    /// otherwise (sampling, no-grad passes, a reference model: no dropout).
+    pub(crate) dropout: Option<u64>,
     /// The tower, processor and whole config of the Qwen3-VL checkpoint this decoder is the
     /// text half of (`vision::policy`); `None` for a text model.
     pub vision: Option<Arc<crate::vision::VisionSide>>,
@@ -187,6 +191,7 @@ impl QwenModel {
             checkpointing: src.gradient_checkpointing,
             recomputed: Arc::default(),
             lora: src.lora.clone(),
+            dropout: None,
             vision: None,
         }
     }
@@ -225,7 +230,7 @@ impl QwenModel {
     pub fn with_params(&self, params: ParamStore) -> Result<Self> {
         let ops = Ops::new(self.ops_mode, &params.device());
         // Its own gradients: a critic or a reference never hands its layers' to the policy.
-        Ok(QwenModel { params, ops, recomputed: Arc::default(), ..self.clone() })
+        Ok(QwenModel { params, ops, recomputed: Arc::default(), dropout: None, ..self.clone() })
     }
 
     /// Parameter `name` in the compute dtype (a differentiable cast of the f32 master).
@@ -240,13 +245,20 @@ impl QwenModel {
     }
 
     /// Linear layer `module` (`model.layers.3.mlp.up_proj`) on x, its adapter's low-rank path
-    /// added when it has one: W·x + b + (alpha / rank)·B·A·x.
+    /// added when it has one: W·x + b + (alpha / rank)·B·A·dropout(x), the dropout drawn only
+    /// in a training forward (`dropout`), per module, as PEFT's `lora_dropout`.
     fn linear_at(&self, x: &Tensor, module: &str, bias: Option<&Tensor>) -> Result<Tensor> {
         let y = self.ops.linear(x, &self.weight(&format!("{module}.weight"))?, bias)?;
         let a = format!("{module}.lora_A.weight");
         match &self.lora {
             Some(spec) if self.params.contains(&a) => {
-                let low = self.ops.linear(x, &self.weight(&a)?, None)?;
+                let x = match self.dropout {
+                    Some(key) if spec.dropout > 0.0 => {
+                        crate::lora::dropped(x, spec.dropout, crate::lora::module_key(key, module))?
+                    }
+                    _ => x.clone(),
+                };
+                let low = self.ops.linear(&x, &self.weight(&a)?, None)?;
                 let b = self.weight(&format!("{module}.lora_B.weight"))?;
                 let d = self.ops.linear(&low, &b, None)?;
                 Ok((y + d.affine(spec.scale(), 0.0)?)?)

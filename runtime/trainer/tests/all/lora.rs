@@ -2,7 +2,8 @@
 //! base weight bit-identical, no optimiser state for it), a checkpoint resumes to the same
 //! logits, its PEFT adapter loads back over the base to the same logits, its merged model loads
 //! as a plain model, the batched decoder reads the adapted weights, and merging them away keeps
-//! what the model computes.
+//! what the model computes; dropout on the adapters' inputs, as PEFT's, in training forwards
+//! only, drawn the same on a rerun and by a recomputed layer.
 
 use std::path::Path;
 
@@ -30,10 +31,15 @@ fn trained(dir: &Path, steps: usize) -> Trainer {
 
 /// [`trained`], its layers recomputed in the backward pass or not.
 fn trained_with(dir: &Path, steps: usize, checkpointing: bool) -> Trainer {
+    trained_dropout(dir, steps, checkpointing, 0.0)
+}
+
+/// [`trained_with`], the adapters' inputs dropped with probability `dropout` in training.
+fn trained_dropout(dir: &Path, steps: usize, checkpointing: bool, dropout: f64) -> Trainer {
     let src =
         PretrainedSource { gradient_checkpointing: checkpointing, ..PretrainedSource::new(dir) };
     let mut t = crate::hf::qwen3_trainer(src, 1e-2);
-    t.set_lora(Some(&spec(2)), &LoraStart::Fresh, 7).unwrap();
+    t.set_lora(Some(&LoraSpec { dropout, ..spec(2) }), &LoraStart::Fresh, 7).unwrap();
     let ex = chat::examples(t.tokenizer(), &crate::hf::conversation(), 10_000).unwrap();
     let pairs: Vec<(&Example, f32)> = ex.iter().map(|e| (e, 1.0)).collect();
     for _ in 0..steps {
@@ -159,4 +165,43 @@ fn the_decoder_reads_the_adapted_weights_and_merging_keeps_the_model() {
     assert!(t.model().params().iter().all(|(n, _)| !is_adapter(n)));
     assert!(t.model().params().iter().all(|(n, _)| !t.model().params().is_frozen(n)));
     assert!(worst(&logits(&t), &before) < 1e-5);
+}
+
+#[test]
+fn dropout_masks_are_peft_shaped_and_drawn_from_their_key() {
+    let x = Tensor::ones((4, 500), candle_core::DType::F32, &Device::Cpu).unwrap();
+    let values = |p: f64, key: u64| -> Vec<f32> {
+        let d = wrl_trainer::lora::dropped(&x, p, key).unwrap();
+        d.flatten_all().unwrap().to_vec1().unwrap()
+    };
+    let a = values(0.25, 1);
+    let kept = a.iter().filter(|&&v| v != 0.0).count();
+    assert!((1400..1600).contains(&kept), "{kept} of 2000 kept at p = 0.25");
+    assert!(
+        a.iter().all(|&v| v == 0.0 || (v - 4.0 / 3.0).abs() < 1e-6),
+        "kept values scale by 1/(1 − p)"
+    );
+    assert_eq!(a, values(0.25, 1), "the same key draws the same mask");
+    assert_ne!(a, values(0.25, 2));
+    assert!(values(1.0, 1).iter().all(|&v| v == 0.0), "p = 1 drops everything, as torch's");
+    assert!(values(0.0, 1).iter().all(|&v| v == 1.0));
+    let (k, m) = (wrl_trainer::lora::module_key(9, "model.layers.0.self_attn.q_proj"), 9);
+    assert_ne!(k, wrl_trainer::lora::module_key(m, "model.layers.1.self_attn.q_proj"));
+}
+
+#[test]
+fn dropout_changes_training_not_evaluation_and_reruns_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::hf::tiny_qwen3(dir.path(), TinySpec::default());
+    let plain = trained_dropout(dir.path(), 2, false, 0.0);
+    let dropped = trained_dropout(dir.path(), 2, false, 0.5);
+    assert!(worst(&logits(&plain), &logits(&dropped)) > 1e-4, "dropout did not reach the updates");
+    // A forward outside a step draws no mask: the same logits twice.
+    assert_eq!(logits(&dropped), logits(&dropped));
+    // A rerun draws the same masks; a recomputed layer draws its forward's.
+    let again = trained_dropout(dir.path(), 2, false, 0.5);
+    assert_eq!(logits(&dropped), logits(&again), "a rerun with dropout is not exact");
+    let recomputed = trained_dropout(dir.path(), 2, true, 0.5);
+    let w = worst(&logits(&dropped), &logits(&recomputed));
+    assert!(w < 1e-5, "recomputed layers drew other masks: {w}");
 }
