@@ -315,7 +315,9 @@ fn examples(
         let length = t.model().context().min(max_length);
         let tools = hermes.as_ref().map_or(&[][..], |h| &h.schemas[..]);
         let fitted = window.fit(&t, length, reply, tools);
-        if chat && fitted.room == 0 {
+        // Only a trajectory's pages are fitted to the room (a conversation is rendered whole).
+        let pages = parts.iter().any(|(_, d)| matches!(d, Demos::Episodes(_)));
+        if chat && pages && fitted.room == 0 {
             let overhead = length.saturating_sub(reply);
             return Err(RunError::new(
                 Fault::Data,
