@@ -15,7 +15,8 @@ fi
 # Quiet when everything is already installed.
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r editors/lsp-test/requirements.txt
 if [[ -z "${WRLC:-}" ]]; then
-  cargo build --quiet -p wrl-cli
+  # --workspace: features resolve as in `cargo test --workspace` (nothing built again after it).
+  cargo build --quiet --workspace --bins
   target="${CARGO_TARGET_DIR:-$root/target}"
   export WRLC="$target/debug/wrlc"
 fi

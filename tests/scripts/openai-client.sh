@@ -12,12 +12,12 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import openai' 2>/dev
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q 'openai>=1.50'
 fi
+# --workspace: features resolve as in `cargo test --workspace`, so after the tests nothing is
+# built again (with -p, chromiumoxide, reqwest, rmcp and the wrl crates were: ~2 min in CI).
+cargo build -q --workspace --bins --examples
 if [ "${1:-}" = --no-cli ]; then
-  cargo build -q -p wrl-serve --examples
   serve=(target/debug/examples/serve_dir)
 else
-  cargo build -q -p wrl-cli --bin wrlc
-  cargo build -q -p wrl-serve --example tiny_checkpoint --example tool_checkpoint --example vl_model
   serve=(target/debug/wrlc serve)
 fi
 tmp=$(mktemp -d)

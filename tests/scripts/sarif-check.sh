@@ -12,5 +12,7 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import jsonschema, rf
   "$venv/bin/pip" install -q 'jsonschema>=4.18' rfc3987
 fi
 "$venv/bin/python" -c 'import importlib.metadata as m; print("jsonschema", m.version("jsonschema"))'
-cargo build -q -p wrl-cli --bin wrlc
+# --workspace: features resolve as in `cargo test --workspace`, so after the tests nothing is
+# built again (with -p, chromiumoxide, reqwest, rmcp and the wrl crates were: ~2 min in CI).
+cargo build -q --workspace --bins
 "$venv/bin/python" tests/scripts/sarif_check.py target/debug/wrlc

@@ -14,7 +14,8 @@ dirs=("$@")
 if [ ${#dirs[@]} -eq 0 ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  cargo build -q -p wrl-exec --example metrics_fixture
+  # --workspace: features resolve as in `cargo test --workspace` (nothing built again after it).
+  cargo build -q --workspace --examples
   target/debug/examples/metrics_fixture "$tmp/run"
   dirs=("$tmp/run")
 fi

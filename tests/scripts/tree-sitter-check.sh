@@ -55,7 +55,8 @@ if [ "${1:-}" != --no-wrlc ]; then
   if [ -n "${WRLC:-}" ]; then
     wrlc=("$WRLC")
   else
-    cargo build -q -p wrl-cli --bin wrlc
+    # --workspace: features resolve as in `cargo test --workspace` (nothing built again after it).
+    cargo build -q --workspace --bins
     wrlc=(target/debug/wrlc)
   fi
 fi
