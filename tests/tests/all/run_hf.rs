@@ -10,6 +10,17 @@ use std::path::Path;
 use wrl_exec::{MetricLine, RunDir, Summary};
 use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
 
+/// The loss of every SFT step among a run's metric lines, in order.
+pub(crate) fn sft_losses(metrics: &[MetricLine]) -> Vec<f64> {
+    metrics
+        .iter()
+        .filter_map(|m| match m {
+            MetricLine::Sft(s) => Some(s.loss),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Writes the model: 2 layers, width 32, a BPE of 300 merges learned from sandbox-like text.
 fn tiny_model(dir: &Path) {
     let corpus = [
@@ -70,13 +81,7 @@ fn webdancer_smoke_trains_a_hugging_face_qwen3_and_resumes() {
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary.status, "finished");
     let metrics = RunDir::resume(&out).unwrap().read_metrics().unwrap();
-    let losses: Vec<f64> = metrics
-        .iter()
-        .filter_map(|m| match m {
-            MetricLine::Sft(s) => Some(s.loss),
-            _ => None,
-        })
-        .collect();
+    let losses = sft_losses(&metrics);
     assert!(losses.len() >= 3, "{losses:?}");
     assert!(losses.last().unwrap() < losses.first().unwrap(), "SFT loss did not fall: {losses:?}");
     assert!(metrics.iter().any(|m| matches!(m, MetricLine::Rl(_))), "no RL iteration");
@@ -163,15 +168,7 @@ fn quickstart_in_chromium_calls_the_element_tools_as_hermes_calls() {
     let (code, _, stderr) = wrl_cli::run_captured(args);
     assert_eq!(code, 0, "{stderr}");
     let run = RunDir::resume(&out).unwrap();
-    let losses: Vec<f64> = run
-        .read_metrics()
-        .unwrap()
-        .iter()
-        .filter_map(|m| match m {
-            MetricLine::Sft(s) => Some(s.loss),
-            _ => None,
-        })
-        .collect();
+    let losses = sft_losses(&run.read_metrics().unwrap());
     assert!(losses.last().unwrap() < losses.first().unwrap(), "SFT loss did not fall: {losses:?}");
     let text = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
     let lines: Vec<wrl_exec::TrajectoryLine> =
@@ -314,15 +311,7 @@ fn chat_format_sft_renders_conversations_with_the_models_template() {
     let (code, _, stderr) = wrl_cli::run_captured(args);
     assert_eq!(code, 0, "{stderr}");
     let run = RunDir::resume(&out).unwrap();
-    let sft: Vec<f64> = run
-        .read_metrics()
-        .unwrap()
-        .into_iter()
-        .filter_map(|m| match m {
-            MetricLine::Sft(s) => Some(s.loss),
-            _ => None,
-        })
-        .collect();
+    let sft = sft_losses(&run.read_metrics().unwrap());
     assert_eq!(sft.len(), 3, "{sft:?}");
     assert!(sft.iter().all(|l| l.is_finite() && *l > 0.0), "{sft:?}");
     let summary: Summary =

@@ -45,17 +45,12 @@ fn policy_of(model: &Path) -> String {
     )
 }
 
-/// `tests/recipes/vl_browser.wrl` with the tiny random Qwen3-VL `hf::tiny_vl` writes, offline in
-/// real Chromium: a GRPO iteration on screenshot episodes (each sample carrying its images to
-/// the update) and an evaluation run; the checkpoint is a Qwen3-VL model directory whose text
-/// decoder moved while its vision tower (frozen: no variables, no optimiser state) is the
-/// source's bit for bit.
-#[test]
-fn vl_browser_trains_the_text_decoder_of_a_qwen3_vl_on_screenshots_not_its_tower() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = tiny_vl(dir.path());
-    let out = dir.path().join("run");
-    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/vl_browser.wrl");
+/// Runs `tests/recipes/NAME.wrl` under `dir` with the tiny Qwen3-VL as its policy; the model's
+/// directory and the run's.
+fn run_recipe(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let model = tiny_vl(dir);
+    let out = dir.join("run");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("recipes/{name}.wrl"));
     let policy = policy_of(&model);
     let started = std::time::Instant::now();
     let (code, _, stderr) = wrl_cli::run_captured([
@@ -67,7 +62,19 @@ fn vl_browser_trains_the_text_decoder_of_a_qwen3_vl_on_screenshots_not_its_tower
         policy.as_ref(),
     ]);
     assert_eq!(code, 0, "{stderr}");
-    eprintln!("vl_browser ran in {:.1?}", started.elapsed());
+    eprintln!("{name} ran in {:.1?}", started.elapsed());
+    (model, out)
+}
+
+/// `tests/recipes/vl_browser.wrl` with the tiny random Qwen3-VL `hf::tiny_vl` writes, offline in
+/// real Chromium: a GRPO iteration on screenshot episodes (each sample carrying its images to
+/// the update) and an evaluation run; the checkpoint is a Qwen3-VL model directory whose text
+/// decoder moved while its vision tower (frozen: no variables, no optimiser state) is the
+/// source's bit for bit.
+#[test]
+fn vl_browser_trains_the_text_decoder_of_a_qwen3_vl_on_screenshots_not_its_tower() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, out) = run_recipe(dir.path(), "vl_browser");
     let metrics = RunDir::resume(&out).unwrap().read_metrics().unwrap();
     assert!(metrics.iter().any(|m| matches!(m, MetricLine::Rl(_))), "no RL iteration");
     let mut dirs: Vec<_> = std::fs::read_dir(out.join("checkpoints"))
@@ -112,21 +119,7 @@ fn vl_browser_trains_the_text_decoder_of_a_qwen3_vl_on_screenshots_not_its_tower
 #[test]
 fn vl_sft_trains_on_the_experts_screenshots() {
     let dir = tempfile::tempdir().unwrap();
-    let model = tiny_vl(dir.path());
-    let out = dir.path().join("run");
-    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/vl_sft.wrl");
-    let policy = policy_of(&model);
-    let started = std::time::Instant::now();
-    let (code, _, stderr) = wrl_cli::run_captured([
-        "run".as_ref(),
-        recipe.as_os_str(),
-        "--out".as_ref(),
-        out.as_os_str(),
-        "--set".as_ref(),
-        policy.as_ref(),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
-    eprintln!("vl_sft ran in {:.1?}", started.elapsed());
+    let (_, out) = run_recipe(dir.path(), "vl_sft");
     let cache = std::fs::read_to_string(out.join("data/demos.jsonl")).unwrap();
     let demos: Vec<wrl_sandbox::Trajectory> =
         cache.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -139,16 +132,7 @@ fn vl_sft_trains_on_the_experts_screenshots() {
             assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{name} is a PNG");
         }
     }
-    let losses: Vec<f64> = RunDir::resume(&out)
-        .unwrap()
-        .read_metrics()
-        .unwrap()
-        .iter()
-        .filter_map(|m| match m {
-            MetricLine::Sft(s) => Some(s.loss),
-            _ => None,
-        })
-        .collect();
+    let losses = crate::run_hf::sft_losses(&RunDir::resume(&out).unwrap().read_metrics().unwrap());
     assert!(losses.len() >= 3, "{losses:?}");
     assert!(losses.iter().all(|l| l.is_finite() && *l > 0.0), "{losses:?}");
     assert!(
