@@ -280,12 +280,17 @@ fn render(
             if *chats && tok.chat().is_some() {
                 let conv = wrl_trainer::data::conversation_of(&ex.segments, &ex.tools);
                 rendered.extend(wrl_trainer::chat::examples(tok, &conv, max_len).map_err(fail)?);
-            } else if let (false, Some(side)) = (images.is_empty(), t.model().vision()) {
+            } else if images.is_empty() {
+                rendered.push(wrl_trainer::render(tok, ex, max_len).map_err(fail)?);
+            } else {
+                // Images come only from a policy that reads them (`shots_of`).
+                let side = t.model().vision().ok_or_else(|| {
+                    let why = format!("dataset `{name}`: example {} holds screenshots", i + 1);
+                    RunError::new(Fault::Model, format!("{why}, and the policy reads text only"))
+                })?;
                 // Rendered whole, then cut once its image pads are expanded (never inside one).
                 let whole = wrl_trainer::render(tok, ex, usize::MAX).map_err(fail)?;
                 rendered.push(side.expand_example(&whole, images, max_len).map_err(fail)?);
-            } else {
-                rendered.push(wrl_trainer::render(tok, ex, max_len).map_err(fail)?);
             }
         }
         datasets.push(wrl_trainer::Dataset { name: name.clone(), examples: rendered });
