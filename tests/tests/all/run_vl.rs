@@ -115,11 +115,12 @@ fn vl_browser_trains_the_text_decoder_of_a_qwen3_vl_on_screenshots_not_its_tower
 
 /// `tests/recipes/vl_sft.wrl`: the expert's demonstrations recorded in Chromium with a
 /// screenshot of every step, kept in the run directory beside the cache that names them; SFT
-/// on them lowers the loss, and a resumed run reads the cache and its screenshots back.
+/// on them lowers the loss, a resumed run reads the cache and its screenshots back, and the
+/// same demonstrations train from a trajectory file ([`from_a_file`]).
 #[test]
 fn vl_sft_trains_on_the_experts_screenshots() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, out) = run_recipe(dir.path(), "vl_sft");
+    let (model, out) = run_recipe(dir.path(), "vl_sft");
     let cache = std::fs::read_to_string(out.join("data/demos.jsonl")).unwrap();
     let demos: Vec<wrl_sandbox::Trajectory> =
         cache.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -146,4 +147,65 @@ fn vl_sft_trains_on_the_experts_screenshots() {
     let again = RunDir::resume(&out).unwrap().read_metrics().unwrap();
     let sft_lines = again.iter().filter(|m| matches!(m, MetricLine::Sft(_))).count();
     assert_eq!(sft_lines, losses.len(), "the finished run's resume trained again");
+    from_a_file(dir.path(), &model, &out);
+}
+
+/// The same demonstrations as a trajectory file whose steps name their PNGs relative to it
+/// (`screenshot`, docs/sandbox.md): they train; a PNG that is no image, and a file that names
+/// no screenshot at all, are errors that name them before any step.
+fn from_a_file(dir: &Path, model: &Path, run: &Path) {
+    let files = dir.join("file");
+    std::fs::create_dir_all(files.join("shots")).expect("a folder");
+    let cache = std::fs::read_to_string(run.join("data/demos.jsonl")).expect("the cache");
+    let mut with = String::new();
+    let mut without = String::new();
+    for line in cache.lines().skip(1) {
+        let mut t: wrl_sandbox::Trajectory = serde_json::from_str(line).expect("a demo");
+        for s in &mut t.steps {
+            let name = s.screenshot.take().expect("a screenshot");
+            let png = std::fs::read(run.join("data").join(&name)).expect("the PNG");
+            let shot = format!("shots/{}", name.replace('/', "-"));
+            std::fs::write(files.join(&shot), png).expect("a copy");
+            s.screenshot = Some(shot);
+        }
+        with.push_str(&serde_json::to_string(&t).expect("JSON"));
+        with.push('\n');
+        t.steps.iter_mut().for_each(|s| s.screenshot = None);
+        without.push_str(&serde_json::to_string(&t).expect("JSON"));
+        without.push('\n');
+    }
+    std::fs::write(files.join("demos.jsonl"), with).expect("the file");
+    std::fs::write(files.join("bare.jsonl"), without).expect("the file");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/vl_sft.wrl");
+    let run_on = |file: &str, out: &str| {
+        let demos =
+            format!("demos=jsonl(\"{}\") {{ kind = trajectories }}", files.join(file).display());
+        wrl_cli::run_captured([
+            "run".as_ref(),
+            recipe.as_os_str(),
+            "--out".as_ref(),
+            dir.join(out).as_os_str(),
+            "--set".as_ref(),
+            policy_of(model).as_ref(),
+            "--set".as_ref(),
+            demos.as_ref(),
+        ])
+    };
+    let (code, _, stderr) = run_on("demos.jsonl", "from-file");
+    assert_eq!(code, 0, "{stderr}");
+    let losses = crate::run_hf::sft_losses(
+        &RunDir::resume(&dir.join("from-file")).expect("the run").read_metrics().expect("lines"),
+    );
+    assert!(losses.len() >= 3 && losses.iter().all(|l| l.is_finite()), "{losses:?}");
+    let (code, _, stderr) = run_on("bare.jsonl", "bare");
+    assert_ne!(code, 0);
+    assert!(stderr.contains("E0503") && stderr.contains("hold no screenshot"), "{stderr}");
+    let broken = std::fs::read_dir(files.join("shots")).expect("shots").next();
+    let broken = broken.expect("a PNG").expect("an entry").path();
+    std::fs::write(&broken, b"not a png").expect("a broken PNG");
+    let (code, _, stderr) = run_on("demos.jsonl", "broken");
+    assert_ne!(code, 0);
+    let name = broken.file_name().expect("a name").to_string_lossy().into_owned();
+    assert!(stderr.contains("E0503") && stderr.contains(&name), "{stderr}");
+    assert!(stderr.contains("not an image"), "{stderr}");
 }
