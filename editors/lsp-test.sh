@@ -15,8 +15,9 @@ fi
 # Quiet when everything is already installed.
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r editors/lsp-test/requirements.txt
 if [[ -z "${WRLC:-}" ]]; then
-  # --workspace: features resolve as in `cargo test --workspace` (nothing built again after it).
-  cargo build --quiet --workspace --bins
+  # --workspace with the examples: features resolve as in `cargo test --workspace` (the
+  # examples bring in the dev-dependencies' features), so nothing is built again after it.
+  cargo build --quiet --workspace --bins --examples
   target="${CARGO_TARGET_DIR:-$root/target}"
   export WRLC="$target/debug/wrlc"
 fi

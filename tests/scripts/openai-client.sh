@@ -12,8 +12,9 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import openai' 2>/dev
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q 'openai>=1.50'
 fi
-# --workspace: features resolve as in `cargo test --workspace`, so after the tests nothing is
-# built again (with -p, chromiumoxide, reqwest, rmcp and the wrl crates were: ~2 min in CI).
+# --workspace with the examples: features resolve as in `cargo test --workspace` (the examples
+# bring in the dev-dependencies' features), so nothing is built again after the tests (with -p,
+# or --bins alone, chromiumoxide, reqwest, rmcp and the wrl crates were: ~2-3 min).
 cargo build -q --workspace --bins --examples
 if [ "${1:-}" = --no-cli ]; then
   serve=(target/debug/examples/serve_dir)

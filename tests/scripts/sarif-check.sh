@@ -12,7 +12,8 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import jsonschema, rf
   "$venv/bin/pip" install -q 'jsonschema>=4.18' rfc3987
 fi
 "$venv/bin/python" -c 'import importlib.metadata as m; print("jsonschema", m.version("jsonschema"))'
-# --workspace: features resolve as in `cargo test --workspace`, so after the tests nothing is
-# built again (with -p, chromiumoxide, reqwest, rmcp and the wrl crates were: ~2 min in CI).
-cargo build -q --workspace --bins
+# --workspace with the examples: features resolve as in `cargo test --workspace` (the examples
+# bring in the dev-dependencies' features), so nothing is built again after the tests (with -p,
+# or --bins alone, chromiumoxide, reqwest, rmcp and the wrl crates were: ~2-3 min).
+cargo build -q --workspace --bins --examples
 "$venv/bin/python" tests/scripts/sarif_check.py target/debug/wrlc

@@ -14,8 +14,9 @@ dirs=("$@")
 if [ ${#dirs[@]} -eq 0 ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  # --workspace: features resolve as in `cargo test --workspace` (nothing built again after it).
-  cargo build -q --workspace --examples
+  # --workspace with the examples: features resolve as in `cargo test --workspace` (the
+  # examples bring in the dev-dependencies' features), so nothing is built again after it.
+  cargo build -q --workspace --bins --examples
   target/debug/examples/metrics_fixture "$tmp/run"
   dirs=("$tmp/run")
 fi

@@ -55,8 +55,9 @@ if [ "${1:-}" != --no-wrlc ]; then
   if [ -n "${WRLC:-}" ]; then
     wrlc=("$WRLC")
   else
-    # --workspace: features resolve as in `cargo test --workspace` (nothing built again after it).
-    cargo build -q --workspace --bins
+    # --workspace with the examples: features resolve as in `cargo test --workspace` (the
+    # examples bring in the dev-dependencies' features), so nothing is built again after it.
+    cargo build -q --workspace --bins --examples
     wrlc=(target/debug/wrlc)
   fi
 fi
