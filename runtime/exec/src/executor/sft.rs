@@ -324,8 +324,10 @@ fn examples(
         let pages = parts.iter().any(|(_, d)| matches!(d, Demos::Episodes(_)));
         if chat && pages && fitted.room == 0 {
             let overhead = length.saturating_sub(reply);
+            // The preflight's `sft_room` refuses this before the run (E0515) where it can read
+            // the model's tokenizer; this is the same rule on the loaded one.
             return Err(RunError::new(
-                Fault::Data,
+                Fault::HfSetting,
                 format!(
                     "stage `{}`: an example of {length} tokens leaves no room for a page: the \
                      reply's {reply} tokens and the chat template's own (its tool schemas) take \

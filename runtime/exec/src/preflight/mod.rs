@@ -19,6 +19,7 @@ mod refusals;
 mod refuse;
 mod rewards;
 mod secrets;
+mod sft_room;
 pub(crate) mod subsets;
 pub(crate) mod tables;
 pub(crate) mod vision;

@@ -536,6 +536,7 @@ fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
             .chain(super::lora::lora(plan, n, s.model.id(), &s.lora))
             .chain(super::limits::sft_tags(plan, n))
             .chain(super::vision::sft(plan, n, s))
+            .chain(super::sft_room::sft_room(plan, n, s))
             .collect();
     if !s.mask.contains(&params::MaskPart::Observations) {
         errs.push(unsupported(
