@@ -24,6 +24,11 @@ pub struct TokenBatch {
     /// Each sequence's images (a vision-language policy's prompts; empty for text), in the order
     /// their `<|image_pad|>` runs stand.
     pub images: Vec<Vec<Arc<Pixels>>>,
+    /// Whether the targets were drawn by the policy (an RL update's samples): a vision-language
+    /// policy's log-probs then leave out its image tokens, which it never draws
+    /// (`vision::policy`). SFT's targets are the data's: their loss is over the whole vocabulary,
+    /// as transformers computes it.
+    pub sampled: bool,
 }
 
 impl TokenBatch {
@@ -54,13 +59,18 @@ impl TokenBatch {
             }
         }
         let inputs = Tensor::from_vec(inputs, (seqs.len(), w), device)?;
-        Ok(TokenBatch { inputs, rows, targets, origin, images: Vec::new() })
+        Ok(TokenBatch { inputs, rows, targets, origin, images: Vec::new(), sampled: false })
     }
 
     /// The batch with each sequence's images: its forward runs through the whole
     /// vision-language model (the tower and merger take no gradient), as the rollout did.
     pub fn with_images(self, images: Vec<Vec<Arc<Pixels>>>) -> TokenBatch {
         TokenBatch { images, ..self }
+    }
+
+    /// The batch of the policy's own samples (see `sampled`).
+    pub fn of_samples(self) -> TokenBatch {
+        TokenBatch { sampled: true, ..self }
     }
 
     /// Final hidden states (B, L − 1, d): through the vision-language model when the batch
@@ -84,7 +94,10 @@ impl TokenBatch {
     /// Run the model and return (log-probs of the selected targets (M), their logits (M, V)).
     /// Logits are divided by `temperature` first when it is not 1.
     pub fn logprobs(&self, model: &Model, ops: &Ops, temperature: f32) -> Result<(Tensor, Tensor)> {
-        let text = self.images.iter().all(Vec::is_empty);
+        // A vision-language policy never draws its image tokens (`vision::policy`): its
+        // samples' log-probs are those of the distribution without them.
+        let masked = self.sampled && model.vision().is_some();
+        let text = self.images.iter().all(Vec::is_empty) && !masked;
         if text && self.all_rows() {
             let (lp, sel, _) = self.logprobs_full(model, ops, temperature)?;
             return Ok((lp, sel));
@@ -99,6 +112,10 @@ impl TokenBatch {
         let device = h.device().clone();
         let rows = Tensor::from_vec(self.rows.clone(), self.rows.len(), &device)?;
         let sel = model.head(&h.reshape((b * t, d))?.index_select(&rows, 0)?)?;
+        let sel = match model.vision().filter(|_| masked) {
+            Some(side) => without_vision_tokens(&sel, side)?,
+            None => sel,
+        };
         self.score(sel, ops, temperature)
     }
 
@@ -181,4 +198,18 @@ impl TokenBatch {
 /// Logits divided by `temperature` unless it is 1 or not positive (greedy).
 fn tempered(x: Tensor, temperature: f32) -> Result<Tensor> {
     if temperature != 1.0 && temperature > 0.0 { Ok((x / temperature as f64)?) } else { Ok(x) }
+}
+
+/// Logits (M, V) with a vision-language policy's image tokens pushed to -1e9 (`exp` of them is
+/// 0, as the sampler's −∞ gives; finite, so entropies stay numbers).
+fn without_vision_tokens(sel: &Tensor, side: &crate::vision::VisionSide) -> Result<Tensor> {
+    let v = sel.dim(1)?;
+    let mut row = vec![0f32; v];
+    for t in crate::vision::vision_tokens(&side.config) {
+        if let Some(x) = row.get_mut(t as usize) {
+            *x = -1e9;
+        }
+    }
+    let row = Tensor::from_vec(row, (1, v), sel.device())?.to_dtype(sel.dtype())?;
+    Ok(sel.broadcast_add(&row)?)
 }

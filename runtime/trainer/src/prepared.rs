@@ -121,7 +121,7 @@ pub(crate) fn batch_of(
     let seqs: Vec<&[u32]> = chunk.iter().map(|&i| prepared[i].seq.as_slice()).collect();
     let sel: Vec<Vec<usize>> = chunk.iter().map(|&i| prepared[i].positions.clone()).collect();
     let images = chunk.iter().map(|&i| prepared[i].images.clone()).collect();
-    Ok(TokenBatch::new(&seqs, &sel, pad, device)?.with_images(images))
+    Ok(TokenBatch::new(&seqs, &sel, pad, device)?.with_images(images).of_samples())
 }
 
 /// The loss's units in batch order, each a list of indices into `prepared` (one sample per unit

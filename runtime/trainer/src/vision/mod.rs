@@ -23,7 +23,7 @@ mod weights;
 
 pub use bicubic::resize as resize_bicubic;
 pub use merger::Merger;
-pub use policy::{IMAGE_PLACEHOLDER, VisionSide, sample_vl, sample_vl_observed};
+pub use policy::{IMAGE_PLACEHOLDER, VisionSide, sample_vl, sample_vl_observed, vision_tokens};
 pub use processor::{ImageProcessor, Pixels, ProcessorError};
 pub use size::{Grid, SizeError, smart_resize};
 pub use tower::{VisionOutput, VisionTower};

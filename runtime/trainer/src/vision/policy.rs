@@ -139,9 +139,9 @@ impl VisionSide {
 /// The tokens that stand for an image in a sequence (`<|vision_start|>`, `<|image_pad|>`,
 /// `<|vision_end|>`, `<|video_pad|>`): never drawn in a completion, where they would be read as
 /// an image that is not there by the turn's update and the episode's next prompt (a random
-/// policy draws them; a trained one gives them no mass).
-fn vision_tokens(vl: &QwenVlModel) -> [u32; 4] {
-    let c = &vl.config;
+/// policy draws them; a trained one gives them no mass). An RL update's log-probs of its samples
+/// leave them out too (`TokenBatch::sampled`), so rollout and update read one distribution.
+pub fn vision_tokens(c: &VlConfig) -> [u32; 4] {
     [c.vision_start_token_id, c.mrope.image_token_id, c.vision_end_token_id, c.mrope.video_token_id]
 }
 
@@ -173,7 +173,7 @@ pub fn sample_vl_observed(
     let mut group = Group::new(0, prompt, params, vl.text.context)?;
     let mut cache = KvCache::new(vl.text.config.num_hidden_layers);
     let (last, delta) = vl.prefill(prompt, images, &mut cache)?;
-    let banned = vision_tokens(vl);
+    let banned = vision_tokens(&vl.config);
     let logits_of = |h: &candle_core::Tensor| -> Result<Vec<f32>> {
         let mut l: Vec<f32> = vl.text.head(h)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
         for &t in &banned {

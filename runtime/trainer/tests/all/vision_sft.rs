@@ -131,3 +131,39 @@ fn a_vl_policy_never_draws_its_image_tokens() {
         assert!(o.logprobs.iter().all(|l| l.is_finite()));
     }
 }
+
+/// The update reads the distribution the rollout drew from: without the image tokens, so an
+/// on-policy update's log-probs are the rollout's (a gap of the banned tokens' mass otherwise).
+#[test]
+fn the_update_reads_the_rollouts_log_probs_of_a_vl_policy() {
+    use wrl_trainer::{RlConfig, Sample};
+    let dir = model();
+    let mut t = trainer(dir.path());
+    let side = t.model().vision().unwrap().clone();
+    let px = screen(dir.path(), 5, (160, 96));
+    let prompt = side.expand(&example(&t, 1).tokens, std::slice::from_ref(&px)).unwrap();
+    let params = wrl_trainer::SampleParams { n: 4, max_tokens: 16, ..Default::default() };
+    let outs = t.sampler().sample_images(&prompt, std::slice::from_ref(&px), &params).unwrap();
+    let images = vec![std::sync::Arc::new(px)];
+    let samples: Vec<Sample> = outs
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| Sample {
+            prompt_tokens: prompt.clone(),
+            reward: i as f32,
+            completion_tokens: c.tokens,
+            old_logprobs: c.logprobs,
+            completion_mask: None,
+            advantage: None,
+            group_id: 0,
+            trajectory_id: i as u64,
+            excluded: false,
+            truncated: false,
+            step: None,
+            images: images.clone(),
+        })
+        .collect();
+    let m = t.rl_update(&samples, &RlConfig::default()).unwrap();
+    let gap = m.logprob_gap.expect("the first batch's gap");
+    assert!(gap < 1e-5, "the update read another distribution than the rollout: {gap}");
+}
