@@ -322,6 +322,25 @@ stage online = ppo(policy, tasks, guesser) {{
     )
 }
 
+/// `wrlc run` of `recipe` (written to `dir/guess.wrl`) into `dir/run`, which it returns; the run
+/// must succeed.
+fn run_guess(dir: &std::path::Path, recipe: &str) -> std::path::PathBuf {
+    let path = dir.join("guess.wrl");
+    std::fs::write(&path, recipe).expect("the recipe");
+    let out = dir.join("run");
+    let args: Vec<std::ffi::OsString> =
+        vec!["run".into(), path.into_os_string(), "--out".into(), out.clone().into()];
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    out
+}
+
+/// The lines of run `out`'s `trajectories.jsonl`.
+fn trajectories(out: &std::path::Path) -> Vec<Value> {
+    let lines = std::fs::read_to_string(out.join("trajectories.jsonl")).expect("trajectories");
+    lines.lines().map(|l| serde_json::from_str(l).expect("a trajectory line")).collect()
+}
+
 /// Four QA records `t1`…`t4` (the server's secret words are its own) in `dir/tasks.jsonl`.
 fn guess_tasks(dir: &std::path::Path) -> std::path::PathBuf {
     let tasks = dir.join("tasks.jsonl");
@@ -342,15 +361,8 @@ fn wrlc_run_trains_on_an_environment_server() {
     let (base, game) = rt.block_on(serve(None));
     let dir = tempfile::tempdir().unwrap();
     let tasks = guess_tasks(dir.path());
-    let recipe = dir.path().join("guess.wrl");
-    std::fs::write(&recipe, guess_recipe(&base, &tasks)).unwrap();
-    let out = dir.path().join("run");
-    let args: Vec<std::ffi::OsString> =
-        vec!["run".into(), recipe.into_os_string(), "--out".into(), out.clone().into()];
-    let (code, _, stderr) = wrl_cli::run_captured(args);
-    assert_eq!(code, 0, "{stderr}");
-    let lines = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
-    let trajs: Vec<Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let out = run_guess(dir.path(), &guess_recipe(&base, &tasks));
+    let trajs = trajectories(&out);
     assert_eq!(trajs.len(), 4);
     for t in &trajs {
         let o = &t["trajectory"]["outcome"];
@@ -381,13 +393,7 @@ fn a_validation_runs_in_the_env_it_names() {
             "  reward = solved\n",
             "  reward = solved\n  validate = validation(tasks) { every = 1 iters, before_training = true, env = other }\n",
         );
-    let path = dir.path().join("guess.wrl");
-    std::fs::write(&path, recipe).unwrap();
-    let out = dir.path().join("run");
-    let args: Vec<std::ffi::OsString> =
-        vec!["run".into(), path.into_os_string(), "--out".into(), out.clone().into()];
-    let (code, _, stderr) = wrl_cli::run_captured(args);
-    assert_eq!(code, 0, "{stderr}");
+    let out = run_guess(dir.path(), &recipe);
     // Training's 2 prompts × group 2 on its own server; two validation passes (before training
     // and after the one iteration) of the 4 tasks on the other.
     let g = game.lock().unwrap();
@@ -434,15 +440,8 @@ fn wrlc_run_records_the_goals_the_server_drew() {
         "dataset tasks = env_tasks(count: 6)",
     );
     assert!(recipe.contains("env_tasks(count: 6)"), "{recipe}");
-    let path = dir.path().join("drawn.wrl");
-    std::fs::write(&path, recipe).unwrap();
-    let out = dir.path().join("run");
-    let args: Vec<std::ffi::OsString> =
-        vec!["run".into(), path.into_os_string(), "--out".into(), out.clone().into()];
-    let (code, _, stderr) = wrl_cli::run_captured(args);
-    assert_eq!(code, 0, "{stderr}");
-    let lines = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
-    let trajs: Vec<Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let out = run_guess(dir.path(), &recipe);
+    let trajs = trajectories(&out);
     // 2 prompts × group 2: two slots, each reset twice.
     assert_eq!(trajs.len(), 4);
     let drawn = game.lock().unwrap().drawn.clone();
