@@ -112,3 +112,59 @@ pub fn candle_difference(
     assert_eq!(ours.len(), theirs.len(), "score widths");
     ours.iter().zip(&theirs).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max)
 }
+
+/// Completion `c` of `prompt` as an RL sample of group `group` (its own id `trajectory`),
+/// rewarded `reward`: no mask, advantage or images (set them with struct update).
+pub fn sample(
+    prompt: &[u32],
+    c: wrl_trainer::Completion,
+    reward: f32,
+    (group, trajectory): (u64, u64),
+) -> wrl_trainer::Sample {
+    wrl_trainer::Sample {
+        prompt_tokens: prompt.to_vec(),
+        reward,
+        completion_tokens: c.tokens,
+        old_logprobs: c.logprobs,
+        completion_mask: None,
+        advantage: None,
+        group_id: group,
+        trajectory_id: trajectory,
+        excluded: false,
+        truncated: false,
+        step: None,
+        images: Vec::new(),
+    }
+}
+
+/// The tiny random Qwen3-VL (`hf::tiny_vl`) in a temporary directory, its tokenizer learned from
+/// one short sentence.
+pub fn tiny_vl() -> tempfile::TempDir {
+    use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let corpus = vec!["click the blue button then type the answer".to_string()];
+    let tok = TokenizerSource::Generated { corpus, merges: 20 };
+    let vision = wrl_trainer::hf::tiny_vl::TinyVision::default();
+    wrl_trainer::hf::tiny_vl::write_vl(dir.path(), &TinySpec::narrow(), &vision, &tok)
+        .expect("the tiny Qwen3-VL");
+    dir
+}
+
+/// A trainer (lr 3e-3, on the CPU, seeded `seed`) of the Qwen3-VL model in `dir`.
+pub fn vl_trainer(dir: &std::path::Path, seed: u64) -> Trainer {
+    let policy = PolicyConfig::Qwen3Vl(wrl_trainer::models::PretrainedSource::new(dir));
+    let optim = OptimConfig { lr: 3e-3, ..OptimConfig::default() };
+    Trainer::new(TrainerConfig { policy, optim, seed, device: DeviceChoice::Cpu })
+        .expect("the VL trainer")
+}
+
+/// A `w` × `h` patterned screenshot (`seed` shifts the pattern) as the processor in `dir` reads it.
+pub fn screen(
+    dir: &std::path::Path,
+    seed: usize,
+    (w, h): (usize, usize),
+) -> wrl_trainer::vision::Pixels {
+    let raw: Vec<u8> = (0..w * h * 3).map(|i| ((i * 31 + seed * 97) % 251) as u8).collect();
+    let processor = wrl_trainer::vision::ImageProcessor::from_dir(dir).expect("its processor");
+    processor.process(&raw, w, h, 3).expect("the screenshot")
+}

@@ -18,22 +18,9 @@ fn samples(t: &mut Trainer) -> Vec<Sample> {
             &SampleParams { n: 4, max_tokens: 6, ..Default::default() },
         )
         .unwrap();
-    outs.iter()
+    outs.into_iter()
         .enumerate()
-        .map(|(i, c)| Sample {
-            prompt_tokens: prompt.clone(),
-            completion_tokens: c.tokens.clone(),
-            old_logprobs: c.logprobs.clone(),
-            completion_mask: None,
-            reward: [1.0, 0.0, 0.5, 0.2][i],
-            advantage: None,
-            group_id: 0,
-            trajectory_id: i as u64,
-            excluded: false,
-            truncated: false,
-            step: None,
-            images: Vec::new(),
-        })
+        .map(|(i, c)| crate::common::sample(&prompt, c, [1.0, 0.0, 0.5, 0.2][i], (0, i as u64)))
         .collect()
 }
 

@@ -18,19 +18,10 @@ fn singles(t: &mut Trainer, n: usize, reward: &dyn Fn(&[u32]) -> f32, from: u64)
         .unwrap();
     outs.into_iter()
         .enumerate()
-        .map(|(i, c)| Sample {
-            prompt_tokens: PROMPT.to_vec(),
-            reward: reward(&c.tokens),
-            completion_tokens: c.tokens,
-            old_logprobs: c.logprobs,
-            completion_mask: None,
-            advantage: None,
-            group_id: from + i as u64,
-            trajectory_id: from + i as u64,
-            excluded: false,
-            truncated: false,
-            step: None,
-            images: Vec::new(),
+        .map(|(i, c)| {
+            let id = from + i as u64;
+            let r = reward(&c.tokens);
+            crate::common::sample(&PROMPT, c, r, (id, id))
         })
         .collect()
 }

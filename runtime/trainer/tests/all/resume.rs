@@ -69,19 +69,9 @@ fn rl_round(t: &mut Trainer, round: u64) {
     let samples: Vec<Sample> = outs
         .into_iter()
         .enumerate()
-        .map(|(i, c)| Sample {
-            prompt_tokens: prompt.clone(),
-            reward: c.tokens.iter().map(|&x| x as f32).sum::<f32>() / 1000.0,
-            completion_tokens: c.tokens,
-            old_logprobs: c.logprobs,
-            completion_mask: None,
-            advantage: None,
-            group_id: round,
-            trajectory_id: i as u64,
-            excluded: false,
-            truncated: false,
-            step: None,
-            images: Vec::new(),
+        .map(|(i, c)| {
+            let r = c.tokens.iter().map(|&x| x as f32).sum::<f32>() / 1000.0;
+            crate::common::sample(&prompt, c, r, (round, i as u64))
         })
         .collect();
     let cfg = RlConfig {
@@ -133,20 +123,7 @@ fn no_reference_is_held_without_kl() {
     let s: Vec<Sample> = outs
         .into_iter()
         .enumerate()
-        .map(|(i, c)| Sample {
-            prompt_tokens: prompt.clone(),
-            completion_tokens: c.tokens,
-            old_logprobs: c.logprobs,
-            completion_mask: None,
-            reward: i as f32,
-            advantage: None,
-            group_id: 0,
-            trajectory_id: i as u64,
-            excluded: false,
-            truncated: false,
-            step: None,
-            images: Vec::new(),
-        })
+        .map(|(i, c)| crate::common::sample(&prompt, c, i as f32, (0, i as u64)))
         .collect();
     let cfg = RlConfig {
         kl: Some(KlConfig { coef: 0.0, estimator: KlEstimator::K1 }),

@@ -22,19 +22,9 @@ fn group(
         .unwrap();
     outs.into_iter()
         .enumerate()
-        .map(|(i, c)| Sample {
-            prompt_tokens: PROMPT.to_vec(),
-            reward: reward(&c.tokens),
-            completion_tokens: c.tokens,
-            old_logprobs: c.logprobs,
-            completion_mask: None,
-            advantage: None,
-            group_id: gid,
-            trajectory_id: gid * 1000 + i as u64,
-            excluded: false,
-            truncated: false,
-            step: None,
-            images: Vec::new(),
+        .map(|(i, c)| {
+            let r = reward(&c.tokens);
+            crate::common::sample(&PROMPT, c, r, (gid, gid * 1000 + i as u64))
         })
         .collect()
 }

@@ -4,37 +4,19 @@
 
 use std::sync::Arc;
 
-use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
-use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
-use wrl_trainer::models::PretrainedSource;
 use wrl_trainer::rl::{KlConfig, KlEstimator};
-use wrl_trainer::vision::{ImageProcessor, Pixels};
-use wrl_trainer::{
-    DeviceChoice, OptimConfig, PolicyConfig, RlConfig, Sample, SampleParams, Trainer, TrainerConfig,
-};
+use wrl_trainer::{RlConfig, Sample, SampleParams, Trainer};
 
 use crate::common::snapshot;
 
 fn trainer(dir: &std::path::Path) -> Trainer {
-    Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Qwen3Vl(PretrainedSource::new(dir)),
-        optim: OptimConfig { lr: 3e-3, ..OptimConfig::default() },
-        seed: 23,
-        device: DeviceChoice::Cpu,
-    })
-    .unwrap()
-}
-
-fn screen(dir: &std::path::Path, seed: usize) -> Pixels {
-    let (w, h) = (160, 96);
-    let raw: Vec<u8> = (0..w * h * 3).map(|i| ((i * 31 + seed * 97) % 251) as u8).collect();
-    ImageProcessor::from_dir(dir).unwrap().process(&raw, w, h, 3).unwrap()
+    crate::common::vl_trainer(dir, 23)
 }
 
 /// One GRPO round: a prompt with the round's screenshot, four samples drawn through the whole
 /// model, rewarded by their tokens, one update.
 fn round(t: &mut Trainer, dir: &std::path::Path, r: u64) {
-    let px = screen(dir, r as usize);
+    let px = crate::common::screen(dir, r as usize, (160, 96));
     let side = t.model().vision().unwrap();
     let c = &side.config;
     let mut prompt = vec![5, 6 + r as u32, c.vision_start_token_id];
@@ -46,19 +28,10 @@ fn round(t: &mut Trainer, dir: &std::path::Path, r: u64) {
     let samples: Vec<Sample> = outs
         .into_iter()
         .enumerate()
-        .map(|(i, c)| Sample {
-            prompt_tokens: prompt.clone(),
-            reward: c.tokens.iter().map(|&x| (x % 7) as f32).sum::<f32>(),
-            completion_tokens: c.tokens,
-            old_logprobs: c.logprobs,
-            completion_mask: None,
-            advantage: None,
-            group_id: r,
-            trajectory_id: i as u64,
-            excluded: false,
-            truncated: false,
-            step: None,
-            images: images.clone(),
+        .map(|(i, c)| {
+            let reward = c.tokens.iter().map(|&x| (x % 7) as f32).sum::<f32>();
+            let s = crate::common::sample(&prompt, c, reward, (r, i as u64));
+            Sample { images: images.clone(), ..s }
         })
         .collect();
     let cfg = RlConfig {
@@ -71,10 +44,7 @@ fn round(t: &mut Trainer, dir: &std::path::Path, r: u64) {
 
 #[test]
 fn a_vl_policy_resumes_its_updates_and_its_sampling_exactly() {
-    let model = tempfile::tempdir().unwrap();
-    let corpus = vec!["click the blue button then type the answer".to_string()];
-    let tok = TokenizerSource::Generated { corpus, merges: 20 };
-    write_vl(model.path(), &TinySpec::narrow(), &TinyVision::default(), &tok).unwrap();
+    let model = crate::common::tiny_vl();
     let dir = model.path();
     let mut straight = trainer(dir);
     let source = snapshot(&straight);
@@ -95,7 +65,7 @@ fn a_vl_policy_resumes_its_updates_and_its_sampling_exactly() {
     let moved = a.iter().filter(|(k, v)| source.get(*k).is_some_and(|s| s != *v)).count();
     assert!(moved > 0, "the updates moved nothing");
     // The sampling stream continues as it would have.
-    let px = screen(dir, 5);
+    let px = crate::common::screen(dir, 5, (160, 96));
     let side = straight.model().vision().unwrap();
     let c = &side.config;
     let mut prompt = vec![5, c.vision_start_token_id];

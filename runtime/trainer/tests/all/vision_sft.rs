@@ -3,33 +3,14 @@
 //! reads the screenshots (two screenshots, two losses) and whose gradient trains the text
 //! decoder; a VL policy never draws the tokens that stand for an image.
 
-use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
-use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
-use wrl_trainer::models::PretrainedSource;
-use wrl_trainer::vision::{ImageProcessor, Pixels};
-use wrl_trainer::{DeviceChoice, Example, OptimConfig, PolicyConfig, Trainer, TrainerConfig};
+use wrl_trainer::{Example, Trainer};
 
 fn trainer(dir: &std::path::Path) -> Trainer {
-    Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Qwen3Vl(PretrainedSource::new(dir)),
-        optim: OptimConfig { lr: 3e-3, ..OptimConfig::default() },
-        seed: 5,
-        device: DeviceChoice::Cpu,
-    })
-    .unwrap()
-}
-
-fn screen(dir: &std::path::Path, seed: usize, (w, h): (usize, usize)) -> Pixels {
-    let raw: Vec<u8> = (0..w * h * 3).map(|i| ((i * 31 + seed * 97) % 251) as u8).collect();
-    ImageProcessor::from_dir(dir).unwrap().process(&raw, w, h, 3).unwrap()
+    crate::common::vl_trainer(dir, 5)
 }
 
 fn model() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let corpus = vec!["click the blue button then type the answer".to_string()];
-    let tok = TokenizerSource::Generated { corpus, merges: 20 };
-    write_vl(dir.path(), &TinySpec::narrow(), &TinyVision::default(), &tok).unwrap();
-    dir
+    crate::common::tiny_vl()
 }
 
 /// `text, <vision_start> <image_pad> <vision_end>` per image, then two trained tokens.
@@ -52,7 +33,10 @@ fn image_pads_expand_without_loss_and_a_cut_never_splits_an_image() {
     let t = trainer(dir.path());
     let side = t.model().vision().unwrap();
     let pad = side.config.mrope.image_token_id;
-    let (a, b) = (screen(dir.path(), 1, (160, 96)), screen(dir.path(), 2, (96, 64)));
+    let (a, b) = (
+        crate::common::screen(dir.path(), 1, (160, 96)),
+        crate::common::screen(dir.path(), 2, (96, 64)),
+    );
     let (na, nb) = (side.pads(&a), side.pads(&b));
     assert!(na > 1 && nb > 1 && na != nb, "{na} {nb}");
     let ex = example(&t, 2);
@@ -81,7 +65,10 @@ fn sft_steps_read_the_screenshots_and_train_the_text_decoder() {
     let dir = model();
     let mut t = trainer(dir.path());
     let side = t.model().vision().unwrap().clone();
-    let (a, b) = (screen(dir.path(), 1, (160, 96)), screen(dir.path(), 3, (160, 96)));
+    let (a, b) = (
+        crate::common::screen(dir.path(), 1, (160, 96)),
+        crate::common::screen(dir.path(), 3, (160, 96)),
+    );
     let ex = example(&t, 1);
     let on_a = side.expand_example(&ex, std::slice::from_ref(&a), usize::MAX).unwrap();
     let on_b = side.expand_example(&ex, std::slice::from_ref(&b), usize::MAX).unwrap();
@@ -118,7 +105,7 @@ fn a_vl_policy_never_draws_its_image_tokens() {
         c.vision_end_token_id,
         c.mrope.video_token_id,
     ];
-    let px = screen(dir.path(), 4, (160, 96));
+    let px = crate::common::screen(dir.path(), 4, (160, 96));
     let ex = example(&t, 1);
     let prompt = side.expand(&ex.tokens, std::slice::from_ref(&px)).unwrap();
     let params =
@@ -140,7 +127,7 @@ fn the_update_reads_the_rollouts_log_probs_of_a_vl_policy() {
     let dir = model();
     let mut t = trainer(dir.path());
     let side = t.model().vision().unwrap().clone();
-    let px = screen(dir.path(), 5, (160, 96));
+    let px = crate::common::screen(dir.path(), 5, (160, 96));
     let prompt = side.expand(&example(&t, 1).tokens, std::slice::from_ref(&px)).unwrap();
     let params = wrl_trainer::SampleParams { n: 4, max_tokens: 16, ..Default::default() };
     let outs = t.sampler().sample_images(&prompt, std::slice::from_ref(&px), &params).unwrap();
@@ -148,19 +135,9 @@ fn the_update_reads_the_rollouts_log_probs_of_a_vl_policy() {
     let samples: Vec<Sample> = outs
         .into_iter()
         .enumerate()
-        .map(|(i, c)| Sample {
-            prompt_tokens: prompt.clone(),
-            reward: i as f32,
-            completion_tokens: c.tokens,
-            old_logprobs: c.logprobs,
-            completion_mask: None,
-            advantage: None,
-            group_id: 0,
-            trajectory_id: i as u64,
-            excluded: false,
-            truncated: false,
-            step: None,
-            images: images.clone(),
+        .map(|(i, c)| {
+            let s = crate::common::sample(&prompt, c, i as f32, (0, i as u64));
+            Sample { images: images.clone(), ..s }
         })
         .collect();
     let m = t.rl_update(&samples, &RlConfig::default()).unwrap();
