@@ -68,6 +68,15 @@ impl AgentCfg {
         self
     }
 
+    /// The agent whose prompts an SFT stage's examples take: the plan's first (the executor's
+    /// examples, the demonstrations' screenshots and the preflight's room check all read it).
+    pub fn for_sft(plan: &params::TypedPlan<'_>) -> Option<AgentCfg> {
+        plan.nodes.iter().find_map(|(_, p)| match p {
+            params::Params::Agent(a) => Some(AgentCfg::in_plan(a, plan)),
+            _ => None,
+        })
+    }
+
     /// The settings of an agent node of `plan`, its env's tool set included (a graph's: its
     /// trainable acting module's, which SFT's examples call as that module does).
     pub fn in_plan(agent: &params::Agent, plan: &params::TypedPlan<'_>) -> AgentCfg {

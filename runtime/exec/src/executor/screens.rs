@@ -17,14 +17,7 @@ use crate::rundir::RunDir;
 /// trains a vision-language policy on them (directly or in a mixture) and the agent whose
 /// prompts its examples take (the plan's first, as `executor::sft` picks it) is shown them.
 pub(super) fn demos_seen(plan: &TypedPlan<'_>, data: &str) -> bool {
-    let shown = plan
-        .nodes
-        .iter()
-        .find_map(|(_, p)| match p {
-            Params::Agent(a) => Some(AgentCfg::in_plan(a, plan)),
-            _ => None,
-        })
-        .is_some_and(|a| a.window.screens.is_some());
+    let shown = AgentCfg::for_sft(plan).is_some_and(|a| a.window.screens.is_some());
     let feeds = |id: &str| {
         id == data
             || matches!(plan.get(id), Some(Params::Dataset(Dataset::Mixture(m)))

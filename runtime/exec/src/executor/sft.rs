@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use wrl_plan::Node;
-use wrl_plan::params::{self, Params};
+use wrl_plan::params;
 use wrl_trainer::vision::Pixels;
 use wrl_trainer::{Metrics, Mixture, MixtureWeights, SftConfig, Trainer};
 
@@ -85,10 +85,7 @@ impl<'a> Executor<'a> {
         let (parts, weights) = self.demonstrations(node, data.id())?;
         // The prompts carry the history and pages the run's (first) agent keeps, and an
         // instruction-tuned policy's examples its env's tool set (`agent::hermes`).
-        let agent = self.plan.nodes.iter().find_map(|(_, p)| match p {
-            Params::Agent(a) => Some(AgentCfg::in_plan(a, self.plan)),
-            _ => None,
-        });
+        let agent = AgentCfg::for_sft(self.plan);
         // One example per demonstrated step, whatever the policy; one per conversation.
         let n_examples: usize = parts.iter().map(|(_, d)| d.examples()).sum();
         let n_demos: usize = parts.iter().map(|(_, d)| d.len()).sum();

@@ -19,10 +19,7 @@ pub(super) fn sft_room(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Optio
         return None;
     }
     let (_, h) = crate::executor::hf::trained_hf(plan, s.model.id())?;
-    let agent = plan.nodes.iter().find_map(|(_, p)| match p {
-        Params::Agent(a) => Some(AgentCfg::in_plan(a, plan)),
-        _ => None,
-    })?;
+    let agent = AgentCfg::for_sft(plan)?;
     let files = hf::resolve(&h.id, RepoKind::Model).and_then(|d| hf::inspect(&d)).ok()?;
     let tok = wrl_trainer::Tokenizer::from_model(&files, h.thinking).ok()?;
     tok.chat()?;
