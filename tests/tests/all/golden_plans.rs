@@ -43,11 +43,12 @@ fn profiles(recipe: &str) -> Vec<String> {
 /// GiGPO-like cases; #48: LoRA adapters per stage; #46: a reward served by an endpoint,
 /// Search-R1's tag-style calls, chat-format SFT, an evaluation per subset, tools from an MCP
 /// server; #47 item 6: a WebShop agent on goals its env server draws, with an action window;
-/// #43: a vision-language policy's GRPO on screenshots and its SFT on the expert's);
+/// #43: a vision-language policy's GRPO on screenshots and its SFT on the expert's; a
+/// tag-style agent's SFT);
 /// their goldens live in `tests/recipes/golden/`.
 /// #45: variants, each its own plan (`NAME.variant-V.plan`); claims stated for profiles, in
 /// the plans of those profiles alone.
-const TEST_RECIPES: [&str; 13] = [
+const TEST_RECIPES: [&str; 14] = [
     "tests/recipes/arpo.wrl",
     "tests/recipes/deep_research.wrl",
     "tests/recipes/gigpo.wrl",
@@ -56,6 +57,7 @@ const TEST_RECIPES: [&str; 13] = [
     "tests/recipes/reward_endpoint.wrl",
     "tests/recipes/scoped_claims.wrl",
     "tests/recipes/search_r1.wrl",
+    "tests/recipes/tag_sft.wrl",
     "tests/recipes/variants.wrl",
     "tests/recipes/vl_browser.wrl",
     "tests/recipes/vl_sft.wrl",

@@ -10,6 +10,7 @@ pub mod hermes;
 pub mod policy;
 pub mod prompt;
 pub mod sample;
+pub mod tag_demos;
 pub mod tags;
 pub mod toolcall;
 pub mod vision;

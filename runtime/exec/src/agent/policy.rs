@@ -320,7 +320,7 @@ impl TrainerPolicy {
                 let tok = trainer.tokenizer();
                 let text = match prompt_in(observation, &self.seen, history, self.mode, self.window)
                 {
-                    Ok(t) if tok.chat().is_some() => format!("{}\n\n{t}", instructions(tags)),
+                    Ok(t) if tok.chat().is_some() => format!("{}\n\n{t}", tags.instructions()),
                     Ok(t) => t,
                     Err(why) => return AgentTurn::GaveUp(why),
                 };
@@ -398,27 +398,6 @@ impl TrainerPolicy {
             Err(e) => AgentTurn::Malformed { text: out, error: TurnError::from(e).agent_error() },
         }
     }
-}
-
-/// What an instruction-tuned policy is told of the tags before its task (the tiny policy,
-/// whose every byte of context counts, learns them from its rewards alone).
-fn instructions(tags: &TagCalls) -> String {
-    let calls: Vec<String> = tags
-        .tools
-        .tools
-        .iter()
-        .filter_map(|t| tags.tag_of(&t.name).map(|g| format!("<{g}>…</{g}> calls `{}`", t.name)))
-        .collect();
-    let answer = match tags.tools.answer_tag.as_str() {
-        "" => String::new(),
-        a => format!(" Give the final answer as <{a}>…</{a}>."),
-    };
-    format!(
-        "Call a tool by writing its argument between its tags: {}. The result comes back \
-         between <{r}> and </{r}>.{answer}",
-        calls.join("; "),
-        r = tags.result
-    )
 }
 
 impl Agent for TrainerPolicy {

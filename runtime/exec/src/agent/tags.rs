@@ -42,7 +42,7 @@ impl TagCalls {
         TagCalls { keep: chars, ..self }
     }
 
-    fn answer_tag(&self) -> Option<&str> {
+    pub(crate) fn answer_tag(&self) -> Option<&str> {
         Some(self.tools.answer_tag.as_str()).filter(|t| !t.is_empty())
     }
 
@@ -74,6 +74,30 @@ impl TagCalls {
     pub fn tag_of(&self, tool: &str) -> Option<&str> {
         let i = self.tools.tools.iter().position(|t| t.name == tool)?;
         self.calls.get(i).map(String::as_str)
+    }
+
+    /// What an instruction-tuned policy is told of the tags before its task, in its first
+    /// turn's prompt (the tiny policy, whose every byte of context counts, learns them from its
+    /// rewards alone); a tag-style demonstration's prompt says the same.
+    pub fn instructions(&self) -> String {
+        let calls: Vec<String> = self
+            .tools
+            .tools
+            .iter()
+            .filter_map(|t| {
+                self.tag_of(&t.name).map(|g| format!("<{g}>…</{g}> calls `{}`", t.name))
+            })
+            .collect();
+        let answer = match self.tools.answer_tag.as_str() {
+            "" => String::new(),
+            a => format!(" Give the final answer as <{a}>…</{a}>."),
+        };
+        format!(
+            "Call a tool by writing its argument between its tags: {}. The result comes back \
+             between <{r}> and </{r}>.{answer}",
+            calls.join("; "),
+            r = self.result
+        )
     }
 
     /// Reads one generated segment (the text since the last result): its first complete call

@@ -18,6 +18,7 @@ use crate::agent::AgentCfg;
 use crate::agent::hermes::Hermes;
 use crate::agent::policy::sft_examples;
 use crate::agent::prompt::{History, Screens, Window};
+use crate::agent::tag_demos::{TagDemo, tag_demo, tag_examples};
 use crate::agent::vision::{Shot, read_screen, sft_examples_seeing};
 use crate::error::{Fault, RunError};
 use crate::rundir::records::{MetricLine, SftStep};
@@ -25,10 +26,18 @@ use crate::rundir::records::{MetricLine, SftStep};
 /// The demonstrations of a stage, each dataset by name.
 type Parts = Vec<(String, Demos)>;
 
-/// The examples a stage trains on, each dataset's by name (each example with the images its
-/// prompt holds: a vision-language policy's screenshots, none for text), and whether they are
-/// chat conversations (rendered whole by a chat template, in as many sequences as it takes).
-type Sets = Vec<(String, Vec<(wrl_trainer::Trajectory, Vec<Pixels>)>, bool)>;
+/// The examples a stage trains on, each dataset's by name.
+type Sets = Vec<(String, Shown)>;
+
+/// A dataset's demonstrations as the policy is shown them.
+enum Shown {
+    /// One example per step or conversation, each with the images its prompt holds (a
+    /// vision-language policy's screenshots, none for text), and whether they are chat
+    /// conversations (rendered whole by a chat template, in as many sequences as it takes).
+    Turns(Vec<(wrl_trainer::Trajectory, Vec<Pixels>)>, bool),
+    /// A tag-style agent's episodes, each its one sequence (`agent::tag_demos`).
+    Sequences(Vec<TagDemo>),
+}
 
 /// How a stage trains: its steps, `epochs` over the examples.
 struct Schedule {
@@ -128,9 +137,9 @@ impl<'a> Executor<'a> {
             params::LossOn::CurrentTurn => true,
             params::LossOn::AllTurns => false,
         };
-        let sets = examples(node, &parts, &trainer, agent, (max_length.0 as usize, per_turn))?;
         let length = max_length.0 as usize;
-        let mixture = render(&trainer, (&sets, weights), length)?;
+        let sets = examples(node, &parts, &trainer, agent, (length, per_turn))?;
+        let mixture = render(&trainer, (&sets, weights), (length, per_turn))?;
         // A chat template may train a conversation in several sequences (Qwen3's drops the
         // thinking of earlier turns): the steps are counted from the rendered examples.
         let n_examples: usize = mixture.datasets.iter().map(|d| d.examples.len()).sum();
@@ -259,18 +268,39 @@ impl<'a> Executor<'a> {
 
 /// The examples of each dataset in the policy's tokens, cut to the stage's length: the mixture
 /// the steps draw from. A conversation rendered by a chat template trains every assistant turn
-/// in as many sequences as the template needs (`wrl_trainer::chat::examples`).
+/// in as many sequences as the template needs (`wrl_trainer::chat::examples`); a tag-style
+/// episode trains as its one sequence, or one per call with `per_turn`.
 fn render(
     trainer: &Arc<Mutex<Trainer>>,
     (sets, weights): (&Sets, MixtureWeights),
-    max_length: usize,
+    (max_length, per_turn): (usize, bool),
 ) -> Result<Mixture, RunError> {
     let t = trainer.lock().map_err(|_| RunError::poisoned())?;
     let max_len = t.model().context().min(max_length);
     let tok = t.tokenizer();
     let mut datasets = Vec::new();
-    for (name, examples, chats) in sets {
+    for (name, shown) in sets {
         let mut rendered = Vec::new();
+        let (examples, chats) = match shown {
+            Shown::Turns(examples, chats) => (examples, chats),
+            Shown::Sequences(demos) => {
+                for d in demos {
+                    let fail = |e: String| {
+                        RunError::new(
+                            Fault::Data,
+                            format!("dataset `{name}`: demonstration `{}`: {e}", d.task),
+                        )
+                        .help(
+                            "raise the stage's `max_length` (and the model's `context`), or \
+                               keep less of each result (`tool_response_chars`, `step_text`)",
+                        )
+                    };
+                    rendered.extend(tag_examples(tok, d, max_len, per_turn).map_err(fail)?);
+                }
+                datasets.push(wrl_trainer::Dataset { name: name.clone(), examples: rendered });
+                continue;
+            }
+        };
         for (i, (ex, images)) in examples.iter().enumerate() {
             let what = if *chats { "conversation" } else { "example" };
             let fail = |e| RunError::model(&format!("dataset `{name}`: {what} {}", i + 1), e);
@@ -309,7 +339,10 @@ fn examples(
         agent.as_ref().map_or((History::ActionOnly, Window::default()), |a| (a.history, a.window));
     let chat = trainer.lock().map_err(|_| RunError::poisoned())?.tokenizer().chat().is_some();
     let reply = agent.as_ref().map_or(0, |a| a.max_response);
-    let hermes: Option<Arc<Hermes>> = agent.and_then(|a| a.hermes).filter(|_| chat);
+    // A tag-style agent's prompt shows no tool schemas: its calls are tags, not Hermes calls.
+    let tags = agent.as_ref().and_then(|a| a.tags.clone());
+    let hermes: Option<Arc<Hermes>> =
+        agent.and_then(|a| a.hermes).filter(|_| chat && tags.is_none());
     // The prompts get the room the example's length leaves after the reply, as the
     // rollouts' do (the tiny policy's stays `MAX_PROMPT_BYTES`).
     let window = {
@@ -348,17 +381,29 @@ fn examples(
                         format!("stage `{}`: dataset `{name}`: {e}", node.decl),
                     )
                 })?;
-                sets.push((
-                    name.clone(),
-                    examples.into_iter().map(|e| (e, Vec::new())).collect(),
-                    true,
-                ));
+                let examples = examples.into_iter().map(|e| (e, Vec::new())).collect();
+                sets.push((name.clone(), Shown::Turns(examples, true)));
                 continue;
             }
         };
         let fail = |e: String| {
             RunError::new(Fault::Data, format!("stage `{}`: dataset `{name}`: {e}", node.decl))
         };
+        if let Some(tags) = tags.as_deref() {
+            let demos = d
+                .iter()
+                .map(|t| {
+                    tag_demo(t, tags, (history, window), chat).map_err(|e| {
+                        fail(format!("demonstration `{}`: {e}", t.task_id)).help(
+                            "a tag-style agent imitates one call of one argument a step (the \
+                             sandbox's expert does on `questions = [lookup]`)",
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            sets.push((name.clone(), Shown::Sequences(demos)));
+            continue;
+        }
         let mut examples = Vec::new();
         for t in d {
             match (seeing(trainer, history, window), hermes.as_deref()) {
@@ -385,7 +430,7 @@ fn examples(
                  docs/sandbox.md), or record the demonstrations with `std::sandbox::demos`",
             ));
         }
-        sets.push((name.clone(), examples, false));
+        sets.push((name.clone(), Shown::Turns(examples, false)));
     }
     Ok(sets)
 }

@@ -1,9 +1,10 @@
 //! Fields of the seed recipes' round 3 (#44) this runtime does not honour yet, each refused at
 //! its field (E0502) rather than ignored: a ReAct agent's cut of tool responses and its
 //! per-call timeout, a graph module's stop strings and grounding pairs; for a tag-style agent
-//! (#46), SFT demonstrations and GiGPO's step-level groups; and a `search_api` env's tools other
-//! than the two its service answers (a code tool, a reading agent: #46 item 4), and a simulated
-//! search engine that is no endpoint or is asked to `visit`.
+//! (#46), the sandbox expert's demonstrations no tag can write and GiGPO's step-level groups;
+//! and a `search_api` env's tools other than the two its service answers (a code tool, a
+//! reading agent: #46 item 4), and a simulated search engine that is no endpoint or is asked to
+//! `visit`.
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Dataset, Params, RecordKind, TypedPlan};
@@ -86,28 +87,74 @@ pub(super) fn grounding(n: &Node, d: &Dataset) -> Option<RunError> {
     })
 }
 
-/// An SFT stage where the run's agent (the first, whose prompts the examples show) calls by
-/// tags: demonstrations are taught one turn per step, as Hermes calls or terse lines, not as
-/// the one sequence a tag-style episode is, so the stage would teach another format.
-pub(super) fn sft_tags(plan: &TypedPlan<'_>, n: &Node) -> Option<RunError> {
+/// An SFT stage whose agent (the plan's first, whose prompts the examples show) calls by tags,
+/// on the sandbox expert's demonstrations a tag cannot write: those it records in Chromium
+/// (clicks and typing, `env = browser`), and multi-hop questions, whose calls search two names
+/// or visit several pages at once. Each step of a tag-style demonstration is one call of one
+/// argument (`agent::tag_demos`); other data are checked step by step when the stage starts.
+pub(super) fn sft_tags(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
     let tags = plan.nodes.iter().find_map(|(_, p)| match p {
         Params::Agent(params::Agent::React(r)) => Some(r.calls.tags().is_some()),
         Params::Agent(params::Agent::Graph(_)) => Some(false),
         _ => None,
     });
-    tags.filter(|t| *t).map(|_| {
-        unsupported(
-            n,
-            format!(
-                "stage `{}`: demonstrations for a tag-style agent (`calls = tags()`) are not \
-                 implemented: each example is one step's turn, not the episode's one sequence \
-                 with the results inline",
-                n.decl
-            ),
-            "train the tag-style agent by RL alone, or give the SFT's run a `calls = hermes` agent",
-            "data",
-        )
-    })
+    if tags != Some(true) {
+        return Vec::new();
+    }
+    let mut parts = vec![s.data.id()];
+    if let Some(Params::Dataset(Dataset::Mixture(m))) = plan.get(s.data.id()) {
+        parts.extend(m.parts.iter().map(|p| p.id()));
+    }
+    let mut errs = Vec::new();
+    for id in parts {
+        let Some((dn, Params::Dataset(Dataset::SandboxDemos(d)))) = plan.node(id) else {
+            continue;
+        };
+        let why = match d.env {
+            params::DemoEnv::Browser => Some((
+                "env",
+                "are clicks and typing in Chromium, which no tag calls".to_string(),
+                "record them with `env = search_api` (and `questions = [lookup]`)",
+            )),
+            params::DemoEnv::SearchApi => {
+                let hops: Vec<String> = d
+                    .questions
+                    .iter()
+                    .filter_map(|q| match q {
+                        params::QaQuestion::Lookup => None,
+                        params::QaQuestion::Compare => Some("`compare`".into()),
+                        params::QaQuestion::Chain => Some("`chain`".into()),
+                        params::QaQuestion::Difference => Some("`difference`".into()),
+                    })
+                    .collect();
+                (!hops.is_empty()).then(|| {
+                    (
+                        "questions",
+                        format!(
+                            "answer multi-hop questions ({}) by searching two names or visiting \
+                             several pages in one call, which one tag cannot hold",
+                            hops.join(", ")
+                        ),
+                        "set `questions = [lookup]`, or train the tag-style agent by RL alone",
+                    )
+                })
+            }
+        };
+        if let Some((field, what, help)) = why {
+            errs.push(unsupported(
+                dn,
+                format!(
+                    "dataset `{}`: the expert's demonstrations {what}; stage `{}` trains a \
+                     tag-style agent (`calls = tags()`), which makes one call of one argument a \
+                     step",
+                    dn.decl, n.decl
+                ),
+                help,
+                field,
+            ));
+        }
+    }
+    errs
 }
 
 /// GiGPO over a tag-style agent: its step-level groups need a sample per step, and a tag-style

@@ -534,7 +534,7 @@ fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
         crate::executor::hf::frozen_split(plan, n, s.model.id(), &s.frozen)
             .into_iter()
             .chain(super::lora::lora(plan, n, s.model.id(), &s.lora))
-            .chain(super::limits::sft_tags(plan, n))
+            .chain(super::limits::sft_tags(plan, n, s))
             .chain(super::vision::sft(plan, n, s))
             .chain(super::sft_room::sft_room(plan, n, s))
             .collect();

@@ -4,3 +4,4 @@
 mod hermes_chat;
 mod report_chromium;
 mod search_env;
+mod tag_sft;

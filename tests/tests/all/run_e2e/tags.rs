@@ -40,3 +40,36 @@ fn search_r1_appends_results_inline_and_masks_them_out_of_the_loss() {
     };
     assert_eq!(seqs(&trajs), seqs(&again), "two runs wrote different sequences");
 }
+
+/// `tests/recipes/tag_sft.wrl`: SFT of a tag-style agent on the expert's search demonstrations,
+/// then GRPO. Each demonstration trains as one sequence (32 examples for 32 demonstrations, at
+/// `loss_on = all_turns`), its loss falls by half, and the warmed-up policy opens every held-out
+/// episode with a tag of its tool set.
+#[test]
+fn sft_teaches_a_tag_style_agent_its_tags() {
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/tag_sft.wrl");
+    let out = dir.path().join("run");
+    let args: Vec<std::ffi::OsString> =
+        vec!["run".into(), recipe.into(), "--out".into(), out.clone().into()];
+    let (code, _, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    let (summary, metrics, trajs) = records(&out);
+    assert_eq!(summary.status, "finished");
+    let losses = crate::run_hf::sft_losses(&metrics);
+    // 32 examples in batches of 2 for 4 epochs (one per call would be 96 an epoch: 192 steps).
+    assert_eq!(losses.len(), 64, "{losses:?}");
+    assert!(losses.last().unwrap() < &(losses[0] / 2.0), "{losses:?}");
+    let opens = |node: &str| -> Vec<bool> {
+        trajs
+            .iter()
+            .filter(|t| t.node == node)
+            .map(|t| {
+                let first = &t.sequence.as_ref().expect("a sequence")[0].text;
+                ["<search>", "<visit>", "<answer>"].iter().any(|tag| first.starts_with(tag))
+            })
+            .collect()
+    };
+    let after_sft = opens("eval:final/after:warmup");
+    assert_eq!(after_sft, [true; 4], "the warmed-up policy does not open with a tag");
+}
