@@ -202,3 +202,67 @@ async fn a_server_gone_mid_run_ends_the_episode_as_an_env_error() {
     let counts: Arc<McpTools> = mcp.unwrap();
     assert_eq!(counts.counts()["add"].unreachable, 1);
 }
+
+/// A tag-style agent (ARPO's `<python>…</python>`) calling an MCP tool: the tag's text is the
+/// tool's one argument, the server's reply comes back inline in the result tags, and the
+/// episode goes on in the same sequence to its answer — with a tiny candle policy writing
+/// scripted segments (a branch's replay, token for token).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tag_style_call_reaches_an_mcp_tool_and_its_reply_comes_back_inline() {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    use wrl_exec::agent::policy::TrainerPolicy;
+    use wrl_exec::agent::prompt::History;
+    use wrl_exec::agent::sample::Turn;
+    use wrl_exec::agent::tags::TagCalls;
+    use wrl_plan::params::Tags;
+    use wrl_trainer::{PolicyConfig, SampleParams, TinyConfig, Trainer, TrainerConfig};
+    let Some(py) = python() else { return };
+    let sb = Sandbox::start(0, 0).await.unwrap();
+    let set = tools(stdio(&py), vec![]);
+    let mcp = McpTools::connect(&set, SEARCH_NATIVE).await.unwrap();
+    let env = SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5))
+        .unwrap()
+        .with_mcp(mcp);
+    let task = generate_qa(sb.content(), Split::Test, 1, 2).remove(0);
+    let trainer = Trainer::new(TrainerConfig {
+        policy: PolicyConfig::Tiny(TinyConfig::default()),
+        optim: Default::default(),
+        seed: 3,
+        device: Default::default(),
+    })
+    .unwrap();
+    let script = ["<run_code>print(6 * 7)</run_code>", "<answer>42</answer>"];
+    let turns: Vec<Turn> = script
+        .iter()
+        .map(|text| {
+            let tokens = trainer.tokenizer().encode(text).unwrap();
+            Turn {
+                logprobs: vec![-1.0; tokens.len()],
+                completion_tokens: tokens,
+                text: text.to_string(),
+                ..Turn::default()
+            }
+        })
+        .collect();
+    let tags = TagCalls::new(set, &Tags { result: "information".into(), tools: BTreeMap::new() });
+    let mut policy = TrainerPolicy::new(
+        Arc::new(Mutex::new(trainer)),
+        SampleParams::default(),
+        History::ActionOnly,
+        "policy",
+    )
+    .with_tags(Some(Arc::new(tags)))
+    .with_replay(turns);
+    let t = env.run_task(&task, &mut policy, &cfg()).await;
+    assert_eq!(t.steps.len(), 2, "{:?}", t.outcome);
+    assert_eq!(t.steps[0].feedback.trim(), "42");
+    assert_eq!(t.outcome.reason.word(), "completed", "{:?}", t.outcome);
+    let parts = policy.sequence().unwrap();
+    let texts: Vec<(&str, bool)> = parts.iter().map(|p| (p.text.as_str(), p.loss)).collect();
+    assert_eq!(
+        texts,
+        [(script[0], true), ("\n<information>42</information>\n", false), (script[1], true)]
+    );
+    assert_eq!(env.mcp().unwrap().counts()["run_code"].calls, 1);
+}
