@@ -17,5 +17,6 @@ mod run_hf;
 mod run_preflight;
 mod run_simulated;
 mod run_vl;
+mod shipped_models;
 mod test_layout;
 mod ui;

@@ -1,7 +1,8 @@
 //! `wrlc run` end to end with a vision-language policy: the tiny random Qwen3-VL that
 //! `wrl_trainer::hf::tiny_vl` writes, offline in real Chromium — GRPO on screenshot episodes
 //! (`tests/recipes/vl_browser.wrl`) and SFT on the expert's demonstrations with a screenshot of
-//! every step (`tests/recipes/vl_sft.wrl`).
+//! every step (`tests/recipes/vl_sft.wrl`); and OpenWebRL's `smoke_vl` profile on the copy the
+//! repository ships (`recipes/models/tiny-qwen3-vl`, held to the writer by `shipped_models.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +14,7 @@ use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
 /// the element tools' schemas (`bench/hf-parity/recipe-tools.json`, which `wrl-exec`'s
 /// `hermes_chat` keeps true): every prompt shows them, and a byte-level tokenizer would spend
 /// most of an example's tokens on them.
-fn tiny_vl(dir: &Path) -> PathBuf {
+pub(crate) fn tiny_vl(dir: &Path) -> PathBuf {
     let model = dir.join("tiny-qwen3-vl");
     let mut corpus: Vec<String> = [
         "task: Buy the blue mug. [1] link \"Blue mug\" [2] button \"Add to cart\" url: /shop",
@@ -208,4 +209,31 @@ fn from_a_file(dir: &Path, model: &Path, run: &Path) {
     let name = broken.file_name().expect("a name").to_string_lossy().into_owned();
     assert!(stderr.contains("E0503") && stderr.contains(&name), "{stderr}");
     assert!(stderr.contains("not an image"), "{stderr}");
+}
+
+/// recipes/openwebrl.wrl's `smoke_vl` profile (#43): the recipe's model class, a Qwen3-VL (the
+/// tiny random one the repository ships), SFT on the expert's demonstrations with a screenshot
+/// of each step, then both horizon phases of GRPO and every evaluation, on screenshots of the
+/// sandbox web in Chromium. The run finishes, the demonstrations' PNGs are on disk, SFT's loss
+/// falls, and each phase logs its iteration.
+#[test]
+fn openwebrl_smoke_vl_runs_the_recipes_model_class_on_screenshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let args = ["run", "recipes/openwebrl.wrl", "--profile", "smoke_vl", "--out"];
+    let mut args: Vec<std::ffi::OsString> = args.iter().map(|a| a.into()).collect();
+    args.push(out.clone().into_os_string());
+    let (code, _, stderr) = wrl_tests::wrlc(args);
+    assert_eq!(code, 0, "{stderr}");
+    let pngs = std::fs::read_dir(out.join("data/demos")).unwrap().count();
+    assert!(pngs >= 8, "one screenshot per expert step: {pngs}");
+    let run = RunDir::resume(&out).unwrap();
+    let metrics = run.read_metrics().unwrap();
+    let sft = crate::run_hf::sft_losses(&metrics);
+    assert!(sft.last().unwrap() < &(sft[0] - 1.0), "SFT's loss does not fall: {sft:?}");
+    let rl = metrics.iter().filter(|m| matches!(m, MetricLine::Rl(_))).count();
+    assert_eq!(rl, 2, "one iteration per phase");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["status"], "finished");
 }

@@ -1,0 +1,39 @@
+//! The tiny random models the repository ships for recipes' profiles to name (#43: OpenWebRL's
+//! `smoke_vl` runs its policy's model class, Qwen3-VL, on a CPU): each is what its generator
+//! writes today, byte for byte, so that a change to the writer or the tokenizer's corpus shows
+//! here. `WRL_BLESS=1` writes them again (tests/scripts/bless.sh).
+
+use std::path::Path;
+
+/// `recipes/models/tiny-qwen3-vl`: `run_vl::tiny_vl`'s model (a 2-layer text model of width 32
+/// and a 2-block vision tower, random weights in Hugging Face layout; its tokenizer learned from
+/// a sandbox page, a Hermes call and the element tools' schemas).
+#[test]
+fn the_shipped_tiny_qwen3_vl_is_what_its_writer_writes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let shipped = root.join("recipes/models/tiny-qwen3-vl");
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = crate::run_vl::tiny_vl(dir.path());
+    let mut names: Vec<String> = std::fs::read_dir(&fresh)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    if std::env::var_os("WRL_BLESS").is_some() {
+        let _ = std::fs::remove_dir_all(&shipped);
+        std::fs::create_dir_all(&shipped).unwrap();
+        for n in &names {
+            std::fs::copy(fresh.join(n), shipped.join(n)).unwrap();
+        }
+    }
+    let mut have: Vec<String> = std::fs::read_dir(&shipped)
+        .unwrap_or_else(|e| panic!("{}: {e} (WRL_BLESS=1 writes it)", shipped.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    have.sort();
+    assert_eq!(have, names, "the shipped model's files");
+    for n in &names {
+        let same = std::fs::read(fresh.join(n)).unwrap() == std::fs::read(shipped.join(n)).unwrap();
+        assert!(same, "recipes/models/tiny-qwen3-vl/{n} is stale: WRL_BLESS=1 writes it again");
+    }
+}
