@@ -55,7 +55,15 @@ pub struct Params {
     /// The transformer blocks and the final norm (and the tiny model's copy head).
     pub blocks: u64,
     pub lm_head: u64,
+    /// A vision-language model's tower and mergers, frozen wherever this runtime trains it
+    /// (absent for a text model).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub vision: u64,
     pub total: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Bytes one training stage holds, by kind. The peak is the parts held throughout (weights,
@@ -131,11 +139,26 @@ impl Shape {
             kv_heads: c.num_key_value_heads as u64,
             head_dim: c.head_dim() as u64,
             intermediate: c.intermediate_size as u64,
-            params: Params { embeddings, blocks: total - embeddings - lm_head, lm_head, total },
+            params: Params {
+                embeddings,
+                blocks: total - embeddings - lm_head,
+                lm_head,
+                vision: 0,
+                total,
+            },
             tied: c.tie_word_embeddings,
             gated: true,
             candle_attention: true,
         }
+    }
+
+    /// A Qwen3-VL checkpoint: its text model, and the tower's parameters as weights that never
+    /// train (this runtime refuses a stage that does not freeze the tower and the merger).
+    pub fn of_qwen_vl(c: &crate::vision::vl_config::VlConfig) -> Shape {
+        let mut s = Shape::of_qwen(&c.text);
+        s.params.vision = c.vision.parameters();
+        s.params.total += s.params.vision;
+        s
     }
 
     /// The embedded byte-level model (`models/tiny.rs`; `copy.rs` for the copy head).
@@ -158,7 +181,13 @@ impl Shape {
             kv_heads: heads,
             head_dim: d / heads,
             intermediate: m,
-            params: Params { embeddings, blocks, lm_head, total: embeddings + blocks + lm_head },
+            params: Params {
+                embeddings,
+                blocks,
+                lm_head,
+                vision: 0,
+                total: embeddings + blocks + lm_head,
+            },
             tied: false,
             gated: false,
             candle_attention: false,
@@ -347,6 +376,41 @@ mod tests {
             let p = shape.params;
             assert_eq!(p.embeddings + p.blocks + p.lm_head, p.total);
         }
+    }
+
+    /// A Qwen3-VL's count is the text model's and the tower's, each equal to what the tiny
+    /// writer puts in the checkpoint under `model.language_model.*` and `model.visual.*`.
+    #[test]
+    fn a_vl_shape_counts_the_written_tower_and_text_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = crate::hf::tiny::TinySpec::narrow();
+        let source = crate::hf::tiny::TokenizerSource::Generated {
+            corpus: vec!["click the button".into()],
+            merges: 8,
+        };
+        let vision = crate::hf::tiny_vl::TinyVision {
+            deepstack: vec![0, 1],
+            ..crate::hf::tiny_vl::TinyVision::default()
+        };
+        crate::hf::tiny_vl::write_vl(dir.path(), &spec, &vision, &source).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
+        let c = crate::vision::vl_config::VlConfig::parse(&text).unwrap();
+        let shape = Shape::of_qwen_vl(&c);
+        let bytes = std::fs::read(dir.path().join("model.safetensors")).unwrap();
+        let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        let count = |prefix: &str| -> u64 {
+            st.tensors()
+                .iter()
+                .filter(|(n, _)| n.starts_with(prefix))
+                .map(|(_, t)| t.shape().iter().product::<usize>() as u64)
+                .sum()
+        };
+        assert_eq!(shape.params.vision, count("model.visual."));
+        assert_eq!(shape.params.total, count(""));
+        let p = shape.params;
+        assert_eq!(p.embeddings + p.blocks + p.lm_head + p.vision, p.total);
+        // The tower never trains: what a stage trains is the text model's.
+        assert_eq!(shape.trainable(false, false), p.total - p.vision);
     }
 
     fn step(trainable: u64, sequences: u64, length: u64, reference: bool, re: bool) -> Step {

@@ -32,9 +32,13 @@ pub fn render_text(models: &[ModelFootprint]) -> String {
         let p = &shape.params;
         let head =
             if shape.tied { "tied to the embeddings".to_string() } else { group_digits(p.lm_head) };
+        let tower = match p.vision {
+            0 => String::new(),
+            n => format!(", vision tower {} (frozen)", group_digits(n)),
+        };
         let _ = writeln!(
             s,
-            "  parameters  {} (embeddings {}, blocks {}, lm_head {head}; from {})",
+            "  parameters  {} (embeddings {}, blocks {}, lm_head {head}{tower}; from {})",
             group_digits(p.total),
             group_digits(p.embeddings),
             group_digits(p.blocks),

@@ -114,13 +114,8 @@ fn model(n: &wrl_plan::Node, m: &Model) -> Option<ModelFootprint> {
                 wrl_plan::params::DType::F16 => "f16",
                 wrl_plan::params::DType::F32 => "f32",
             };
-            match config(&h.id) {
-                Ok(c) => (
-                    "config.json".to_string(),
-                    dtype,
-                    Some(Shape::of_qwen(&c)),
-                    h.gradient_checkpointing,
-                ),
+            match shape_of(&h.id) {
+                Ok(s) => ("config.json".to_string(), dtype, Some(s), h.gradient_checkpointing),
                 Err(e) => (format!("unknown: {e}"), dtype, None, h.gradient_checkpointing),
             }
         }
@@ -208,8 +203,17 @@ fn stage(
 /// A Hugging Face model's `config.json`, found as `wrlc run` finds the model; the config is
 /// all the estimate reads, so a snapshot holding only it (`huggingface-cli download ORG/NAME
 /// config.json`) is enough.
-fn config(id: &str) -> Result<wrl_trainer::hf::QwenConfig, hf::HfError> {
-    hf::read_config(&hf::resolve(id, RepoKind::Model)?)
+/// The shape of the `hf(…)` model `id`: a Qwen text model, or a Qwen3-VL (its text model and
+/// its frozen tower).
+fn shape_of(id: &str) -> Result<Shape, hf::HfError> {
+    let dir = hf::resolve(id, RepoKind::Model)?;
+    let text = std::fs::read_to_string(dir.join("config.json"))
+        .map_err(|e| hf::HfError::Files(format!("cannot read `config.json`: {e}")))?;
+    if wrl_trainer::vision::vl_config::VlConfig::is_vl(&text) {
+        let c = wrl_trainer::vision::vl_config::VlConfig::parse(&text)?;
+        return Ok(Shape::of_qwen_vl(&c));
+    }
+    Ok(Shape::of_qwen(&hf::read_config(&dir)?))
 }
 
 /// What a node trains: its policy, and PPO's critic (a network of its own, trained beside it,

@@ -88,6 +88,26 @@ fn field(name: &str, why: impl Into<String>) -> HfError {
 }
 
 impl VisionConfig {
+    /// The tower's parameters as its checkpoint holds them (`model.visual.*`): the patch
+    /// embedding (a 3-channel × temporal × patch² convolution with its bias), the learned
+    /// position table, each block's two LayerNorms, fused qkv, output projection and two-layer
+    /// MLP (all with biases), the merger (a LayerNorm over one patch, then two linear layers
+    /// from the merged width `hidden × merge²` to the text model's width) and each DeepStack
+    /// merger (the same, its LayerNorm over the merged width).
+    pub fn parameters(&self) -> u64 {
+        let (h, i) = (self.hidden_size as u64, self.intermediate_size as u64);
+        let p = self.patch_size as u64;
+        let t = self.temporal_patch_size as u64;
+        let wide = h * (self.spatial_merge_size as u64).pow(2);
+        let out = self.out_hidden_size as u64;
+        let patch = h * 3 * t * p * p + h;
+        let positions = self.num_position_embeddings as u64 * h;
+        let block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (i * h + i) + (h * i + h);
+        let merger = |norm: u64| 2 * norm + (wide * wide + wide) + (out * wide + out);
+        let deepstack = self.deepstack_visual_indexes.len() as u64 * merger(wide);
+        patch + positions + self.depth as u64 * block + merger(h) + deepstack
+    }
+
     /// Reads the `vision_config` of a whole Qwen3-VL `config.json` text.
     pub fn parse(text: &str) -> Result<VisionConfig, HfError> {
         VisionConfig::of_config(crate::hf::config::as_object(&crate::hf::config::parse_json(
