@@ -21,6 +21,37 @@ fn cfg() -> EpisodeCfg {
     EpisodeCfg { max_agent_errors: 2, ..EpisodeCfg::default() }
 }
 
+/// The embedded tiny candle policy with seed `seed`.
+pub(crate) fn tiny_trainer(seed: u64) -> wrl_trainer::Trainer {
+    let config = wrl_trainer::TrainerConfig {
+        policy: wrl_trainer::PolicyConfig::Tiny(wrl_trainer::TinyConfig::default()),
+        optim: Default::default(),
+        seed,
+        device: Default::default(),
+    };
+    wrl_trainer::Trainer::new(config).unwrap()
+}
+
+/// Turns a candle policy writes again as a branch replays its parent's: each text's tokens,
+/// token for token (for tests that script what a real policy writes).
+pub(crate) fn replayed<S: AsRef<str>>(
+    tok: &wrl_trainer::Tokenizer,
+    texts: &[S],
+) -> Vec<wrl_exec::agent::sample::Turn> {
+    texts
+        .iter()
+        .map(|text| {
+            let tokens = tok.encode(text.as_ref()).unwrap();
+            wrl_exec::agent::sample::Turn {
+                logprobs: vec![-1.0; tokens.len()],
+                completion_tokens: tokens,
+                text: text.as_ref().to_string(),
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
 /// An agent that writes the given turns, then repeats the last.
 struct Script(Vec<&'static str>);
 
@@ -257,14 +288,8 @@ fn tiny_policy(
     use std::sync::{Arc, Mutex};
     use wrl_exec::agent::policy::TrainerPolicy;
     use wrl_exec::agent::prompt::History;
-    use wrl_trainer::{PolicyConfig, SampleParams, TinyConfig, Trainer, TrainerConfig};
-    let trainer = Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Tiny(TinyConfig::default()),
-        optim: Default::default(),
-        seed: 3,
-        device: Default::default(),
-    })
-    .unwrap();
+    use wrl_trainer::SampleParams;
+    let trainer = tiny_trainer(3);
     let tok = trainer.tokenizer().clone();
     let params = SampleParams { max_tokens, temperature: 1.0, ..SampleParams::default() };
     let policy =
@@ -369,19 +394,13 @@ async fn branches_share_their_parents_prefix_and_never_exceed_the_budget() {
     use wrl_exec::reward::{RewardExpr, Rewards};
     use wrl_exec::rollout::{RolloutCfg, Scoring, rollout};
     use wrl_plan::params::{Branching, Tokens};
-    use wrl_trainer::{PolicyConfig, SampleParams, TinyConfig, Trainer, TrainerConfig};
+    use wrl_trainer::SampleParams;
     let sb = Sandbox::start(0, 0).await.unwrap();
     let env =
         SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5)).unwrap();
     let env: Arc<dyn Env> = Arc::new(env);
     let tasks = generate_qa(sb.content(), Split::Train, 2, 0);
-    let trainer = Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Tiny(TinyConfig::default()),
-        optim: Default::default(),
-        seed: 3,
-        device: Default::default(),
-    })
-    .unwrap();
+    let trainer = tiny_trainer(3);
     let trainer = Arc::new(Mutex::new(trainer));
     let tree = |initial: u32, threshold: f64| Branching {
         initial,
@@ -466,23 +485,16 @@ async fn tag_style_results_are_inline_and_masked_out_of_the_loss() {
     use std::sync::{Arc, Mutex};
     use wrl_exec::agent::policy::TrainerPolicy;
     use wrl_exec::agent::prompt::History;
-    use wrl_exec::agent::sample::Turn;
     use wrl_exec::agent::tags::TagCalls;
     use wrl_exec::reward::RewardValue;
     use wrl_exec::rollout::{Episode, samples};
     use wrl_plan::params::{CallsPerTurn, Coordinates, Tags, Tool, ToolParam, ToolTy, Toolset};
-    use wrl_trainer::{PolicyConfig, SampleParams, TinyConfig, Trainer, TrainerConfig};
+    use wrl_trainer::SampleParams;
     let sb = Sandbox::start(0, 0).await.unwrap();
     let env =
         SearchEnv::new(&format!("{}/api", sb.base_url()), 200, Duration::from_secs(5)).unwrap();
     let task = generate_qa(sb.content(), Split::Test, 1, 3).remove(0);
-    let trainer = Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Tiny(TinyConfig::default()),
-        optim: Default::default(),
-        seed: 3,
-        device: Default::default(),
-    })
-    .unwrap();
+    let trainer = tiny_trainer(3);
     let query = wrl_sandbox::search_api::expert_action(&task, &[], "").unwrap();
     let query = query.strip_prefix("search ").unwrap().to_string();
     let answer = match &task.checker {
@@ -491,18 +503,7 @@ async fn tag_style_results_are_inline_and_masked_out_of_the_loss() {
     };
     let script =
         [format!("Look it up. <search>{query}</search>"), format!("<answer>{answer}</answer>")];
-    let turns: Vec<Turn> = script
-        .iter()
-        .map(|text| {
-            let tokens = trainer.tokenizer().encode(text).unwrap();
-            Turn {
-                logprobs: vec![-1.0; tokens.len()],
-                completion_tokens: tokens,
-                text: text.clone(),
-                ..Turn::default()
-            }
-        })
-        .collect();
+    let turns = replayed(trainer.tokenizer(), &script);
     let trainer = Arc::new(Mutex::new(trainer));
     let tools = Toolset {
         coordinates: Coordinates::ElementIds,

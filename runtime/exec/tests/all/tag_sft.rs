@@ -12,7 +12,6 @@ use std::time::Duration;
 use wrl_browser::EpisodeCfg;
 use wrl_exec::agent::policy::TrainerPolicy;
 use wrl_exec::agent::prompt::{History, Window};
-use wrl_exec::agent::sample::Turn;
 use wrl_exec::agent::tag_demos::{tag_demo, tag_examples};
 use wrl_exec::agent::tags::TagCalls;
 use wrl_exec::env::SearchEnv;
@@ -25,8 +24,7 @@ use wrl_plan::params::{
 use wrl_sandbox::{Sandbox, Split, generate_qa};
 use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
 use wrl_trainer::{
-    DeviceChoice, OptimConfig, PolicyConfig, PretrainedSource, SampleParams, TinyConfig, Trainer,
-    TrainerConfig,
+    DeviceChoice, OptimConfig, PolicyConfig, PretrainedSource, SampleParams, Trainer, TrainerConfig,
 };
 
 fn param(name: &str, ty: &str, default: Option<Literal>) -> ToolParam {
@@ -59,16 +57,6 @@ fn tags(keep: usize) -> TagCalls {
     };
     TagCalls::new(tools, &Tags { result: "information".into(), tools: BTreeMap::new() })
         .keeping(Some(keep))
-}
-
-fn tiny() -> Trainer {
-    let config = TrainerConfig {
-        policy: PolicyConfig::Tiny(TinyConfig::default()),
-        optim: Default::default(),
-        seed: 3,
-        device: Default::default(),
-    };
-    Trainer::new(config).unwrap()
 }
 
 /// A random Qwen3 with a chat template and a byte-pair tokenizer learnt on the sandbox's search
@@ -118,20 +106,8 @@ async fn the_example_is_the_rollouts_sample(trainer: Trainer, chat: bool, keep: 
     let per_call = tag_examples(&tok, &seq, 4096, true).unwrap();
 
     // The rollout: the policy writes the demonstration's calls, encoded as it would sample them.
-    let turns: Vec<Turn> = seq
-        .parts
-        .iter()
-        .filter(|p| p.loss)
-        .map(|p| {
-            let tokens = tok.encode(&p.text).unwrap();
-            Turn {
-                logprobs: vec![-1.0; tokens.len()],
-                completion_tokens: tokens,
-                text: p.text.clone(),
-                ..Turn::default()
-            }
-        })
-        .collect();
+    let calls: Vec<&str> = seq.parts.iter().filter(|p| p.loss).map(|p| p.text.as_str()).collect();
+    let turns = crate::search_env::replayed(&tok, &calls);
     let trainer = Arc::new(Mutex::new(trainer));
     let mut policy =
         TrainerPolicy::new(trainer, SampleParams::default(), History::ActionOnly, "policy")
@@ -182,7 +158,7 @@ async fn the_example_is_the_rollouts_sample(trainer: Trainer, chat: bool, keep: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tag_style_demonstration_trains_the_sequence_its_rollout_writes() {
     // The tiny policy's context is 256 bytes: each result keeps 20 of them.
-    the_example_is_the_rollouts_sample(tiny(), false, 20).await;
+    the_example_is_the_rollouts_sample(crate::search_env::tiny_trainer(3), false, 20).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -110,6 +110,17 @@ fn http_server(py: &str) -> (Child, McpServer) {
     (child, server)
 }
 
+/// The sandbox, the test tool set served by `server`, and a search env calling it.
+async fn sandbox_with(server: McpServer) -> (Sandbox, Toolset, SearchEnv) {
+    let sb = Sandbox::start(0, 0).await.unwrap();
+    let set = tools(server, vec![]);
+    let mcp = McpTools::connect(&set, SEARCH_NATIVE).await.unwrap();
+    let env = SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5))
+        .unwrap()
+        .with_mcp(mcp);
+    (sb, set, env)
+}
+
 fn call(name: &str, args: &str) -> String {
     format!("<tool_call>{{\"name\": \"{name}\", \"arguments\": {args}}}</tool_call>")
 }
@@ -150,12 +161,7 @@ fn the_preflight_holds_declared_tools_to_the_servers_listing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_go_to_the_server_over_stdio_with_limits_and_errors_as_text() {
     let Some(py) = python() else { return };
-    let sb = Sandbox::start(0, 0).await.unwrap();
-    let set = tools(stdio(&py), vec![]);
-    let mcp = McpTools::connect(&set, SEARCH_NATIVE).await.unwrap();
-    let env = SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5))
-        .unwrap()
-        .with_mcp(mcp);
+    let (sb, _, env) = sandbox_with(stdio(&py)).await;
     // Six turns: more than a QA task's step budget of 4.
     let mut task = generate_qa(sb.content(), Split::Test, 1, 2)[0].clone();
     task.max_steps = 10;
@@ -213,38 +219,15 @@ async fn a_tag_style_call_reaches_an_mcp_tool_and_its_reply_comes_back_inline() 
     use std::sync::Mutex;
     use wrl_exec::agent::policy::TrainerPolicy;
     use wrl_exec::agent::prompt::History;
-    use wrl_exec::agent::sample::Turn;
     use wrl_exec::agent::tags::TagCalls;
     use wrl_plan::params::Tags;
-    use wrl_trainer::{PolicyConfig, SampleParams, TinyConfig, Trainer, TrainerConfig};
+    use wrl_trainer::SampleParams;
     let Some(py) = python() else { return };
-    let sb = Sandbox::start(0, 0).await.unwrap();
-    let set = tools(stdio(&py), vec![]);
-    let mcp = McpTools::connect(&set, SEARCH_NATIVE).await.unwrap();
-    let env = SearchEnv::new(&format!("{}/api", sb.base_url()), 64, Duration::from_secs(5))
-        .unwrap()
-        .with_mcp(mcp);
+    let (sb, set, env) = sandbox_with(stdio(&py)).await;
     let task = generate_qa(sb.content(), Split::Test, 1, 2).remove(0);
-    let trainer = Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Tiny(TinyConfig::default()),
-        optim: Default::default(),
-        seed: 3,
-        device: Default::default(),
-    })
-    .unwrap();
+    let trainer = super::tiny_trainer(3);
     let script = ["<run_code>print(6 * 7)</run_code>", "<answer>42</answer>"];
-    let turns: Vec<Turn> = script
-        .iter()
-        .map(|text| {
-            let tokens = trainer.tokenizer().encode(text).unwrap();
-            Turn {
-                logprobs: vec![-1.0; tokens.len()],
-                completion_tokens: tokens,
-                text: text.to_string(),
-                ..Turn::default()
-            }
-        })
-        .collect();
+    let turns = super::replayed(trainer.tokenizer(), &script);
     let tags = TagCalls::new(set, &Tags { result: "information".into(), tools: BTreeMap::new() });
     let mut policy = TrainerPolicy::new(
         Arc::new(Mutex::new(trainer)),
