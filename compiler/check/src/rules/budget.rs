@@ -14,8 +14,10 @@
 //! min(t − 1, K) × kept); every reply of the episode counts against
 //! `trajectory_tokens`, so the replies kept and the turn's own are bounded by it together; with
 //! `history = none` only the current turn counts. An agent whose `overflow` is `truncate_left`
-//! or `end_episode` chose what happens past the context: the rule
-//! does not apply to it. Turns run to a phase's horizon cut at the agent's `max_turns`.
+//! or `end_episode` chose what happens past the context: the rule judges only its first turn,
+//! which must fit whatever `overflow` says (nothing comes before it to cut, and an episode
+//! that ends there never acts: a VL policy's screenshot alone can outgrow a small context).
+//! Turns run to a phase's horizon cut at the agent's `max_turns`.
 
 use wrl_diagnostics::{Diagnostic, Span};
 
@@ -141,12 +143,11 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
             continue;
         }
         let Some(agent) = o.fields.get("agent").and_then(|a| ctx.obj(a)) else { continue };
-        if !checks_overflow(agent) {
-            continue;
-        }
+        // An agent that cuts or ends an over-long prompt is judged on its first turn alone.
+        let upto = if checks_overflow(agent) { f64::INFINITY } else { 1.0 };
         let horizons = horizons(o, agent);
         for turn in turns(ctx, agent) {
-            report(ctx, &decl.name, decl.name_span, &turn, &horizons, out);
+            report(ctx, (&decl.name, decl.name_span), &turn, (&horizons, upto), out);
         }
     }
 }
@@ -396,14 +397,14 @@ fn screenshots(env: &Obj) -> Option<(f64, Option<Span>)> {
 /// first turn that does not fit, in the phase that runs it, with what would make it fit.
 fn report(
     ctx: &Ctx<'_>,
-    stage: &str,
-    stage_span: Span,
+    (stage, stage_span): (&str, Span),
     turn: &Turn<'_>,
-    horizons: &[Horizon<'_>],
+    (horizons, upto): (&[Horizon<'_>], f64),
     out: &mut Vec<Diagnostic>,
 ) {
     let Some(context) = num(turn.context) else { return };
     let Some(longest) = horizons.iter().map(|h| h.turns).reduce(f64::max) else { return };
+    let longest = longest.min(upto);
     if !(1.0..=1e9).contains(&longest) || turn.need(longest) <= context {
         return;
     }
