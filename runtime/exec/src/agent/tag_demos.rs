@@ -147,7 +147,7 @@ pub fn tag_examples(
     Ok(ends
         .into_iter()
         .map(|(start, end)| {
-            let w = (0..end).map(|j| if j >= start && j > 0 { weights[j] } else { 0.0 }).collect();
+            let w = (0..end).map(|j| if j >= start { weights[j] } else { 0.0 }).collect();
             Example::new(tokens[..end].to_vec(), w)
         })
         .collect())

@@ -93,12 +93,7 @@ pub(super) fn grounding(n: &Node, d: &Dataset) -> Option<RunError> {
 /// or visit several pages at once. Each step of a tag-style demonstration is one call of one
 /// argument (`agent::tag_demos`); other data are checked step by step when the stage starts.
 pub(super) fn sft_tags(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
-    let tags = plan.nodes.iter().find_map(|(_, p)| match p {
-        Params::Agent(params::Agent::React(r)) => Some(r.calls.tags().is_some()),
-        Params::Agent(params::Agent::Graph(_)) => Some(false),
-        _ => None,
-    });
-    if tags != Some(true) {
+    if crate::agent::AgentCfg::for_sft(plan).is_none_or(|a| a.tags.is_none()) {
         return Vec::new();
     }
     let mut parts = vec![s.data.id()];

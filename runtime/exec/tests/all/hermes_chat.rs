@@ -57,12 +57,14 @@ fn tiny_qwen3(dir: &Path) -> Trainer {
         "[1] link \"Blue mug\" [2] button \"Buy\" task: buy the blue mug".to_string(),
         "<tool_call>\n{\"name\": \"click\", \"arguments\": {\"id\": 2}}\n</tool_call>".into(),
     ];
-    wrl_trainer::hf::tiny::write(
-        dir,
-        &TinySpec::default(),
-        &TokenizerSource::Generated { corpus, merges: 60 },
-    )
-    .unwrap();
+    qwen3_learnt_on(dir, corpus, 60)
+}
+
+/// A random Qwen3 (seed 5) with its chat template, written to `dir`, its byte-pair tokenizer
+/// learnt on `corpus` with `merges` merges.
+pub(crate) fn qwen3_learnt_on(dir: &Path, corpus: Vec<String>, merges: usize) -> Trainer {
+    let tok = TokenizerSource::Generated { corpus, merges };
+    wrl_trainer::hf::tiny::write(dir, &TinySpec::default(), &tok).unwrap();
     Trainer::new(TrainerConfig {
         policy: PolicyConfig::Qwen3(PretrainedSource::new(dir)),
         optim: OptimConfig::default(),
@@ -72,7 +74,7 @@ fn tiny_qwen3(dir: &Path) -> Trainer {
     .unwrap()
 }
 
-fn step(observation: &str, action: &str) -> wrl_sandbox::TrajStep {
+pub(crate) fn step(observation: &str, action: &str) -> wrl_sandbox::TrajStep {
     wrl_sandbox::TrajStep {
         observation: observation.into(),
         actions: vec![action.into()],
@@ -82,7 +84,7 @@ fn step(observation: &str, action: &str) -> wrl_sandbox::TrajStep {
     }
 }
 
-fn demo(steps: Vec<wrl_sandbox::TrajStep>) -> wrl_sandbox::Trajectory {
+pub(crate) fn demo(steps: Vec<wrl_sandbox::TrajStep>) -> wrl_sandbox::Trajectory {
     wrl_sandbox::Trajectory {
         task_id: "t".into(),
         template: "x".into(),

@@ -22,10 +22,7 @@ use wrl_plan::params::{
     CallsPerTurn, Coordinates, Literal, Tags, Tool, ToolParam, ToolTy, Toolset,
 };
 use wrl_sandbox::{Sandbox, Split, generate_qa};
-use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
-use wrl_trainer::{
-    DeviceChoice, OptimConfig, PolicyConfig, PretrainedSource, SampleParams, Trainer, TrainerConfig,
-};
+use wrl_trainer::{SampleParams, Trainer};
 
 fn param(name: &str, ty: &str, default: Option<Literal>) -> ToolParam {
     ToolParam { name: name.into(), ty: ToolTy::parse(ty).unwrap(), default }
@@ -67,15 +64,7 @@ fn templated(dir: &std::path::Path) -> Trainer {
             .to_string(),
         "<visit>/wiki/article/avelford</visit> <answer>1204</answer>".into(),
     ];
-    let tok = TokenizerSource::Generated { corpus, merges: 80 };
-    wrl_trainer::hf::tiny::write(dir, &TinySpec::default(), &tok).unwrap();
-    Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Qwen3(PretrainedSource::new(dir)),
-        optim: OptimConfig::default(),
-        seed: 5,
-        device: DeviceChoice::Cpu,
-    })
-    .unwrap()
+    crate::hermes_chat::qwen3_learnt_on(dir, corpus, 80)
 }
 
 /// The expert's demonstration of a lookup question as an SFT example, then the same calls
@@ -192,29 +181,10 @@ fn a_step_a_tag_cannot_write_is_an_error_naming_it() {
     );
     assert_eq!(demo_call(&own, "search Osk").unwrap(), "<query>Osk</query>");
     // A demonstration whose step makes two calls is refused at that step.
-    let step = |actions: &[&str]| wrl_sandbox::TrajStep {
-        observation: "task: when was Osk founded?\n".into(),
-        actions: actions.iter().map(|a| a.to_string()).collect(),
-        feedback: String::new(),
-        url: String::new(),
-        screenshot: None,
-    };
-    let demo = wrl_sandbox::Trajectory {
-        task_id: "qa-1".into(),
-        template: "qa_founded".into(),
-        goal: "when was Osk founded?".into(),
-        agent: "expert".into(),
-        steps: vec![step(&["search Osk"]), step(&["visit /a", "answer 1"])],
-        outcome: wrl_sandbox::TrajOutcome {
-            reason: wrl_sandbox::Ending::Completed,
-            message: String::new(),
-            answer: None,
-            success: true,
-            detail: String::new(),
-            reward: None,
-        },
-        elapsed_ms: 0,
-    };
+    let task = "task: when was Osk founded?\n";
+    let mut two = crate::hermes_chat::step(task, "visit /a");
+    two.actions.push("answer 1".into());
+    let demo = crate::hermes_chat::demo(vec![crate::hermes_chat::step(task, "search Osk"), two]);
     let e = tag_demo(&demo, &t, (History::ActionOnly, Window::default()), false).unwrap_err();
     assert!(e.starts_with("step 2: it makes 2 calls"), "{e}");
 }
