@@ -2,6 +2,8 @@
 hover, definition (into the stdlib's read-only documents), references, completion, inlay
 hints, code actions, document symbols, formatting and semantic tokens."""
 
+import re
+
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -64,8 +66,14 @@ async def test_references(client: LanguageClient):
             context=types.ReferenceContext(include_declaration=True),
         )
     )
-    # The declaration, the WebVoyager evaluation that uses it and the profile that overrides it.
-    assert len(refs) == 3, refs
+    # The declaration, the WebVoyager evaluation that uses it and the two offline profiles
+    # (`smoke`, `smoke_vl`) that override it.
+    lines = sorted(r.range.start.line for r in refs)
+    want = sorted(
+        i for i, line in enumerate(text.splitlines())
+        if re.search(r"\bwebvoyager_judge\b", line) and not line.lstrip().startswith("//")
+    )
+    assert len(refs) == 4 and lines == want, refs
     close(client, uri)
 
 
