@@ -3,6 +3,7 @@
 //! Each template draws one value (a product, an item, a town, a post, a user). Values are
 //! split once, independent of the seed: about a quarter of each pool (chosen by a fixed hash
 //! of the value's name) is test-only, so a test task never names a value seen in training.
+//! Training values are drawn at random; held-out ones are dealt, every goal before a repeat.
 
 use std::collections::BTreeMap;
 
@@ -131,6 +132,42 @@ pub(crate) fn pick(pool: &[String], split: Split, rng: &mut ChaCha8Rng) -> usize
     side[rng.random_range(0..side.len())]
 }
 
+/// How a generated task draws its value. Training tasks draw any training value at random; held-out
+/// tasks are dealt: each template's test values shuffled, every one dealt before any repeats, so
+/// a held-out set holds as many distinct goals as its templates' pools allow (a random draw of
+/// 256 from ~105 held-out goals holds ~85; repeats of a goal are not independent tasks).
+pub(crate) struct Draw<'r> {
+    rng: &'r mut ChaCha8Rng,
+    /// Each template's undealt test values (`None`: draw at random, as training does).
+    decks: Option<BTreeMap<String, Vec<usize>>>,
+}
+
+impl<'r> Draw<'r> {
+    /// Every value at random from its split.
+    pub(crate) fn random(rng: &'r mut ChaCha8Rng) -> Self {
+        Draw { rng, decks: None }
+    }
+
+    /// Held-out values dealt per template; training values at random.
+    fn dealt(rng: &'r mut ChaCha8Rng) -> Self {
+        Draw { rng, decks: Some(BTreeMap::new()) }
+    }
+
+    /// One value of `pool` for a task of `template`.
+    fn pick(&mut self, template: &str, pool: &[String], split: Split) -> usize {
+        let Some(decks) = self.decks.as_mut().filter(|_| split == Split::Test) else {
+            return pick(pool, split, self.rng);
+        };
+        let deck = decks.entry(template.to_string()).or_default();
+        if deck.is_empty() {
+            let (train, test) = split_pool(pool);
+            *deck = if test.is_empty() { train } else { test };
+            rand::seq::SliceRandom::shuffle(deck.as_mut_slice(), self.rng);
+        }
+        deck.pop().unwrap_or(0)
+    }
+}
+
 fn params(kv: &[(&str, String)]) -> BTreeMap<String, String> {
     kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
 }
@@ -146,7 +183,7 @@ struct Draft {
 }
 
 /// Builds one task of `template` for a split.
-fn build(content: &Content, template: &str, split: Split, rng: &mut ChaCha8Rng) -> Option<Draft> {
+fn build(content: &Content, template: &str, split: Split, draw: &mut Draw<'_>) -> Option<Draft> {
     let products: Vec<String> = content.products.iter().map(|p| p.name.clone()).collect();
     let towns: Vec<String> = content.towns.iter().map(|t| t.name.clone()).collect();
     let posts: Vec<String> = content.posts.iter().map(|p| p.title.clone()).collect();
@@ -154,7 +191,7 @@ fn build(content: &Content, template: &str, split: Split, rng: &mut ChaCha8Rng) 
     let items: Vec<String> = ITEMS.iter().map(|(i, _)| i.to_string()).collect();
     let t = match template {
         "shop_price" => {
-            let p = &content.products[pick(&products, split, rng)];
+            let p = &content.products[draw.pick(template, &products, split)];
             (
                 "shop",
                 "/shop/",
@@ -165,7 +202,7 @@ fn build(content: &Content, template: &str, split: Split, rng: &mut ChaCha8Rng) 
             )
         }
         "shop_cart" => {
-            let p = &content.products[pick(&products, split, rng)];
+            let p = &content.products[draw.pick(template, &products, split)];
             (
                 "shop",
                 "/shop/",
@@ -176,7 +213,7 @@ fn build(content: &Content, template: &str, split: Split, rng: &mut ChaCha8Rng) 
             )
         }
         "shop_cheapest" => {
-            let item = &items[pick(&items, split, rng)];
+            let item = &items[draw.pick(template, &items, split)];
             let cheapest = content
                 .products
                 .iter()
@@ -192,7 +229,7 @@ fn build(content: &Content, template: &str, split: Split, rng: &mut ChaCha8Rng) 
             )
         }
         "wiki_founded" | "wiki_population" | "wiki_open" => {
-            let town = &content.towns[pick(&towns, split, rng)];
+            let town = &content.towns[draw.pick(template, &towns, split)];
             let (goal, checker) = match template {
                 "wiki_founded" => (
                     format!("In what year was {} founded?", town.name),
@@ -216,7 +253,7 @@ fn build(content: &Content, template: &str, split: Split, rng: &mut ChaCha8Rng) 
             ("wiki", "/wiki/", goal, params(&[("town", town.name.clone())]), checker, 6)
         }
         "forum_upvote" => {
-            let p = &content.posts[pick(&posts, split, rng)];
+            let p = &content.posts[draw.pick(template, &posts, split)];
             (
                 "forum",
                 "/forum/",
@@ -227,7 +264,7 @@ fn build(content: &Content, template: &str, split: Split, rng: &mut ChaCha8Rng) 
             )
         }
         "forum_author" => {
-            let p = &content.posts[pick(&posts, split, rng)];
+            let p = &content.posts[draw.pick(template, &posts, split)];
             (
                 "forum",
                 "/forum/",
@@ -238,7 +275,7 @@ fn build(content: &Content, template: &str, split: Split, rng: &mut ChaCha8Rng) 
             )
         }
         "forum_login" => {
-            let u = &content.users[pick(&users, split, rng)];
+            let u = &content.users[draw.pick(template, &users, split)];
             (
                 "forum",
                 "/forum/login",
@@ -288,10 +325,11 @@ pub fn generate_on(
     }
     let mut rng =
         ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (split as u64 + 1));
+    let mut draw = Draw::dealt(&mut rng);
     (0..count)
         .filter_map(|index| {
             let template = templates[index % templates.len()];
-            task_of(content, template, split, &mut rng, format!("{split}-{seed}-{index:05}"))
+            task_drawn(content, template, split, &mut draw, format!("{split}-{seed}-{index:05}"))
         })
         .collect()
 }
@@ -305,8 +343,19 @@ pub(crate) fn task_of(
     rng: &mut ChaCha8Rng,
     id: String,
 ) -> Option<Task> {
+    task_drawn(content, template, split, &mut Draw::random(rng), id)
+}
+
+/// [`task_of`] with its value drawn by `draw`.
+fn task_drawn(
+    content: &Content,
+    template: &str,
+    split: Split,
+    draw: &mut Draw<'_>,
+    id: String,
+) -> Option<Task> {
     let Draft { site, start, goal, params, checker, max_steps } =
-        build(content, template, split, rng)?;
+        build(content, template, split, draw)?;
     Some(Task {
         id,
         split,
@@ -362,6 +411,32 @@ mod tests {
         let (tr, te) = (vals(&train), vals(&test));
         assert!(!te.is_empty());
         assert!(tr.is_disjoint(&te), "overlap: {:?}", tr.intersection(&te).next());
+    }
+
+    #[test]
+    fn held_out_tasks_deal_every_goal_before_repeating_one() {
+        use std::collections::BTreeSet;
+        let c = Content::new(7);
+        let sites = ["shop", "wiki"];
+        // Each template's held-out goals, from a draw far larger than its pool.
+        let pool = generate_on(&c, Split::Test, 5000, 1, &sites);
+        let goals = |ts: &[Task], t: &str| -> BTreeSet<String> {
+            ts.iter().filter(|x| x.template == t).map(|x| x.goal.clone()).collect()
+        };
+        for count in [64, 256] {
+            let test = generate_on(&c, Split::Test, count, 100, &sites);
+            assert_eq!(test.len(), count);
+            for t in TEMPLATES.iter().filter(|t| sites.contains(&template_site(t))) {
+                let dealt = test.iter().filter(|x| x.template == *t).count();
+                let all = goals(&pool, t);
+                assert!(goals(&test, t).is_subset(&all), "{t}");
+                // Every goal once before any twice.
+                assert_eq!(goals(&test, t).len(), dealt.min(all.len()), "{t}: {count}");
+            }
+        }
+        // Another seed deals another order.
+        let a = generate_on(&c, Split::Test, 64, 100, &sites);
+        assert_ne!(a, generate_on(&c, Split::Test, 64, 101, &sites));
     }
 
     #[test]

@@ -12,14 +12,14 @@ use wrl_plan::params::{self, Agent, Metric, OrAgent, Params};
 use wrl_sandbox::Task;
 use wrl_trainer::{OptimConfig, SampleParams, Trainer};
 
-use super::tally::{mean_reward, tally};
+use super::tally::{mean_reward, repeats, tally};
 use super::{Data, Executor};
 use crate::agent::prompt::Window;
 use crate::error::{Fault, RunError};
 use crate::reward::judges::Judges;
 use crate::reward::{RewardExpr, RewardValue};
 use crate::rollout::{Episode, RolloutCfg, Scoring, rollout};
-use crate::rundir::records::{EvalLine, EvalResult, MetricLine, PublishedFigure};
+use crate::rundir::records::{EvalLine, EvalResult, MetricLine, PublishedFigure, Repeats};
 
 /// Episodes of each evaluation whose pages are captured (held in memory until the report's
 /// chosen episodes are known; only theirs are written): a bound on memory for large evals.
@@ -117,6 +117,7 @@ impl<'a> Executor<'a> {
         self.log_episodes(node, 0, &episodes)?;
         let judged = judge.is_some();
         let (solved, out_of) = tally(*metric, &episodes, tasks.len(), judged);
+        let repeats = repeats(*metric, &episodes, &tasks, judged);
         let subsets = labels
             .as_ref()
             .map(|l| super::subsets::split(*metric, &episodes, l, judged))
@@ -135,7 +136,7 @@ impl<'a> Executor<'a> {
                 source: p.source.clone(),
             })
             .collect();
-        self.say(&said(&node.decl, &after, (solved, out_of), mean, &published));
+        self.say(&said(&node.decl, &after, (solved, out_of), mean, &published, repeats));
         for (name, r) in &subsets {
             self.say(&super::subsets::said(&format!("eval {}", node.decl), name, r));
         }
@@ -161,6 +162,7 @@ impl<'a> Executor<'a> {
             published,
             by,
             subsets,
+            repeats,
         });
         self.mark_done(&node.id);
         self.commit(None, false)
@@ -211,6 +213,7 @@ fn said(
     (solved, out_of): (usize, usize),
     mean: Option<f64>,
     published: &[PublishedFigure],
+    repeats: Option<Repeats>,
 ) -> String {
     let rate = if out_of == 0 { 0.0 } else { solved as f64 / out_of as f64 };
     let paper: String = published
@@ -218,8 +221,11 @@ fn said(
         .map(|p| format!("; paper {}: {:.1}% ({})", p.model, p.value * 100.0, p.source))
         .collect();
     let mean_said = mean.map(|m| format!(", mean reward {m:.3}")).unwrap_or_default();
+    let goals = repeats
+        .map(|r| format!(" on {} goals, worth {} independent", r.goals, r.worth))
+        .unwrap_or_default();
     format!(
-        "eval {decl} after {after}: {solved}/{out_of} solved ({:.1}%){mean_said}{paper}",
+        "eval {decl} after {after}: {solved}/{out_of} solved ({:.1}%){goals}{mean_said}{paper}",
         rate * 100.0
     )
 }

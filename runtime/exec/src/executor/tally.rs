@@ -3,10 +3,14 @@
 //! checker. Shared by the whole evaluation (`eval.rs`), its subsets (`subsets.rs`) and an RL
 //! stage's validation (`validate.rs`).
 
+use std::collections::BTreeMap;
+
 use wrl_plan::params::Metric;
+use wrl_sandbox::Task;
 
 use crate::reward::RewardValue;
 use crate::rollout::Episode;
+use crate::rundir::records::Repeats;
 
 /// Tasks solved and tasks tried, or for `mean_reward` episodes solved and episodes (each task's
 /// k attempts averaged): pass@k and success solve a task when any attempt succeeds, cons@k
@@ -45,6 +49,34 @@ pub(super) fn units(
             })
             .collect(),
     }
+}
+
+/// Where some of `tasks` share a goal: the distinct goals, and how many independent tasks the
+/// evaluation's units are worth (each goal's units solved and tried as one cluster; for
+/// `mean_reward`, whose units are episodes, scaled to tasks); `None` when every goal is distinct.
+pub(super) fn repeats(
+    metric: Metric,
+    episodes: &[Episode],
+    tasks: &[Task],
+    judged: bool,
+) -> Option<Repeats> {
+    let mut goals: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    let units = units(metric, episodes, tasks.len(), judged);
+    for &(task, ok) in &units {
+        let goal = tasks.get(task).map_or("", |t| t.goal.as_str());
+        let g = goals.entry(goal).or_default();
+        g.0 += u64::from(ok);
+        g.1 += 1;
+    }
+    let distinct = tasks.iter().map(|t| t.goal.as_str()).collect::<std::collections::BTreeSet<_>>();
+    if distinct.len() == tasks.len() {
+        return None;
+    }
+    let counts: Vec<(u64, u64)> = goals.into_values().collect();
+    // In tasks: `mean_reward` counts episodes, k a task.
+    let worth =
+        crate::study::stats::worth(&counts) as f64 * tasks.len() as f64 / units.len().max(1) as f64;
+    Some(Repeats { goals: distinct.len() as u64, worth: (worth.round() as u64).max(1) })
 }
 
 /// Cons@k: the attempts' answers (trimmed, lower-cased, whitespace collapsed) are counted, and

@@ -113,7 +113,7 @@ fn evals(h: &mut String, s: &Summary) {
              <td>{}</td></tr>",
             esc(&e.eval),
             esc(&e.after),
-            e.episodes,
+            episodes_cell(e),
             e.success * 100.0,
             e.mean_reward.map(|m| format!(" (mean reward {m:.3})")).unwrap_or_default(),
             esc(&paper.join("; "))
@@ -312,6 +312,18 @@ fn config(h: &mut String, d: &ReportData) {
     h.push_str("</section>");
 }
 
+/// An evaluation's episodes, and where its tasks repeat goals, on how many goals and what they
+/// are worth as independent tasks (what a study's intervals count).
+fn episodes_cell(e: &crate::rundir::records::EvalResult) -> String {
+    match e.repeats {
+        Some(r) => format!(
+            "{}<br><span class=\"muted\">{} goals, worth {} independent</span>",
+            e.episodes, r.goals, r.worth
+        ),
+        None => e.episodes.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -339,6 +351,7 @@ mod tests {
                     published: vec![],
                     by: None,
                     subsets: BTreeMap::new(),
+                    repeats: None,
                 }],
                 failures: BTreeMap::from([(wrl_sandbox::Ending::MaxSteps, 3)]),
                 claims: Vec::new(),

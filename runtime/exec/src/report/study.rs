@@ -43,7 +43,11 @@ pub fn render(s: &Study) -> String {
             e.low * 100.0,
             e.high * 100.0,
             esc(&e.interval),
-            e.episodes,
+            match e.worth {
+                Some(w) =>
+                    format!("{}<br><span class=\"muted\">worth {w} tasks</span>", e.episodes),
+                None => e.episodes.to_string(),
+            },
             esc(&per.join(" · "))
         );
         for (name, r) in &e.subsets {
@@ -189,6 +193,7 @@ mod tests {
                 metric: "success".into(),
                 per_seed: vec![0.45, 0.55],
                 tasks: 128,
+                worth: Some(40),
                 subsets: Default::default(),
             }],
             recipe: "q.wrl".into(),

@@ -224,6 +224,21 @@ pub struct EvalResult {
     /// Each subset's result, by its value of the `by` column (sorted).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub subsets: BTreeMap<String, SubsetResult>,
+    /// Where some of its tasks share a goal (a held-out draw from a small pool): how many goals
+    /// they hold and how many independent tasks they are worth (a study's intervals count
+    /// these); absent when every goal is distinct.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Repeats>,
+}
+
+/// The distinct goals of an evaluation's tasks and what its tasks are worth as independent ones
+/// (`study::stats::worth`, in tasks: a study's intervals count `worth` where they would count
+/// the tasks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Repeats {
+    pub goals: u64,
+    pub worth: u64,
 }
 
 /// One subset's result in an evaluation split by a column (`by`): what was solved out of what

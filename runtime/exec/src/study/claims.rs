@@ -194,6 +194,7 @@ mod tests {
             published: Vec::new(),
             by: None,
             subsets: Default::default(),
+            repeats: None,
         }
     }
 

@@ -77,6 +77,10 @@ pub struct StudyEval {
     pub per_seed: Vec<f64>,
     /// Tasks over all seeds (episodes over k).
     pub tasks: u64,
+    /// Where some seed's tasks repeat goals: the independent tasks they are worth over all seeds,
+    /// which the interval counts in place of `tasks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worth: Option<u64>,
     /// With `by`: each subset's counts pooled over the seeds, with Wilson's interval.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub subsets: std::collections::BTreeMap<String, crate::rundir::records::SubsetResult>,
@@ -99,16 +103,23 @@ pub(crate) fn evals_of(plan: &TypedPlan<'_>, runs: &[Summary]) -> Vec<StudyEval>
     };
     for (i, e) in first.evals.iter().enumerate() {
         let (metric, k) = metric_of(plan, &e.eval);
-        // Each seed's (solved, tasks) for this evaluation, found at its place in the run.
-        let counts: Vec<(u64, u64, f64, usize)> = runs
+        // Each seed's record of this evaluation, found at its place in the run.
+        let records: Vec<&EvalResult> = runs
             .iter()
             .filter_map(|s| s.evals.get(i))
             .filter(|r| r.eval == e.eval && r.after == e.after)
+            .collect();
+        // Each seed's (solved, tasks as counted), rate and episodes.
+        let counts: Vec<(u64, u64, f64, usize)> = records
+            .iter()
             .map(|r| {
                 let (solved, tasks) = solved_of(r, k);
                 (solved, tasks, r.success, r.episodes)
             })
             .collect();
+        let worth = records.iter().any(|r| r.repeats.is_some()).then(|| {
+            records.iter().map(|r| r.repeats.map_or(tasks_of(r, k), |rep| rep.worth)).sum()
+        });
         let per_seed: Vec<f64> = counts.iter().map(|c| c.2).collect();
         let mean = if per_seed.is_empty() {
             0.0
@@ -142,12 +153,9 @@ pub(crate) fn evals_of(plan: &TypedPlan<'_>, runs: &[Summary]) -> Vec<StudyEval>
             mean: round6(mean),
             metric: metric_name(metric).into(),
             per_seed: per_seed.into_iter().map(round6).collect(),
-            tasks: pairs.iter().map(|p| p.1).sum(),
-            subsets: pooled_subsets(
-                runs.iter()
-                    .filter_map(|s| s.evals.get(i))
-                    .filter(|r| r.eval == e.eval && r.after == e.after),
-            ),
+            tasks: records.iter().map(|r| tasks_of(r, k)).sum(),
+            worth,
+            subsets: pooled_subsets(records.iter().copied()),
         });
     }
     evals
@@ -172,10 +180,17 @@ fn pooled_subsets<'r>(
         .collect()
 }
 
-/// An evaluation record's (solved, tasks): its episodes over k are its tasks.
+/// An evaluation record's (solved, tasks) as its intervals count them: its episodes over k are
+/// its tasks, or where its tasks repeat goals, the independent tasks they are worth.
 pub(crate) fn solved_of(r: &EvalResult, k: u64) -> (u64, u64) {
-    let tasks = (r.episodes as u64) / k.max(1);
-    ((r.success * tasks as f64).round() as u64, tasks)
+    let tasks = tasks_of(r, k);
+    let n = r.repeats.map_or(tasks, |rep| rep.worth.min(tasks));
+    ((r.success * n as f64).round() as u64, n)
+}
+
+/// An evaluation record's tasks: its episodes over k.
+fn tasks_of(r: &EvalResult, k: u64) -> u64 {
+    (r.episodes as u64) / k.max(1)
 }
 
 /// The study before its seeds have run: its seeds and run directories.
@@ -294,9 +309,10 @@ pub fn table(study: &Study) -> String {
             let fig = |mean: f64, low: f64, high: f64| {
                 format!("{:5.1}%  [{:5.1}%, {:5.1}%]", mean * 100.0, low * 100.0, high * 100.0)
             };
+            let worth = e.worth.map(|w| format!(", worth {w} tasks")).unwrap_or_default();
             let whole = (
                 name,
-                format!("{} ({}, {} episodes)", e.metric, e.interval, e.episodes),
+                format!("{} ({}, {} episodes{worth})", e.metric, e.interval, e.episodes),
                 fig(e.mean, e.low, e.high),
             );
             // With `by`: each subset, pooled over the seeds.

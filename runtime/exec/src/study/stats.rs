@@ -1,6 +1,7 @@
 //! The 95 % intervals of a study over seeds: Wilson's score interval for a success rate over
 //! the pooled episodes of every seed, and a seeded two-level bootstrap (seeds, then the tasks
-//! within each seed) for the other metrics (pass@k, cons@k, mean reward).
+//! within each seed) for the other metrics (pass@k, cons@k, mean reward). Tasks that share a
+//! goal count as the independent tasks they are worth ([`worth`]), not one each.
 
 use rand::{Rng, SeedableRng};
 
@@ -128,6 +129,33 @@ pub fn bootstrap_diff_unpaired(seeds: &[PairedCounts], resamples: usize) -> (f64
     })
 }
 
+/// How many independent tasks `goals` — each goal's (solved, tried) — are worth for the
+/// interval of their pooled rate: `p(1 - p) / V`, with `V` the cluster-robust variance of the
+/// pooled rate (the ratio estimator's with goals as clusters, `Σ (s_g - p m_g)² / n²`, which is
+/// `p(1 - p) / n` when every goal is tried once), between 1 and the tasks tried. Where it cannot be estimated (one goal, or every task solved or
+/// none) the goals count as if each repeat had its goal's outcome: Kish's `n² / Σ m_g²`.
+/// Tasks whose goals are all distinct are worth exactly their number.
+pub fn worth(goals: &[(u64, u64)]) -> u64 {
+    let n: u64 = goals.iter().map(|g| g.1).sum();
+    let g = goals.iter().filter(|g| g.1 > 0).count() as u64;
+    if g == n {
+        return n;
+    }
+    let s: u64 = goals.iter().map(|g| g.0).sum();
+    let (nf, p) = (n as f64, s as f64 / n as f64);
+    let kish = nf * nf / goals.iter().map(|g| (g.1 * g.1) as f64).sum::<f64>();
+    let between: f64 = goals.iter().map(|&(s_g, m_g)| (s_g as f64 - p * m_g as f64).powi(2)).sum();
+    let v = between / (nf * nf);
+    let eff = if g < 2 || s == 0 || s == n {
+        kish
+    } else if v <= 0.0 {
+        nf
+    } else {
+        p * (1.0 - p) / v
+    };
+    (eff.round() as u64).clamp(1, n)
+}
+
 /// The `q` quantile of sorted values (linear between neighbours, as numpy's default).
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     let Some(&last) = sorted.last() else {
@@ -147,6 +175,28 @@ mod tests {
 
     fn close(a: (f64, f64), b: (f64, f64), tol: f64) {
         assert!((a.0 - b.0).abs() < tol && (a.1 - b.1).abs() < tol, "{a:?} vs {b:?}");
+    }
+
+    #[test]
+    fn repeated_goals_are_worth_fewer_tasks() {
+        // Distinct goals: every task counts.
+        assert_eq!(worth(&[(1, 1), (0, 1), (1, 1)]), 3);
+        // Each goal tried 4 times with one outcome each time: worth the 4 goals (Kish's count
+        // agrees with the cluster variance when the repeats are copies).
+        let copies = [(4, 4), (0, 4), (4, 4), (0, 4)];
+        assert_eq!(worth(&copies), 4);
+        // Every task solved: Kish's count of 2 goals, one tried 9 times and one once (1.2).
+        assert_eq!(worth(&[(9, 9), (1, 1)]), 1);
+        assert_eq!(worth(&[(3, 3), (3, 3)]), 2);
+        // Goals that differ, but whose repeats disagree too: between the goals and the tasks
+        // (0.25 / (10 / 16²) = 6.4).
+        assert_eq!(worth(&[(4, 4), (3, 4), (1, 4), (0, 4)]), 6);
+        // Repeats that disagree as much as independent tasks would: worth every task.
+        let mixed: Vec<(u64, u64)> = (0..10).map(|i| (if i % 2 == 0 { 3 } else { 1 }, 4)).collect();
+        assert_eq!(worth(&mixed), 40);
+        // Outcomes spread evenly within goals: no goal differs from another, worth every task.
+        assert_eq!(worth(&[(1, 2), (1, 2), (1, 2)]), 6);
+        assert_eq!(worth(&[]), 0);
     }
 
     #[test]

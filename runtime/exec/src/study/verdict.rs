@@ -33,7 +33,8 @@ pub struct ClaimResult {
     pub at_least: f64,
     /// The mean over seeds of the difference (`eval` − `over`).
     pub difference: f64,
-    /// Tasks behind each side's figure, over all seeds.
+    /// Tasks behind each side's figure, over all seeds, as its interval counts them: where an
+    /// evaluation's tasks repeat goals, the independent tasks they are worth.
     pub eval_tasks: u64,
     pub high: f64,
     pub low: f64,

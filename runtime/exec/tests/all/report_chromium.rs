@@ -167,6 +167,7 @@ fn run_dir(root: &Path) {
         published: vec![],
         by: None,
         subsets: Default::default(),
+        repeats: None,
     };
     let cursor = Cursor { evals: vec![result.clone()], wall_s: 42.0, ..Default::default() };
     run.commit(None, &cursor, true).unwrap();
