@@ -266,3 +266,72 @@ fn variants_run_with_the_same_seeds_side_by_side_and_claims_across_them() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("short, seed 1: finished, skipped"), "{stderr}");
 }
+
+/// Held-out tasks that repeat goals are not independent: an evaluation over four questions asked
+/// three times each records its 4 goals and what its 12 tasks are worth (4 where the tiny policy
+/// solves none), its report shows both, and the study's intervals and claims count that worth, not the
+/// tasks (#45: the quickstart's 256 held-out tasks held 85 goals).
+#[test]
+fn repeated_goals_count_as_the_tasks_they_are_worth() {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/claims.wrl"))
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("repeated.jsonl");
+    let questions = [
+        ("In what year was Barvel founded?", "1543"),
+        ("On which river does Barvel lie?", "Osk"),
+        ("What is the population of Barvel?", "1"),
+        ("Who founded Barvel?", "x"),
+    ];
+    let lines: String = (0..12)
+        .map(|i| {
+            let (q, a) = questions[i % 4];
+            format!("{}\n", serde_json::json!({"id": format!("q{i}"), "question": q, "answer": a}))
+        })
+        .collect();
+    std::fs::write(&data, lines).unwrap();
+    let asked = format!("dataset questions = jsonl({:?}) {{ kind = qa }}", data.display());
+    let text =
+        text.replace("dataset questions = std::sandbox::qa(count: 6) { split = test }", &asked);
+    assert!(text.contains("repeated.jsonl"));
+    let recipe = dir.path().join("repeated.wrl");
+    std::fs::write(&recipe, text).unwrap();
+    let study = dir.path().join("study");
+    let args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        recipe.into(),
+        "--seeds".into(),
+        "2".into(),
+        "--out".into(),
+        study.clone().into(),
+    ];
+    let (code, stdout, stderr) = wrl_cli::run_captured(args);
+    assert_eq!(code, 0, "{stderr}");
+    let (summary, _, _) = records(&study.join("seed-0"));
+    let held = summary.evals.iter().find(|e| e.eval == "held_out").unwrap();
+    let rep = held.repeats.expect("12 tasks on 4 goals repeat");
+    assert_eq!((held.episodes, rep.goals), (12, 4), "{held:?}");
+    assert!((1..=12).contains(&rep.worth), "{rep:?}");
+    if held.success == 0.0 {
+        // Every repeat failed: Kish's count, the four goals.
+        assert_eq!(rep.worth, 4, "{rep:?}");
+    }
+    let page = std::fs::read_to_string(study.join("seed-0/report.html")).unwrap();
+    assert!(page.contains(&format!("4 goals, worth {} independent", rep.worth)), "{page}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(study.join("study.json")).unwrap()).unwrap();
+    let eval = |name: &str| {
+        json["evals"].as_array().unwrap().iter().find(|e| e["eval"] == name).unwrap().clone()
+    };
+    let (h, p) = (eval("held_out"), eval("pass2"));
+    assert_eq!(h["tasks"], 24, "{h}");
+    let worth = h["worth"].as_u64().expect("the study says what the tasks are worth");
+    assert!(worth < 24, "{h}");
+    assert!(stdout.contains(&format!("worth {worth} tasks")), "{stdout}");
+    // The claims count the worth of each side over both seeds.
+    for c in json["claims"].as_array().unwrap() {
+        assert_eq!(c["over_tasks"].as_u64(), Some(worth), "{c}");
+        assert_eq!(c["eval_tasks"], p["worth"], "{c}");
+    }
+}
