@@ -51,7 +51,8 @@ pub(super) fn units(
     }
 }
 
-/// Where some of `tasks` share a goal: the distinct goals, and how many independent tasks the
+/// Where some of `tasks` share a goal (the same instruction, start and check): the distinct
+/// goals, and how many independent tasks the
 /// evaluation's units are worth (each goal's units solved and tried as one cluster; for
 /// `mean_reward`, whose units are episodes, scaled to tasks); `None` when every goal is distinct.
 pub(super) fn repeats(
@@ -60,17 +61,19 @@ pub(super) fn repeats(
     tasks: &[Task],
     judged: bool,
 ) -> Option<Repeats> {
+    // A goal: what the agent is asked, where it starts and what is checked (its id aside).
+    let key = |t: &Task| format!("{}\u{1f}{}\u{1f}{:?}", t.goal, t.start_path, t.checker);
+    let keys: Vec<String> = tasks.iter().map(key).collect();
+    let distinct = keys.iter().collect::<std::collections::BTreeSet<_>>();
+    if distinct.len() == tasks.len() {
+        return None;
+    }
     let mut goals: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     let units = units(metric, episodes, tasks.len(), judged);
     for &(task, ok) in &units {
-        let goal = tasks.get(task).map_or("", |t| t.goal.as_str());
-        let g = goals.entry(goal).or_default();
+        let g = goals.entry(keys.get(task).map_or("", String::as_str)).or_default();
         g.0 += u64::from(ok);
         g.1 += 1;
-    }
-    let distinct = tasks.iter().map(|t| t.goal.as_str()).collect::<std::collections::BTreeSet<_>>();
-    if distinct.len() == tasks.len() {
-        return None;
     }
     let counts: Vec<(u64, u64)> = goals.into_values().collect();
     // In tasks: `mean_reward` counts episodes, k a task.
