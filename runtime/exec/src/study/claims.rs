@@ -42,14 +42,18 @@ fn decide_one(c: &Claim, arms: &[Arm<'_, '_>]) -> ClaimResult {
     // Each seed's figures, the two sides from the same seed (the study runs every variant
     // with the same seeds, in the same order).
     let seeds = a.zip(b).map_or(0, |(a, b)| a.runs.len().min(b.runs.len()));
-    let pairs: Vec<PairedCounts> = match a.zip(b) {
+    // Each seed's two rates (as recorded) and their counts as the intervals count them.
+    let seeded: Vec<((f64, f64), PairedCounts)> = match a.zip(b) {
         Some((a, b)) => (0..seeds)
             .filter_map(|i| {
-                Some((counts(a, &a.runs[i], &c.eval)?, counts(b, &b.runs[i], &c.over)?))
+                let (ra, ca) = counts(a, &a.runs[i], &c.eval)?;
+                let (rb, cb) = counts(b, &b.runs[i], &c.over)?;
+                Some(((ra, rb), (ca, cb)))
             })
             .collect(),
         None => Vec::new(),
     };
+    let pairs: Vec<PairedCounts> = seeded.iter().map(|s| s.1).collect();
     // Across variants, seeds pair only where both sides evaluate the same tasks.
     let pairing = match a.zip(b) {
         Some((a, b)) if c.across_variants() => {
@@ -61,11 +65,12 @@ fn decide_one(c: &Claim, arms: &[Arm<'_, '_>]) -> ClaimResult {
         }
         _ => None,
     };
-    let rate = |(solved, n): (u64, u64)| if n == 0 { 0.0 } else { solved as f64 / n as f64 };
-    let difference = if pairs.is_empty() {
+    // The recorded rates, not the counts: where tasks repeat goals the counts are the worth's,
+    // rounded.
+    let difference = if seeded.is_empty() {
         0.0
     } else {
-        pairs.iter().map(|&(a, b)| rate(a) - rate(b)).sum::<f64>() / pairs.len() as f64
+        seeded.iter().map(|((a, b), _)| a - b).sum::<f64>() / seeded.len() as f64
     };
     let (b_low, b_high) = match pairing {
         Some("unpaired") => stats::bootstrap_diff_unpaired(&pairs, stats::RESAMPLES),
@@ -127,11 +132,12 @@ fn eval_inputs<'p>(plan: &'p wrl_plan::Plan, eval: &str) -> Option<EvalInputs<'p
     Some((&node.params, data))
 }
 
-/// One run's (solved, tasks) for one side of a claim, from its evaluation record.
-fn counts(arm: &Arm<'_, '_>, s: &Summary, side: &ClaimSide) -> Option<Counts> {
+/// One run's rate and (solved, tasks) for one side of a claim, from its evaluation record.
+fn counts(arm: &Arm<'_, '_>, s: &Summary, side: &ClaimSide) -> Option<(f64, Counts)> {
     let r: &EvalResult = s.evals.iter().find(|r| r.eval == side.eval && r.after == side.after)?;
     let (_, k) = super::metric_of(arm.plan, &side.eval);
-    Some(super::solved_of(r, k))
+    let (solved, n) = super::solved_of(r, k);
+    Some((if n == 0 { 0.0 } else { r.success }, (solved, n)))
 }
 
 /// The claims as lines: `claim NAME: holds — STATEMENT: +12.5 points [3.1, 21.9]`.
@@ -233,5 +239,43 @@ mod tests {
         assert_eq!(names(&plan), [holds("everywhere"), holds("scoped"), holds("base_too")]);
         plan.profile = Some("smoke".into());
         assert_eq!(names(&plan), [holds("everywhere")]);
+    }
+
+    /// #45: where tasks repeat goals a claim's interval counts what they are worth (wider than
+    /// over the tasks), and its difference is still the recorded rates'.
+    #[test]
+    fn repeated_goals_widen_a_claim_and_keep_its_difference() {
+        let plan = wrl_plan::Plan {
+            version: wrl_plan::PLAN_VERSION,
+            recipe: "r.wrl".into(),
+            profile: None,
+            variant: None,
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            claims: vec![claim("lifts", None)],
+        };
+        let typed = TypedPlan::decode(&plan).unwrap_or_else(|_| panic!("decodes"));
+        let run = |worth: Option<(u64, u64)>| Summary {
+            status: "finished".into(),
+            evals: [("warmup", 0.33, worth.map(|w| w.0)), ("online", 0.61, worth.map(|w| w.1))]
+                .into_iter()
+                .map(|(after, success, worth)| EvalResult {
+                    repeats: worth
+                        .map(|worth| crate::rundir::records::Repeats { goals: 55, worth }),
+                    ..result(after, success)
+                })
+                .collect(),
+            ..Summary::default()
+        };
+        let distinct = &decide(&typed, &[run(None)])[0];
+        let repeated = &decide(&typed, &[run(Some((42, 37)))])[0];
+        assert_eq!((distinct.eval_tasks, distinct.over_tasks), (100, 100));
+        assert_eq!((repeated.eval_tasks, repeated.over_tasks), (37, 42));
+        // 0.61 of 37 is 22.57 tasks, rounded to 23 (0.62): the difference is not the counts'.
+        assert!((repeated.difference - 0.28).abs() < 1e-9, "{repeated:?}");
+        assert!((distinct.difference - 0.28).abs() < 1e-9, "{distinct:?}");
+        let width = |c: &ClaimResult| c.high - c.low;
+        assert!(width(repeated) > 1.4 * width(distinct), "{repeated:?} against {distinct:?}");
+        assert_eq!((distinct.verdict, repeated.verdict), (Verdict::Holds, Verdict::Holds));
     }
 }

@@ -329,8 +329,15 @@ fn repeated_goals_count_as_the_tasks_they_are_worth() {
     let worth = h["worth"].as_u64().expect("the study says what the tasks are worth");
     assert!(worth < 24, "{h}");
     assert!(stdout.contains(&format!("worth {worth} tasks")), "{stdout}");
-    // The claims count the worth of each side over both seeds.
+    // The claims count the worth of each side over both seeds; their difference is still the
+    // seeds' recorded rates', not the rounded counts'.
+    let mean = |e: &serde_json::Value| {
+        let v = e["per_seed"].as_array().unwrap();
+        v.iter().map(|x| x.as_f64().unwrap()).sum::<f64>() / v.len() as f64
+    };
     for c in json["claims"].as_array().unwrap() {
+        let diff = c["difference"].as_f64().unwrap();
+        assert!((diff - (mean(&p) - mean(&h))).abs() < 1e-6, "{c}");
         assert_eq!(c["over_tasks"].as_u64(), Some(worth), "{c}");
         assert_eq!(c["eval_tasks"], p["worth"], "{c}");
     }
