@@ -53,7 +53,8 @@ pub(super) fn units(
 
 /// Where some of `tasks` share a goal (the same instruction, start and check): the distinct
 /// goals, and how many independent tasks the
-/// evaluation's units are worth (each goal's units solved and tried as one cluster; for
+/// evaluation's units are worth (each goal's units solved and tried as one cluster, within its
+/// template; for
 /// `mean_reward`, whose units are episodes, scaled to tasks); `None` when every goal is distinct.
 pub(super) fn repeats(
     metric: Metric,
@@ -68,17 +69,23 @@ pub(super) fn repeats(
     if distinct.len() == tasks.len() {
         return None;
     }
-    let mut goals: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    // Each goal's units solved and tried, by template (a stratum) and goal.
+    let mut goals: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
     let units = units(metric, episodes, tasks.len(), judged);
     for &(task, ok) in &units {
-        let g = goals.entry(keys.get(task).map_or("", String::as_str)).or_default();
+        let template = tasks.get(task).map_or("", |t| t.template.as_str());
+        let g = goals.entry((template, keys.get(task).map_or("", String::as_str))).or_default();
         g.0 += u64::from(ok);
         g.1 += 1;
     }
-    let counts: Vec<(u64, u64)> = goals.into_values().collect();
+    let mut strata: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
+    for ((template, _), counts) in goals {
+        strata.entry(template).or_default().push(counts);
+    }
+    let strata: Vec<Vec<(u64, u64)>> = strata.into_values().collect();
     // In tasks: `mean_reward` counts episodes, k a task.
     let worth =
-        crate::study::stats::worth(&counts) as f64 * tasks.len() as f64 / units.len().max(1) as f64;
+        crate::study::stats::worth(&strata) as f64 * tasks.len() as f64 / units.len().max(1) as f64;
     Some(Repeats { goals: distinct.len() as u64, worth: (worth.round() as u64).max(1) })
 }
 

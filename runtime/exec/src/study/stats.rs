@@ -129,30 +129,34 @@ pub fn bootstrap_diff_unpaired(seeds: &[PairedCounts], resamples: usize) -> (f64
     })
 }
 
-/// How many independent tasks `goals` — each goal's (solved, tried) — are worth for the
-/// interval of their pooled rate: `p(1 - p) / V`, with `V` the cluster-robust variance of the
-/// pooled rate (the ratio estimator's with goals as clusters, `Σ (s_g - p m_g)² / n²`, which is
-/// `p(1 - p) / n` when every goal is tried once), between 1 and the tasks tried. Where it cannot be estimated (one goal, or every task solved or
-/// none) the goals count as if each repeat had its goal's outcome: Kish's `n² / Σ m_g²`.
-/// Tasks whose goals are all distinct are worth exactly their number.
-pub fn worth(goals: &[(u64, u64)]) -> u64 {
-    let n: u64 = goals.iter().map(|g| g.1).sum();
-    let g = goals.iter().filter(|g| g.1 > 0).count() as u64;
+/// How many independent tasks an evaluation's tasks are worth for the interval of their pooled
+/// rate, from each goal's (solved, tried) grouped by stratum (the task's template: a generated
+/// set cycles through its templates, so their shares are fixed, not drawn): `p(1 - p) / V`,
+/// with `V` the variance of the pooled rate with goals as clusters within strata,
+/// `Σ_h Σ_g (s_g - p_h m_g)² / n²` (the ratio estimator's), between 1 and the tasks tried.
+/// Tasks whose goals are all distinct are worth exactly their number. Where `V` cannot be
+/// estimated (one goal, every task solved or none, or every goal at its stratum's rate) the
+/// goals count as if each repeat had its goal's outcome: Kish's `n² / Σ m_g²`.
+pub fn worth(strata: &[Vec<(u64, u64)>]) -> u64 {
+    let goals = || strata.iter().flatten();
+    let n: u64 = goals().map(|g| g.1).sum();
+    let g = goals().filter(|g| g.1 > 0).count() as u64;
     if g == n {
         return n;
     }
-    let s: u64 = goals.iter().map(|g| g.0).sum();
+    let s: u64 = goals().map(|g| g.0).sum();
     let (nf, p) = (n as f64, s as f64 / n as f64);
-    let kish = nf * nf / goals.iter().map(|g| (g.1 * g.1) as f64).sum::<f64>();
-    let between: f64 = goals.iter().map(|&(s_g, m_g)| (s_g as f64 - p * m_g as f64).powi(2)).sum();
-    let v = between / (nf * nf);
-    let eff = if g < 2 || s == 0 || s == n {
-        kish
-    } else if v <= 0.0 {
-        nf
-    } else {
-        p * (1.0 - p) / v
-    };
+    let kish = nf * nf / goals().map(|g| (g.1 * g.1) as f64).sum::<f64>();
+    let within: f64 = strata
+        .iter()
+        .map(|h| {
+            let (s_h, n_h) = h.iter().fold((0, 0), |(s, n), g| (s + g.0, n + g.1));
+            let p_h = if n_h == 0 { 0.0 } else { s_h as f64 / n_h as f64 };
+            h.iter().map(|&(s_g, m_g)| (s_g as f64 - p_h * m_g as f64).powi(2)).sum::<f64>()
+        })
+        .sum();
+    let v = within / (nf * nf);
+    let eff = if g < 2 || s == 0 || s == n || v <= 0.0 { kish } else { p * (1.0 - p) / v };
     (eff.round() as u64).clamp(1, n)
 }
 
@@ -179,24 +183,38 @@ mod tests {
 
     #[test]
     fn repeated_goals_are_worth_fewer_tasks() {
+        let one = |goals: &[(u64, u64)]| worth(&[goals.to_vec()]);
         // Distinct goals: every task counts.
-        assert_eq!(worth(&[(1, 1), (0, 1), (1, 1)]), 3);
+        assert_eq!(one(&[(1, 1), (0, 1), (1, 1)]), 3);
         // Each goal tried 4 times with one outcome each time: worth the 4 goals (Kish's count
         // agrees with the cluster variance when the repeats are copies).
-        let copies = [(4, 4), (0, 4), (4, 4), (0, 4)];
-        assert_eq!(worth(&copies), 4);
+        assert_eq!(one(&[(4, 4), (0, 4), (4, 4), (0, 4)]), 4);
         // Every task solved: Kish's count of 2 goals, one tried 9 times and one once (1.2).
-        assert_eq!(worth(&[(9, 9), (1, 1)]), 1);
-        assert_eq!(worth(&[(3, 3), (3, 3)]), 2);
+        assert_eq!(one(&[(9, 9), (1, 1)]), 1);
+        assert_eq!(one(&[(3, 3), (3, 3)]), 2);
         // Goals that differ, but whose repeats disagree too: between the goals and the tasks
         // (0.25 / (10 / 16²) = 6.4).
-        assert_eq!(worth(&[(4, 4), (3, 4), (1, 4), (0, 4)]), 6);
+        assert_eq!(one(&[(4, 4), (3, 4), (1, 4), (0, 4)]), 6);
         // Repeats that disagree as much as independent tasks would: worth every task.
         let mixed: Vec<(u64, u64)> = (0..10).map(|i| (if i % 2 == 0 { 3 } else { 1 }, 4)).collect();
-        assert_eq!(worth(&mixed), 40);
-        // Outcomes spread evenly within goals: no goal differs from another, worth every task.
-        assert_eq!(worth(&[(1, 2), (1, 2), (1, 2)]), 6);
+        assert_eq!(one(&mixed), 40);
+        // No goal differs from its stratum: nothing to estimate from, Kish's count.
+        assert_eq!(one(&[(1, 2), (1, 2), (1, 2)]), 3);
         assert_eq!(worth(&[]), 0);
+    }
+
+    /// A template whose goals all fail (the quickstart's "cheapest X", 3 goals dealt 14 times
+    /// each) says nothing about the variance of the others: within its stratum it adds none,
+    /// where pooled with them its big clusters would dominate.
+    #[test]
+    fn strata_keep_a_uniform_template_from_swamping_the_others() {
+        let cheapest = vec![(0, 14), (0, 14), (0, 14)];
+        let price: Vec<(u64, u64)> =
+            (0..36).map(|i| (u64::from(i % 3 != 0), 1)).chain([(1, 6)]).collect();
+        let pooled: Vec<(u64, u64)> = cheapest.iter().chain(&price).copied().collect();
+        let (apart, together) = (worth(&[cheapest, price]), worth(&[pooled]));
+        assert!(apart > 2 * together, "{apart} against {together}");
+        assert!(apart <= 84, "{apart}");
     }
 
     #[test]
