@@ -190,6 +190,19 @@ mod tests {
         }
     }
 
+    /// A plan of no nodes stating `claims`.
+    fn plan_of(claims: Vec<Claim>) -> wrl_plan::Plan {
+        wrl_plan::Plan {
+            version: wrl_plan::PLAN_VERSION,
+            recipe: "r.wrl".into(),
+            profile: None,
+            variant: None,
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            claims,
+        }
+    }
+
     fn result(after: &str, success: f64) -> EvalResult {
         EvalResult {
             eval: "held".into(),
@@ -208,19 +221,11 @@ mod tests {
     /// stated for others, whatever its records hold.
     #[test]
     fn a_claim_out_of_the_plans_profile_is_not_decided() {
-        let mut plan = wrl_plan::Plan {
-            version: wrl_plan::PLAN_VERSION,
-            recipe: "r.wrl".into(),
-            profile: None,
-            variant: None,
-            nodes: Vec::new(),
-            edges: Vec::new(),
-            claims: vec![
-                claim("everywhere", None),
-                claim("scoped", Some(&["claims"])),
-                claim("base_too", Some(&["base", "claims"])),
-            ],
-        };
+        let mut plan = plan_of(vec![
+            claim("everywhere", None),
+            claim("scoped", Some(&["claims"])),
+            claim("base_too", Some(&["base", "claims"])),
+        ]);
         let run = Summary {
             status: "finished".into(),
             evals: vec![result("warmup", 0.2), result("online", 0.8)],
@@ -245,15 +250,7 @@ mod tests {
     /// over the tasks), and its difference is still the recorded rates'.
     #[test]
     fn repeated_goals_widen_a_claim_and_keep_its_difference() {
-        let plan = wrl_plan::Plan {
-            version: wrl_plan::PLAN_VERSION,
-            recipe: "r.wrl".into(),
-            profile: None,
-            variant: None,
-            nodes: Vec::new(),
-            edges: Vec::new(),
-            claims: vec![claim("lifts", None)],
-        };
+        let plan = plan_of(vec![claim("lifts", None)]);
         let typed = TypedPlan::decode(&plan).unwrap_or_else(|_| panic!("decodes"));
         let run = |worth: Option<(u64, u64)>| Summary {
             status: "finished".into(),

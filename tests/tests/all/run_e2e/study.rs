@@ -6,6 +6,15 @@ use std::path::Path;
 
 use super::{episodes, records, run_into};
 
+/// `wrlc run RECIPE --seeds 2 [EXTRA…] --out STUDY`: its exit code, stdout and stderr.
+fn two_seeds(recipe: &Path, study: &Path, extra: &[&str]) -> (u8, String, String) {
+    let mut args: Vec<std::ffi::OsString> =
+        vec!["run".into(), recipe.into(), "--seeds".into(), "2".into()];
+    args.extend(extra.iter().map(Into::into));
+    args.extend(["--out".into(), study.into()]);
+    wrl_cli::run_captured(args)
+}
+
 /// `wrlc run tests/recipes/seeds.wrl --seeds 2`: two run directories under the study's, each
 /// recording its seed; `study.json` aggregating both (sorted keys, no directory of this
 /// machine); the two seeds differ, and seed 0 is the plain run. Resuming the finished study
@@ -15,15 +24,7 @@ fn a_study_over_two_seeds_aggregates_them_and_seed_zero_is_the_plain_run() {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/seeds.wrl");
     let dir = tempfile::tempdir().unwrap();
     let study = dir.path().join("study");
-    let args: Vec<std::ffi::OsString> = vec![
-        "run".into(),
-        recipe.clone().into(),
-        "--seeds".into(),
-        "2".into(),
-        "--out".into(),
-        study.clone().into(),
-    ];
-    let (code, stdout, stderr) = wrl_cli::run_captured(args);
+    let (code, stdout, stderr) = two_seeds(&recipe, &study, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("seeds.wrl over 2 seeds (0, 1):"), "{stdout}");
     assert!(stdout.contains("held_out after warmup"), "{stdout}");
@@ -102,16 +103,7 @@ fn claims_are_decided_over_the_seeds_and_required() {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/claims.wrl");
     let dir = tempfile::tempdir().unwrap();
     let study = dir.path().join("study");
-    let args: Vec<std::ffi::OsString> = vec![
-        "run".into(),
-        recipe.clone().into(),
-        "--seeds".into(),
-        "2".into(),
-        "--require-claims".into(),
-        "--out".into(),
-        study.clone().into(),
-    ];
-    let (code, stdout, stderr) = wrl_cli::run_captured(args);
+    let (code, stdout, stderr) = two_seeds(&recipe, &study, &["--require-claims"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stdout.contains("claim no_worse: holds"), "{stdout}");
     assert!(stderr.contains("E0550") && stderr.contains("claim `better` is undecided"), "{stderr}");
@@ -189,15 +181,7 @@ fn variants_run_with_the_same_seeds_side_by_side_and_claims_across_them() {
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/variants.wrl");
     let dir = tempfile::tempdir().unwrap();
     let study = dir.path().join("study");
-    let args: Vec<std::ffi::OsString> = vec![
-        "run".into(),
-        recipe.into(),
-        "--seeds".into(),
-        "2".into(),
-        "--out".into(),
-        study.clone().into(),
-    ];
-    let (code, stdout, stderr) = wrl_cli::run_captured(args);
+    let (code, stdout, stderr) = two_seeds(&recipe, &study, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("variants.wrl and 2 variants over 2 seeds (0, 1):"), "{stdout}");
     assert!(stdout.contains("compute differs: short:"), "{stdout}");
@@ -298,15 +282,7 @@ fn repeated_goals_count_as_the_tasks_they_are_worth() {
     let recipe = dir.path().join("repeated.wrl");
     std::fs::write(&recipe, text).unwrap();
     let study = dir.path().join("study");
-    let args: Vec<std::ffi::OsString> = vec![
-        "run".into(),
-        recipe.into(),
-        "--seeds".into(),
-        "2".into(),
-        "--out".into(),
-        study.clone().into(),
-    ];
-    let (code, stdout, stderr) = wrl_cli::run_captured(args);
+    let (code, stdout, stderr) = two_seeds(&recipe, &study, &[]);
     assert_eq!(code, 0, "{stderr}");
     let (summary, _, _) = records(&study.join("seed-0"));
     let held = summary.evals.iter().find(|e| e.eval == "held_out").unwrap();
