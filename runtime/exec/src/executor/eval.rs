@@ -120,7 +120,7 @@ impl<'a> Executor<'a> {
         let repeats = repeats(*metric, &episodes, &tasks, judged);
         let subsets = labels
             .as_ref()
-            .map(|l| super::subsets::split(*metric, &episodes, l, judged))
+            .map(|l| super::subsets::split(*metric, &episodes, l, judged, &tasks))
             .unwrap_or_default();
         let rate = if out_of == 0 { 0.0 } else { solved as f64 / out_of as f64 };
         let mean = match metric {

@@ -56,14 +56,18 @@ impl Executor<'_> {
 }
 
 /// Each subset's result: its tasks (or episodes, for `mean_reward`) counted as the whole is.
+/// Where a subset's `tasks` repeat goals, its interval counts what they are worth
+/// ([`super::tally::repeats_of`]).
 pub(super) fn split(
     metric: Metric,
     episodes: &[Episode],
     labels: &[String],
     judged: bool,
+    tasks: &[Task],
 ) -> BTreeMap<String, SubsetResult> {
+    let units = units(metric, episodes, labels.len(), judged);
     let mut counts: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    for (task, ok) in units(metric, episodes, labels.len(), judged) {
+    for &(task, ok) in &units {
         let Some(label) = labels.get(task) else { continue };
         let c = counts.entry(label.as_str()).or_default();
         c.0 += u64::from(ok);
@@ -73,27 +77,33 @@ pub(super) fn split(
     for l in labels {
         counts.entry(l.as_str()).or_default();
     }
-    counts.into_iter().map(|(name, (s, n))| (name.to_string(), result(s, n))).collect()
+    counts
+        .into_iter()
+        .map(|(name, (s, n))| {
+            let within = |t: usize| labels.get(t).is_some_and(|l| l == name);
+            let worth = super::tally::repeats_of(&units, tasks, &within).map(|r| r.worth);
+            (name.to_string(), result(s, n, worth))
+        })
+        .collect()
 }
 
-/// A subset's counts as its result.
-pub(crate) fn result(solved: u64, out_of: u64) -> SubsetResult {
-    let (low, high) = stats::wilson(solved, out_of, stats::Z95);
+/// A subset's counts as its result; with `worth`, its interval counts that many tasks.
+pub(crate) fn result(solved: u64, out_of: u64, worth: Option<u64>) -> SubsetResult {
+    let rate = if out_of == 0 { 0.0 } else { solved as f64 / out_of as f64 };
+    let (low, high) = match worth {
+        Some(w) => stats::wilson((rate * w as f64).round() as u64, w, stats::Z95),
+        None => stats::wilson(solved, out_of, stats::Z95),
+    };
     let round = |x: f64| (x * 1e6).round() / 1e6;
-    SubsetResult {
-        solved,
-        out_of,
-        success: if out_of == 0 { 0.0 } else { round(solved as f64 / out_of as f64) },
-        low: round(low),
-        high: round(high),
-    }
+    SubsetResult { solved, out_of, success: round(rate), low: round(low), high: round(high), worth }
 }
 
 /// `eval NAME [nq]: 3/5 solved (60.0%, 95% CI 23.1–88.2%)`, `what` being `eval NAME` (or a
 /// validation's pass).
 pub(super) fn said(what: &str, name: &str, r: &SubsetResult) -> String {
+    let worth = r.worth.map(|w| format!(", worth {w} tasks")).unwrap_or_default();
     format!(
-        "{what} [{name}]: {}/{} solved ({:.1}%, 95% CI {:.1}–{:.1}%)",
+        "{what} [{name}]: {}/{} solved ({:.1}%, 95% CI {:.1}–{:.1}%{worth})",
         r.solved,
         r.out_of,
         r.success * 100.0,
@@ -108,13 +118,18 @@ mod tests {
 
     #[test]
     fn a_subset_result_has_its_rate_and_wilson_interval() {
-        let r = result(3, 5);
+        let r = result(3, 5, None);
         assert_eq!((r.solved, r.out_of, r.success), (3, 5, 0.6));
         assert!(r.low > 0.2 && r.low < 0.3 && r.high > 0.85 && r.high < 0.9, "{r:?}");
-        assert_eq!(result(0, 0).success, 0.0);
+        assert_eq!(result(0, 0, None).success, 0.0);
         assert_eq!(
             said("eval test", "nq", &r),
             "eval test [nq]: 3/5 solved (60.0%, 95% CI 23.1–88.2%)"
         );
+        // Eleven tasks on three goals, worth three: Wilson's interval over three.
+        let r = result(0, 11, Some(3));
+        assert_eq!((r.solved, r.out_of, r.worth), (0, 11, Some(3)));
+        assert!((r.high - crate::study::stats::wilson(0, 3, stats::Z95).1).abs() < 1e-6, "{r:?}");
+        assert!(said("eval e", "cheapest", &r).ends_with("worth 3 tasks)"), "{r:?}");
     }
 }

@@ -52,31 +52,41 @@ pub(super) fn units(
 }
 
 /// Where some of `tasks` share a goal (the same instruction, start and check): the distinct
-/// goals, and how many independent tasks the
-/// evaluation's units are worth (each goal's units solved and tried as one cluster, within its
-/// template; for
-/// `mean_reward`, whose units are episodes, scaled to tasks); `None` when every goal is distinct.
+/// goals, and how many independent tasks the evaluation's units are worth (each goal's units
+/// solved and tried as one cluster, within its template; for `mean_reward`, whose units are
+/// episodes, scaled to tasks); `None` when every goal is distinct.
 pub(super) fn repeats(
     metric: Metric,
     episodes: &[Episode],
     tasks: &[Task],
     judged: bool,
 ) -> Option<Repeats> {
+    repeats_of(&units(metric, episodes, tasks.len(), judged), tasks, &|_| true)
+}
+
+/// [`repeats`] of the tasks `within` keeps (a subset), from the evaluation's `units`.
+pub(super) fn repeats_of(
+    units: &[(usize, bool)],
+    tasks: &[Task],
+    within: &dyn Fn(usize) -> bool,
+) -> Option<Repeats> {
     // A goal: what the agent is asked, where it starts and what is checked (its id aside).
     let key = |t: &Task| format!("{}\u{1f}{}\u{1f}{:?}", t.goal, t.start_path, t.checker);
     let keys: Vec<String> = tasks.iter().map(key).collect();
-    let distinct = keys.iter().collect::<std::collections::BTreeSet<_>>();
-    if distinct.len() == tasks.len() {
+    let kept: Vec<usize> = (0..tasks.len()).filter(|&t| within(t)).collect();
+    let distinct = kept.iter().map(|&t| &keys[t]).collect::<std::collections::BTreeSet<_>>();
+    if distinct.len() == kept.len() {
         return None;
     }
     // Each goal's units solved and tried, by template (a stratum) and goal.
     let mut goals: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
-    let units = units(metric, episodes, tasks.len(), judged);
-    for &(task, ok) in &units {
+    let mut tried = 0usize;
+    for &(task, ok) in units.iter().filter(|u| within(u.0)) {
         let template = tasks.get(task).map_or("", |t| t.template.as_str());
         let g = goals.entry((template, keys.get(task).map_or("", String::as_str))).or_default();
         g.0 += u64::from(ok);
         g.1 += 1;
+        tried += 1;
     }
     let mut strata: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
     for ((template, _), counts) in goals {
@@ -85,7 +95,7 @@ pub(super) fn repeats(
     let strata: Vec<Vec<(u64, u64)>> = strata.into_values().collect();
     // In tasks: `mean_reward` counts episodes, k a task.
     let worth =
-        crate::study::stats::worth(&strata) as f64 * tasks.len() as f64 / units.len().max(1) as f64;
+        crate::study::stats::worth(&strata) as f64 * kept.len() as f64 / tried.max(1) as f64;
     Some(Repeats { goals: distinct.len() as u64, worth: (worth.round() as u64).max(1) })
 }
 

@@ -160,8 +160,9 @@ impl<'a> Executor<'a> {
         };
         let (solved, _) = tally(metric, &episodes, tasks.len(), true);
         let rate = if tasks.is_empty() { 0.0 } else { solved as f64 / tasks.len() as f64 };
-        let subsets =
-            labels.map(|l| super::subsets::split(metric, &episodes, &l, true)).unwrap_or_default();
+        let subsets = labels
+            .map(|l| super::subsets::split(metric, &episodes, &l, true, &tasks))
+            .unwrap_or_default();
         let after = format!("{} iter {}", node.decl, pass.iter);
         self.say(&format!(
             "validation of {} after iter {}: {solved}/{} solved ({:.1}%)",

@@ -251,6 +251,10 @@ pub struct SubsetResult {
     pub success: f64,
     pub low: f64,
     pub high: f64,
+    /// Where the subset's tasks repeat goals: the independent tasks they are worth, which the
+    /// interval counts in place of `out_of` (absent when every goal is distinct).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worth: Option<u64>,
 }
 
 /// A paper's figure for one evaluation: its model, its value (a fraction) and its source.

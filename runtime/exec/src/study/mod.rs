@@ -166,17 +166,23 @@ pub(crate) fn evals_of(plan: &TypedPlan<'_>, runs: &[Summary]) -> Vec<StudyEval>
 fn pooled_subsets<'r>(
     records: impl Iterator<Item = &'r EvalResult>,
 ) -> std::collections::BTreeMap<String, crate::rundir::records::SubsetResult> {
-    let mut counts: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+    // Solved, tried, what they are worth (a seed without repeats counts its tasks), and
+    // whether any seed's tasks repeated goals.
+    let mut counts: std::collections::BTreeMap<&str, (u64, u64, u64, bool)> = Default::default();
     for r in records {
         for (name, s) in &r.subsets {
             let c = counts.entry(name.as_str()).or_default();
             c.0 += s.solved;
             c.1 += s.out_of;
+            c.2 += s.worth.unwrap_or(s.out_of);
+            c.3 |= s.worth.is_some();
         }
     }
     counts
         .into_iter()
-        .map(|(name, (s, n))| (name.to_string(), crate::executor::subset_result(s, n)))
+        .map(|(name, (s, n, w, repeated))| {
+            (name.to_string(), crate::executor::subset_result(s, n, repeated.then_some(w)))
+        })
         .collect()
 }
 

@@ -253,7 +253,7 @@ fn variants_run_with_the_same_seeds_side_by_side_and_claims_across_them() {
 
 /// Held-out tasks that repeat goals are not independent: an evaluation over four questions asked
 /// three times each records its 4 goals and what its 12 tasks are worth (4 where the tiny policy
-/// solves none), its report shows both, and the study's intervals and claims count that worth, not the
+/// solves none), and so does each subset (`by`), its report shows both, and the study's intervals and claims count that worth, not the
 /// tasks (#45: the quickstart's 256 held-out tasks held 85 goals).
 #[test]
 fn repeated_goals_count_as_the_tasks_they_are_worth() {
@@ -271,14 +271,23 @@ fn repeated_goals_count_as_the_tasks_they_are_worth() {
     let lines: String = (0..12)
         .map(|i| {
             let (q, a) = questions[i % 4];
-            format!("{}\n", serde_json::json!({"id": format!("q{i}"), "question": q, "answer": a}))
+            let source = if i % 4 < 2 { "a" } else { "b" };
+            let row = serde_json::json!({"id": format!("q{i}"), "question": q, "answer": a, "data_source": source});
+            format!("{row}\n")
         })
         .collect();
     std::fs::write(&data, lines).unwrap();
-    let asked = format!("dataset questions = jsonl({:?}) {{ kind = qa }}", data.display());
+    let asked = format!(
+        "dataset questions = jsonl({:?}) {{ kind = qa, columns = {{ question = \"question\", answer = \"answer\" }} }}",
+        data.display()
+    );
     let text =
         text.replace("dataset questions = std::sandbox::qa(count: 6) { split = test }", &asked);
     assert!(text.contains("repeated.jsonl"));
+    // Split by source: two questions (six tasks) each.
+    let held = "eval held_out = evaluate(dancer, questions) {\n  after = [warmup]\n";
+    assert!(text.contains(held));
+    let text = text.replace(held, &format!("{held}  by = \"data_source\"\n"));
     let recipe = dir.path().join("repeated.wrl");
     std::fs::write(&recipe, text).unwrap();
     let study = dir.path().join("study");
@@ -293,6 +302,10 @@ fn repeated_goals_count_as_the_tasks_they_are_worth() {
         // Every repeat failed: Kish's count, the four goals.
         assert_eq!(rep.worth, 4, "{rep:?}");
     }
+    // Each subset's six tasks on two goals: the tiny policy solves none, worth the 2 goals.
+    for (name, sub) in &held.subsets {
+        assert_eq!((sub.out_of, sub.worth), (6, Some(2)), "{name}: {sub:?}");
+    }
     let page = std::fs::read_to_string(study.join("seed-0/report.html")).unwrap();
     assert!(page.contains(&format!("4 goals, worth {} independent", rep.worth)), "{page}");
     let json: serde_json::Value =
@@ -302,6 +315,7 @@ fn repeated_goals_count_as_the_tasks_they_are_worth() {
     };
     let (h, p) = (eval("held_out"), eval("pass2"));
     assert_eq!(h["tasks"], 24, "{h}");
+    assert_eq!(h["subsets"]["a"]["worth"], 4, "{h}");
     let worth = h["worth"].as_u64().expect("the study says what the tasks are worth");
     assert!(worth < 24, "{h}");
     assert!(stdout.contains(&format!("worth {worth} tasks")), "{stdout}");
