@@ -1,7 +1,7 @@
 //! The tiny random models the repository ships for recipes' profiles to name (#43: OpenWebRL's
 //! `smoke_vl` runs its policy's model class, Qwen3-VL, on a CPU): each is what its generator
-//! writes today (byte for byte, its weights to 1e-6), so that a change to the writer or the tokenizer's corpus shows
-//! here. `WRL_BLESS=1` writes them again (tests/scripts/bless.sh).
+//! writes today (byte for byte, its weights to 1e-6), so that a change to the writer or the
+//! tokenizer's corpus shows here. `WRL_BLESS=1` writes them again (tests/scripts/bless.sh).
 
 use std::path::Path;
 

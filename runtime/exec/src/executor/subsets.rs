@@ -66,6 +66,7 @@ pub(super) fn split(
     tasks: &[Task],
 ) -> BTreeMap<String, SubsetResult> {
     let units = units(metric, episodes, labels.len(), judged);
+    let keys = super::tally::goal_keys(tasks);
     let mut counts: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     for &(task, ok) in &units {
         let Some(label) = labels.get(task) else { continue };
@@ -81,7 +82,7 @@ pub(super) fn split(
         .into_iter()
         .map(|(name, (s, n))| {
             let within = |t: usize| labels.get(t).is_some_and(|l| l == name);
-            let worth = super::tally::repeats_of(&units, tasks, &within).map(|r| r.worth);
+            let worth = super::tally::repeats_of(&units, tasks, &keys, &within).map(|r| r.worth);
             (name.to_string(), result(s, n, worth))
         })
         .collect()
@@ -90,10 +91,8 @@ pub(super) fn split(
 /// A subset's counts as its result; with `worth`, its interval counts that many tasks.
 pub(crate) fn result(solved: u64, out_of: u64, worth: Option<u64>) -> SubsetResult {
     let rate = if out_of == 0 { 0.0 } else { solved as f64 / out_of as f64 };
-    let (low, high) = match worth {
-        Some(w) => stats::wilson((rate * w as f64).round() as u64, w, stats::Z95),
-        None => stats::wilson(solved, out_of, stats::Z95),
-    };
+    let (s, n) = stats::counted(solved, out_of, worth);
+    let (low, high) = stats::wilson(s, n, stats::Z95);
     let round = |x: f64| (x * 1e6).round() / 1e6;
     SubsetResult { solved, out_of, success: round(rate), low: round(low), high: round(high), worth }
 }

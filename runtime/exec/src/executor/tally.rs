@@ -61,18 +61,23 @@ pub(super) fn repeats(
     tasks: &[Task],
     judged: bool,
 ) -> Option<Repeats> {
-    repeats_of(&units(metric, episodes, tasks.len(), judged), tasks, &|_| true)
+    let keys = goal_keys(tasks);
+    repeats_of(&units(metric, episodes, tasks.len(), judged), tasks, &keys, &|_| true)
 }
 
-/// [`repeats`] of the tasks `within` keeps (a subset), from the evaluation's `units`.
+/// Each task's goal: what the agent is asked, where it starts and what is checked (its id aside).
+pub(super) fn goal_keys(tasks: &[Task]) -> Vec<String> {
+    tasks.iter().map(|t| format!("{}\u{1f}{}\u{1f}{:?}", t.goal, t.start_path, t.checker)).collect()
+}
+
+/// [`repeats`] of the tasks `within` keeps (a subset), from the evaluation's `units` and its
+/// tasks' [`goal_keys`].
 pub(super) fn repeats_of(
     units: &[(usize, bool)],
     tasks: &[Task],
+    keys: &[String],
     within: &dyn Fn(usize) -> bool,
 ) -> Option<Repeats> {
-    // A goal: what the agent is asked, where it starts and what is checked (its id aside).
-    let key = |t: &Task| format!("{}\u{1f}{}\u{1f}{:?}", t.goal, t.start_path, t.checker);
-    let keys: Vec<String> = tasks.iter().map(key).collect();
     let kept: Vec<usize> = (0..tasks.len()).filter(|&t| within(t)).collect();
     let distinct = kept.iter().map(|&t| &keys[t]).collect::<std::collections::BTreeSet<_>>();
     if distinct.len() == kept.len() {

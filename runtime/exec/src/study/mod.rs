@@ -117,9 +117,8 @@ pub(crate) fn evals_of(plan: &TypedPlan<'_>, runs: &[Summary]) -> Vec<StudyEval>
                 (solved, tasks, r.success, r.episodes)
             })
             .collect();
-        let worth = records.iter().any(|r| r.repeats.is_some()).then(|| {
-            records.iter().map(|r| r.repeats.map_or(tasks_of(r, k), |rep| rep.worth)).sum()
-        });
+        let worth =
+            records.iter().any(|r| r.repeats.is_some()).then(|| counts.iter().map(|c| c.1).sum());
         let per_seed: Vec<f64> = counts.iter().map(|c| c.2).collect();
         let mean = if per_seed.is_empty() {
             0.0
@@ -190,8 +189,8 @@ fn pooled_subsets<'r>(
 /// its tasks, or where its tasks repeat goals, the independent tasks they are worth.
 pub(crate) fn solved_of(r: &EvalResult, k: u64) -> (u64, u64) {
     let tasks = tasks_of(r, k);
-    let n = r.repeats.map_or(tasks, |rep| rep.worth.min(tasks));
-    ((r.success * n as f64).round() as u64, n)
+    let solved = (r.success * tasks as f64).round() as u64;
+    stats::counted(solved, tasks, r.repeats.map(|rep| rep.worth))
 }
 
 /// An evaluation record's tasks: its episodes over k.

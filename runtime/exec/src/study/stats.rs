@@ -160,6 +160,15 @@ pub fn worth(strata: &[Vec<(u64, u64)>]) -> u64 {
     (eff.round() as u64).clamp(1, n)
 }
 
+/// The (solved, tried) an interval counts: the counts as they are, or where the tasks repeat
+/// goals, scaled to the `worth` [`worth`] gives them (at most the tasks tried).
+pub fn counted(solved: u64, tried: u64, worth: Option<u64>) -> (u64, u64) {
+    match worth {
+        Some(w) if w < tried => ((solved as f64 * w as f64 / tried as f64).round() as u64, w),
+        _ => (solved, tried),
+    }
+}
+
 /// The `q` quantile of sorted values (linear between neighbours, as numpy's default).
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     let Some(&last) = sorted.last() else {
