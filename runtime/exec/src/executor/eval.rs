@@ -12,7 +12,7 @@ use wrl_plan::params::{self, Agent, Metric, OrAgent, Params};
 use wrl_sandbox::Task;
 use wrl_trainer::{OptimConfig, SampleParams, Trainer};
 
-use super::tally::{mean_reward, repeats, tally};
+use super::tally::{Counted, distinct_goals, mean_reward};
 use super::{Data, Executor};
 use crate::agent::prompt::Window;
 use crate::error::{Fault, RunError};
@@ -75,6 +75,15 @@ impl<'a> Executor<'a> {
             None => None,
         };
         let tasks = capped(&tasks[..count], max_steps.0, agent.max_turns);
+        if let Some(goals) = distinct_goals(&tasks) {
+            // Said before the episodes run: the interval will be narrower than the tasks suggest.
+            self.say(&format!(
+                "eval {}: {} tasks on {goals} distinct goals; a repeated goal adds less than a \
+                 new one, and the result counts what the tasks are worth",
+                node.decl,
+                tasks.len()
+            ));
+        }
         let (env, episode, retries) = self.env_for(&agent).await?;
         let cfg = RolloutCfg {
             group: k,
@@ -116,12 +125,11 @@ impl<'a> Executor<'a> {
         keep_chosen_pages(&mut episodes);
         self.log_episodes(node, 0, &episodes)?;
         let judged = judge.is_some();
-        let (solved, out_of) = tally(*metric, &episodes, tasks.len(), judged);
-        let repeats = repeats(*metric, &episodes, &tasks, judged);
-        let subsets = labels
-            .as_ref()
-            .map(|l| super::subsets::split(*metric, &episodes, l, judged, &tasks))
-            .unwrap_or_default();
+        let counted = Counted::new(*metric, &episodes, &tasks, judged);
+        let (solved, out_of) = counted.tally();
+        let repeats = counted.repeats();
+        let subsets =
+            labels.as_ref().map(|l| super::subsets::split(&counted, l)).unwrap_or_default();
         let rate = if out_of == 0 { 0.0 } else { solved as f64 / out_of as f64 };
         let mean = match metric {
             Metric::MeanReward => Some(mean_reward(&episodes, judged)),

@@ -5,14 +5,13 @@
 use std::collections::BTreeMap;
 
 use wrl_plan::Node;
-use wrl_plan::params::{Dataset, Metric, Params};
+use wrl_plan::params::{Dataset, Params};
 use wrl_sandbox::Task;
 
 use super::Executor;
-use super::tally::units;
+use super::tally::Counted;
 use crate::error::{Fault, RunError};
 use crate::preflight::{subsets, tables};
-use crate::rollout::Episode;
 use crate::rundir::records::SubsetResult;
 use crate::study::stats;
 
@@ -57,18 +56,10 @@ impl Executor<'_> {
 
 /// Each subset's result: its tasks (or episodes, for `mean_reward`) counted as the whole is.
 /// Where a subset's `tasks` repeat goals, its interval counts what they are worth
-/// ([`super::tally::repeats_of`]).
-pub(super) fn split(
-    metric: Metric,
-    episodes: &[Episode],
-    labels: &[String],
-    judged: bool,
-    tasks: &[Task],
-) -> BTreeMap<String, SubsetResult> {
-    let units = units(metric, episodes, labels.len(), judged);
-    let keys = super::tally::goal_keys(tasks);
+/// ([`Counted::repeats_within`]).
+pub(super) fn split(counted: &Counted<'_>, labels: &[String]) -> BTreeMap<String, SubsetResult> {
     let mut counts: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    for &(task, ok) in &units {
+    for &(task, ok) in &counted.units {
         let Some(label) = labels.get(task) else { continue };
         let c = counts.entry(label.as_str()).or_default();
         c.0 += u64::from(ok);
@@ -82,7 +73,7 @@ pub(super) fn split(
         .into_iter()
         .map(|(name, (s, n))| {
             let within = |t: usize| labels.get(t).is_some_and(|l| l == name);
-            let worth = super::tally::repeats_of(&units, tasks, &keys, &within).map(|r| r.worth);
+            let worth = counted.repeats_within(&within).map(|r| r.worth);
             (name.to_string(), result(s, n, worth))
         })
         .collect()

@@ -12,28 +12,10 @@ use crate::reward::RewardValue;
 use crate::rollout::Episode;
 use crate::rundir::records::Repeats;
 
-/// Tasks solved and tasks tried, or for `mean_reward` episodes solved and episodes (each task's
-/// k attempts averaged): pass@k and success solve a task when any attempt succeeds, cons@k
-/// when the most common answer is a successful attempt's.
-pub(super) fn tally(
-    metric: Metric,
-    episodes: &[Episode],
-    tasks: usize,
-    judged: bool,
-) -> (usize, usize) {
-    let units = units(metric, episodes, tasks, judged);
-    (units.iter().filter(|u| u.1).count(), units.len())
-}
-
 /// What an evaluation counts, each with whether it was solved: every episode for `mean_reward`
 /// (its task's group), every task for the others (pass@k and success solve a task when any
 /// attempt succeeds, cons@k when the most common answer is a successful attempt's).
-pub(super) fn units(
-    metric: Metric,
-    episodes: &[Episode],
-    tasks: usize,
-    judged: bool,
-) -> Vec<(usize, bool)> {
+fn units(metric: Metric, episodes: &[Episode], tasks: usize, judged: bool) -> Vec<(usize, bool)> {
     match metric {
         Metric::MeanReward => episodes.iter().map(|e| (e.group, solved(e, judged))).collect(),
         Metric::Success | Metric::PassAtK | Metric::ConsAtK => (0..tasks)
@@ -51,28 +33,55 @@ pub(super) fn units(
     }
 }
 
-/// Where some of `tasks` share a goal (the same instruction, start and check): the distinct
-/// goals, and how many independent tasks the evaluation's units are worth (each goal's units
-/// solved and tried as one cluster, within its template; for `mean_reward`, whose units are
-/// episodes, scaled to tasks); `None` when every goal is distinct.
-pub(super) fn repeats(
-    metric: Metric,
-    episodes: &[Episode],
-    tasks: &[Task],
-    judged: bool,
-) -> Option<Repeats> {
+/// An evaluation's units with whether each was solved, and its tasks' goals: computed once, read
+/// by its tally, its repeats and its subsets.
+pub(super) struct Counted<'t> {
+    pub units: Vec<(usize, bool)>,
+    pub tasks: &'t [Task],
+    pub keys: Vec<String>,
+}
+
+impl<'t> Counted<'t> {
+    pub fn new(metric: Metric, episodes: &[Episode], tasks: &'t [Task], judged: bool) -> Self {
+        let units = units(metric, episodes, tasks.len(), judged);
+        Counted { units, tasks, keys: goal_keys(tasks) }
+    }
+
+    /// Units solved and units tried: tasks, or for `mean_reward` episodes (each task's k
+    /// attempts averaged).
+    pub fn tally(&self) -> (usize, usize) {
+        (self.units.iter().filter(|u| u.1).count(), self.units.len())
+    }
+
+    /// Where some tasks share a goal (the same instruction, start and check): the distinct
+    /// goals, and how many independent tasks the units are worth (each goal's units solved and
+    /// tried as one cluster, within its template; for `mean_reward`, whose units are episodes,
+    /// scaled to tasks); `None` when every goal is distinct.
+    pub fn repeats(&self) -> Option<Repeats> {
+        self.repeats_within(&|_| true)
+    }
+
+    /// [`Counted::repeats`] of the tasks `within` keeps (a subset).
+    pub fn repeats_within(&self, within: &dyn Fn(usize) -> bool) -> Option<Repeats> {
+        repeats_of(&self.units, self.tasks, &self.keys, within)
+    }
+}
+
+/// How many distinct goals `tasks` hold, where that is fewer than the tasks.
+pub(super) fn distinct_goals(tasks: &[Task]) -> Option<usize> {
     let keys = goal_keys(tasks);
-    repeats_of(&units(metric, episodes, tasks.len(), judged), tasks, &keys, &|_| true)
+    let distinct = keys.iter().collect::<std::collections::BTreeSet<_>>().len();
+    (distinct < tasks.len()).then_some(distinct)
 }
 
 /// Each task's goal: what the agent is asked, where it starts and what is checked (its id aside).
-pub(super) fn goal_keys(tasks: &[Task]) -> Vec<String> {
+fn goal_keys(tasks: &[Task]) -> Vec<String> {
     tasks.iter().map(|t| format!("{}\u{1f}{}\u{1f}{:?}", t.goal, t.start_path, t.checker)).collect()
 }
 
-/// [`repeats`] of the tasks `within` keeps (a subset), from the evaluation's `units` and its
-/// tasks' [`goal_keys`].
-pub(super) fn repeats_of(
+/// The distinct goals among the tasks `within` keeps and what their `units` are worth, from the
+/// tasks' [`goal_keys`]; `None` when every kept goal is distinct.
+fn repeats_of(
     units: &[(usize, bool)],
     tasks: &[Task],
     keys: &[String],
@@ -207,5 +216,23 @@ mod tests {
             RewardValue::Excluded(crate::reward::classes::Exclusion::Unscorable("no".into()));
         assert!((mean_reward(&[attempt(None, 1.0), failed], true) - 1.0).abs() < 1e-12);
         assert_eq!(mean_reward(&[], true), 0.0);
+    }
+
+    fn task(goal: &str, start: &str) -> Task {
+        serde_json::from_value(serde_json::json!({
+            "id": format!("{goal}{start}"), "split": "test", "template": "x", "site": "shop",
+            "goal": goal, "start_path": start, "checker": {"kind": "answer", "expected": "1", "mode": "text"},
+            "params": {}, "max_steps": 5, "content_seed": 0
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn distinct_goals_are_said_only_where_tasks_repeat_one() {
+        let tasks = [task("a", "/"), task("a", "/"), task("b", "/"), task("a", "/other")];
+        // The same instruction from another page is another goal.
+        assert_eq!(distinct_goals(&tasks), Some(3));
+        assert_eq!(distinct_goals(&tasks[1..]), None);
+        assert_eq!(distinct_goals(&[]), None);
     }
 }

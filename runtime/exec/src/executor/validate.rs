@@ -14,7 +14,7 @@ use wrl_plan::params::{self, Metric, OrHorizon, OrNone, OrTraining, ValidationMe
 use wrl_sandbox::Task;
 use wrl_trainer::Trainer;
 
-use super::tally::tally;
+use super::tally::Counted;
 use super::{Data, Executor};
 use crate::agent::AgentCfg;
 use crate::env::Env;
@@ -158,11 +158,10 @@ impl<'a> Executor<'a> {
             ValidationMetric::PassAtK => Metric::PassAtK,
             ValidationMetric::Success => Metric::Success,
         };
-        let (solved, _) = tally(metric, &episodes, tasks.len(), true);
+        let counted = Counted::new(metric, &episodes, &tasks, true);
+        let (solved, _) = counted.tally();
         let rate = if tasks.is_empty() { 0.0 } else { solved as f64 / tasks.len() as f64 };
-        let subsets = labels
-            .map(|l| super::subsets::split(metric, &episodes, &l, true, &tasks))
-            .unwrap_or_default();
+        let subsets = labels.map(|l| super::subsets::split(&counted, &l)).unwrap_or_default();
         let after = format!("{} iter {}", node.decl, pass.iter);
         self.say(&format!(
             "validation of {} after iter {}: {solved}/{} solved ({:.1}%)",
