@@ -154,3 +154,17 @@ fn the_estimate_counts_a_simulated_search_engines_calls() {
     let e = estimate(listed.to_str().unwrap(), None);
     assert_eq!(e["judge_calls_max"], Value::Null, "{e}");
 }
+
+/// `tests/recipes/api_policy.wrl`: a served policy is called once a turn, so an evaluation of 6
+/// questions at 4 turns makes at most 24 calls, counted under its model.
+#[test]
+fn the_estimate_counts_a_served_policys_calls() {
+    let e = estimate("tests/recipes/api_policy.wrl", None);
+    let ev = &e["evaluation"];
+    assert_eq!((ev["max_env_steps"].as_u64(), ev["judge_calls_max"].as_u64()), (Some(24), Some(24)));
+    let stage = e["stages"].as_array().unwrap().iter().find(|s| s["id"] == "eval:held_out").unwrap();
+    assert_eq!(stage["judge_calls_by_model"]["model:policy"].as_u64(), Some(24), "{stage}");
+    // A trained policy's evaluation calls nothing.
+    let q = estimate("recipes/quickstart.wrl", None);
+    assert_eq!(q["evaluation"]["judge_calls_max"].as_u64(), Some(0));
+}

@@ -47,8 +47,9 @@ fn profiles(recipe: &str) -> Vec<String> {
 /// tag-style agent's SFT);
 /// their goldens live in `tests/recipes/golden/`.
 /// #45: variants, each its own plan (`NAME.variant-V.plan`); claims stated for profiles, in
-/// the plans of those profiles alone.
-const TEST_RECIPES: [&str; 14] = [
+/// the plans of those profiles alone. A baseline whose ReAct policy is served (`api(…)`).
+const TEST_RECIPES: [&str; 15] = [
+    "tests/recipes/api_policy.wrl",
     "tests/recipes/arpo.wrl",
     "tests/recipes/deep_research.wrl",
     "tests/recipes/gigpo.wrl",

@@ -11,6 +11,7 @@ mod identity;
 mod json_stream;
 mod plan_dot;
 mod report_inputs;
+mod run_api_policy;
 mod run_e2e;
 mod run_excluded;
 mod run_hf;

@@ -40,7 +40,7 @@ fn frozen(ctx: &Ctx<'_>, stage: &str, o: &Obj, out: &mut Vec<Diagnostic>) {
     if let Some(s) = Ctx::ref_name(init).and_then(|n| ctx.name_span(n)) {
         d = d.label(s, "declared with `api(…)`");
     }
-    out.push(d.help("start the stage from a local model (`hf(\"…\")` or `std::models::tiny`); API models can only be judges or frozen `llm` modules"));
+    out.push(d.help("start the stage from a local model (`hf(\"…\")` or `std::models::tiny`); an API model is a judge, a frozen module, or a policy an evaluation runs as declared"));
 }
 
 /// References from one stage to other stages, with where they are written.

@@ -13,6 +13,7 @@ mod inputs;
 mod prices;
 mod published;
 mod render;
+mod served;
 
 use std::collections::BTreeMap;
 
@@ -206,7 +207,8 @@ pub fn estimate(plan: &Plan, prices: Option<&Prices>) -> Estimate {
                 std::iter::once(trained).chain(refill).chain(validation).collect()
             }
             NodeKind::Eval => {
-                vec![engine::with_calls(plan, n, Some("env"), figures::eval(plan, n))]
+                let e = engine::with_calls(plan, n, Some("env"), figures::eval(plan, n));
+                vec![served::with_policy_calls(plan, n, e)]
             }
             NodeKind::LoadModel
             | NodeKind::LoadDataset

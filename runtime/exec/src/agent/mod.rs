@@ -3,6 +3,7 @@
 //! ([`brains`]); an instruction-tuned policy's episode as a conversation ([`conversation`]); a model's tool calls as browser actions ([`actions`]). [`AgentCfg`] is an agent node's settings as a rollout uses them.
 
 pub mod actions;
+pub mod api_policy;
 pub mod brains;
 pub mod conversation;
 pub mod graph;

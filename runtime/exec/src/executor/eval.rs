@@ -14,8 +14,10 @@ use wrl_trainer::{OptimConfig, SampleParams, Trainer};
 
 use super::tally::{Counted, distinct_goals, mean_reward};
 use super::{Data, Executor};
+use crate::agent::api_policy::ApiRun;
 use crate::agent::prompt::Window;
 use crate::error::{Fault, RunError};
+use crate::reward::client::{JudgeClient, JudgeConfig};
 use crate::reward::judges::Judges;
 use crate::reward::{RewardExpr, RewardValue};
 use crate::rollout::{Episode, RolloutCfg, Scoring, rollout};
@@ -55,7 +57,7 @@ impl<'a> Executor<'a> {
             return Err(super::needs(node, "tasks"));
         };
         let ckpt = checkpoint.as_ref().map(|c| c.id().to_string());
-        let trainer = self.eval_policy(node, e, ckpt.as_deref(), agent.graph.is_some())?;
+        let (trainer, api) = self.policies(node, e, ckpt.as_deref(), agent.graph.is_some())?;
         let roles =
             ckpt.as_ref().and_then(|c| self.built.roles.get(c).cloned()).unwrap_or_default();
         // pass@k and cons@k: every task k times (sampled); solved when any attempt succeeds,
@@ -76,7 +78,7 @@ impl<'a> Executor<'a> {
         };
         let tasks = capped(&tasks[..count], max_steps.0, agent.max_turns);
         if let Some(goals) = distinct_goals(&tasks) {
-            // Said before the episodes run: the interval will be narrower than the tasks suggest.
+            // Said before the episodes run: the evidence is less than the tasks suggest.
             self.say(&format!(
                 "eval {}: {} tasks on {goals} distinct goals; a repeated goal adds less than a \
                  new one, and the result counts what the tasks are worth",
@@ -110,6 +112,7 @@ impl<'a> Executor<'a> {
             exclude: Vec::new(),
             process: None,
             graph: self.graph_of(&node.decl, &agent, binds, &[], trainer.as_ref(), &roles)?,
+            api,
             // The report shows the chosen episodes of each evaluation with their pages.
             screens_for: SCREENED_EPISODES,
             episode,
@@ -263,6 +266,44 @@ fn keep_chosen_pages(episodes: &mut [Episode]) {
 /// Whether an episode solved its task: by the judge's reward (above 0; an excluded episode,
 /// whose judge failed, is not solved) or, without a judge, by the task's checker.
 impl Executor<'_> {
+    /// What an evaluation's episodes sample from: a local trainer ([`Self::eval_policy`]) or a
+    /// served policy ([`Self::api_policy`]).
+    fn policies(
+        &mut self,
+        node: &Node,
+        e: &params::Evaluate,
+        ckpt: Option<&str>,
+        graph: bool,
+    ) -> Result<(Option<Arc<Mutex<Trainer>>>, Option<ApiRun>), RunError> {
+        match self.api_policy(node, e, ckpt)? {
+            Some(api) => Ok((None, Some(api))),
+            None => Ok((self.eval_policy(node, e, ckpt, graph)?, None)),
+        }
+    }
+
+    /// The `api(…)` model a ReAct agent's policy is, when the evaluation runs it as declared
+    /// (no checkpoint: a served model is never trained).
+    fn api_policy(
+        &self,
+        node: &Node,
+        e: &params::Evaluate,
+        ckpt: Option<&str>,
+    ) -> Result<Option<ApiRun>, RunError> {
+        let (None, Some(Params::Agent(Agent::React(r)))) = (ckpt, self.plan.get(e.agent.id()))
+        else {
+            return Ok(None);
+        };
+        let Some(api) = self.built.apis.get(r.policy.id()) else { return Ok(None) };
+        let client = JudgeClient::new(JudgeConfig::for_api(api)).map_err(|why| {
+            RunError::new(
+                Fault::Service,
+                format!("eval `{}`: its policy's client: {why}", node.decl),
+            )
+            .at(node, Some("agent"), "the agent whose policy is served")
+        })?;
+        Ok(Some(ApiRun { client, context: api.context.0 as usize }))
+    }
+
     /// The trainer an evaluation samples from: the checkpoint's it runs after, or for `after =
     /// [start]` a ReAct agent's policy as declared (its pretrained weights, or the seeded initial
     /// ones), built fresh since no stage produced it. `None` for a module graph, whose modules

@@ -234,6 +234,8 @@ impl<'a> Executor<'a> {
             exclude: p.exclude.clone(),
             process,
             graph,
+            // A trained policy is sampled here (the checker refuses training an `api(…)` model).
+            api: None,
             screens_for: 0,
             episode,
             retries,

@@ -4,6 +4,7 @@
 //! implement, no Chromium — every problem at once, each with its code and, where a declaration
 //! is to blame, that declaration and field.
 
+mod api_policy;
 mod chat;
 mod critic;
 mod device;

@@ -19,7 +19,11 @@ pub fn refusals(plan: &TypedPlan<'_>, n: &Node, p: &Params) -> Vec<RunError> {
         Params::RlPhase(r) => phase(plan, n, r),
         Params::Reward(r) => super::rewards::reward(plan, n, &r.expr, "expr"),
         Params::Sft(s) => sft(plan, n, s),
-        Params::Eval(e) => eval(n, e),
+        Params::Eval(e) => {
+            let mut errs = eval(n, e);
+            errs.extend(super::api_policy::eval(plan, n, e));
+            errs
+        }
         Params::Dataset(_) | Params::Checkpoint(_) => Vec::new(),
     }
 }
@@ -302,19 +306,7 @@ fn agent(plan: &TypedPlan<'_>, n: &Node, a: &Agent) -> Vec<RunError> {
     match a {
         Agent::React(r) => {
             errs.extend(super::vision::agent(plan, n, r));
-            if let Some(Params::Model(params::Model::Api(_))) = plan.get(r.policy.id()) {
-                errs.push(unsupported(
-                    n,
-                    format!(
-                        "agent `{}`: a ReAct agent's policy is sampled in this process; an \
-                         `api(…)` model serves graph modules, judges and simulated search engines",
-                        n.decl
-                    ),
-                    "give the agent an `hf(…)` or tiny policy, or make the served model a module of \
-                     a `graph()` agent",
-                    "policy",
-                ));
-            }
+            errs.extend(super::api_policy::agent(plan, n, r));
             // Tag-style calls read a search API's tool responses; a page is not one.
             let search = matches!(plan.get(r.env.id()), Some(Params::Env(Env::SearchApi(_))));
             if r.calls.tags().is_some() && !search {

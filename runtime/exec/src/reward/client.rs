@@ -149,12 +149,23 @@ impl JudgeClient {
     /// POSTs `body` under the concurrency limit, retrying timeouts, transport errors, 429 and
     /// 5xx with a backoff that grows by `backoff_factor`.
     async fn send(&self, body: &Json) -> Result<String, JudgeError> {
+        let message = self.exchange(body).await?;
+        message
+            .get("content")
+            .and_then(Json::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| JudgeError::Malformed("no choices[0].message.content".into()))
+    }
+
+    /// POSTs `body` as [`JudgeClient::send`] does and answers the whole response (its
+    /// `choices[0].message` read by the caller: a policy's tool calls and `usage`).
+    pub async fn exchange_whole(&self, body: &Json) -> Result<Json, JudgeError> {
         let _permit =
             self.limit.acquire().await.map_err(|e| JudgeError::Transport(e.to_string()))?;
         let mut attempt = 0;
         loop {
             match self.post(body).await {
-                Ok(text) => return Ok(text),
+                Ok(v) => return Ok(v),
                 Err(e) if e.retryable() && attempt < self.cfg.retries => {
                     let factor = self.cfg.backoff_factor.max(1.0).powi(attempt.min(30) as i32);
                     let wait = self.cfg.backoff.mul_f64(factor.min(1e6));
@@ -211,7 +222,20 @@ impl JudgeClient {
         self.send(&body).await
     }
 
-    async fn post(&self, body: &Json) -> Result<String, JudgeError> {
+    /// `choices[0].message` of the answer to `body`.
+    async fn exchange(&self, body: &Json) -> Result<Json, JudgeError> {
+        let mut v = self.exchange_whole(body).await?;
+        v.pointer_mut("/choices/0/message")
+            .map(Json::take)
+            .ok_or_else(|| JudgeError::Malformed("no choices[0].message".into()))
+    }
+
+    /// The model this client asks and the seed it sends.
+    pub fn model(&self) -> &str {
+        &self.cfg.model
+    }
+
+    async fn post(&self, body: &Json) -> Result<Json, JudgeError> {
         let url = completions_url(&self.cfg.base_url);
         let mut req = self.http.post(url).json(body);
         if let Ok(key) = std::env::var(&self.cfg.api_key_env)
@@ -230,12 +254,8 @@ impl JudgeClient {
         if !status.is_success() {
             return Err(JudgeError::Http(status.as_u16()));
         }
-        let v: Json = serde_json::from_slice(&read_capped(resp).await?)
-            .map_err(|e| JudgeError::Malformed(e.to_string()))?;
-        v.pointer("/choices/0/message/content")
-            .and_then(Json::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| JudgeError::Malformed("no choices[0].message.content".into()))
+        serde_json::from_slice(&read_capped(resp).await?)
+            .map_err(|e| JudgeError::Malformed(e.to_string()))
     }
 }
 

@@ -15,6 +15,7 @@ use wrl_plan::params::{Branching, FailureClass};
 use wrl_sandbox::{Ending, Task, TrajOutcome, Trajectory};
 use wrl_trainer::{SampleParams, Trainer};
 
+use crate::agent::api_policy::{ApiPolicy, ApiRun};
 use crate::agent::graph::{GraphPolicy, GraphRun};
 use crate::agent::hermes::Hermes;
 use crate::agent::policy::TrainerPolicy;
@@ -152,6 +153,9 @@ pub struct RolloutCfg {
     /// in `episode`.
     /// A module-graph agent and its modules' brains; `None` for a ReAct agent.
     pub graph: Option<GraphRun>,
+    /// A ReAct agent's `api(…)` policy, called over HTTP (evaluations only); `None`: the
+    /// trainer's.
+    pub api: Option<ApiRun>,
     /// The first this many episodes keep a screenshot of every step, for the report.
     pub screens_for: usize,
     /// The env's episode settings (the step budget comes from each task).
@@ -389,7 +393,16 @@ async fn attempt(
                     .with_stream(stream)
                     .with_replay(job.replay.clone()),
             ),
-            None => return Episode::unrunnable(group, task, "no policy to run this agent"),
+            None => match (&cfg.api, &cfg.hermes) {
+                (Some(run), Some(hermes)) => Box::new(ApiPolicy::new(
+                    run.clone(),
+                    cfg.sample.clone(),
+                    (cfg.history, cfg.window),
+                    hermes.clone(),
+                    stream,
+                )),
+                _ => return Episode::unrunnable(group, task, "no policy to run this agent"),
+            },
         },
     };
     let result = env.run(task, agent.as_agent(), keep, &cfg.episode).await;
@@ -433,6 +446,19 @@ impl AgentWithTurns for TrainerPolicy {
     }
     fn take_sequence(&mut self) -> Option<Vec<SeqPart>> {
         self.sequence()
+    }
+}
+
+impl AgentWithTurns for ApiPolicy {
+    fn as_agent(&mut self) -> &mut dyn Agent {
+        self
+    }
+    // Nothing of an `api(…)` policy's turns is trained.
+    fn take_turns(&mut self) -> Vec<Turn> {
+        Vec::new()
+    }
+    fn take_sequence(&mut self) -> Option<Vec<SeqPart>> {
+        None
     }
 }
 
