@@ -6,12 +6,11 @@
 use std::collections::BTreeMap;
 
 use rand::Rng;
-use rand_chacha::ChaCha8Rng;
 
 use crate::checker::{AnswerMode, Checker};
 use crate::content::{Content, Town};
 use crate::ranking::{MAX_HITS, search};
-use crate::tasks::{Split, Task, pick, split_pool};
+use crate::tasks::{Draw, Split, Task, pick, split_pool};
 
 /// The kinds of question `std::sandbox::qa` asks, as its `questions` field names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -45,10 +44,38 @@ fn names(content: &Content) -> Vec<String> {
     content.towns.iter().map(|t| t.name.clone()).collect()
 }
 
-/// Two towns of `split` founded in different years, drawn with `rng` (the second draw retried a
-/// bounded number of times; the split's sides hold ten towns or more).
-fn two_towns<'c>(content: &'c Content, split: Split, rng: &mut ChaCha8Rng) -> (&'c Town, &'c Town) {
+/// Two towns of `split` founded in different years for a question of `template`: dealt where
+/// `draw` deals held-out values (every pair of the split's towns once, in a random order, before
+/// any repeats), else drawn at random (the second draw retried a bounded number of times; the
+/// split's sides hold ten towns or more).
+fn two_towns<'c>(
+    content: &'c Content,
+    template: &str,
+    split: Split,
+    draw: &mut Draw<'_>,
+) -> (&'c Town, &'c Town) {
     let pool = names(content);
+    let n = content.towns.len();
+    let pairs = || {
+        let (train, test) = split_pool(&pool);
+        let side = if test.is_empty() { train } else { test };
+        let mut out = Vec::new();
+        for (k, &i) in side.iter().enumerate() {
+            for &j in &side[k + 1..] {
+                if content.towns[i].founded != content.towns[j].founded {
+                    out.push(i * n + j);
+                }
+            }
+        }
+        out
+    };
+    if let Some(pair) = draw.deal(template, split, pairs) {
+        let (i, j) = (pair / n, pair % n);
+        // Which of the two the question names first is drawn too.
+        let (i, j) = if draw.rng.random_bool(0.5) { (j, i) } else { (i, j) };
+        return (&content.towns[i], &content.towns[j]);
+    }
+    let rng = &mut *draw.rng;
     let a = &content.towns[pick(&pool, split, rng)];
     let mut b = &content.towns[pick(&pool, split, rng)];
     for _ in 0..64 {
@@ -91,18 +118,18 @@ fn params(kv: &[(&str, String)]) -> BTreeMap<String, String> {
     kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
 }
 
-/// The goal, parameters and checker of one multi-hop pair of `template`, drawn with `rng`; `None`
+/// The goal, parameters and checker of one multi-hop pair of `template`, drawn (or dealt) by `draw`; `None`
 /// for a template that is not one of [`HOP_TEMPLATES`].
 pub(crate) fn hop_pair(
     content: &Content,
     template: &str,
     split: Split,
-    rng: &mut ChaCha8Rng,
+    draw: &mut Draw<'_>,
 ) -> Option<(String, BTreeMap<String, String>, Checker)> {
     let answer = |expected: String, mode| Checker::Answer { expected, mode };
     match template {
         "qa_earlier" => {
-            let (a, b) = two_towns(content, split, rng);
+            let (a, b) = two_towns(content, template, split, draw);
             let earlier = if a.founded < b.founded { a } else { b };
             Some((
                 format!("Which was founded earlier, {} or {}?", a.name, b.name),
@@ -111,7 +138,7 @@ pub(crate) fn hop_pair(
             ))
         }
         "qa_years_after" => {
-            let (a, b) = two_towns(content, split, rng);
+            let (a, b) = two_towns(content, template, split, draw);
             let (first, later) = if a.founded < b.founded { (a, b) } else { (b, a) };
             Some((
                 format!("How many years after {} was {} founded?", first.name, later.name),
@@ -121,10 +148,16 @@ pub(crate) fn hop_pair(
         }
         "qa_river_founded" => {
             let eligible = chain_towns(content, split);
-            let t = if eligible.is_empty() {
-                &content.towns[pick(&names(content), split, rng)]
-            } else {
-                &content.towns[eligible[rng.random_range(0..eligible.len())]]
+            let dealt = match eligible.is_empty() {
+                true => None,
+                false => draw.deal(template, split, || eligible.clone()),
+            };
+            let t = match dealt {
+                Some(i) => &content.towns[i],
+                None if eligible.is_empty() => {
+                    &content.towns[pick(&names(content), split, draw.rng)]
+                }
+                None => &content.towns[eligible[draw.rng.random_range(0..eligible.len())]],
             };
             Some((
                 format!(
@@ -259,6 +292,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Held-out questions are dealt: WebDancer's 200 (seed 1) hold 131 distinct questions where
+    /// a random draw held 103 — every held-out town of a lookup, every pair of a comparison and
+    /// every town a chain can ask about before any repeats. Training pairs are drawn as before.
+    #[test]
+    fn held_out_questions_are_dealt_before_any_repeats() {
+        let c = Content::new(0);
+        let test = generate_qa_of(&c, Split::Test, 200, 1, &ALL);
+        let distinct = |template: &str| {
+            let of: Vec<&Task> = test.iter().filter(|t| t.template == template).collect();
+            let goals: std::collections::BTreeSet<&str> =
+                of.iter().map(|t| t.goal.as_str()).collect();
+            (of.len(), goals.len())
+        };
+        let (_, held_out) = split_pool(&names(&c));
+        for lookup in QA_TEMPLATES {
+            let (n, d) = distinct(lookup);
+            assert_eq!(d, n.min(held_out.len()), "{lookup}: {n} questions");
+        }
+        let pairs = held_out.len() * (held_out.len() - 1) / 2;
+        let (n, d) = distinct("qa_years_after");
+        assert!(n > pairs && d >= pairs - 1, "{d} distinct of {n}, {pairs} pairs");
+        let (_, d) = distinct("qa_river_founded");
+        assert_eq!(d, chain_towns(&c, Split::Test).len());
+        let all: std::collections::BTreeSet<&str> = test.iter().map(|t| t.goal.as_str()).collect();
+        assert_eq!(all.len(), 131);
+        // Training draws are not dealt: the same seed draws what it always drew.
+        let train = generate_qa_of(&c, Split::Train, 40, 3, &ALL);
+        assert_eq!(train, generate_qa_of(&c, Split::Train, 40, 3, &ALL));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::hops::{HOP_TEMPLATES, Question, hop_action, hop_pair, hop_template};
 pub(crate) use crate::ranking::words;
 pub use crate::ranking::{Hit, MAX_HITS, render_hits, search};
 use crate::site::Site;
-use crate::tasks::{Split, Task, pick};
+use crate::tasks::{Draw, Split, Task};
 
 /// Templates of the one-hop QA pairs ([`Question::Lookup`]), in generation order.
 pub const QA_TEMPLATES: [&str; 3] = ["qa_founded", "qa_population", "qa_river"];
@@ -90,6 +90,7 @@ pub fn generate_qa_of(
     let mut rng =
         ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ (split as u64 + 7));
     let mut lookups = 0;
+    let mut draw = Draw::dealt(&mut rng);
     (0..count)
         .map(|index| {
             let template = hop_template(questions[index % questions.len()]).unwrap_or_else(|| {
@@ -97,7 +98,7 @@ pub fn generate_qa_of(
                 QA_TEMPLATES[(lookups - 1) % QA_TEMPLATES.len()]
             });
             let id = format!("qa-{split}-{seed}-{index:05}");
-            qa_task(content, template, split, &mut rng, id)
+            qa_task(content, template, split, &mut draw, id)
         })
         .collect()
 }
@@ -107,19 +108,20 @@ pub fn is_qa_template(template: &str) -> bool {
     QA_TEMPLATES.contains(&template) || HOP_TEMPLATES.contains(&template)
 }
 
-/// One QA pair of `template` (a town of `split` drawn with `rng`), with id `id`.
+/// One QA pair of `template` (a town of `split` drawn, or dealt where `draw` deals held-out
+/// values), with id `id`.
 pub(crate) fn qa_task(
     content: &Content,
     template: &str,
     split: Split,
-    rng: &mut ChaCha8Rng,
+    draw: &mut Draw<'_>,
     id: String,
 ) -> Task {
-    let (goal, params, checker) = match hop_pair(content, template, split, rng) {
+    let (goal, params, checker) = match hop_pair(content, template, split, draw) {
         Some(pair) => pair,
         None => {
             let towns: Vec<String> = content.towns.iter().map(|t| t.name.clone()).collect();
-            let t = &content.towns[pick(&towns, split, rng)];
+            let t = &content.towns[draw.pick(template, &towns, split)];
             let (goal, expected, mode) = match template {
                 "qa_founded" => (
                     format!("In what year was {} founded?", t.name),

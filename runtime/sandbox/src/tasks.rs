@@ -137,7 +137,7 @@ pub(crate) fn pick(pool: &[String], split: Split, rng: &mut ChaCha8Rng) -> usize
 /// a held-out set holds as many distinct goals as its templates' pools allow (a random draw of
 /// 256 from ~105 held-out goals holds ~85; repeats of a goal are not independent tasks).
 pub(crate) struct Draw<'r> {
-    rng: &'r mut ChaCha8Rng,
+    pub(crate) rng: &'r mut ChaCha8Rng,
     /// Each template's undealt test values (`None`: draw at random, as training does).
     decks: Option<BTreeMap<String, Vec<usize>>>,
 }
@@ -149,22 +149,38 @@ impl<'r> Draw<'r> {
     }
 
     /// Held-out values dealt per template; training values at random.
-    fn dealt(rng: &'r mut ChaCha8Rng) -> Self {
+    pub(crate) fn dealt(rng: &'r mut ChaCha8Rng) -> Self {
         Draw { rng, decks: Some(BTreeMap::new()) }
     }
 
     /// One value of `pool` for a task of `template`.
-    fn pick(&mut self, template: &str, pool: &[String], split: Split) -> usize {
-        let Some(decks) = self.decks.as_mut().filter(|_| split == Split::Test) else {
-            return pick(pool, split, self.rng);
-        };
-        let deck = decks.entry(template.to_string()).or_default();
-        if deck.is_empty() {
+    pub(crate) fn pick(&mut self, template: &str, pool: &[String], split: Split) -> usize {
+        let side = || {
             let (train, test) = split_pool(pool);
-            *deck = if test.is_empty() { train } else { test };
+            if test.is_empty() { train } else { test }
+        };
+        match self.deal(template, split, side) {
+            Some(v) => v,
+            None => pick(pool, split, self.rng),
+        }
+    }
+
+    /// The next of `key`'s held-out values when held-out values are dealt: `side()` (values, as
+    /// indices) shuffled, every one dealt before any repeats; `None` for a training draw or a
+    /// random one, which the caller makes as it always has (so training draws never change).
+    pub(crate) fn deal(
+        &mut self,
+        key: &str,
+        split: Split,
+        side: impl FnOnce() -> Vec<usize>,
+    ) -> Option<usize> {
+        let decks = self.decks.as_mut().filter(|_| split == Split::Test)?;
+        let deck = decks.entry(key.to_string()).or_default();
+        if deck.is_empty() {
+            *deck = side();
             rand::seq::SliceRandom::shuffle(deck.as_mut_slice(), self.rng);
         }
-        deck.pop().unwrap_or(0)
+        deck.pop()
     }
 }
 

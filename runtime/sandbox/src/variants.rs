@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::content::Content;
 use crate::search_api::{is_qa_template, qa_task};
-use crate::tasks::{TEMPLATES, Task, fnv, task_of};
+use crate::tasks::{Draw, TEMPLATES, Task, fnv, task_of};
 
 /// Whether the sandbox can make tasks like `task` (its template is one of the sandbox's).
 pub fn can_vary(task: &Task) -> bool {
@@ -31,7 +31,7 @@ pub fn variants(content: &Content, of: &Task, n: usize, seed: u64, prefix: &str)
         }
         let id = format!("{prefix}-{}", out.len());
         let t = if is_qa_template(&of.template) {
-            Some(qa_task(content, &of.template, of.split, &mut rng, id))
+            Some(qa_task(content, &of.template, of.split, &mut Draw::random(&mut rng), id))
         } else {
             task_of(content, &of.template, of.split, &mut rng, id)
         };

@@ -161,8 +161,12 @@ fn the_estimate_counts_a_simulated_search_engines_calls() {
 fn the_estimate_counts_a_served_policys_calls() {
     let e = estimate("tests/recipes/api_policy.wrl", None);
     let ev = &e["evaluation"];
-    assert_eq!((ev["max_env_steps"].as_u64(), ev["judge_calls_max"].as_u64()), (Some(24), Some(24)));
-    let stage = e["stages"].as_array().unwrap().iter().find(|s| s["id"] == "eval:held_out").unwrap();
+    assert_eq!(
+        (ev["max_env_steps"].as_u64(), ev["judge_calls_max"].as_u64()),
+        (Some(24), Some(24))
+    );
+    let stage =
+        e["stages"].as_array().unwrap().iter().find(|s| s["id"] == "eval:held_out").unwrap();
     assert_eq!(stage["judge_calls_by_model"]["model:policy"].as_u64(), Some(24), "{stage}");
     // A trained policy's evaluation calls nothing.
     let q = estimate("recipes/quickstart.wrl", None);
