@@ -191,3 +191,78 @@ fn a_failing_endpoint_ends_episodes_as_the_envs_error() {
         assert!(o.message.contains("the policy's model answered HTTP 400"), "{o:?}");
     }
 }
+
+/// A served policy in real Chromium, shown screenshots (`screenshot(last: 2, older:
+/// placeholder)`): every turn's request holds the last two screenshots as PNG `image_url` parts
+/// after the page they show (the first page's in the user's message, a later page's in a user
+/// message after its `tool` message, which is text only) and the older one as the placeholder
+/// line, as a local vision-language policy keeps them.
+#[test]
+fn a_served_policy_is_sent_its_last_screenshots_as_image_parts() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let seen: Arc<Mutex<Vec<Json>>> = Arc::default();
+    let log = seen.clone();
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move |body: axum::Json<Json>| {
+            let log = log.clone();
+            async move {
+                let turn = body.0["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "assistant").count();
+                log.lock().unwrap().push(body.0);
+                let (name, args) =
+                    if turn < 2 { ("scroll", json!({"direction": "down"})) } else { ("answer", json!({"text": "x"})) };
+                let call = json!({"id": "c", "type": "function", "function": {"name": name, "arguments": args.to_string()}});
+                axum::Json(json!({"choices": [{"message": {"role": "assistant", "content": "", "tool_calls": [call]}}],
+                                  "usage": {"completion_tokens": 5}}))
+            }
+        }),
+    );
+    let port = serve(&rt, app);
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "model policy = api(\"seer\") {{ base_url = \"http://127.0.0.1:{port}/v1\", api_key_env = \"\" }}\n\
+         dataset heldout = std::sandbox::tasks(count: 2) {{ split = test, sites = [shop] }}\n\
+         env web = browser {{\n  target = std::sandbox::web\n  tools = std::tools::elements\n  \
+         viewport = 640 x 400\n  observe = [screenshot(last: 2, older: placeholder), elements(max: 16), url, feedback]\n  \
+         timeout = {{ step = 20 s, task = 120 s }}\n}}\n\
+         agent actor = react(policy, web) {{ history = full_text, max_turns = 3 turns }}\n\
+         eval held_out = evaluate(actor, heldout)\n"
+    );
+    let recipe = dir.path().join("seer.wrl");
+    std::fs::write(&recipe, text).unwrap();
+    let (code, stderr) = run(&recipe, &dir.path().join("run"));
+    assert_eq!(code, 0, "{stderr}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2 * 3, "three turns an episode");
+    let png = |part: &Json| {
+        let url = part["image_url"]["url"].as_str().unwrap();
+        let b64 = url.strip_prefix("data:image/png;base64,").unwrap();
+        let bytes =
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+    };
+    for body in seen.iter() {
+        let messages = body["messages"].as_array().unwrap();
+        let turn = messages.iter().filter(|m| m["role"] == "assistant").count();
+        let parts: Vec<&Json> = messages
+            .iter()
+            .filter_map(|m| m["content"].as_array())
+            .flatten()
+            .filter(|p| p["type"] == "image_url")
+            .collect();
+        assert_eq!(parts.len(), (turn + 1).min(2), "turn {turn}: {body}");
+        parts.iter().for_each(|p| png(p));
+        let all = serde_json::to_string(messages).unwrap();
+        assert!(!all.contains('\u{1}'), "a mark left in the text: {all}");
+        assert_eq!(all.contains("[screenshot omitted]"), turn == 2, "turn {turn}: {all}");
+        // A tool message is text; the images of its page follow it in a user message.
+        for (i, m) in messages.iter().enumerate().filter(|(_, m)| m["role"] == "tool") {
+            assert!(m["content"].is_string(), "{m}");
+            if turn - messages[..i].iter().filter(|m| m["role"] == "tool").count() <= 2 {
+                let next = &messages[i + 1];
+                assert_eq!(next["role"], "user", "{next}");
+                assert_eq!(next["content"][0]["type"], "image_url", "{next}");
+            }
+        }
+    }
+}

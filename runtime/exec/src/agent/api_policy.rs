@@ -15,6 +15,7 @@ use wrl_trainer::{Role, SampleParams, Segment};
 use super::conversation::Chat;
 use super::hermes::Hermes;
 use super::prompt::{History, Window, prompt_in, split_task};
+use super::vision::{image_mark, marked, resolve_marks, split_images};
 use crate::env::Agent;
 use crate::reward::client::JudgeClient;
 use crate::reward::prompts::JudgeError;
@@ -25,6 +26,8 @@ use crate::reward::prompts::JudgeError;
 pub struct ApiRun {
     pub client: JudgeClient,
     pub context: usize,
+    /// The tokens one screenshot is counted as in the room (the model's `image_tokens`).
+    pub image_tokens: usize,
 }
 
 /// What a page answers of the turn before it when that turn made several calls: the page after
@@ -48,6 +51,8 @@ pub struct ApiPolicy {
     turns: u64,
     /// Completion tokens the endpoint reported so far (`trajectory_tokens`).
     spent: usize,
+    /// Every screenshot the episode has shown, as a `data:` URL, oldest first.
+    shots: Vec<String>,
     name: String,
 }
 
@@ -68,22 +73,34 @@ impl ApiPolicy {
             run,
             params,
             mode,
-            window: Window { room: room.min(window.room), ..window },
+            // The room its context leaves, as `Window::fit` gives a local policy's (the
+            // agent's window holds the tiny policy's until a policy fits it).
+            window: Window { room, ..window },
             hermes,
             chat,
             seen: Vec::new(),
             stream,
             turns: 0,
             spent: 0,
+            shots: Vec::new(),
             name: "policy".into(),
         }
     }
 
-    /// The conversation to send for `observation`, as segments.
+    /// The conversation to send for `observation`, as segments: with screenshots, the room
+    /// the kept ones' tokens leave, the last K marked to be sent as images.
     fn segments(&mut self, observation: &str, history: &[String]) -> Result<Vec<Segment>, String> {
-        match self.chat.as_mut() {
-            Some(c) => c.prompt_in(observation, self.window),
-            None => {
+        match (self.chat.as_mut(), self.window.screens) {
+            (Some(c), Some(screens)) => {
+                let kept = self.shots.len().min(screens.last) * self.run.image_tokens;
+                let window = Window { room: self.window.room.saturating_sub(kept), ..self.window };
+                let mut segments = c.prompt_in(observation, window)?;
+                let count = self.shots.len();
+                resolve_marks(&mut segments, count, screens, &mut |i| Some(image_mark(i)));
+                Ok(segments)
+            }
+            (Some(c), None) => c.prompt_in(observation, self.window),
+            (None, _) => {
                 let prompt = prompt_in(observation, &self.seen, history, self.mode, self.window);
                 self.seen.push(split_task(observation).1.to_string());
                 prompt.map(|t| vec![Segment::new(Role::User, t)])
@@ -97,7 +114,7 @@ impl ApiPolicy {
             self.hermes.schemas.iter().filter_map(|s| serde_json::from_str(s).ok()).collect();
         let mut body = json!({
             "model": self.run.client.model(),
-            "messages": messages(segments),
+            "messages": messages(segments, &self.shots),
             "tools": tools,
             "temperature": self.params.temperature,
             "top_p": self.params.top_p,
@@ -182,6 +199,30 @@ impl Agent for ApiPolicy {
         self.turn(observation, history)
     }
 
+    /// Shown screenshots in a conversation whose env takes them (the preflight asks the
+    /// conversation of a policy shown screenshots).
+    fn sees_screens(&self) -> bool {
+        self.window.screens.is_some() && self.chat.is_some()
+    }
+
+    fn act_seeing(
+        &mut self,
+        _task: &Task,
+        observation: &str,
+        history: &[String],
+        png: Option<&[u8]>,
+    ) -> AgentTurn {
+        match png.filter(|_| self.sees_screens()) {
+            Some(png) => {
+                let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, png);
+                self.shots.push(format!("data:image/png;base64,{b64}"));
+                let text = marked(observation, self.shots.len() - 1);
+                self.turn(&text, history)
+            }
+            None => self.turn(observation, history),
+        }
+    }
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -241,8 +282,10 @@ impl Reply {
 /// The conversation as OpenAI chat messages: an assistant turn's calls as `tool_calls` with ids
 /// of their place in this request, the page after it as the `tool` message answering its last
 /// call (the earlier calls answered by [`EARLIER_CALL`]); a page after a turn that made no call
-/// is the user's.
-fn messages(segments: &[Segment]) -> Vec<Json> {
+/// is the user's. A page's kept screenshots (`shots`, by the marks left in its text) are
+/// `image_url` parts: in the user's message that holds them, or, after a `tool` message (text
+/// only), in a user message of their own.
+fn messages(segments: &[Segment], shots: &[String]) -> Vec<Json> {
     let mut out = Vec::new();
     let mut pending: Vec<String> = Vec::new();
     for (i, s) in segments.iter().enumerate() {
@@ -250,7 +293,7 @@ fn messages(segments: &[Segment]) -> Vec<Json> {
             Role::System => out.push(json!({"role": "system", "content": s.text})),
             // An observation is the user's, as a chat template renders it.
             Role::User | Role::Observation => {
-                out.push(json!({"role": "user", "content": s.text}));
+                out.push(json!({"role": "user", "content": content(&s.text, shots)}));
             }
             Role::Assistant => {
                 pending = (0..s.tool_calls.len()).map(|k| format!("call_{i}_{k}")).collect();
@@ -271,19 +314,47 @@ fn messages(segments: &[Segment]) -> Vec<Json> {
             }
             Role::Tool => {
                 let ids = std::mem::take(&mut pending);
-                match ids.split_last() {
-                    Some((last, earlier)) => {
-                        for id in earlier {
-                            out.push(json!({"role": "tool", "tool_call_id": id, "content": EARLIER_CALL}));
-                        }
-                        out.push(json!({"role": "tool", "tool_call_id": last, "content": s.text}));
-                    }
-                    None => out.push(json!({"role": "user", "content": s.text})),
+                let Some((last, earlier)) = ids.split_last() else {
+                    out.push(json!({"role": "user", "content": content(&s.text, shots)}));
+                    continue;
+                };
+                for id in earlier {
+                    out.push(json!({"role": "tool", "tool_call_id": id, "content": EARLIER_CALL}));
+                }
+                let parts = split_images(&s.text);
+                let text: String = parts.iter().filter_map(|p| p.ok()).collect();
+                out.push(json!({"role": "tool", "tool_call_id": last, "content": text}));
+                let images: Vec<Json> =
+                    parts.iter().filter_map(|p| p.err()).filter_map(|k| image(shots, k)).collect();
+                if !images.is_empty() {
+                    out.push(json!({"role": "user", "content": images}));
                 }
             }
         }
     }
     out
+}
+
+/// A user message's content: its text, or with kept screenshots, its text and images as parts
+/// in the order they stand.
+fn content(text: &str, shots: &[String]) -> Json {
+    let parts = split_images(text);
+    if parts.iter().all(Result::is_ok) {
+        return Json::String(text.to_string());
+    }
+    let parts: Vec<Json> = parts
+        .into_iter()
+        .filter_map(|p| match p {
+            Ok(t) => Some(json!({"type": "text", "text": t})),
+            Err(k) => image(shots, k),
+        })
+        .collect();
+    Json::Array(parts)
+}
+
+/// Screenshot `k` as an `image_url` part.
+fn image(shots: &[String], k: usize) -> Option<Json> {
+    shots.get(k).map(|url| json!({"type": "image_url", "image_url": {"url": url}}))
 }
 
 /// How a failed call ends the episode: a timeout as `infra_timeout`, anything else as

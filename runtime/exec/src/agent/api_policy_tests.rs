@@ -23,7 +23,7 @@ fn a_conversation_becomes_messages_whose_tool_results_answer_their_calls() {
         assistant("no call", &[]),
         Segment::new(Role::Tool, "same page"),
     ];
-    let m = messages(&segments);
+    let m = messages(&segments, &[]);
     let roles: Vec<&str> = m.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(
         roles,
@@ -76,4 +76,44 @@ fn failures_are_the_envs_timeouts_included() {
     assert!(
         matches!(breakdown(JudgeError::Http(500)), Breakdown::Env(m) if m.contains("HTTP 500"))
     );
+}
+
+#[test]
+fn kept_screenshots_are_image_parts_after_the_page_they_show() {
+    let shots = vec!["data:image/png;base64,AA".to_string(), "data:image/png;base64,BB".into()];
+    let segments = [
+        Segment::new(Role::User, format!("task: t\n{}page 0", image_mark(0))),
+        assistant("", &[("scroll", "{}")]),
+        Segment::new(Role::Tool, format!("{}page 1", image_mark(1))),
+    ];
+    let m = messages(&segments, &shots);
+    let roles: Vec<&str> = m.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user"]);
+    assert_eq!(m[0]["content"][0], json!({"type": "text", "text": "task: t\n"}));
+    assert_eq!(m[0]["content"][1]["image_url"]["url"], shots[0]);
+    assert_eq!(m[0]["content"][2]["text"], "page 0");
+    assert_eq!(m[2]["content"], "page 1", "a tool message is text only");
+    assert_eq!(m[3]["content"], json!([{"type": "image_url", "image_url": {"url": shots[1]}}]));
+}
+
+#[test]
+fn a_served_policy_fills_the_room_its_context_leaves() {
+    let cfg = crate::reward::client::JudgeConfig::default();
+    let client = JudgeClient::new(cfg).unwrap();
+    let run = ApiRun { client, context: 32_768, image_tokens: 1280 };
+    let params = SampleParams { max_tokens: 512, ..SampleParams::default() };
+    let hermes = Arc::new(Hermes::new(
+        wrl_plan::params::Toolset {
+            coordinates: wrl_plan::params::Coordinates::ElementIds,
+            calls_per_turn: wrl_plan::params::CallsPerTurn::One,
+            answer_tag: "answer".into(),
+            mcp: Vec::new(),
+            tools: Vec::new(),
+        },
+        super::super::hermes::EnvKind::Search,
+    ));
+    let p = ApiPolicy::new(run, params, (History::None, Window::default()), hermes, None);
+    // Not the tiny policy's 900 bytes: what 32Ki tokens leave after the reply.
+    assert_eq!(p.window.room, super::super::graph::api_room(32_768, 512, ""));
+    assert!(p.window.room > 30_000);
 }

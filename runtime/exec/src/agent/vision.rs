@@ -58,10 +58,28 @@ fn marks(text: &str) -> Vec<usize> {
 /// `screens.last` marked, else as [`SCREEN_OMITTED`] (`older = placeholder`) or nothing; returns
 /// the kept screenshots' pixels in the order their placeholders stand.
 pub fn resolve(segments: &mut [Segment], shots: &[Shot], screens: Screens) -> Vec<Pixels> {
-    let order: Vec<usize> = segments.iter().flat_map(|s| marks(&s.text)).collect();
-    let kept: BTreeSet<usize> =
-        order.iter().rev().filter(|&&i| i < shots.len()).take(screens.last).copied().collect();
     let mut images = Vec::new();
+    resolve_marks(segments, shots.len(), screens, &mut |i| {
+        let shot = shots.get(i)?;
+        images.push(shot.pixels.clone());
+        Some(format!("{IMAGE_PLACEHOLDER}\n"))
+    });
+    images
+}
+
+/// Writes each mark of `segments` as `kept(i)` says when screenshot `i` is one of the last
+/// `screens.last` marked of the `count` taken (`None`: as an older one), an older one as
+/// [`SCREEN_OMITTED`] (`older = placeholder`) or nothing. One rule for which screenshots a turn
+/// keeps, whoever writes them: a local model's placeholders, an endpoint's image parts.
+pub fn resolve_marks(
+    segments: &mut [Segment],
+    count: usize,
+    screens: Screens,
+    kept: &mut dyn FnMut(usize) -> Option<String>,
+) {
+    let order: Vec<usize> = segments.iter().flat_map(|s| marks(&s.text)).collect();
+    let last: BTreeSet<usize> =
+        order.iter().rev().filter(|&&i| i < count).take(screens.last).copied().collect();
     for s in segments.iter_mut() {
         if !s.text.contains(MARK) {
             continue;
@@ -72,12 +90,8 @@ pub fn resolve(segments: &mut [Segment], shots: &[Shot], screens: Screens) -> Ve
         while let (Some(index), Some(rest)) = (parts.next(), parts.next()) {
             let i = index.parse::<usize>().ok();
             let rest = rest.strip_prefix('\n').unwrap_or(rest);
-            match i.filter(|i| kept.contains(i)).and_then(|i| shots.get(i)) {
-                Some(shot) => {
-                    images.push(shot.pixels.clone());
-                    out.push_str(IMAGE_PLACEHOLDER);
-                    out.push('\n');
-                }
+            match i.filter(|i| last.contains(i)).and_then(&mut *kept) {
+                Some(text) => out.push_str(&text),
                 None if screens.placeholder => {
                     out.push_str(SCREEN_OMITTED);
                     out.push('\n');
@@ -88,7 +102,28 @@ pub fn resolve(segments: &mut [Segment], shots: &[Shot], screens: Screens) -> Ve
         }
         s.text = out;
     }
-    images
+}
+
+/// The screenshot index a kept mark stands for, and where: `text` split at the marks
+/// [`resolve_marks`] left in it (`kept` writing [`image_mark`]), as text and image indexes in
+/// order.
+pub fn split_images(text: &str) -> Vec<Result<&str, usize>> {
+    let mut out = Vec::new();
+    for (k, part) in text.split(MARK).enumerate() {
+        if k % 2 == 0 {
+            if !part.is_empty() {
+                out.push(Ok(part));
+            }
+        } else if let Ok(i) = part.parse() {
+            out.push(Err(i));
+        }
+    }
+    out
+}
+
+/// A kept screenshot's mark, left in the text for [`split_images`].
+pub fn image_mark(i: usize) -> String {
+    format!("{MARK}{i}{MARK}")
 }
 
 /// The image tokens of the last `screens.last` screenshots of `shots`: what they take of the

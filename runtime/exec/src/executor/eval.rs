@@ -301,7 +301,8 @@ impl Executor<'_> {
             )
             .at(node, Some("agent"), "the agent whose policy is served")
         })?;
-        Ok(Some(ApiRun { client, context: api.context.0 as usize }))
+        let (context, image_tokens) = (api.context.0 as usize, api.image_tokens.0 as usize);
+        Ok(Some(ApiRun { client, context, image_tokens }))
     }
 
     /// The trainer an evaluation samples from: the checkpoint's it runs after, or for `after =

@@ -1,8 +1,8 @@
 //! A ReAct agent whose policy is an `api(…)` model (`agent::api_policy`): what such a policy
 //! cannot be given, each refused at its field — tag-style calls (one sequence continued token
 //! by token, which a chat endpoint does not do) and an evaluation's `top_k` or
-//! `repetition_penalty` (the OpenAI chat protocol has neither). Screenshots are refused at the
-//! env for every policy that is no vision-language `hf(…)` model (`vision.rs`).
+//! `repetition_penalty` (the OpenAI chat protocol has neither). Screenshots are sent to it as
+//! image parts; `vision.rs` holds the rules for a policy shown them.
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Agent, Params, TypedPlan};

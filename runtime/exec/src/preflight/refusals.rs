@@ -252,7 +252,7 @@ fn observations(n: &Node, observe: &[Observation], vl: bool) -> Vec<RunError> {
                     format!(
                         "env `{}`: `observe` shows the policy the last {last} screenshot(s), \
                      but its agents' policies read text only (an `hf` Qwen3-VL policy in a \
-                     ReAct agent reads them)",
+                     ReAct agent reads them, and an `api(…)` policy is sent them)",
                         n.decl
                     ),
                     format!("{text_only}; `screenshot(last: 0)` keeps screenshots for judges"),

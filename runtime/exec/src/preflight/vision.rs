@@ -24,8 +24,15 @@ pub(crate) fn is_vl(plan: &TypedPlan<'_>, policy: &str) -> bool {
     }
 }
 
+/// Whether `policy` is an `api(…)` model: a served policy is sent screenshots as image parts
+/// (`agent::api_policy`); whether it reads them is the endpoint's to say.
+fn is_served(plan: &TypedPlan<'_>, policy: &str) -> bool {
+    matches!(plan.get(policy), Some(Params::Model(params::Model::Api(_))))
+}
+
 /// Whether every agent acting in env `env` (and at least one) is a ReAct agent whose policy
-/// reads screenshots: only then may the env show them (`screenshot(last: K)`, K > 0).
+/// reads screenshots (a vision-language `hf(…)` model, or an `api(…)` one that is sent them):
+/// only then may the env show them (`screenshot(last: K)`, K > 0).
 pub(crate) fn shown_to_vl(plan: &TypedPlan<'_>, env: &str) -> bool {
     let agents: Vec<&Agent> = (plan.nodes.iter())
         .filter_map(|(_, p)| match p {
@@ -36,7 +43,7 @@ pub(crate) fn shown_to_vl(plan: &TypedPlan<'_>, env: &str) -> bool {
         .collect();
     !agents.is_empty()
         && agents.iter().all(|a| match a {
-            Agent::React(r) => is_vl(plan, r.policy.id()),
+            Agent::React(r) => is_vl(plan, r.policy.id()) || is_served(plan, r.policy.id()),
             Agent::Graph(_) => false,
         })
 }
@@ -44,7 +51,7 @@ pub(crate) fn shown_to_vl(plan: &TypedPlan<'_>, env: &str) -> bool {
 /// What a ReAct agent with a vision-language policy in a browser that shows screenshots needs:
 /// its episode as a conversation (the screenshots stand in its messages) with its tool calls.
 pub(crate) fn agent(plan: &TypedPlan<'_>, n: &Node, r: &params::React) -> Vec<RunError> {
-    if !shows_screens(plan, r) || !is_vl(plan, r.policy.id()) {
+    if !shows_screens(plan, r) || !(is_vl(plan, r.policy.id()) || is_served(plan, r.policy.id())) {
         return Vec::new();
     }
     match r.history {
