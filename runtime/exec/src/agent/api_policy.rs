@@ -1,8 +1,10 @@
 //! A ReAct agent whose policy is an `api(…)` model (a frontier baseline, a model served by
 //! `wrlc serve` or vLLM): each turn is one OpenAI chat completion of the episode's conversation,
 //! the tool set offered as the request's `tools` and the reply's `tool_calls` read as the
-//! agent's calls, each later page answering the turn's calls as `tool` messages. Evaluation
-//! only: nothing of the turn is trained, so no tokens or log-probs are kept.
+//! agent's calls, each later page answering the turn's calls as `tool` messages; where its env
+//! shows screenshots, the last K as `image_url` parts after the page they show (older ones as
+//! the env's `older` says, by a local vision-language policy's rule: `agent::vision`).
+//! Evaluation only: nothing of the turn is trained, so no tokens or log-probs are kept.
 
 use std::sync::Arc;
 
