@@ -28,6 +28,31 @@ fn serve(rt: &tokio::runtime::Runtime, app: axum::Router) -> u16 {
     })
 }
 
+/// Requests a chat endpoint on loopback was sent.
+pub(crate) type Seen = Arc<Mutex<Vec<Json>>>;
+
+/// A chat-completions endpoint on a free loopback port (on `rt`) answering each request body
+/// with `reply(body)`, and the bodies it was sent, in order.
+pub(crate) fn chat_server(
+    rt: &tokio::runtime::Runtime,
+    reply: impl Fn(&Json) -> Json + Clone + Send + Sync + 'static,
+) -> (u16, Seen) {
+    let seen: Seen = Arc::default();
+    let log = seen.clone();
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move |body: axum::Json<Json>| {
+            let (log, reply) = (log.clone(), reply.clone());
+            async move {
+                let answer = reply(&body.0);
+                log.lock().unwrap().push(body.0);
+                axum::Json(answer)
+            }
+        }),
+    );
+    (serve(rt, app), seen)
+}
+
 /// tests/recipes/api_policy.wrl with its policy served at `port`.
 fn recipe(dir: &std::path::Path, port: u16) -> std::path::PathBuf {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -115,20 +140,7 @@ fn sandbox_questions() -> BTreeMap<String, Task> {
 fn an_api_policy_is_evaluated_through_the_chat_protocol() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let tasks = Arc::new(sandbox_questions());
-    let seen: Arc<Mutex<Vec<Json>>> = Arc::default();
-    let log = seen.clone();
-    let app = axum::Router::new().route(
-        "/v1/chat/completions",
-        post(move |body: axum::Json<Json>| {
-            let (log, tasks) = (log.clone(), tasks.clone());
-            async move {
-                let reply = expert_reply(&tasks, &body.0);
-                log.lock().unwrap().push(body.0);
-                axum::Json(reply)
-            }
-        }),
-    );
-    let port = serve(&rt, app);
+    let (port, seen) = chat_server(&rt, move |body| expert_reply(&tasks, body));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let (code, stderr) = run(&recipe(dir.path(), port), &out);
@@ -200,24 +212,7 @@ fn a_failing_endpoint_ends_episodes_as_the_envs_error() {
 #[test]
 fn a_served_policy_is_sent_its_last_screenshots_as_image_parts() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let seen: Arc<Mutex<Vec<Json>>> = Arc::default();
-    let log = seen.clone();
-    let app = axum::Router::new().route(
-        "/v1/chat/completions",
-        post(move |body: axum::Json<Json>| {
-            let log = log.clone();
-            async move {
-                let turn = body.0["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "assistant").count();
-                log.lock().unwrap().push(body.0);
-                let (name, args) =
-                    if turn < 2 { ("scroll", json!({"direction": "down"})) } else { ("answer", json!({"text": "x"})) };
-                let call = json!({"id": "c", "type": "function", "function": {"name": name, "arguments": args.to_string()}});
-                axum::Json(json!({"choices": [{"message": {"role": "assistant", "content": "", "tool_calls": [call]}}],
-                                  "usage": {"completion_tokens": 5}}))
-            }
-        }),
-    );
-    let port = serve(&rt, app);
+    let (port, seen) = chat_server(&rt, scroll_twice_then_answer);
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
         "model policy = api(\"seer\") {{ base_url = \"http://127.0.0.1:{port}/v1\", api_key_env = \"\" }}\n\
@@ -265,4 +260,18 @@ fn a_served_policy_is_sent_its_last_screenshots_as_image_parts() {
             }
         }
     }
+}
+
+/// Scrolls on the first two turns, then answers: a reply as an endpoint writes one.
+fn scroll_twice_then_answer(body: &Json) -> Json {
+    let messages = body["messages"].as_array().unwrap();
+    let turn = messages.iter().filter(|m| m["role"] == "assistant").count();
+    let (name, args) = match turn {
+        0 | 1 => ("scroll", json!({"direction": "down"})),
+        _ => ("answer", json!({"text": "x"})),
+    };
+    let function = json!({"name": name, "arguments": args.to_string()});
+    let call = json!({"id": "c", "type": "function", "function": function});
+    let message = json!({"role": "assistant", "content": "", "tool_calls": [call]});
+    json!({"choices": [{"message": message}], "usage": {"completion_tokens": 5}})
 }

@@ -8,35 +8,17 @@
 
 #![allow(clippy::unwrap_used)] // test helpers fail loudly, like the tests they serve
 
-use std::sync::{Arc, Mutex};
-
-use axum::routing::post;
-use serde_json::{Value as Json, json};
+use serde_json::json;
 use wrl_exec::{MetricLine, RunDir};
 
 #[test]
 fn zerosearch_trains_against_a_simulated_engine_and_evaluates_on_a_real_one() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let seen: Arc<Mutex<Vec<Json>>> = Arc::default();
-    let log = seen.clone();
-    let app = axum::Router::new().route(
-        "/v1/chat/completions",
-        post(move |body: axum::Json<Json>| {
-            let log = log.clone();
-            async move {
-                let user = body.0["messages"][1]["content"].as_str().unwrap_or("").to_string();
-                log.lock().unwrap().push(body.0);
-                let kind = if user.ends_with("Noisy Output:\n") { "noisy" } else { "useful" };
-                let text = format!("Doc 1: {kind}\nDoc 2: more\nDoc 3: cut");
-                axum::Json(json!({"choices": [{"message": {"content": text}}]}))
-            }
-        }),
-    );
-    let port = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        port
+    let (port, seen) = crate::run_api_policy::chat_server(&rt, |body| {
+        let user = body["messages"][1]["content"].as_str().unwrap_or("");
+        let kind = if user.ends_with("Noisy Output:\n") { "noisy" } else { "useful" };
+        let text = format!("Doc 1: {kind}\nDoc 2: more\nDoc 3: cut");
+        json!({"choices": [{"message": {"content": text}}]})
     });
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(root.join("recipes/zerosearch.wrl")).unwrap();
