@@ -23,6 +23,9 @@ use crate::reward::{RewardExpr, RewardValue};
 use crate::rollout::{Episode, RolloutCfg, Scoring, rollout};
 use crate::rundir::records::{EvalLine, EvalResult, MetricLine, PublishedFigure, Repeats};
 
+/// A trainer shared by the episodes that sample from it.
+type Shared = Arc<Mutex<Trainer>>;
+
 /// Episodes of each evaluation whose pages are captured (held in memory until the report's
 /// chosen episodes are known; only theirs are written): a bound on memory for large evals.
 const SCREENED_EPISODES: usize = 64;
@@ -274,7 +277,7 @@ impl Executor<'_> {
         e: &params::Evaluate,
         ckpt: Option<&str>,
         graph: bool,
-    ) -> Result<(Option<Arc<Mutex<Trainer>>>, Option<ApiRun>), RunError> {
+    ) -> Result<(Option<Shared>, Option<ApiRun>), RunError> {
         match self.api_policy(node, e, ckpt)? {
             Some(api) => Ok((None, Some(api))),
             None => Ok((self.eval_policy(node, e, ckpt, graph)?, None)),
