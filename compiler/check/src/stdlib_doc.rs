@@ -50,7 +50,8 @@ are estimates, not limits, and the runtime ignores them:
   `viewport` resized by `smart_resize` to its family's grid, one token per 32 × 32 pixels
   (`qwen3_vl`; 28 × 28 for `qwen2_5_vl`), in place of `image_tokens`. This must fit the
   policy model's `context` up to the longest `horizon` of the stage's phases (the agent's
-  `max_turns` without phases). For a graph agent each module is checked with its own model and
+  `max_turns` without phases), and up to each evaluation's `max_steps` (cut at `max_turns`; its
+  own `max_response` and `trajectory_tokens` where it sets them). For a graph agent each module is checked with its own model and
   `max_response`; `screenshot` and `history` count only when the module's `inputs` list them.
 - **Batches (E0403).** At `level = trajectory` an RL batch is `prompts × group` trajectories,
   split into mini-batches of `mini_batch` (one optimiser step each), so `mini_batch` must divide

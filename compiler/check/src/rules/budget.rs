@@ -1,6 +1,6 @@
 //! The context budget of one turn (E0404): text history + K screenshots × the model's
 //! `image_tokens` + the maximum response must fit the model's `context` at every turn up to
-//! the longest horizon of any phase. Without this check the run fails mid-training when the
+//! the longest horizon of any phase (an evaluation's own horizon: `budget_eval.rs`). Without this check the run fails mid-training when the
 //! inference server rejects an over-long prompt (tinker-cookbook #506).
 //!
 //! The estimate, documented in `docs/stdlib.md`, is the one rule for an episode's sequence
@@ -27,12 +27,12 @@ use crate::sequence::{self, ACTION_ONLY_TOKENS, Episode, PLACEHOLDER_TOKENS};
 use crate::value::{Obj, V, Val};
 
 /// Everything one turn's prompt is made of, for one model.
-struct Turn<'a> {
+pub(super) struct Turn<'a> {
     model: &'a Obj,
     model_val: &'a Val,
     context: &'a Val,
     /// The episode's sequence by the one rule.
-    ep: Episode,
+    pub(super) ep: Episode,
     /// What the prompt keeps of past turns (for the help: never suggest what is already set).
     history: History,
     shots_span: Option<Span>,
@@ -147,7 +147,8 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
         let upto = if checks_overflow(agent) { f64::INFINITY } else { 1.0 };
         let horizons = horizons(o, agent);
         for turn in turns(ctx, agent) {
-            report(ctx, (&decl.name, decl.name_span), &turn, (&horizons, upto), out);
+            let whose = (Whose::Stage(&decl.name), decl.name_span);
+            report(ctx, whose, &turn, (&horizons, upto), out);
         }
     }
 }
@@ -155,7 +156,7 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
 /// Whether the rule judges the agent's prompts: a ReAct agent with `overflow = check` (one that
 /// cuts or ends an over-long prompt chose what happens past the context), and a graph, which
 /// declares no `overflow`.
-fn checks_overflow(agent: &Obj) -> bool {
+pub(super) fn checks_overflow(agent: &Obj) -> bool {
     match agent.fields.get("overflow") {
         None => true,
         Some(v) => slots::enum_value(v).and_then(Overflow::from_word) == Some(Overflow::Check),
@@ -195,12 +196,12 @@ fn horizons<'a>(stage: &'a Obj, agent: &'a Obj) -> Vec<Horizon<'a>> {
 
 /// The turns one phase can run (0: a stage without phases, run to the agent's `max_turns`).
 #[derive(Clone, Copy)]
-struct Horizon<'a> {
-    phase: usize,
-    turns: f64,
+pub(super) struct Horizon<'a> {
+    pub(super) phase: usize,
+    pub(super) turns: f64,
     /// The value that sets `turns`: the phase's horizon, or the agent's `max_turns` that cut it.
-    at: &'a Val,
-    cut: bool,
+    pub(super) at: &'a Val,
+    pub(super) cut: bool,
 }
 
 /// (phase number, horizon, its value) of each phase with a known horizon.
@@ -295,7 +296,7 @@ fn tag_style(ctx: &Ctx<'_>, agent: &Obj) -> bool {
 }
 
 /// One `Turn` per model the agent prompts: the policy of a ReAct loop, each module of a graph.
-fn turns<'a>(ctx: &Ctx<'a>, agent: &'a Obj) -> Vec<Turn<'a>> {
+pub(super) fn turns<'a>(ctx: &Ctx<'a>, agent: &'a Obj) -> Vec<Turn<'a>> {
     let Some(prompt) = Prompt::of(ctx, agent) else { return Vec::new() };
     let mut out = Vec::new();
     let mut push =
@@ -395,9 +396,9 @@ fn screenshots(env: &Obj) -> Option<(f64, Option<Span>)> {
 
 /// E0404 for one model's turn when the longest horizon needs more than its context: at the
 /// first turn that does not fit, in the phase that runs it, with what would make it fit.
-fn report(
+pub(super) fn report(
     ctx: &Ctx<'_>,
-    (stage, stage_span): (&str, Span),
+    (stage, stage_span): (Whose<'_>, Span),
     turn: &Turn<'_>,
     (horizons, upto): (&[Horizon<'_>], f64),
     out: &mut Vec<Diagnostic>,
@@ -415,15 +416,12 @@ fn report(
         return;
     };
     let model_name = Ctx::ref_name(turn.model_val).unwrap_or(&turn.model.ctor);
-    let where_ = if phase == 0 {
-        format!("stage `{stage}` (max_turns {})", show(horizon))
-    } else if cut {
-        format!(
-            "phase {phase} of stage `{stage}` (its horizon cut at the agent's max_turns {})",
-            show(horizon)
-        )
-    } else {
-        format!("phase {phase} of stage `{stage}` (horizon {} steps)", show(horizon))
+    let where_ = match stage {
+        Whose::Eval(eval) if cut => {
+            format!("eval `{eval}` (its max_steps cut at the agent's max_turns {})", show(horizon))
+        }
+        Whose::Eval(eval) => format!("eval `{eval}` (max_steps {})", show(horizon)),
+        Whose::Stage(stage) => at_stage(stage, phase, horizon, cut),
     };
     let primary = if ctx.is_default(hval) { stage_span } else { hval.span };
     let mut d = Diagnostic::new(
@@ -447,6 +445,27 @@ fn report(
         d = d.label(s, format!("{} screenshot(s) in context", show(turn.ep.shots)));
     }
     out.push(d.help(format!("turn {}: {}; {}", show(t), turn.breakdown(t), fix(turn, t))));
+}
+
+/// Whose turns a report is about: an RL stage's (by phase) or an evaluation's.
+#[derive(Clone, Copy)]
+pub(super) enum Whose<'a> {
+    Stage(&'a str),
+    Eval(&'a str),
+}
+
+/// Where an RL stage runs turn `horizon`: the stage (phase 0: no phases) or one of its phases.
+fn at_stage(stage: &str, phase: usize, horizon: f64, cut: bool) -> String {
+    if phase == 0 {
+        format!("stage `{stage}` (max_turns {})", show(horizon))
+    } else if cut {
+        format!(
+            "phase {phase} of stage `{stage}` (its horizon cut at the agent's max_turns {})",
+            show(horizon)
+        )
+    } else {
+        format!("phase {phase} of stage `{stage}` (horizon {} steps)", show(horizon))
+    }
 }
 
 /// The first turn, up to `longest`, whose prompt needs more than `context` (the need grows

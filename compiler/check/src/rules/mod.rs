@@ -8,6 +8,7 @@ mod advantage;
 mod answers;
 mod branching;
 pub(crate) mod budget;
+mod budget_eval;
 pub(crate) mod columns;
 mod data;
 mod endpoint;
@@ -209,6 +210,7 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     generation::check(ctx, &mut out);
     branching::check(ctx, &mut out);
     budget::check(ctx, &mut out);
+    budget_eval::check(ctx, &mut out);
     images::check(ctx, &mut out);
     data::check(ctx, &mut out);
     answers::check(ctx, &mut out);
