@@ -6,6 +6,7 @@ pub mod actions;
 pub mod brains;
 pub mod conversation;
 pub mod graph;
+pub mod grounded;
 pub mod hermes;
 pub mod policy;
 pub mod prompt;

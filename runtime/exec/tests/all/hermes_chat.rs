@@ -26,7 +26,7 @@ use wrl_trainer::{
     Trainer, TrainerConfig,
 };
 
-fn plan(name: &str, profile: &str) -> wrl_plan::Plan {
+pub(crate) fn plan(name: &str, profile: &str) -> wrl_plan::Plan {
     let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let text = std::fs::read_to_string(root.join("recipes").join(name)).unwrap();
     let mut sources = SourceMap::new();
@@ -39,7 +39,7 @@ fn plan(name: &str, profile: &str) -> wrl_plan::Plan {
 }
 
 /// The tool set of the recipe's first ReAct agent, as the executor gives it to the policy.
-fn hermes_of(plan: &wrl_plan::Plan) -> Hermes {
+pub(crate) fn hermes_of(plan: &wrl_plan::Plan) -> Hermes {
     let typed = TypedPlan::decode(plan).unwrap();
     let agent = typed
         .nodes
@@ -81,6 +81,7 @@ pub(crate) fn step(observation: &str, action: &str) -> wrl_sandbox::TrajStep {
         feedback: String::new(),
         url: "/".into(),
         screenshot: None,
+        boxes: None,
     }
 }
 
