@@ -1,7 +1,8 @@
 //! An expert's terse step as the calls of a coordinate tool set (OpenWebRL's or OpAgent's), so
 //! a policy that clicks points learns from demonstrations in its own calls: each element action
-//! grounded at the element's box in the step's screenshot (`wrl_browser::ground`), each action
-//! written as the recipe's tool call with the arguments its schema leaves to their defaults
+//! grounded at the element's box in the step's screenshot (`wrl_browser::ground`; a step
+//! already in the set's own actions, a policy's recorded turn, kept), each action written as
+//! the recipe's tool call with the arguments its schema leaves to their defaults
 //! left out (the calls a model writes, no longer than they need be).
 
 use serde_json::{Map, Value as Json};
@@ -14,9 +15,9 @@ use super::actions::{browser_name, tool_set};
 
 /// The calls of coordinate tool set `tools` for an expert's step (its terse `lines`, at the
 /// element boxes it recorded), and the answer-tag text when the set answers with a tag. `Err`
-/// names the step and what to do: a step without boxes (demonstrations recorded before
-/// grounding, or not by the sandbox's expert), an element off the screenshot, an action the
-/// set has no tool for.
+/// names the step and what to do: an element action without boxes (demonstrations recorded
+/// before grounding, or not by the sandbox's expert), an element off the screenshot, an action
+/// the set has no tool for.
 pub fn step_calls(
     lines: &[String],
     boxes: Option<&StepBoxes>,
@@ -24,24 +25,30 @@ pub fn step_calls(
 ) -> Result<(Vec<CallText>, Option<String>), String> {
     let set = tool_set(tools);
     let step = lines.join("; ");
-    let Some(boxes) = boxes else {
-        return Err(format!(
+    let no_boxes = || {
+        format!(
             "the step `{step}` records no element boxes, and the agent's tool set clicks points \
              ({}): a demonstration is grounded at the boxes the sandbox's expert records beside \
              each screenshot (docs/sandbox.md, `boxes`); remove the run directory's cached \
              `data/<dataset>.jsonl` to record the demonstrations again, or give the agent \
              `std::tools::elements`",
             coordinates(set)
-        ));
+        )
     };
     let mut calls = Vec::new();
     let mut answer = None;
     for line in lines.iter().filter(|l| !l.trim().is_empty()) {
-        let Action::Elem(e) = terse::parse(line).map_err(|e| format!("`{line}`: {e}"))? else {
-            return Err(format!("`{line}` is not an element-id action"));
+        let actions = match terse::parse(line).map_err(|e| format!("`{line}`: {e}"))? {
+            Action::Elem(e) => ground::ground(&e, boxes.ok_or_else(no_boxes)?, set)
+                .map_err(|why| format!("the step `{step}` cannot be grounded: {why}"))?,
+            // A step already in the set's own calls (a policy's recorded turn) stays as it is.
+            a if same_set(&a, set) => vec![a],
+            a => {
+                return Err(format!(
+                    "`{line}` is an action of another tool set than {set:?}: {a:?}"
+                ));
+            }
         };
-        let actions = ground::ground(&e, boxes, set)
-            .map_err(|why| format!("the step `{step}` cannot be grounded: {why}"))?;
         for a in &actions {
             match a {
                 Action::Opagent(wrl_browser::OpAgent::Answer { text })
@@ -54,6 +61,16 @@ pub fn step_calls(
         }
     }
     Ok((calls, answer))
+}
+
+/// Whether `a` is an action of `set`.
+fn same_set(a: &Action, set: ToolSet) -> bool {
+    match a {
+        Action::Openwebrl(_) => set == ToolSet::Openwebrl,
+        Action::OpenwebrlNorm(_) => set == ToolSet::OpenwebrlNorm,
+        Action::Opagent(_) => set == ToolSet::Opagent,
+        Action::Elem(_) => set == ToolSet::Elem,
+    }
 }
 
 /// Which space a tool set's points are in, for a message.

@@ -222,6 +222,10 @@ fn a_step_becomes_the_sets_calls_and_one_without_boxes_is_refused() {
     let off = StepBoxes { viewport: [640, 400], elements: [(3, [10, 500, 50, 20])].into() };
     let e = openwebrl.demo(&["click 3".into()], Some(&off), "g").unwrap_err();
     assert!(e.contains("cannot be grounded") && e.contains("outside"), "{e}");
+    // A step already in the set's own actions (a policy's recorded turn) needs no boxes.
+    let recorded = r#"{"toolset":"openwebrl_norm","tool":"click","point_2d":[10.0,20.0]}"#;
+    let seg = openwebrl.demo(&[recorded.into()], None, "g").unwrap();
+    assert_eq!(seg.tool_calls[0].arguments, r#"{"point_2d":[10,20]}"#);
     // The element tools need no boxes: their calls stay element ids.
     let elements = hermes_of(&plan("openwebrl.wrl", "smoke"));
     assert_eq!(elements.demo(&["click 3".into()], None, "g").unwrap().tool_calls.len(), 1);
