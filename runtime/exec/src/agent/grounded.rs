@@ -28,10 +28,10 @@ pub fn step_calls(
     let no_boxes = || {
         format!(
             "the step `{step}` records no element boxes, and the agent's tool set clicks points \
-             ({}): a demonstration is grounded at the boxes the sandbox's expert records beside \
-             each screenshot (docs/sandbox.md, `boxes`); remove the run directory's cached \
-             `data/<dataset>.jsonl` to record the demonstrations again, or give the agent \
-             `std::tools::elements`",
+             ({}): a demonstration is grounded at the boxes recorded beside each screenshot \
+             (docs/sandbox.md, `boxes`), which `std::sandbox::demos` records; remove a run \
+             directory's cache written before them, `data/<dataset>.jsonl`, to record the \
+             demonstrations again, or give the agent `std::tools::elements`",
             coordinates(set)
         )
     };
