@@ -83,9 +83,10 @@ pub fn ground(e: &Elem, boxes: &StepBoxes, set: ToolSet) -> Result<Vec<Action>, 
         Direction::Up | Direction::Down => f64::from(boxes.viewport[1]) / 2.0,
         Direction::Left | Direction::Right => f64::from(boxes.viewport[0]) / 2.0,
     };
+    // Called in OpenWebRL's branch only: its two spaces.
     let web = |t: OpenWebRl| match set {
         ToolSet::Openwebrl => Action::Openwebrl(t),
-        _ => Action::OpenwebrlNorm(t),
+        ToolSet::OpenwebrlNorm | ToolSet::Opagent | ToolSet::Elem => Action::OpenwebrlNorm(t),
     };
     let click = |p| OpenWebRl::Click { point_2d: p, clicks: 1, button: MouseButton::Left };
     Ok(match set {

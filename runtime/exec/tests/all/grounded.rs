@@ -176,6 +176,16 @@ fn grounded_demonstrations_land_where_the_element_actions_do() {
 fn a_step_becomes_the_sets_calls_and_one_without_boxes_is_refused() {
     let openwebrl = hermes_of(&plan("openwebrl.wrl", "smoke_vl"));
     let opagent = opagent();
+    // At 0–1000 each set runs as its own tools, every one of them (E0502 refused seven of
+    // OpenWebRL's when 0–1000 meant OpAgent's).
+    use wrl_exec::agent::actions::{tool_set, unknown_tools};
+    assert_eq!(tool_set(&openwebrl.tools), wrl_browser::ToolSet::OpenwebrlNorm);
+    assert_eq!(tool_set(&opagent.tools), wrl_browser::ToolSet::Opagent);
+    assert!(unknown_tools(&openwebrl.tools).is_empty() && unknown_tools(&opagent.tools).is_empty());
+    let done = openwebrl
+        .read("<tool_call>\n{\"name\": \"done\", \"arguments\": {\"response\": \"12\"}}\n</tool_call>")
+        .unwrap();
+    assert!(terse::parse(&done).unwrap().is_terminal(), "{done}");
     let boxes = StepBoxes { viewport: [640, 400], elements: [(3, [200, 100, 100, 40])].into() };
     let calls = |h: &Hermes, line: &str| {
         let seg = h.demo(&[line.to_string()], Some(&boxes), "g").unwrap();
