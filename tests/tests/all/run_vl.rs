@@ -1,8 +1,9 @@
 //! `wrlc run` end to end with a vision-language policy: the tiny random Qwen3-VL that
 //! `wrl_trainer::hf::tiny_vl` writes, offline in real Chromium — GRPO on screenshot episodes
 //! (`tests/recipes/vl_browser.wrl`) and SFT on the expert's demonstrations with a screenshot of
-//! every step (`tests/recipes/vl_sft.wrl`); and OpenWebRL's `smoke_vl` profile on the copy the
-//! repository ships (`recipes/models/tiny-qwen3-vl`, held to the writer by `shipped_models.rs`).
+//! every step (`tests/recipes/vl_sft.wrl`); and OpenWebRL's `smoke_vl` profiles, 4B and 8B, with
+//! OpenWebRL's own tools on the copy the repository ships (`recipes/models/tiny-qwen3-vl`, held
+//! to the writer by `shipped_models.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -257,6 +258,43 @@ fn openwebrl_smoke_vl_runs_the_recipes_model_class_on_screenshots() {
     assert!(sft.last().unwrap() < &(sft[0] - 1.0), "SFT's loss does not fall: {sft:?}");
     let rl = metrics.iter().filter(|m| matches!(m, MetricLine::Rl(_))).count();
     assert_eq!(rl, 2, "one iteration per phase");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["status"], "finished");
+}
+
+/// recipes/openwebrl-8b.wrl's `smoke_vl` profile (#43): the launcher's GRPO straight from the
+/// tiny random Qwen3-VL, the last 3 screenshots in context and OpenWebRL's own tools. The run
+/// finishes, each iteration logs, and every policy turn reached the env through OpenWebRL's
+/// tool set: what the env ran is an OpenWebRL action's JSON line, else the turn was refused as
+/// a turn of that set (a random model's calls do not parse).
+#[test]
+fn openwebrl_8b_smoke_vl_runs_grpo_with_openwebrls_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let args = ["run", "recipes/openwebrl-8b.wrl", "--profile", "smoke_vl", "--out"];
+    let mut args: Vec<std::ffi::OsString> = args.iter().map(|a| a.into()).collect();
+    args.push(out.clone().into_os_string());
+    let (code, _, stderr) = wrl_tests::wrlc(args);
+    assert_eq!(code, 0, "{stderr}");
+    let run = RunDir::resume(&out).unwrap();
+    let metrics = run.read_metrics().unwrap();
+    let rl = metrics.iter().filter(|m| matches!(m, MetricLine::Rl(_))).count();
+    assert_eq!(rl, 2, "two iterations");
+    let lines = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
+    let mut turns = 0;
+    for line in lines.lines() {
+        let t: wrl_exec::TrajectoryLine = serde_json::from_str(line).unwrap();
+        for s in &t.trajectory.steps {
+            turns += 1;
+            let own = |a: &String| a.starts_with("{\"toolset\":\"openwebrl_norm\"");
+            let ran = !s.actions.is_empty() && s.actions.iter().all(own);
+            let refused = s.feedback.starts_with("error:");
+            assert!(ran || refused, "{:?} → {}", s.actions, s.feedback);
+            assert!(s.actions.iter().all(|a| own(a) || !a.starts_with("{\"toolset\"")));
+        }
+    }
+    assert!(turns > 0, "no policy turn");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["status"], "finished");
