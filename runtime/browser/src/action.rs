@@ -1,5 +1,7 @@
 //! Actions of the three tool sets (OpenWebRL, OpAgent, element ids) as one serde enum, and the
-//! mapping from JSON tool calls (`{"name": …, "arguments": {…}}`) onto it.
+//! mapping from JSON tool calls (`{"name": …, "arguments": {…}}`) onto it. OpenWebRL's tools
+//! come in two coordinate spaces: CSS pixels (`openwebrl`) and 0–1000 of the viewport
+//! (`openwebrl_norm`, OpenWebRL's own `resize_output_coords`).
 //!
 //! JSON form: `{"toolset":"openwebrl","tool":"click","point_2d":[120,40]}`.
 
@@ -316,8 +318,10 @@ pub enum Elem {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "toolset", rename_all = "snake_case")]
 pub enum Action {
-    /// OpenWebRL tool.
+    /// OpenWebRL tool, its points in CSS pixels.
     Openwebrl(OpenWebRl),
+    /// OpenWebRL tool, its points in 0–1000 of the viewport.
+    OpenwebrlNorm(OpenWebRl),
     /// OpAgent tool.
     Opagent(OpAgent),
     /// Element-id tool.
@@ -328,8 +332,10 @@ pub enum Action {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolSet {
-    /// OpenWebRL.
+    /// OpenWebRL's, points in CSS pixels.
     Openwebrl,
+    /// OpenWebRL's, points in 0–1000 of the viewport.
+    OpenwebrlNorm,
     /// OpAgent.
     Opagent,
     /// Element ids.
@@ -341,7 +347,7 @@ impl ToolSet {
     /// and a recipe tool set naming one is refused before a run: `wrlc run --dry-run`).
     pub fn tool_names(self) -> &'static [&'static str] {
         match self {
-            ToolSet::Openwebrl => &[
+            ToolSet::Openwebrl | ToolSet::OpenwebrlNorm => &[
                 "click",
                 "write",
                 "scroll",
@@ -406,6 +412,7 @@ impl Action {
         }
         let res = match toolset {
             ToolSet::Openwebrl => serde_json::from_value(v).map(Action::Openwebrl),
+            ToolSet::OpenwebrlNorm => serde_json::from_value(v).map(Action::OpenwebrlNorm),
             ToolSet::Opagent => serde_json::from_value(v).map(Action::Opagent),
             ToolSet::Elem => serde_json::from_value(v).map(Action::Elem),
         };
@@ -417,6 +424,7 @@ impl Action {
         matches!(
             self,
             Action::Openwebrl(OpenWebRl::Done { .. })
+                | Action::OpenwebrlNorm(OpenWebRl::Done { .. })
                 | Action::Opagent(OpAgent::Answer { .. })
                 | Action::Elem(Elem::Answer { .. } | Elem::Done)
         )
@@ -443,6 +451,11 @@ mod tests {
         let s = serde_json::to_string(&a).unwrap();
         assert!(s.contains("\"toolset\":\"openwebrl\"") && s.contains("\"tool\":\"click\""), "{s}");
         assert_eq!(serde_json::from_str::<Action>(&s).unwrap(), a);
+        let n = Action::from_tool_call(ToolSet::OpenwebrlNorm, "write", &json!({"message": "m"}))
+            .unwrap();
+        let s = serde_json::to_string(&n).unwrap();
+        assert!(s.contains("\"toolset\":\"openwebrl_norm\""), "{s}");
+        assert_eq!(serde_json::from_str::<Action>(&s).unwrap(), n);
         let t = Action::from_tool_call(
             ToolSet::Opagent,
             "type",

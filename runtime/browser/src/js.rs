@@ -2,7 +2,9 @@
 //! element geometry by id, and small helpers for actions.
 
 /// Returns a JSON string: url, title, viewport, scroll, and `items` in DOM order, each either
-/// an element `{id, tag, role, label, value}` or a text line `{text}`. Tags interactive elements
+/// an element `{id, tag, role, label, value, rect}` (`rect`: its border box in viewport CSS
+/// pixels, `[left, top, width, height]` rounded, as the screenshot taken with the snapshot
+/// shows it) or a text line `{text}`. Tags interactive elements
 /// with `data-wrl-id` (kept across snapshots of the same document, so ids are stable).
 pub const SNAPSHOT: &str = r#"(() => {
 const MAXI = 80;
@@ -46,7 +48,8 @@ const walk = (node) => {
     if (isInter(c)) {
       let id = c.getAttribute('data-wrl-id');
       if (!id) { id = String(window.__wrlNext++); c.setAttribute('data-wrl-id', id); }
-      const it = {id: +id, tag: t.toLowerCase(), role: roleOf(c), label: labelOf(c)};
+      const b = c.getBoundingClientRect();
+      const it = {id: +id, tag: t.toLowerCase(), role: roleOf(c), label: labelOf(c), rect: [Math.round(b.left), Math.round(b.top), Math.round(b.width), Math.round(b.height)]};
       if (t === 'INPUT' || t === 'TEXTAREA') { if (c.type !== 'password' && c.value) it.value = clean(c.value, 40); }
       if (t === 'SELECT') { const o = c.options[c.selectedIndex]; it.value = o ? clean(o.text, 30) : ''; it.options = Array.from(c.options).slice(0, 8).map(o => clean(o.text, 20)); }
       items.push(it);

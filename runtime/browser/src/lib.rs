@@ -20,6 +20,7 @@ mod drive;
 pub mod episode;
 pub mod expert;
 pub mod failure;
+pub mod ground;
 pub mod intercept;
 pub mod js;
 pub mod keys;

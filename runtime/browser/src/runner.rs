@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use wrl_sandbox::{Sandbox, Task, TrajOutcome, TrajStep, Trajectory};
+use wrl_sandbox::{Sandbox, StepBoxes, Task, TrajOutcome, TrajStep, Trajectory};
 
 use crate::episode::{EpisodeCfg, EpisodeError, EpisodeSpec, Observation};
-use crate::expert;
 use crate::failure::{AgentError, Breakdown};
 use crate::pool::BrowserPool;
+use crate::snapshot::Item;
 use crate::terse;
+use crate::{expert, ground};
 
 /// One turn an agent wrote, as the environment takes it: whatever the agent knows about its own
 /// turn travels with it, so no caller has to ask afterwards.
@@ -155,6 +156,7 @@ async fn run_episode(
             feedback: obs.without_local_origin(&result.feedback),
             url: obs.without_local_origin(&ep_url(&result, &obs)),
             screenshot: None,
+            boxes: each.then(|| boxes_of(&obs, &turn)),
         });
         history.extend(turn.lines().map(str::to_string));
     }
@@ -184,6 +186,23 @@ async fn run_episode(
     Ok((trajectory, shots.into(), each_step))
 }
 
+/// The boxes, as `obs`'s snapshot recorded them, of the elements the terse lines of `turn`
+/// address: where a coordinate tool set's demonstration clicks them in the screenshot.
+fn boxes_of(obs: &Observation, turn: &str) -> StepBoxes {
+    let elements = turn
+        .lines()
+        .filter_map(|l| match terse::parse(l) {
+            Ok(crate::Action::Elem(e)) => ground::target(&e),
+            _ => None,
+        })
+        .filter_map(|id| match obs.snapshot.element(id) {
+            Some(Item::Element { rect: Some(r), .. }) => Some((id, *r)),
+            _ => None,
+        })
+        .collect();
+    StepBoxes { viewport: [obs.viewport.0, obs.viewport.1], elements }
+}
+
 fn ep_url(result: &crate::failure::StepResult, obs: &Observation) -> String {
     // The URL after the step is in the feedback when it changed; otherwise it is unchanged.
     result
@@ -194,7 +213,49 @@ fn ep_url(result: &crate::failure::StepResult, obs: &Observation) -> String {
         .map_or_else(|| obs.url.clone(), |u| u.trim().to_string())
 }
 
-/// [`run_expert_with`] keeping the screenshot of each step's observation, in step order:
+/// The scripted expert as it acts on what a screenshot shows: before acting on an element whose
+/// centre is outside the viewport, it scrolls toward it (half a viewport a step, at most
+/// [`SCROLLS`] in a row), so each recorded step's element stands in its screenshot.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SeeingExpert {
+    scrolls: usize,
+}
+
+/// The most scrolls [`SeeingExpert`] makes in a row before it acts anyway.
+pub const SCROLLS: usize = 4;
+
+impl TextPolicy for SeeingExpert {
+    fn act(&mut self, task: &Task, obs: &Observation, history: &[String]) -> AgentTurn {
+        let line = expert::next_action(task, &obs.snapshot, &obs.feedback, history)
+            .unwrap_or_else(|| "stuck".into());
+        let rect = match terse::parse(&line) {
+            Ok(crate::Action::Elem(e)) => {
+                match ground::target(&e).map(|id| obs.snapshot.element(id)) {
+                    Some(Some(Item::Element { rect, .. })) => *rect,
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        match ground::scroll_to(rect, obs.viewport).filter(|_| self.scrolls < SCROLLS) {
+            Some(direction) => {
+                self.scrolls += 1;
+                let scroll = crate::Action::Elem(crate::Elem::Scroll { direction });
+                AgentTurn::Text(terse::render(&scroll).unwrap_or_default())
+            }
+            None => {
+                self.scrolls = 0;
+                AgentTurn::Text(line)
+            }
+        }
+    }
+    fn name(&self) -> &str {
+        "expert"
+    }
+}
+
+/// [`run_expert_with`] keeping the screenshot of each step's observation, in step order, and
+/// the boxes of the elements each step acts on ([`SeeingExpert`] scrolls them into view):
 /// demonstrations a vision-language policy is trained on as it will see the pages.
 pub async fn run_expert_seeing(
     pool: &BrowserPool,
@@ -204,7 +265,7 @@ pub async fn run_expert_seeing(
     cfg: &EpisodeCfg,
 ) -> Vec<Result<(Trajectory, Vec<Option<Vec<u8>>>), EpisodeError>> {
     futures::stream::iter(tasks.iter().map(|t| async move {
-        let mut e = Expert;
+        let mut e = SeeingExpert::default();
         let (traj, _, each) = run_episode(pool, sandbox, t, &mut e, (0, true), cfg).await?;
         Ok((traj, each))
     }))

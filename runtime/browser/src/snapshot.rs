@@ -25,6 +25,11 @@ pub enum Item {
         /// First options of a select.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         options: Option<Vec<String>>,
+        /// Its border box when the snapshot was taken, in viewport CSS pixels: `[left, top,
+        /// width, height]`, rounded (off-screen elements have boxes outside the viewport);
+        /// where a coordinate tool set's demonstrations click it (docs/sandbox.md).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rect: Option<[i32; 4]>,
     },
     /// A line of visible text.
     Text {
@@ -135,7 +140,7 @@ impl Snapshot {
         for item in &self.items {
             match item {
                 Item::Element { .. } if shown >= max => continue,
-                Item::Element { id, tag, role, label, value, options } => {
+                Item::Element { id, tag, role, label, value, options, rect: _ } => {
                     shown += 1;
                     let tag = if tag.chars().all(|c| c.is_ascii_alphanumeric()) && !tag.is_empty() {
                         tag.as_str()
@@ -228,6 +233,7 @@ mod tests {
                     label: "Add <b>".into(),
                     value: None,
                     options: None,
+                    rect: None,
                 },
                 Item::Element {
                     id: 3,
@@ -236,6 +242,7 @@ mod tests {
                     label: "Size".into(),
                     value: Some("M".into()),
                     options: Some(vec!["S".into(), "M".into()]),
+                    rect: Some([4, 5, 60, 20]),
                 },
                 Item::Text { text: "Total: 5 & 6".into() },
             ],

@@ -3,7 +3,10 @@
 //! One action per line: `click 7`, `type 3 blue mug`, `type! 3 blue mug` (then Enter),
 //! `select 4 Green`, `hover 2`, `scroll down`, `press Enter`, `goto http://…`, `back`,
 //! `forward`, `answer 12.50`, `done`. [`parse`] gives a typed action or an agent error;
-//! [`render`] is its inverse.
+//! [`render`] is its inverse. An action of a coordinate tool set (an instruction-tuned policy's
+//! checked call) travels as one line of its JSON form (`{"toolset":"openwebrl_norm","tool":
+//! "click","point_2d":[500,120]}`, [`Action`]'s serde form), so every turn reaches the env and
+//! the trajectory as lines.
 
 use crate::action::{Action, Direction, Elem};
 use crate::failure::AgentError;
@@ -27,6 +30,10 @@ fn rest_required(rest: &str, verb: &str) -> Result<String, AgentError> {
 /// Parses one line of terse syntax.
 pub fn parse(line: &str) -> Result<Action, AgentError> {
     let line = line.trim();
+    if line.starts_with('{') {
+        return serde_json::from_str(line)
+            .map_err(|e| AgentError::BadArguments(format!("the action {line:?}: {e}")));
+    }
     let (verb, args) = line.split_once(' ').map_or((line, ""), |(v, a)| (v, a.trim_start()));
     let (first, rest) = args.split_once(' ').map_or((args, ""), |(f, r)| (f, r.trim()));
     let first_opt = (!first.is_empty()).then_some(first);
@@ -80,9 +87,15 @@ pub fn parse_turn(text: &str) -> Result<Vec<Action>, AgentError> {
     Ok(actions)
 }
 
-/// Renders an element-id action in terse syntax; `None` for other tool sets.
+/// Renders an element-id action in terse syntax, another tool set's as its JSON line; `None`
+/// only where the JSON cannot be written (a non-finite point).
 pub fn render(action: &Action) -> Option<String> {
-    let Action::Elem(e) = action else { return None };
+    let e = match action {
+        Action::Elem(e) => e,
+        Action::Openwebrl(_) | Action::OpenwebrlNorm(_) | Action::Opagent(_) => {
+            return serde_json::to_string(action).ok();
+        }
+    };
     Some(match e {
         Elem::Click { id } => format!("click {id}"),
         Elem::Hover { id } => format!("hover {id}"),
@@ -132,6 +145,11 @@ mod tests {
             assert_eq!(render(&a).unwrap(), line);
         }
         assert_eq!(parse("  click   7 ").unwrap(), Action::Elem(Elem::Click { id: 7 }));
+        let json = r#"{"toolset":"openwebrl_norm","tool":"click","point_2d":[500.0,120.0],"clicks":1,"button":"left"}"#;
+        let a = parse(json).unwrap();
+        assert!(matches!(a, Action::OpenwebrlNorm(crate::OpenWebRl::Click { .. })), "{a:?}");
+        assert_eq!(render(&a).unwrap(), json);
+        assert!(matches!(parse("{\"toolset\":\"x\"}"), Err(AgentError::BadArguments(_))));
     }
 
     #[test]

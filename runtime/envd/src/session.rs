@@ -317,6 +317,7 @@ impl Session {
             feedback: feedback.clone(),
             url,
             screenshot: None,
+            boxes: None,
         });
         self.history.extend(turn.lines().map(str::to_string));
         if let Driver::Search { end, .. } | Driver::Server { end, .. } = &mut self.driver

@@ -138,6 +138,7 @@ mod tests {
             feedback: String::new(),
             url: url.into(),
             screenshot: None,
+            boxes: None,
         }
     }
 

@@ -44,5 +44,5 @@ pub use search_api::{QA_TEMPLATES, generate_qa, generate_qa_of, is_qa_template};
 pub use server::{Sandbox, SandboxError};
 pub use state::{EPISODE_COOKIE, EpisodeState};
 pub use tasks::{Split, TEMPLATES, Task, generate, generate_on, parse_jsonl, template_site};
-pub use traj::{TrajOutcome, TrajStep, Trajectory};
+pub use traj::{StepBoxes, TrajOutcome, TrajStep, Trajectory};
 pub use variants::{can_vary, variants};

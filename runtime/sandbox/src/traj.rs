@@ -20,6 +20,21 @@ pub struct TrajStep {
     /// where none was taken).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot: Option<String>,
+    /// Where the elements the step's actions name stood in that screenshot, so a coordinate
+    /// tool set's demonstration clicks them there (absent in records written before, and where
+    /// none was taken).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boxes: Option<StepBoxes>,
+}
+
+/// The boxes of the elements a step acts on, as its screenshot shows them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepBoxes {
+    /// The viewport the screenshot shows, in CSS pixels: `[width, height]`.
+    pub viewport: [u32; 2],
+    /// Each named element's border box in viewport CSS pixels, `[left, top, width, height]`,
+    /// by element id.
+    pub elements: std::collections::BTreeMap<u32, [i32; 4]>,
 }
 
 /// How an episode ended, plus the checker's verdict.

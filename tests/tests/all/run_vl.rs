@@ -1,8 +1,9 @@
 //! `wrlc run` end to end with a vision-language policy: the tiny random Qwen3-VL that
 //! `wrl_trainer::hf::tiny_vl` writes, offline in real Chromium — GRPO on screenshot episodes
 //! (`tests/recipes/vl_browser.wrl`) and SFT on the expert's demonstrations with a screenshot of
-//! every step (`tests/recipes/vl_sft.wrl`); and OpenWebRL's `smoke_vl` profile on the copy the
-//! repository ships (`recipes/models/tiny-qwen3-vl`, held to the writer by `shipped_models.rs`).
+//! every step (`tests/recipes/vl_sft.wrl`); and OpenWebRL's `smoke_vl` profiles, 4B and 8B, with
+//! OpenWebRL's own tools on the copy the repository ships (`recipes/models/tiny-qwen3-vl`, held
+//! to the writer by `shipped_models.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -10,15 +11,17 @@ use wrl_exec::{MetricLine, RunDir};
 use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
 use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
 
-/// The tiny Qwen3-VL under `dir`, its tokenizer learned from a sandbox page, a Hermes call and
-/// the element tools' schemas (`bench/hf-parity/recipe-tools.json`, which `wrl-exec`'s
-/// `hermes_chat` keeps true): every prompt shows them, and a byte-level tokenizer would spend
-/// most of an example's tokens on them.
+/// The tiny Qwen3-VL under `dir`, its tokenizer learned from a sandbox page, Hermes calls (an
+/// element click, a grounded one) and the element tools' and OpenWebRL's tools' schemas
+/// (`bench/hf-parity/recipe-tools.json`, which `wrl-exec`'s `hermes_chat` keeps true): every
+/// prompt shows its set's, and a byte-level tokenizer would spend most of an example's tokens
+/// on them.
 pub(crate) fn tiny_vl(dir: &Path) -> PathBuf {
     let model = dir.join("tiny-qwen3-vl");
     let mut corpus: Vec<String> = [
         "task: Buy the blue mug. [1] link \"Blue mug\" [2] button \"Add to cart\" url: /shop",
         "<tool_call>\n{\"name\": \"click\", \"arguments\": {\"id\": 2}}\n</tool_call>",
+        "<tool_call>\n{\"name\": \"click\", \"arguments\": {\"point_2d\": [391, 300]}}\n</tool_call>",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -26,13 +29,14 @@ pub(crate) fn tiny_vl(dir: &Path) -> PathBuf {
     let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/hf-parity/recipe-tools.json");
     let tools = std::fs::read_to_string(tools).expect("bench/hf-parity/recipe-tools.json");
     let tools: serde_json::Value = serde_json::from_str(&tools).expect("its JSON");
-    for schema in tools["elements"].as_array().expect("the element tools' schemas") {
+    let sets = ["elements", "openwebrl"].map(|k| tools[k].as_array().expect("a set's schemas"));
+    for schema in sets.into_iter().flatten() {
         // As the template writes them (Python's `json.dumps`).
         let text = schema.as_str().expect("a schema's text");
         let v: serde_json::Value = serde_json::from_str(text).expect("a schema");
         corpus.push(v.to_string().replace("\":", "\": ").replace(",\"", ", \""));
     }
-    let tok = TokenizerSource::Generated { corpus, merges: 400 };
+    let tok = TokenizerSource::Generated { corpus, merges: 600 };
     write_vl(&model, &TinySpec::narrow(), &TinyVision::default(), &tok).expect("the tiny VL model");
     model
 }
@@ -152,14 +156,17 @@ fn vl_sft_trains_on_the_experts_screenshots() {
 }
 
 /// The same demonstrations as a trajectory file whose steps name their PNGs relative to it
-/// (`screenshot`, docs/sandbox.md): they train; a PNG that is no image, and a file that names
-/// no screenshot at all, are errors that name them before any step.
+/// (`screenshot`, docs/sandbox.md): they train, also grounded in OpenWebRL's coordinate tools
+/// at the boxes the expert recorded (`boxes`); a PNG that is no image, a file that names no
+/// screenshot at all, and under coordinate tools a file without boxes, are errors that name
+/// them before any step.
 fn from_a_file(dir: &Path, model: &Path, run: &Path) {
     let files = dir.join("file");
     std::fs::create_dir_all(files.join("shots")).expect("a folder");
     let cache = std::fs::read_to_string(run.join("data/demos.jsonl")).expect("the cache");
     let mut with = String::new();
     let mut without = String::new();
+    let mut unboxed = String::new();
     for line in cache.lines().skip(1) {
         let mut t: wrl_sandbox::Trajectory = serde_json::from_str(line).expect("a demo");
         for s in &mut t.steps {
@@ -169,29 +176,47 @@ fn from_a_file(dir: &Path, model: &Path, run: &Path) {
             std::fs::write(files.join(&shot), png).expect("a copy");
             s.screenshot = Some(shot);
         }
+        assert!(t.steps.iter().all(|s| s.boxes.is_some()), "the expert records boxes");
         with.push_str(&serde_json::to_string(&t).expect("JSON"));
         with.push('\n');
+        let mut bare = t.clone();
+        bare.steps.iter_mut().for_each(|s| s.boxes = None);
+        unboxed.push_str(&serde_json::to_string(&bare).expect("JSON"));
+        unboxed.push('\n');
         t.steps.iter_mut().for_each(|s| s.screenshot = None);
         without.push_str(&serde_json::to_string(&t).expect("JSON"));
         without.push('\n');
     }
     std::fs::write(files.join("demos.jsonl"), with).expect("the file");
     std::fs::write(files.join("bare.jsonl"), without).expect("the file");
+    std::fs::write(files.join("unboxed.jsonl"), unboxed).expect("the file");
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/vl_sft.wrl");
-    let run_on = |file: &str, out: &str| {
+    let run_with = |file: &str, out: &str, more: &[&str]| {
         let demos =
             format!("demos=jsonl(\"{}\") {{ kind = trajectories }}", files.join(file).display());
-        wrl_cli::run_captured([
-            "run".as_ref(),
-            recipe.as_os_str(),
-            "--out".as_ref(),
-            dir.join(out).as_os_str(),
-            "--set".as_ref(),
-            policy_of(model).as_ref(),
-            "--set".as_ref(),
-            demos.as_ref(),
-        ])
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "run".into(),
+            recipe.clone().into_os_string(),
+            "--out".into(),
+            dir.join(out).into_os_string(),
+            "--set".into(),
+            policy_of(model).into(),
+            "--set".into(),
+            demos.into(),
+        ];
+        args.extend(more.iter().flat_map(|m| ["--set".into(), (*m).into()]));
+        wrl_cli::run_captured(args)
     };
+    let run_on = |file: &str, out: &str| run_with(file, out, &[]);
+    // OpenWebRL's own tools: the steps grounded at their boxes train; without boxes, E0503.
+    let openwebrl = ["web.tools=std::tools::openwebrl", "web.per_turn=many"];
+    let (code, _, stderr) = run_with("demos.jsonl", "grounded", &openwebrl);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = run_with("unboxed.jsonl", "unboxed", &openwebrl);
+    assert_ne!(code, 0);
+    // (The message wraps: its words are looked for one by one.)
+    let said = ["E0503", "boxes", "std::sandbox::demos", "std::tools::elements"];
+    assert!(said.iter().all(|w| stderr.contains(w)), "{stderr}");
     let (code, _, stderr) = run_on("demos.jsonl", "from-file");
     assert_eq!(code, 0, "{stderr}");
     let losses = crate::run_hf::sft_losses(
@@ -233,6 +258,43 @@ fn openwebrl_smoke_vl_runs_the_recipes_model_class_on_screenshots() {
     assert!(sft.last().unwrap() < &(sft[0] - 1.0), "SFT's loss does not fall: {sft:?}");
     let rl = metrics.iter().filter(|m| matches!(m, MetricLine::Rl(_))).count();
     assert_eq!(rl, 2, "one iteration per phase");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["status"], "finished");
+}
+
+/// recipes/openwebrl-8b.wrl's `smoke_vl` profile (#43): the launcher's GRPO straight from the
+/// tiny random Qwen3-VL, the last 3 screenshots in context and OpenWebRL's own tools. The run
+/// finishes, each iteration logs, and every policy turn reached the env through OpenWebRL's
+/// tool set: what the env ran is an OpenWebRL action's JSON line, else the turn was refused as
+/// a turn of that set (a random model's calls do not parse).
+#[test]
+fn openwebrl_8b_smoke_vl_runs_grpo_with_openwebrls_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let args = ["run", "recipes/openwebrl-8b.wrl", "--profile", "smoke_vl", "--out"];
+    let mut args: Vec<std::ffi::OsString> = args.iter().map(|a| a.into()).collect();
+    args.push(out.clone().into_os_string());
+    let (code, _, stderr) = wrl_tests::wrlc(args);
+    assert_eq!(code, 0, "{stderr}");
+    let run = RunDir::resume(&out).unwrap();
+    let metrics = run.read_metrics().unwrap();
+    let rl = metrics.iter().filter(|m| matches!(m, MetricLine::Rl(_))).count();
+    assert_eq!(rl, 2, "two iterations");
+    let lines = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
+    let mut turns = 0;
+    for line in lines.lines() {
+        let t: wrl_exec::TrajectoryLine = serde_json::from_str(line).unwrap();
+        for s in &t.trajectory.steps {
+            turns += 1;
+            let own = |a: &String| a.starts_with("{\"toolset\":\"openwebrl_norm\"");
+            let ran = !s.actions.is_empty() && s.actions.iter().all(own);
+            let refused = s.feedback.starts_with("error:");
+            assert!(ran || refused, "{:?} → {}", s.actions, s.feedback);
+            assert!(s.actions.iter().all(|a| own(a) || !a.starts_with("{\"toolset\"")));
+        }
+    }
+    assert!(turns > 0, "no policy turn");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["status"], "finished");

@@ -156,12 +156,20 @@ fn kind_schema(kind: &ToolKind) -> Prop {
 }
 
 fn literal(l: &Literal) -> Json {
-    match l {
-        Literal::Num(x) if x.fract() == 0.0 && x.abs() < 1e15 => json!(*x as i64),
-        Literal::Num(x) => json!(x),
-        Literal::Bool(b) => json!(b),
-        Literal::Str(s) | Literal::Word(s) => json!(s),
-        Literal::List(items) => Json::Array(items.iter().map(literal).collect()),
+    l.to_json()
+}
+
+impl Literal {
+    /// The value as JSON: a whole number as an integer, a word or string as a string.
+    pub fn to_json(&self) -> Json {
+        let l = self;
+        match l {
+            Literal::Num(x) if x.fract() == 0.0 && x.abs() < 1e15 => json!(*x as i64),
+            Literal::Num(x) => json!(x),
+            Literal::Bool(b) => json!(b),
+            Literal::Str(s) | Literal::Word(s) => json!(s),
+            Literal::List(items) => Json::Array(items.iter().map(literal).collect()),
+        }
     }
 }
 

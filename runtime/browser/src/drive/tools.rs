@@ -1,5 +1,6 @@
 //! The three tool sets' actions (OpenWebRL, OpAgent, element ids) as the driver's operations:
-//! each tool set's arguments checked and turned into points, distances and keys.
+//! each tool set's arguments checked and turned into points (CSS pixels, or 0–1000 of the
+//! viewport), distances and keys.
 
 use crate::action::{Action, Elem, MouseButton, OpAgent, OpenWebRl};
 use crate::failure::AgentError;
@@ -10,13 +11,15 @@ impl Driver<'_> {
     /// Runs one action, returning its feedback line.
     pub(crate) async fn run(&mut self, a: &Action) -> Result<String, Stop> {
         match a {
-            Action::Openwebrl(t) => self.openwebrl(t).await,
+            Action::Openwebrl(t) => self.openwebrl(t, px).await,
+            Action::OpenwebrlNorm(t) => self.openwebrl(t, norm).await,
             Action::Opagent(t) => self.opagent(t).await,
             Action::Elem(t) => self.element_ids(t).await,
         }
     }
 
-    async fn openwebrl(&mut self, t: &OpenWebRl) -> Result<String, Stop> {
+    /// OpenWebRL's tools, their points read by `px` (CSS pixels) or `norm` (0–1000).
+    async fn openwebrl(&mut self, t: &OpenWebRl, px: Space) -> Result<String, Stop> {
         let viewport = self.viewport();
         match t {
             OpenWebRl::Click { point_2d, clicks, button } => {
@@ -119,6 +122,9 @@ impl Driver<'_> {
     }
 }
 
+/// A tool set's point as a viewport point in CSS pixels: [`px`] or [`norm`].
+type Space = fn((f64, f64), [f64; 2]) -> Result<Pt, Stop>;
+
 /// Checks an OpenWebRL CSS-pixel point against the viewport (`w`, `h`).
 fn px((w, h): (f64, f64), p: [f64; 2]) -> Result<Pt, Stop> {
     if !(p[0].is_finite() && p[1].is_finite() && p[0] >= 0.0 && p[1] >= 0.0 && p[0] < w && p[1] < h)
@@ -131,7 +137,7 @@ fn px((w, h): (f64, f64), p: [f64; 2]) -> Result<Pt, Stop> {
     Ok((p[0], p[1]))
 }
 
-/// Converts an OpAgent 0–1000 normalised point to CSS pixels of the viewport (`w`, `h`).
+/// Converts a 0–1000 normalised point (OpAgent's, OpenWebRL's own) to CSS pixels of the viewport (`w`, `h`).
 fn norm((w, h): (f64, f64), p: [f64; 2]) -> Result<Pt, Stop> {
     if !(p[0].is_finite()
         && p[1].is_finite()

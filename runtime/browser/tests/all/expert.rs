@@ -104,3 +104,53 @@ fn checkers_reject_wrong_answers_through_the_browser() {
         );
     });
 }
+
+/// The expert's demonstrations for a vision-language policy on small viewports: every step
+/// that acts on an element records that element's box beside its screenshot, its centre in
+/// the viewport (the expert scrolls to an element out of view first: on the shortest viewport
+/// it must), and the tasks are still solved (most of them where scrolls spend their steps).
+#[test]
+fn the_seeing_expert_records_each_targets_box_in_view() {
+    for (w, h) in [(640, 400), (480, 150)] {
+        let f = common::fixture(2, |c| c.viewport = (w, h));
+        let (solved, grounded, scrolls) = f.rt.block_on(seeing_expert(&f, (w, h)));
+        eprintln!(
+            "seeing expert at {w}x{h}: {solved}/24 solved, {grounded} element steps, {scrolls} scrolls"
+        );
+        // Scrolls spend the task's step budget: on 150 px some tasks run out (19/24 seen).
+        let need = if h > 200 { 22 } else { 16 };
+        assert!(solved >= need, "solved {solved}/24 at {w}x{h}");
+        assert!(grounded >= 24, "only {grounded} element steps");
+        assert!(h > 200 || scrolls > 0, "no scroll at {w}x{h}");
+    }
+}
+
+/// Runs 24 training tasks with the seeing expert on a `w`×`h` viewport, checks every step's
+/// boxes and returns the tasks solved, the steps that act on an element and the scrolls.
+async fn seeing_expert(f: &common::Fixture, (w, h): (u32, u32)) -> (usize, usize, usize) {
+    let tasks = wrl_sandbox::generate(f.sandbox.content(), Split::Train, 24, 4);
+    let cfg = wrl_browser::EpisodeCfg::default();
+    let shown = runner::run_expert_seeing(&f.pool, &f.sandbox, &tasks, 2, &cfg).await;
+    let (mut solved, mut grounded, mut scrolls) = (0, 0, 0);
+    for (traj, shots) in shown.iter().map(|r| r.as_ref().unwrap()) {
+        solved += usize::from(traj.outcome.success);
+        assert_eq!(shots.len(), traj.steps.len());
+        for (step, shot) in traj.steps.iter().zip(shots) {
+            assert!(shot.is_some(), "{}: a step without its screenshot", traj.task_id);
+            let boxes = step.boxes.as_ref().unwrap();
+            assert_eq!(boxes.viewport, [w, h]);
+            scrolls += step.actions.iter().filter(|a| a.starts_with("scroll")).count();
+            let target = step.actions.iter().find_map(|l| match terse::parse(l) {
+                Ok(wrl_browser::Action::Elem(e)) => wrl_browser::ground::target(&e),
+                _ => None,
+            });
+            let Some(id) = target else { continue };
+            let r = boxes.elements.get(&id).unwrap_or_else(|| panic!("{step:?}"));
+            let (x, y) = (r[0] + r[2] / 2, r[1] + r[3] / 2);
+            let (w, h) = (w as i32, h as i32);
+            assert!((0..w).contains(&x) && (0..h).contains(&y), "{step:?}");
+            grounded += 1;
+        }
+    }
+    (solved, grounded, scrolls)
+}

@@ -1,22 +1,37 @@
 //! From a model's turn to the browser actions it asks for: Hermes tool calls, checked against the
 //! recipe's typed tool set (`toolcall`), become `wrl_browser::Action`s of the tool set's
-//! coordinate space (pixels: OpenWebRL's tools, 0-1000: OpAgent's, element ids: the element
-//! tools); an answer tag becomes the terminal answer; the tiny policy's terse lines (`click 7`)
+//! coordinate space and family (OpenWebRL's tools in pixels or in 0–1000, OpAgent's in 0–1000,
+//! the element tools by id); an answer tag becomes the terminal answer; the tiny policy's terse lines (`click 7`)
 //! are read as `wrlc run` reads them. One place maps calls to actions, for every caller that has
 //! a model's text or parsed calls (the env service; policies that write Hermes calls).
 
 use serde_json::{Map, Value as Json};
-use wrl_browser::{Action, AgentError, Elem, OpAgent, ToolSet, terse};
+use wrl_browser::{Action, AgentError, Elem, OpAgent, OpenWebRl, ToolSet, terse};
 use wrl_plan::params::{Coordinates, Toolset};
 
 use super::toolcall::{Arg, CallError, ToolCall, Turn, parse_turn};
 
-/// The browser tool set whose actions a recipe's tool set addresses.
+/// The browser tool set whose actions a recipe's tool set addresses. Pixels are OpenWebRL's
+/// tools, element ids the element tools; at 0–1000 both OpenWebRL's own set and OpAgent's
+/// click points, so the one whose tool names the recipe's set uses more of is meant
+/// (OpenWebRL's 13 share 6 names with OpAgent's 15); on a tie, OpenWebRL's where a tool takes
+/// its `point_2d`, else OpAgent's.
 pub fn tool_set(tools: &Toolset) -> ToolSet {
     match tools.coordinates {
         Coordinates::Pixels => ToolSet::Openwebrl,
-        Coordinates::Norm1000 => ToolSet::Opagent,
         Coordinates::ElementIds => ToolSet::Elem,
+        Coordinates::Norm1000 => {
+            let runs = |set: ToolSet| {
+                tools.tools.iter().filter(|t| set.tool_names().contains(&t.name.as_str())).count()
+            };
+            let (web, opagent) = (runs(ToolSet::OpenwebrlNorm), runs(ToolSet::Opagent));
+            let points = tools.tools.iter().flat_map(|t| &t.params).any(|p| p.name == "point_2d");
+            if web > opagent || (web == opagent && points) {
+                ToolSet::OpenwebrlNorm
+            } else {
+                ToolSet::Opagent
+            }
+        }
     }
 }
 
@@ -79,9 +94,11 @@ pub fn turn_actions(turn: &Turn, tools: &Toolset) -> Result<Vec<Action>, AgentEr
     if let Some(answer) = &turn.answer {
         out.push(match set {
             ToolSet::Opagent => Action::Opagent(OpAgent::Answer { text: answer.clone() }),
-            ToolSet::Elem | ToolSet::Openwebrl => {
-                Action::Elem(Elem::Answer { text: answer.clone() })
+            ToolSet::Openwebrl => Action::Openwebrl(OpenWebRl::Done { response: answer.clone() }),
+            ToolSet::OpenwebrlNorm => {
+                Action::OpenwebrlNorm(OpenWebRl::Done { response: answer.clone() })
             }
+            ToolSet::Elem => Action::Elem(Elem::Answer { text: answer.clone() }),
         });
     }
     Ok(out)
@@ -141,7 +158,7 @@ pub fn read_turn(text: &str, tools: &Toolset) -> Result<(Turn, Vec<Action>), Tur
     };
     let actions = match tool_set(tools) {
         ToolSet::Elem => terse::parse_turn(body)?,
-        ToolSet::Openwebrl | ToolSet::Opagent => {
+        ToolSet::Openwebrl | ToolSet::OpenwebrlNorm | ToolSet::Opagent => {
             return Err(TurnError::Call(CallError::NoCall(
                 Some(tools.answer_tag.clone()).filter(|t| !t.is_empty()),
             )));
@@ -167,7 +184,7 @@ pub fn calls_text(calls: &[Json], answer: Option<&str>, tools: &Toolset) -> Stri
 
 #[cfg(test)]
 mod tests {
-    use wrl_browser::{MouseButton, OpenWebRl};
+    use wrl_browser::MouseButton;
     use wrl_plan::params::{CallsPerTurn, Literal, Tool, ToolParam, ToolTy};
 
     use super::*;

@@ -2,17 +2,20 @@
 //! its environment's tool set, the way it was trained to call tools: its prompts give the
 //! recipe's typed tools to the template's `tools`, its turns are read as Hermes calls checked
 //! against them (a malformed turn is a format error, counted toward `max_parse_failures`), and
-//! the expert's terse demonstrations become the calls the template renders, so SFT teaches the
-//! very format the ReAct loop reads. A checked turn reaches its environment as the terse line(s)
+//! the expert's terse demonstrations become the calls the template renders (a coordinate tool
+//! set's grounded at the elements' boxes, `grounded`), so SFT teaches the very format the ReAct
+//! loop reads. A checked turn reaches its environment as the terse line(s)
 //! the environment runs, the same lines the expert's steps and the prompts' `done:` history use.
 
 use serde_json::Value as Json;
-use wrl_browser::{Action, AgentError, terse};
+use wrl_browser::{Action, AgentError, ToolSet, terse};
 use wrl_plan::params::{self, Toolset, TypedPlan};
+use wrl_sandbox::StepBoxes;
 use wrl_trainer::chat::CallText;
 use wrl_trainer::{Role, Segment};
 
-use super::actions::{TurnError, turn_actions};
+use super::actions::{TurnError, tool_set, turn_actions};
+use super::grounded::step_calls;
 use super::toolcall::{Arg, ToolCall, Turn, parse_turn};
 use crate::env::search::{Call, parse_call};
 
@@ -76,8 +79,8 @@ impl Hermes {
                         Some(_) => Err(AgentError::BadArguments(
                             "an argument of the call spans several lines".into(),
                         )),
-                        None => Err(AgentError::UnknownTool(format!(
-                            "{a:?}: a text policy's browser runs element-id tools only"
+                        None => Err(AgentError::InvalidCoordinates(format!(
+                            "{a:?}: a point is not a finite number"
                         ))),
                     })
                     .collect::<Result<Vec<_>, _>>()?;
@@ -91,14 +94,28 @@ impl Hermes {
         }
     }
 
-    /// An expert's step (its terse action lines) as the assistant segment the template renders:
-    /// the calls of the tool set, and the answer tag's text where the tool set answers with
-    /// one. `goal` fills a `visit` without its own. An action the tool set cannot call is an
-    /// error naming it.
-    pub fn demo(&self, actions: &[String], goal: &str) -> Result<Segment, String> {
+    /// An expert's step (its terse action lines, and the boxes of the elements they name where
+    /// it recorded them) as the assistant segment the template renders: the calls of the tool
+    /// set — a coordinate set's at the elements' places in the step's screenshot — and the
+    /// answer tag's text where the tool set answers with one. `goal` fills a `visit` without
+    /// its own. An action the tool set cannot call is an error naming it.
+    pub fn demo(
+        &self,
+        actions: &[String],
+        boxes: Option<&StepBoxes>,
+        goal: &str,
+    ) -> Result<Segment, String> {
         let mut calls = Vec::new();
         let mut text = String::new();
-        for line in actions.iter().filter(|l| !l.trim().is_empty()) {
+        let points = self.env == EnvKind::Browser && tool_set(&self.tools) != ToolSet::Elem;
+        if points {
+            let (grounded, answer) = step_calls(actions, boxes, &self.tools)?;
+            calls = grounded;
+            if let Some(a) = answer {
+                text = format!("<{t}>{a}</{t}>", t = self.tools.answer_tag);
+            }
+        }
+        for line in actions.iter().filter(|l| !l.trim().is_empty() && !points) {
             let call = match self.env {
                 EnvKind::Browser => browser_call(line)?,
                 EnvKind::Search => match parse_call(line)? {

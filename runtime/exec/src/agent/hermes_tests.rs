@@ -117,7 +117,7 @@ fn search_calls_and_the_answer_tag_become_the_search_envs_lines() {
 #[test]
 fn demonstrations_become_the_calls_the_template_renders() {
     let h = Hermes::new(elements(), EnvKind::Browser);
-    let seg = h.demo(&["type! 3 blue mug".into()], "g").unwrap();
+    let seg = h.demo(&["type! 3 blue mug".into()], None, "g").unwrap();
     assert_eq!((seg.role, seg.text.as_str()), (Role::Assistant, ""));
     assert_eq!(
         seg.tool_calls,
@@ -126,19 +126,19 @@ fn demonstrations_become_the_calls_the_template_renders() {
             arguments: r#"{"id":3,"submit":true,"text":"blue mug"}"#.into()
         }]
     );
-    assert_eq!(h.demo(&["back".into()], "g").unwrap().tool_calls[0].name, "go_back");
-    let e = h.demo(&["hover 2".into()], "g").unwrap_err();
+    assert_eq!(h.demo(&["back".into()], None, "g").unwrap().tool_calls[0].name, "go_back");
+    let e = h.demo(&["hover 2".into()], None, "g").unwrap_err();
     assert!(e.contains("`hover 2`") && e.contains("no tool `hover`"), "{e}");
     let w = Hermes::new(webdancer(), EnvKind::Search);
-    let visit = w.demo(&["visit /wiki/barvel".into()], "How many live in Barvel?").unwrap();
+    let visit = w.demo(&["visit /wiki/barvel".into()], None, "How many live in Barvel?").unwrap();
     assert_eq!(
         visit.tool_calls[0].arguments,
         r#"{"goal":"How many live in Barvel?","url":["/wiki/barvel"]}"#
     );
-    let answer = w.demo(&["answer 1543".into()], "g").unwrap();
+    let answer = w.demo(&["answer 1543".into()], None, "g").unwrap();
     assert_eq!((answer.text.as_str(), answer.tool_calls.len()), ("<answer>1543</answer>", 0));
     // What a demonstration teaches is what the loop reads back.
-    let search = w.demo(&["search Barvel | river Avel".into()], "g").unwrap();
+    let search = w.demo(&["search Barvel | river Avel".into()], None, "g").unwrap();
     let c = &search.tool_calls[0];
     let text = format!(
         "<tool_call>\n{{\"name\": \"{}\", \"arguments\": {}}}\n</tool_call>",

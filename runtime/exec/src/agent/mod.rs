@@ -7,6 +7,7 @@ pub mod api_policy;
 pub mod brains;
 pub mod conversation;
 pub mod graph;
+pub mod grounded;
 pub mod hermes;
 pub mod policy;
 pub mod prompt;

@@ -41,7 +41,7 @@ pub fn sft_examples(
     };
     for step in &traj.steps {
         let (assistant, tools) = match hermes {
-            Some(h) => (h.demo(&step.actions, &traj.goal)?, h.schemas.clone()),
+            Some(h) => (h.demo(&step.actions, step.boxes.as_ref(), &traj.goal)?, h.schemas.clone()),
             None => (Segment::new(Role::Assistant, step.actions.join("\n")), Vec::new()),
         };
         let mut segments = match chat.as_mut() {
@@ -446,6 +446,7 @@ mod tests {
                     feedback: "ok".into(),
                     url: "/".into(),
                     screenshot: None,
+                    boxes: None,
                 },
                 wrl_sandbox::TrajStep {
                     observation: "task: g\n[2] button".into(),
@@ -453,6 +454,7 @@ mod tests {
                     feedback: String::new(),
                     url: "/a".into(),
                     screenshot: None,
+                    boxes: None,
                 },
                 wrl_sandbox::TrajStep {
                     observation: "task: g\n[3] text".into(),
@@ -460,6 +462,7 @@ mod tests {
                     feedback: String::new(),
                     url: "/b".into(),
                     screenshot: None,
+                    boxes: None,
                 },
             ],
             outcome: wrl_sandbox::TrajOutcome {

@@ -193,7 +193,7 @@ pub fn sft_examples_seeing(
     let mut seen: Vec<Shot> = Vec::new();
     let mut out = Vec::new();
     for (step, shot) in traj.steps.iter().zip(shots.into_iter().chain(std::iter::repeat(None))) {
-        let assistant = hermes.demo(&step.actions, &traj.goal)?;
+        let assistant = hermes.demo(&step.actions, step.boxes.as_ref(), &traj.goal)?;
         let text = match shot {
             Some(shot) => {
                 seen.push(shot);

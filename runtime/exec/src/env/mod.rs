@@ -86,6 +86,7 @@ pub(crate) fn text_turn(
                 feedback: message.clone(),
                 url: String::new(),
                 screenshot: None,
+                boxes: None,
             };
             return Err(Box::new((EndReason::AgentError { message }, Some(step))));
         }
@@ -97,6 +98,7 @@ pub(crate) fn text_turn(
                 feedback: format!("error: {}", b.message()),
                 url: String::new(),
                 screenshot: None,
+                boxes: None,
             };
             return Err(Box::new((b.end(), Some(step))));
         }

@@ -293,6 +293,7 @@ impl SearchEnv {
                 feedback: String::new(),
                 url: String::new(),
                 screenshot: None,
+                boxes: None,
             };
             history.push(turn.clone());
             let call = match written.malformed {

@@ -317,6 +317,7 @@ impl ServerEnv {
                 feedback: String::new(),
                 url: String::new(),
                 screenshot: None,
+                boxes: None,
             };
             match self.step(id, &turn).await {
                 Err(f) => {

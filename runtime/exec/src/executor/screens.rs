@@ -91,6 +91,7 @@ mod tests {
             feedback: String::new(),
             url: String::new(),
             screenshot: shot.map(str::to_string),
+            boxes: None,
         };
         let mut t: Trajectory = serde_json::from_str(
             r#"{"task_id":"t","template":"x","goal":"g","agent":"expert","steps":[],

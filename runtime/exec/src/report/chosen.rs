@@ -141,6 +141,7 @@ pub(crate) mod tests {
             feedback: String::new(),
             url: String::new(),
             screenshot: None,
+            boxes: None,
         };
         Trajectory {
             task_id: String::new(),

@@ -150,6 +150,7 @@ mod tests {
             feedback: feedback.into(),
             url: url.into(),
             screenshot: None,
+            boxes: None,
         };
         let traj = Trajectory {
             task_id: "t".into(),

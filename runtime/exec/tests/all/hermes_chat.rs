@@ -26,7 +26,7 @@ use wrl_trainer::{
     Trainer, TrainerConfig,
 };
 
-fn plan(name: &str, profile: &str) -> wrl_plan::Plan {
+pub(crate) fn plan(name: &str, profile: &str) -> wrl_plan::Plan {
     let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let text = std::fs::read_to_string(root.join("recipes").join(name)).unwrap();
     let mut sources = SourceMap::new();
@@ -39,7 +39,7 @@ fn plan(name: &str, profile: &str) -> wrl_plan::Plan {
 }
 
 /// The tool set of the recipe's first ReAct agent, as the executor gives it to the policy.
-fn hermes_of(plan: &wrl_plan::Plan) -> Hermes {
+pub(crate) fn hermes_of(plan: &wrl_plan::Plan) -> Hermes {
     let typed = TypedPlan::decode(plan).unwrap();
     let agent = typed
         .nodes
@@ -81,6 +81,7 @@ pub(crate) fn step(observation: &str, action: &str) -> wrl_sandbox::TrajStep {
         feedback: String::new(),
         url: "/".into(),
         screenshot: None,
+        boxes: None,
     }
 }
 
@@ -111,12 +112,16 @@ fn the_recipes_tools_reach_the_template_and_the_demonstrations_train_its_calls()
     assert!(names.contains(&"click") && names.contains(&"answer"), "{names:?}");
     let dancer = hermes_of(&plan("webdancer.wrl", "smoke"));
     assert_eq!((dancer.env, dancer.tools.answer_tag.as_str()), (EnvKind::Search, "answer"));
-    // bench/hf-parity renders these schemas with transformers' `apply_chat_template`.
+    // bench/hf-parity renders these schemas with transformers' `apply_chat_template`; the tiny
+    // Qwen3-VL's tokenizer learns the element and OpenWebRL ones (wrl-tests' `run_vl`).
     let fixture =
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/hf-parity/recipe-tools.json"));
-    let want = serde_json::to_string_pretty(
-        &serde_json::json!({"elements": quick.schemas, "webdancer": dancer.schemas}),
-    )
+    let openwebrl = hermes_of(&plan("openwebrl.wrl", "smoke_vl"));
+    let want = serde_json::to_string_pretty(&serde_json::json!({
+        "elements": quick.schemas,
+        "openwebrl": openwebrl.schemas,
+        "webdancer": dancer.schemas,
+    }))
     .unwrap()
         + "\n";
     if std::env::var_os("WRL_BLESS").is_some() {

@@ -43,6 +43,7 @@ fn episode(
         feedback: "clicked link \"Shop\"".into(),
         url: "/shop/".into(),
         screenshot: None,
+        boxes: None,
     };
     TrajectoryLine {
         id,
