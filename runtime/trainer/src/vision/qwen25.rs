@@ -175,6 +175,19 @@ pub(crate) const TOP: &[&str] = &[
 /// transformers ignores them); else the top level's own text fields (the Hub's flat layout).
 pub(crate) fn text_part(obj: &Map<String, Json>) -> Result<(Json, [usize; 3]), HfError> {
     let nested = !matches!(obj.get("text_config"), None | Some(Json::Null));
+    // Nested: a top-level field is the model's or inert; transformers would drop a text field
+    // there, so one is refused rather than silently ignored.
+    if nested
+        && let Some(k) =
+            obj.keys().find(|k| !TOP.contains(&k.as_str()) && !INERT.contains(&k.as_str()))
+    {
+        return Err(HfError::Field {
+            field: k.clone(),
+            why: "this runtime does not know the field at the top level of a config.json with a \
+                  `text_config`, so it cannot tell whether it changes the model's outputs"
+                .into(),
+        });
+    }
     let (mut text, at) = match obj.get("text_config") {
         Some(Json::Object(t)) => (t.clone(), "text_config."),
         None | Some(Json::Null) => {
