@@ -12,13 +12,20 @@
 # of different sizes; the `vision_tower_parity` example loads the same safetensors and holds the
 # last hidden state, the merged tokens and every DeepStack feature to transformers' within 1e-4.
 # Needs torch as well (CPU is enough): bench/.venv-vision-tower, or VISION_PYTHON.
+#
+# `bench/vision-parity.sh tower25`: the same for Qwen2.5-VL: a tiny random
+# Qwen2_5_VLForConditionalGeneration (window attention over windows of 112 pixels, full attention
+# in `fullatt_block_indexes`, sectioned mRoPE) on three images whose grids span several windows,
+# one a whole number of them and two not; tower outputs and whole-model logits within 1e-4.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 WORK="${WORK:-bench/.vision}"
 MODE="${1:-processor}"
 
-if [ "$MODE" = tower ]; then
+if [ "$MODE" = tower ] || [ "$MODE" = tower25 ]; then
+  FAMILY=qwen3_vl
+  [ "$MODE" = tower25 ] && FAMILY=qwen2_5_vl
   PY="${VISION_PYTHON:-bench/.venv-vision-tower/bin/python}"
   if [ -z "${VISION_PYTHON:-}" ] && [ ! -x "$PY" ]; then
     python3 -m venv bench/.venv-vision-tower >&2
@@ -26,13 +33,13 @@ if [ "$MODE" = tower ]; then
   fi
   rm -rf "$WORK" && mkdir -p "$WORK"
   cargo build -q -p wrl-trainer --example vision_tower_parity >&2
-  "$PY" bench/hf-parity/vision_tower.py make "$WORK"
+  "$PY" bench/hf-parity/vision_tower.py make "$WORK" "$FAMILY"
   status=0
   "$CARGO_TARGET_DIR/debug/examples/vision_tower_parity" "$WORK" || status=1
   echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
   exit $status
 fi
-[ "$MODE" = processor ] || { echo "usage: bench/vision-parity.sh [processor|tower]" >&2; exit 2; }
+[ "$MODE" = processor ] || { echo "usage: bench/vision-parity.sh [processor|tower|tower25]" >&2; exit 2; }
 
 rm -rf "$WORK" && mkdir -p "$WORK/images"
 

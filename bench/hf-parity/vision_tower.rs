@@ -1,4 +1,5 @@
-//! The candle side of bench/vision-parity.sh's `tower` mode: wrl's Qwen3-VL vision tower loaded
+//! The candle side of bench/vision-parity.sh's `tower` and `tower25` modes: wrl's Qwen3-VL (or
+//! Qwen2.5-VL, as the checkpoint's config.json says) vision tower loaded
 //! from the tiny random checkpoint `vision_tower.py make` saved, run on the same pixel rows and
 //! grids transformers ran, and every output (last hidden state, merged tokens, each DeepStack
 //! feature) held to transformers' within 1e-4; then the multimodal RoPE of `rope.json`'s token
@@ -14,8 +15,8 @@ use anyhow::{Context, Result, bail};
 use candle_core::{DType, Device, Tensor};
 use serde_json::Value;
 use wrl_trainer::models::PretrainedSource;
-use wrl_trainer::vision::mrope::{MropeConfig, mrope_cos_sin, rope_index};
-use wrl_trainer::vision::{Grid, Pixels, QwenVlModel, VisionTower};
+use wrl_trainer::vision::mrope::{mrope_cos_sin, rope_index};
+use wrl_trainer::vision::{Grid, Pixels, QwenVlModel, VisionTower, VlConfig};
 
 const TOLERANCE: f32 = 1e-4;
 
@@ -49,7 +50,7 @@ fn main() -> Result<()> {
         bail!("transformers made a different number of DeepStack features");
     }
     let mut worst = 0f32;
-    println!("grids {grid_rows:?}, forward {ms:.0} ms");
+    println!("{} tower, grids {grid_rows:?}, forward {ms:.0} ms", tower.config.family.model_type());
     for (name, got) in &outputs {
         let diff = max_abs_diff(got, get(name)?)?;
         let scale = get(name)?.abs()?.max_all()?.to_scalar::<f32>()?;
@@ -187,7 +188,7 @@ fn rope(dir: &std::path::Path, merge: usize) -> Result<()> {
     };
     // The settings as wrl reads them from config.json, against what transformers used.
     let text = std::fs::read_to_string(dir.join("model").join("config.json"))?;
-    let config = MropeConfig::parse(&text)?;
+    let config = VlConfig::parse(&text)?.mrope;
     let want_section: Vec<usize> =
         list(&v["mrope_section"])?.into_iter().map(|x| x as usize).collect();
     if config.section.as_slice() != want_section
@@ -220,7 +221,7 @@ fn rope(dir: &std::path::Path, merge: usize) -> Result<()> {
             .collect::<Result<_>>()?;
         let delta = case["delta"].as_i64().context("delta")?;
         let same = index.positions.iter().zip(&want).all(|(a, b)| a == b) && index.delta == delta;
-        let (cos, sin) = mrope_cos_sin(&index, &inv_freq, section);
+        let (cos, sin) = mrope_cos_sin(&index, &inv_freq, section, config.layout);
         let diff = |a: &[f32], b: &[f32]| {
             a.iter()
                 .zip(b)

@@ -378,39 +378,43 @@ mod tests {
         }
     }
 
-    /// A Qwen3-VL's count is the text model's and the tower's, each equal to what the tiny
-    /// writer puts in the checkpoint under `model.language_model.*` and `model.visual.*`.
+    /// A Qwen3-VL's or Qwen2.5-VL's count is the text model's and the tower's, each equal to
+    /// what the tiny writer puts in the checkpoint under `model.language_model.*` and
+    /// `model.visual.*`.
     #[test]
     fn a_vl_shape_counts_the_written_tower_and_text_model() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = crate::hf::tiny::TinySpec::narrow();
-        let source = crate::hf::tiny::TokenizerSource::Generated {
-            corpus: vec!["click the button".into()],
-            merges: 8,
-        };
-        let vision = crate::hf::tiny_vl::TinyVision {
+        let qwen3 = crate::hf::tiny_vl::TinyVision {
             deepstack: vec![0, 1],
             ..crate::hf::tiny_vl::TinyVision::default()
         };
-        crate::hf::tiny_vl::write_vl(dir.path(), &spec, &vision, &source).unwrap();
-        let text = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
-        let c = crate::vision::vl_config::VlConfig::parse(&text).unwrap();
-        let shape = Shape::of_qwen_vl(&c);
-        let bytes = std::fs::read(dir.path().join("model.safetensors")).unwrap();
-        let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-        let count = |prefix: &str| -> u64 {
-            st.tensors()
-                .iter()
-                .filter(|(n, _)| n.starts_with(prefix))
-                .map(|(_, t)| t.shape().iter().product::<usize>() as u64)
-                .sum()
-        };
-        assert_eq!(shape.params.vision, count("model.visual."));
-        assert_eq!(shape.params.total, count(""));
-        let p = shape.params;
-        assert_eq!(p.embeddings + p.blocks + p.lm_head + p.vision, p.total);
-        // The tower never trains: what a stage trains is the text model's.
-        assert_eq!(shape.trainable(false, false), p.total - p.vision);
+        for vision in [qwen3, crate::hf::tiny_vl::TinyVision::qwen25()] {
+            let dir = tempfile::tempdir().unwrap();
+            let spec = crate::hf::tiny::TinySpec::narrow();
+            let source = crate::hf::tiny::TokenizerSource::Generated {
+                corpus: vec!["click the button".into()],
+                merges: 8,
+            };
+            crate::hf::tiny_vl::write_vl(dir.path(), &spec, &vision, &source).unwrap();
+            let text = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
+            let c = crate::vision::vl_config::VlConfig::parse(&text).unwrap();
+            assert_eq!(c.family, vision.family);
+            let shape = Shape::of_qwen_vl(&c);
+            let bytes = std::fs::read(dir.path().join("model.safetensors")).unwrap();
+            let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+            let count = |prefix: &str| -> u64 {
+                st.tensors()
+                    .iter()
+                    .filter(|(n, _)| n.starts_with(prefix))
+                    .map(|(_, t)| t.shape().iter().product::<usize>() as u64)
+                    .sum()
+            };
+            assert_eq!(shape.params.vision, count("model.visual."), "{:?}", vision.family);
+            assert_eq!(shape.params.total, count(""), "{:?}", vision.family);
+            let p = shape.params;
+            assert_eq!(p.embeddings + p.blocks + p.lm_head + p.vision, p.total);
+            // The tower never trains: what a stage trains is the text model's.
+            assert_eq!(shape.trainable(false, false), p.total - p.vision);
+        }
     }
 
     fn step(trainable: u64, sequences: u64, length: u64, reference: bool, re: bool) -> Step {

@@ -16,6 +16,7 @@ mod run_e2e;
 mod run_excluded;
 mod run_hf;
 mod run_preflight;
+mod run_qwen25_vl;
 mod run_simulated;
 mod run_vl;
 mod shipped_models;

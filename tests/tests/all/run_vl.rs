@@ -17,7 +17,13 @@ use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
 /// prompt shows its set's, and a byte-level tokenizer would spend most of an example's tokens
 /// on them.
 pub(crate) fn tiny_vl(dir: &Path) -> PathBuf {
-    let model = dir.join("tiny-qwen3-vl");
+    tiny_vl_of(dir, "tiny-qwen3-vl", &TinyVision::default())
+}
+
+/// The tiny VL model of `vision` (Qwen3-VL or Qwen2.5-VL) under `dir/name`, its tokenizer
+/// learned as [`tiny_vl`]'s.
+pub(crate) fn tiny_vl_of(dir: &Path, name: &str, vision: &TinyVision) -> PathBuf {
+    let model = dir.join(name);
     let mut corpus: Vec<String> = [
         "task: Buy the blue mug. [1] link \"Blue mug\" [2] button \"Add to cart\" url: /shop",
         "<tool_call>\n{\"name\": \"click\", \"arguments\": {\"id\": 2}}\n</tool_call>",
@@ -37,14 +43,14 @@ pub(crate) fn tiny_vl(dir: &Path) -> PathBuf {
         corpus.push(v.to_string().replace("\":", "\": ").replace(",\"", ", \""));
     }
     let tok = TokenizerSource::Generated { corpus, merges: 600 };
-    write_vl(&model, &TinySpec::narrow(), &TinyVision::default(), &tok).expect("the tiny VL model");
+    write_vl(&model, &TinySpec::narrow(), vision, &tok).expect("the tiny VL model");
     model
 }
 
-/// `--set`'s value putting `model` in the recipes' `policy`.
-fn policy_of(model: &Path) -> String {
+/// `--set`'s value putting `model` of `family` in the recipes' `policy`.
+pub(crate) fn policy_of(model: &Path, family: &str) -> String {
     format!(
-        "policy=hf(\"{}\") {{ family = qwen3_vl, dtype = f32, context = 4Ki tokens, \
+        "policy=hf(\"{}\") {{ family = {family}, dtype = f32, context = 4Ki tokens, \
          image_max_pixels = 65536 px }}",
         model.display()
     )
@@ -54,9 +60,15 @@ fn policy_of(model: &Path) -> String {
 /// directory and the run's.
 fn run_recipe(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let model = tiny_vl(dir);
+    (model.clone(), run_recipe_with(dir, name, &model, "qwen3_vl"))
+}
+
+/// Runs `tests/recipes/NAME.wrl` under `dir` with `model` (of `family`) as its policy; the run's
+/// directory.
+pub(crate) fn run_recipe_with(dir: &Path, name: &str, model: &Path, family: &str) -> PathBuf {
     let out = dir.join("run");
     let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("recipes/{name}.wrl"));
-    let policy = policy_of(&model);
+    let policy = policy_of(model, family);
     let started = std::time::Instant::now();
     let (code, _, stderr) = wrl_cli::run_captured([
         "run".as_ref(),
@@ -68,7 +80,7 @@ fn run_recipe(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     ]);
     assert_eq!(code, 0, "{stderr}");
     eprintln!("{name} ran in {:.1?}", started.elapsed());
-    (model, out)
+    out
 }
 
 /// `tests/recipes/vl_browser.wrl` with the tiny random Qwen3-VL `hf::tiny_vl` writes, offline in
@@ -200,7 +212,7 @@ fn from_a_file(dir: &Path, model: &Path, run: &Path) {
             "--out".into(),
             dir.join(out).into_os_string(),
             "--set".into(),
-            policy_of(model).into(),
+            policy_of(model, "qwen3_vl").into(),
             "--set".into(),
             demos.into(),
         ];

@@ -8,6 +8,7 @@ use wrl_plan::Node;
 use wrl_plan::params::{self, ChatTemplate, DType, Family};
 use wrl_trainer::hf::{self, Arch, HfError, RepoKind};
 use wrl_trainer::precision::Precision;
+use wrl_trainer::vision::VlFamily;
 use wrl_trainer::{OpsMode, PolicyConfig, PretrainedSource};
 
 use crate::error::{Fault, RunError};
@@ -88,19 +89,15 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
     let mut errs = Vec::new();
     let want = match family {
         Family::Auto => None,
-        Family::Qwen2 => Some(Arch::Qwen2),
+        Family::Qwen2 | Family::Qwen25Vl => Some(Arch::Qwen2),
         Family::Qwen3 | Family::Qwen3Vl => Some(Arch::Qwen3),
-        Family::Qwen25Vl | Family::Llama => {
-            let what = match family {
-                Family::Llama => "Llama models",
-                _ => "Qwen2.5-VL models (Qwen3-VL runs)",
-            };
+        Family::Llama => {
             errs.push(
                 RunError::new(
                     Fault::HfArchitecture,
                     format!(
                         "model `{}`: this runtime runs Qwen2, Qwen2.5 and Qwen3 dense text \
-                         models and Qwen3-VL, not {what}",
+                         models, Qwen3-VL and Qwen2.5-VL, not Llama models",
                         n.decl
                     ),
                 )
@@ -145,7 +142,7 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
         }
     };
     let arch = files.config.arch;
-    let vl = files.vision.is_some();
+    let vl = files.vision.as_ref().map(|v| v.family);
     errs.extend(family_mismatch(n, id, *family, want, (arch, vl)));
     match &files.template {
         None => errs.push(hf_error(
@@ -201,32 +198,40 @@ pub(crate) fn policy_of(n: &Node, h: &params::Hf) -> Result<PolicyConfig, Vec<Ru
         lora: None,
         image_max_pixels: image_max_pixels.value().map(|p| p.0 as usize),
     };
+    // Either Qwen-VL family: the trainer reads which from `config.json`.
     Ok(match arch {
-        _ if vl => PolicyConfig::Qwen3Vl(src),
+        _ if vl.is_some() => PolicyConfig::Qwen3Vl(src),
         Arch::Qwen2 => PolicyConfig::Qwen2(src),
         Arch::Qwen3 => PolicyConfig::Qwen3(src),
     })
 }
 
-/// The recipe's `family` against the directory's `config.json` (`arch`, and whether it is a
-/// Qwen3-VL checkpoint): E0511 at `family` when they differ (`auto` takes either).
+/// The recipe's `family` against the directory's `config.json` (`arch`, and which Qwen-VL family
+/// it is, if one): E0511 at `family` when they differ (`auto` takes either).
 fn family_mismatch(
     n: &Node,
     id: &str,
     family: Family,
     want: Option<Arch>,
-    (arch, vl): (Arch, bool),
+    (arch, vl): (Arch, Option<VlFamily>),
 ) -> Option<RunError> {
-    let want_vl = family == Family::Qwen3Vl;
+    let want_vl = match family {
+        Family::Qwen3Vl => Some(VlFamily::Qwen3Vl),
+        Family::Qwen25Vl => Some(VlFamily::Qwen25Vl),
+        Family::Auto | Family::Qwen2 | Family::Qwen3 | Family::Llama => None,
+    };
     if vl != want_vl && family != Family::Auto {
-        let (says, is) = if vl { ("qwen3_vl", "a vision-language") } else { ("qwen3", "a text") };
+        let (says, is) = match vl {
+            Some(f) => (f.model_type(), format!("a vision-language model (`{}`)", f.model_type())),
+            None => (arch.model_type(), "a text model".to_string()),
+        };
         return Some(
             RunError::new(
                 Fault::HfArchitecture,
                 format!(
-                    "model `{}`: the recipe says `family = {}` but `{id}` is {is} model",
+                    "model `{}`: the recipe says `family = {}` but `{id}` is {is}",
                     n.decl,
-                    if want_vl { "qwen3_vl" } else { arch.model_type() }
+                    want_vl.map_or(arch.model_type(), VlFamily::model_type)
                 ),
             )
             .help(format!("set `family = {says}` (or `auto`)"))

@@ -1,5 +1,5 @@
 //! Screenshots and vision-language policies: which agents are shown screenshots (a ReAct agent
-//! whose policy is an `hf` Qwen3-VL model, in a conversation, in a browser that observes them),
+//! whose policy is an `hf` Qwen3-VL or Qwen2.5-VL model, in a conversation, in a browser that observes them),
 //! and what is refused by name where a screenshot would reach a policy that cannot read it or
 //! a stage that cannot train on it (rewritten demonstrations, a trainable tower, PPO's critic).
 
@@ -11,16 +11,16 @@ use super::refuse::unsupported;
 use crate::error::RunError;
 
 /// Whether the model behind `policy` (an `hf(…)` model, or a stage's weights of one) is a
-/// vision-language model this runtime runs: `family = qwen3_vl`, or `auto` naming a Qwen3-VL
-/// directory.
+/// vision-language model this runtime runs: `family = qwen3_vl` or `qwen2_5_vl`, or `auto`
+/// naming a Qwen-VL directory.
 pub(crate) fn is_vl(plan: &TypedPlan<'_>, policy: &str) -> bool {
     let Some((_, h)) = crate::executor::hf::trained_hf(plan, policy) else { return false };
     match h.family {
-        Family::Qwen3Vl => true,
+        Family::Qwen3Vl | Family::Qwen25Vl => true,
         Family::Auto => hf::resolve(&h.id, RepoKind::Model)
             .and_then(|dir| hf::inspect(&dir))
             .is_ok_and(|f| f.vision.is_some()),
-        Family::Qwen2 | Family::Qwen3 | Family::Qwen25Vl | Family::Llama => false,
+        Family::Qwen2 | Family::Qwen3 | Family::Llama => false,
     }
 }
 

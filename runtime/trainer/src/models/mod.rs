@@ -34,8 +34,10 @@ pub enum PolicyConfig {
     Qwen2(PretrainedSource),
     /// A Qwen3 text checkpoint directory (config.json, *.safetensors, tokenizer.json).
     Qwen3(PretrainedSource),
-    /// A Qwen3-VL checkpoint directory: its text decoder trains as a Qwen3's, its vision tower
-    /// and merger are read apart and take no gradient (`vision::policy`).
+    /// A Qwen-VL checkpoint directory, Qwen3-VL or Qwen2.5-VL as its `config.json` says (the
+    /// name is Qwen3-VL's, the first this runtime ran): its text decoder trains as a Qwen3's (or
+    /// a Qwen2's), its vision tower and merger are read apart and take no gradient
+    /// (`vision::policy`).
     Qwen3Vl(PretrainedSource),
 }
 
@@ -211,8 +213,8 @@ impl Model {
                 let Some(config) = files.vision.clone() else {
                     return Err(crate::hf::HfError::Architecture {
                         message: format!(
-                            "the policy is a `qwen3_vl` model but `config.json` says `model_type` \
-                             `{}`",
+                            "the policy is a vision-language model but `config.json` says \
+                             `model_type` `{}`",
                             files.config.arch.model_type()
                         ),
                         backend: None,

@@ -1,12 +1,14 @@
 //! Vision-language inputs: what a Qwen-VL checkpoint's image processor makes of a screenshot
 //! (`processor.rs`, transformers' `Qwen2VLImageProcessor`; `bicubic.rs` PIL's bicubic resize), the
-//! sizes it implies (`size.rs`: `smart_resize` and the image's token count), Qwen3-VL's vision
-//! tower (`vision_config.rs` its config, `position.rs` where each patch sits, `weights.rs` its
-//! tensors read from the shards alone, `tower.rs` the blocks, `merger.rs` the patch and DeepStack
-//! mergers), and the text side's multimodal RoPE (`mrope.rs`: the position rows of a sequence
-//! with image placeholders), and the whole model (`vl_config.rs` a Qwen3-VL `config.json`,
-//! `vl_model.rs` the tower's tokens spliced into the text decoder with DeepStack), and the model
-//! as an agent's policy (`policy.rs`: screenshots read, image pads expanded, turns sampled).
+//! sizes it implies (`size.rs`: `smart_resize` and the image's token count), the vision towers of
+//! Qwen3-VL and Qwen2.5-VL (`vision_config.rs` the config, `qwen25.rs` what Qwen2.5-VL's config
+//! says differently, `position.rs` where each patch sits and Qwen2.5-VL's attention windows,
+//! `weights.rs` the tensors read from the shards alone, `tower.rs` the blocks, `merger.rs` the
+//! patch and DeepStack mergers), and the text side's multimodal RoPE (`mrope.rs`: the position
+//! rows of a sequence with image placeholders, interleaved or in sections), and the whole model
+//! (`vl_config.rs` a Qwen-VL `config.json`, `vl_model.rs` the tower's tokens spliced into the
+//! text decoder, with Qwen3-VL's DeepStack), and the model as an agent's policy (`policy.rs`:
+//! screenshots read, image pads expanded, turns sampled).
 
 mod bicubic;
 mod merger;
@@ -14,6 +16,7 @@ pub mod mrope;
 pub mod policy;
 pub mod position;
 pub mod processor;
+mod qwen25;
 pub mod size;
 mod tower;
 pub mod vision_config;
@@ -27,6 +30,6 @@ pub use policy::{IMAGE_PLACEHOLDER, VisionSide, sample_vl, sample_vl_observed, v
 pub use processor::{ImageProcessor, Pixels, ProcessorError};
 pub use size::{Grid, SizeError, smart_resize};
 pub use tower::{VisionOutput, VisionTower};
-pub use vision_config::{VisionAct, VisionConfig};
+pub use vision_config::{VisionAct, VisionConfig, VlFamily};
 pub use vl_config::VlConfig;
 pub use vl_model::QwenVlModel;

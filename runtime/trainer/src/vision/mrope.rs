@@ -4,7 +4,11 @@
 //! left off, an image's tokens sit on its merged grid, and the text after it resumes at
 //! start + max(h, w) / merge), and which row each RoPE frequency reads (interleaved: frequency j
 //! takes the height row when j ≡ 1 mod 3 and j < 3·section[1], the width row when j ≡ 2 mod 3 and
-//! j < 3·section[2], the time row otherwise; `Qwen3VLTextRotaryEmbedding`).
+//! j < 3·section[2], the time row otherwise; `Qwen3VLTextRotaryEmbedding`). Qwen2.5-VL's index is
+//! the same for images (its `second_per_grid_ts` and `tokens_per_second` space only a video's
+//! frames); its frequencies read the rows in contiguous sections instead (the first section[0]
+//! the time row, the next section[1] the height row, the rest the width row;
+//! `apply_multimodal_rotary_pos_emb`).
 
 use std::fmt;
 
@@ -60,7 +64,16 @@ pub struct RopeIndex {
     pub delta: i64,
 }
 
-/// The settings of a Qwen3-VL `config.json` the multimodal RoPE reads.
+/// How the RoPE frequencies are shared out among the three position rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MropeLayout {
+    /// Qwen3-VL: T H W T H W …, each row up to its section's count, then time.
+    Interleaved,
+    /// Qwen2.5-VL: section[0] frequencies of time, then section[1] of height, then width.
+    Sectioned,
+}
+
+/// The settings of a Qwen-VL `config.json` the multimodal RoPE reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MropeConfig {
     /// `image_token_id` (`<|image_pad|>`, 151655 by default).
@@ -71,7 +84,10 @@ pub struct MropeConfig {
     pub merge: usize,
     /// `text_config.rope_parameters.mrope_section` ([24, 20, 20] by default). Its
     /// `mrope_interleaved` is not read: transformers' Qwen3-VL interleaves whatever it says.
+    /// Qwen2.5-VL's is read by `qwen25.rs`.
     pub section: [usize; 3],
+    /// Interleaved (Qwen3-VL, what `from_json` gives) or in sections (Qwen2.5-VL).
+    pub layout: MropeLayout,
 }
 
 impl MropeConfig {
@@ -116,6 +132,7 @@ impl MropeConfig {
             video_token_id: id("video_token_id", 151_656)?,
             merge,
             section,
+            layout: MropeLayout::Interleaved,
         })
     }
 }
@@ -178,13 +195,18 @@ pub fn rope_index(
 }
 
 /// Which position row (0 time, 1 height, 2 width) each of the `half` = head_dim / 2 frequencies
-/// reads under the interleaved layout of `mrope_section`.
-pub fn mrope_axes(section: [usize; 3], half: usize) -> Vec<usize> {
+/// reads under `layout` of `mrope_section`.
+pub fn mrope_axes(section: [usize; 3], half: usize, layout: MropeLayout) -> Vec<usize> {
     (0..half)
-        .map(|j| match j % 3 {
-            1 if j < 3 * section[1] => 1,
-            2 if j < 3 * section[2] => 2,
-            _ => 0,
+        .map(|j| match layout {
+            MropeLayout::Interleaved => match j % 3 {
+                1 if j < 3 * section[1] => 1,
+                2 if j < 3 * section[2] => 2,
+                _ => 0,
+            },
+            MropeLayout::Sectioned if j < section[0] => 0,
+            MropeLayout::Sectioned if j < section[0] + section[1] => 1,
+            MropeLayout::Sectioned => 2,
         })
         .collect()
 }
@@ -195,8 +217,9 @@ pub fn mrope_cos_sin(
     index: &RopeIndex,
     inv_freq: &[f32],
     section: [usize; 3],
+    layout: MropeLayout,
 ) -> (Vec<f32>, Vec<f32>) {
-    let axes = mrope_axes(section, inv_freq.len());
+    let axes = mrope_axes(section, inv_freq.len(), layout);
     let n = index.positions[0].len();
     let mut cos = Vec::with_capacity(n * 2 * inv_freq.len());
     let mut sin = Vec::with_capacity(n * 2 * inv_freq.len());
@@ -219,10 +242,21 @@ mod tests {
     /// time for the last four.
     #[test]
     fn interleaved_axes() {
-        let axes = mrope_axes([24, 20, 20], 64);
+        let axes = mrope_axes([24, 20, 20], 64, MropeLayout::Interleaved);
         assert_eq!(&axes[..7], &[0, 1, 2, 0, 1, 2, 0]);
         assert_eq!(&axes[57..], &[0, 1, 2, 0, 0, 0, 0]);
         assert_eq!(axes.iter().filter(|&&a| a == 1).count(), 20);
+    }
+
+    /// Qwen2.5-VL's [16, 24, 24] over 64 frequencies: 16 of time, 24 of height, 24 of width, in
+    /// that order (transformers splits cos by `mrope_section * 2` and takes chunk i from row i % 3).
+    #[test]
+    fn sectioned_axes() {
+        let axes = mrope_axes([16, 24, 24], 64, MropeLayout::Sectioned);
+        assert_eq!(axes.iter().position(|&a| a == 1), Some(16));
+        assert_eq!(axes.iter().position(|&a| a == 2), Some(40));
+        assert_eq!(axes.iter().filter(|&&a| a == 0).count(), 16);
+        assert_eq!(axes[63], 2);
     }
 
     #[test]

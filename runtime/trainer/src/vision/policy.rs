@@ -1,7 +1,8 @@
-//! A Qwen3-VL checkpoint as the agent's policy: the tower, the processor and the whole config a
-//! text decoder carries when it is a VL model's (`QwenModel::vision`), a screenshot (PNG) read
-//! as the processor reads an image, a rendered prompt's `<|image_pad|>`s expanded to each image's
-//! token count (grid / merge², as transformers' `Qwen3VLProcessor` does), and a turn sampled
+//! A Qwen-VL checkpoint (Qwen3-VL or Qwen2.5-VL) as the agent's policy: the tower, the processor
+//! and the whole config a text decoder carries when it is a VL model's (`QwenModel::vision`), a
+//! screenshot (PNG) read as the processor reads an image, a rendered prompt's `<|image_pad|>`s
+//! expanded to each image's token count (grid / merge², as transformers' `Qwen3VLProcessor` and
+//! `Qwen2_5_VLProcessor` do), and a turn sampled
 //! through the whole model with the seeded draw every decoder shares (`draw::Group`). The tower
 //! and the merger hold no variables: nothing of them trains.
 
@@ -20,7 +21,7 @@ use super::tower::VisionTower;
 use super::vl_config::VlConfig;
 use super::vl_model::QwenVlModel;
 
-/// The vision side of a Qwen3-VL policy.
+/// The vision side of a Qwen-VL policy.
 #[derive(Debug, Clone)]
 pub struct VisionSide {
     pub config: VlConfig,

@@ -3,7 +3,9 @@
 //! processor writes them), the four taps and weights that bilinearly resample the learned square
 //! position table to the image's grid (`get_vision_interpolation_indices_and_weights`, bilinear,
 //! `align_corners = True`, in f32 as torch computes it), the axial RoPE angles, and the
-//! attention segments (`cu_seqlens`: one per frame).
+//! attention segments (`cu_seqlens`: one per frame); and Qwen2.5-VL's attention windows
+//! (`get_vision_window_index`: merged tokens regrouped window by window, and each window's
+//! segment).
 
 use super::size::Grid;
 
@@ -103,6 +105,41 @@ pub fn cu_seqlens(grids: &[Grid]) -> Vec<usize> {
     out
 }
 
+/// Qwen2.5-VL's windows: the order merged tokens (`merge × merge` patches each) take, window
+/// after window, and the windows' boundaries in patches. A window is `window_size / merge /
+/// patch` merged tokens a side; each frame of each grid is cut from its top-left corner, the last
+/// row and column of windows holding what is left; tokens inside a window stay in raster order.
+pub fn window_index(
+    grids: &[Grid],
+    merge: usize,
+    window_size: usize,
+    patch: usize,
+) -> (Vec<usize>, Vec<usize>) {
+    let merge = merge.max(1);
+    let side = (window_size / merge / patch.max(1)).max(1);
+    let unit = merge * merge;
+    let mut order = Vec::new();
+    let mut bounds = vec![0];
+    let mut base = 0;
+    for grid in grids {
+        let (h, w) = (grid.h / merge, grid.w / merge);
+        for t in 0..grid.t {
+            for wr in 0..h.div_ceil(side) {
+                for wc in 0..w.div_ceil(side) {
+                    for r in wr * side..((wr + 1) * side).min(h) {
+                        for c in wc * side..((wc + 1) * side).min(w) {
+                            order.push(base + t * h * w + r * w + c);
+                        }
+                    }
+                    bounds.push(order.len() * unit);
+                }
+            }
+        }
+        base += grid.t * h * w;
+    }
+    (order, bounds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +156,18 @@ mod tests {
         let g2 = Grid { t: 2, h: 2, w: 2 };
         assert_eq!(patch_coords(&g2, 2).len(), 8);
         assert_eq!(cu_seqlens(&[g, g2]), vec![0, 8, 12, 16]);
+    }
+
+    /// A 6 × 10 grid of patches (3 × 5 merged tokens) in windows of 2 × 2 merged tokens: rows
+    /// {0,1} and {2}, columns {0,1}, {2,3}, {4}; then a second image after it.
+    #[test]
+    fn windows_cut_from_the_corner() {
+        let g = Grid { t: 1, h: 6, w: 10 };
+        let (order, bounds) = window_index(&[g, Grid { t: 1, h: 2, w: 2 }], 2, 56, 14);
+        assert_eq!(&order[..4], &[0, 1, 5, 6]);
+        assert_eq!(&order[4..8], &[2, 3, 7, 8]);
+        assert_eq!(&order[8..15], &[4, 9, 10, 11, 12, 13, 14]);
+        assert_eq!(order[15], 15);
+        assert_eq!(bounds, vec![0, 16, 32, 40, 48, 56, 60, 64]);
     }
 }

@@ -1,7 +1,9 @@
-//! The `vision_config` of a Qwen3-VL `config.json`, read as transformers' `Qwen3VLVisionConfig`
+//! The `vision_config` of a Qwen-VL `config.json`, read as transformers' `Qwen3VLVisionConfig`
 //! reads it: every field that enters the tower's maths is honoured (sizes, heads, patch and merge
 //! sizes, the learned position table, DeepStack layers, the activation, the axial RoPE θ) or
 //! refused by name; bookkeeping fields are inert; an unknown field is refused, not guessed at.
+//! Qwen2.5-VL's (`Qwen2_5_VLVisionConfig`: window attention, no learned positions, no
+//! DeepStack) is read by `qwen25.rs` into the same struct, its `family` saying which tower it is.
 
 use serde_json::{Map, Value as Json};
 
@@ -25,7 +27,7 @@ pub enum VisionAct {
 }
 
 impl VisionAct {
-    fn parse(name: &str) -> Option<VisionAct> {
+    pub(crate) fn parse(name: &str) -> Option<VisionAct> {
         match name {
             "gelu_pytorch_tanh" | "gelu_new" | "gelu_fast" => Some(VisionAct::GeluTanh),
             "gelu" => Some(VisionAct::GeluErf),
@@ -36,9 +38,49 @@ impl VisionAct {
     }
 }
 
-/// The fields of a Qwen3-VL `vision_config` that define the tower.
+/// Which Qwen-VL generation a checkpoint is: it decides the tower's blocks (LayerNorm and a plain
+/// MLP with learned positions and DeepStack, or RMSNorm and a gated MLP with window attention),
+/// the merger's norm and the text side's mRoPE layout (interleaved or in sections).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VlFamily {
+    /// `qwen3_vl`: `Qwen3VLForConditionalGeneration`.
+    Qwen3Vl,
+    /// `qwen2_5_vl`: `Qwen2_5_VLForConditionalGeneration`.
+    Qwen25Vl,
+}
+
+impl VlFamily {
+    /// `model_type` in `config.json`.
+    pub fn model_type(self) -> &'static str {
+        match self {
+            VlFamily::Qwen3Vl => "qwen3_vl",
+            VlFamily::Qwen25Vl => "qwen2_5_vl",
+        }
+    }
+
+    /// The `architectures` entry transformers writes.
+    pub fn class(self) -> &'static str {
+        match self {
+            VlFamily::Qwen3Vl => "Qwen3VLForConditionalGeneration",
+            VlFamily::Qwen25Vl => "Qwen2_5_VLForConditionalGeneration",
+        }
+    }
+
+    /// The family a `model_type` names, `None` for any other.
+    pub fn of_model_type(model_type: &str) -> Option<VlFamily> {
+        match model_type {
+            "qwen3_vl" => Some(VlFamily::Qwen3Vl),
+            "qwen2_5_vl" => Some(VlFamily::Qwen25Vl),
+            _ => None,
+        }
+    }
+}
+
+/// The fields of a Qwen-VL `vision_config` that define the tower.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VisionConfig {
+    /// Which tower the fields describe.
+    pub family: VlFamily,
     /// Blocks (`depth`, alias `num_hidden_layers`).
     pub depth: usize,
     pub hidden_size: usize,
@@ -51,12 +93,21 @@ pub struct VisionConfig {
     pub spatial_merge_size: usize,
     /// The width of a merged image token (the text model's hidden size).
     pub out_hidden_size: usize,
-    /// Rows of the learned position table, a square of `side × side`.
+    /// Rows of the learned position table, a square of `side × side` (Qwen3-VL; 0 for
+    /// Qwen2.5-VL, which has none).
     pub num_position_embeddings: usize,
-    /// After which blocks (0-based) a DeepStack merger takes the hidden state, in that order.
+    /// After which blocks (0-based) a DeepStack merger takes the hidden state, in that order
+    /// (Qwen3-VL; empty for Qwen2.5-VL).
     pub deepstack_visual_indexes: Vec<usize>,
-    /// θ of the axial 2-D RoPE (`rope_parameters.rope_theta`, 10 000 by default).
+    /// θ of the axial 2-D RoPE (`rope_parameters.rope_theta`, 10 000 by default; Qwen2.5-VL's
+    /// is always 10 000).
     pub rope_theta: f64,
+    /// Qwen2.5-VL's attention window side in pixels (`window_size`, 112 by default); 0 for
+    /// Qwen3-VL, whose blocks all attend over whole images.
+    pub window_size: usize,
+    /// Qwen2.5-VL's blocks (0-based) that attend over whole images; the others attend inside
+    /// their window. Empty for Qwen3-VL.
+    pub fullatt_block_indexes: Vec<usize>,
 }
 
 /// Fields read below, or checked (`model_type`, `in_channels`).
@@ -83,7 +134,7 @@ const READ: &[&str] = &[
 /// Inert in a vision config beyond the text configs' inert fields (`INERT`).
 const VISION_INERT: &[&str] = &["architectures", "attn_implementation"];
 
-fn field(name: &str, why: impl Into<String>) -> HfError {
+pub(crate) fn field(name: &str, why: impl Into<String>) -> HfError {
     HfError::Field { field: format!("vision_config.{name}"), why: why.into() }
 }
 
@@ -94,12 +145,19 @@ impl VisionConfig {
     /// MLP (all with biases), the merger (a LayerNorm over one patch, then two linear layers
     /// from the merged width `hidden × merge²` to the text model's width) and each DeepStack
     /// merger (the same, its LayerNorm over the merged width).
+    /// Qwen2.5-VL's: the convolution without bias, no position table, RMSNorms (weights only),
+    /// a gated MLP with biases and a merger whose RMSNorm is over one patch.
     pub fn parameters(&self) -> u64 {
         let (h, i) = (self.hidden_size as u64, self.intermediate_size as u64);
         let p = self.patch_size as u64;
         let t = self.temporal_patch_size as u64;
         let wide = h * (self.spatial_merge_size as u64).pow(2);
         let out = self.out_hidden_size as u64;
+        if self.family == VlFamily::Qwen25Vl {
+            let block = 2 * h + (3 * h * h + 3 * h) + (h * h + h) + 2 * (i * h + i) + (h * i + h);
+            let merger = h + (wide * wide + wide) + (out * wide + out);
+            return h * 3 * t * p * p + self.depth as u64 * block + merger;
+        }
         let patch = h * 3 * t * p * p + h;
         let positions = self.num_position_embeddings as u64 * h;
         let block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (i * h + i) + (h * i + h);
@@ -115,32 +173,34 @@ impl VisionConfig {
         )?)?)
     }
 
-    /// Reads the `vision_config` of a whole Qwen3-VL `config.json`'s top-level object.
+    /// Reads the `vision_config` of a whole Qwen-VL `config.json`'s top-level object (Qwen3-VL
+    /// or Qwen2.5-VL, by its `model_type`).
     pub fn of_config(obj: &Map<String, Json>) -> Result<VisionConfig, HfError> {
-        match obj.get("model_type").and_then(Json::as_str) {
-            Some("qwen3_vl") => {}
-            other => {
-                return Err(HfError::Architecture {
-                    message: format!(
-                        "`model_type` is {}, not `qwen3_vl`: the vision tower here is \
-                         Qwen3-VL's",
-                        other.map_or("missing".to_string(), |m| format!("`{m}`"))
-                    ),
-                    backend: None,
-                });
-            }
-        }
+        let model_type = obj.get("model_type").and_then(Json::as_str);
+        let Some(family) = model_type.and_then(VlFamily::of_model_type) else {
+            return Err(HfError::Architecture {
+                message: format!(
+                    "`model_type` is {}, not `qwen3_vl` or `qwen2_5_vl`: the vision towers here \
+                     are Qwen3-VL's and Qwen2.5-VL's",
+                    model_type.map_or("missing".to_string(), |m| format!("`{m}`"))
+                ),
+                backend: None,
+            });
+        };
         match obj.get("vision_config") {
-            Some(Json::Object(m)) => VisionConfig::from_map(m),
+            Some(Json::Object(m)) => match family {
+                VlFamily::Qwen3Vl => VisionConfig::from_map(m),
+                VlFamily::Qwen25Vl => super::qwen25::vision_config(m),
+            },
             Some(x) => Err(field("", format!("{x} is not an object"))),
             None => Err(HfError::Field {
                 field: "vision_config".into(),
-                why: "missing: a Qwen3-VL config.json describes its vision tower there".into(),
+                why: "missing: a Qwen-VL config.json describes its vision tower there".into(),
             }),
         }
     }
 
-    /// Reads a `vision_config` object.
+    /// Reads a Qwen3-VL `vision_config` object.
     pub fn from_map(obj: &Map<String, Json>) -> Result<VisionConfig, HfError> {
         if let Some(k) = obj.keys().find(|k| {
             let k = k.as_str();
@@ -247,6 +307,7 @@ impl VisionConfig {
             ));
         }
         Ok(VisionConfig {
+            family: VlFamily::Qwen3Vl,
             depth,
             hidden_size,
             intermediate_size: size("intermediate_size", 4304)?,
@@ -259,6 +320,8 @@ impl VisionConfig {
             num_position_embeddings,
             deepstack_visual_indexes: depth_list,
             rope_theta: rope_theta(get("rope_parameters"))?,
+            window_size: 0,
+            fullatt_block_indexes: Vec::new(),
         })
     }
 
@@ -299,9 +362,18 @@ impl VisionConfig {
 
 /// `deepstack_visual_indexes`: distinct block indexes below `depth` (default `[8, 16, 24]`).
 fn deepstack(x: Option<&Json>, depth: usize) -> Result<Vec<usize>, HfError> {
-    let name = "deepstack_visual_indexes";
+    block_list("deepstack_visual_indexes", x, depth, &[8, 16, 24])
+}
+
+/// A list of distinct block indexes below `depth` (`default` when absent), refused by `name`.
+pub(crate) fn block_list(
+    name: &str,
+    x: Option<&Json>,
+    depth: usize,
+    default: &[usize],
+) -> Result<Vec<usize>, HfError> {
     let list: Vec<usize> = match x {
-        None => vec![8, 16, 24],
+        None => default.to_vec(),
         Some(Json::Array(a)) => a
             .iter()
             .map(|v| v.as_u64().map(|n| n as usize))
@@ -314,10 +386,7 @@ fn deepstack(x: Option<&Json>, depth: usize) -> Result<Vec<usize>, HfError> {
             return Err(field(name, format!("{n} is not a block: `depth` is {depth}")));
         }
         if list[..i].contains(&n) {
-            return Err(field(
-                name,
-                format!("{n} appears twice; transformers would feed one merger twice"),
-            ));
+            return Err(field(name, format!("{n} appears twice in the list of blocks")));
         }
     }
     Ok(list)

@@ -1,19 +1,18 @@
-//! A whole Qwen3-VL `config.json` (`Qwen3VLForConditionalGeneration`), read as transformers reads
-//! it: the text decoder's `text_config` through the text families' own reader (every field that
-//! enters the maths honoured or refused by name, under `text_config.`), the tower's
-//! `vision_config` (`vision_config.rs`), the multimodal RoPE's settings (`mrope.rs`) and the
-//! special tokens around an image. A top-level field this runtime does not know is refused.
+//! A whole Qwen3-VL or Qwen2.5-VL `config.json` (`Qwen3VLForConditionalGeneration`,
+//! `Qwen2_5_VLForConditionalGeneration`), read as transformers reads it: the text decoder's
+//! `text_config` through the text families' own reader (every field that enters the maths
+//! honoured or refused by name, under `text_config.`; Qwen2.5-VL's through `qwen25.rs`, nested or
+//! flat), the tower's `vision_config` (`vision_config.rs`, `qwen25.rs`), the multimodal RoPE's
+//! settings (`mrope.rs`) and the special tokens around an image. A top-level field this runtime
+//! does not know is refused.
 
 use serde_json::{Map, Value as Json};
 
 use crate::hf::config::{as_object, parse_json};
 use crate::hf::{HfError, QwenConfig};
 
-use super::mrope::MropeConfig;
-use super::vision_config::VisionConfig;
-
-/// The architecture a Qwen3-VL checkpoint names.
-pub const QWEN3_VL_CLASS: &str = "Qwen3VLForConditionalGeneration";
+use super::mrope::{MropeConfig, MropeLayout};
+use super::vision_config::{VisionConfig, VlFamily};
 
 /// Top-level fields read below.
 const READ: &[&str] = &[
@@ -28,9 +27,11 @@ const READ: &[&str] = &[
     "tie_word_embeddings",
 ];
 
-/// The settings of a Qwen3-VL checkpoint.
+/// The settings of a Qwen-VL checkpoint.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VlConfig {
+    /// Qwen3-VL or Qwen2.5-VL (`model_type`).
+    pub family: VlFamily,
     /// The language model (`text_config`, with the top-level `tie_word_embeddings`).
     pub text: QwenConfig,
     /// The vision tower.
@@ -57,16 +58,17 @@ impl VlConfig {
         )
     }
 
-    /// Reads a whole Qwen3-VL `config.json` text (parsed once for all its parts).
+    /// Reads a whole Qwen3-VL or Qwen2.5-VL `config.json` text (parsed once for all its parts).
     pub fn parse(source: &str) -> Result<VlConfig, HfError> {
         let v = parse_json(source)?;
         let obj = as_object(&v)?;
-        match obj.get("model_type").and_then(Json::as_str) {
-            Some("qwen3_vl") => {}
-            Some("qwen2_5_vl" | "qwen2_vl") => {
+        let family = match obj.get("model_type").and_then(Json::as_str) {
+            Some("qwen3_vl") => VlFamily::Qwen3Vl,
+            Some("qwen2_5_vl") => VlFamily::Qwen25Vl,
+            Some("qwen2_vl") => {
                 return Err(HfError::Architecture {
-                    message: "Qwen2-VL and Qwen2.5-VL (window attention in the tower, sectioned \
-                              mRoPE) are not implemented yet; this runtime runs Qwen3-VL dense \
+                    message: "Qwen2-VL (multimodal RoPE without Qwen2.5-VL's window attention) is \
+                              not implemented; this runtime runs Qwen3-VL and Qwen2.5-VL dense \
                               vision-language models"
                         .into(),
                     backend: Some("verl".into()),
@@ -75,38 +77,50 @@ impl VlConfig {
             other => {
                 return Err(HfError::Architecture {
                     message: format!(
-                        "`model_type` {} is not `qwen3_vl`",
+                        "`model_type` {} is not `qwen3_vl` or `qwen2_5_vl`",
                         other.map_or("(none)".to_string(), |t| format!("`{t}`"))
                     ),
                     backend: None,
                 });
             }
-        }
+        };
         if let Some(archs) = obj.get("architectures").filter(|a| !a.is_null()) {
             let names: Vec<&str> =
                 archs.as_array().into_iter().flatten().filter_map(Json::as_str).collect();
-            if names != [QWEN3_VL_CLASS] {
+            if names != [family.class()] {
                 return Err(HfError::Architecture {
                     message: format!(
-                        "`architectures` is {archs}, not [\"{QWEN3_VL_CLASS}\"]: this runtime \
-                         runs conditional-generation vision-language models only"
+                        "`architectures` is {archs}, not [\"{}\"]: this runtime runs \
+                         conditional-generation vision-language models only",
+                        family.class()
                     ),
                     backend: None,
                 });
             }
         }
-        if let Some(k) = obj.keys().find(|k| {
-            !READ.contains(&k.as_str()) && !crate::hf::config::INERT.contains(&k.as_str())
-        }) {
-            return Err(field(
-                k,
-                "this runtime does not know the field, so it cannot tell whether it changes the \
-                 model's outputs",
-            ));
-        }
-        let text_config = text_part(obj)?;
+        let (text_config, section, layout) = match family {
+            VlFamily::Qwen3Vl => {
+                if let Some(k) = obj.keys().find(|k| {
+                    !READ.contains(&k.as_str()) && !crate::hf::config::INERT.contains(&k.as_str())
+                }) {
+                    return Err(field(
+                        k,
+                        "this runtime does not know the field, so it cannot tell whether it \
+                         changes the model's outputs",
+                    ));
+                }
+                (text_part(obj)?, None, MropeLayout::Interleaved)
+            }
+            VlFamily::Qwen25Vl => {
+                let (text, section) = super::qwen25::text_part(obj)?;
+                (text, Some(section), MropeLayout::Sectioned)
+            }
+        };
+        // Qwen2.5-VL's text fields sit at the top level in the Hub's flat layout: a refusal
+        // names them there, not under `text_config.`.
+        let flat = family == VlFamily::Qwen25Vl && !obj.contains_key("text_config");
         let text = QwenConfig::from_json(&text_config).map_err(|e| match e {
-            HfError::Field { field: f, why } => field(&format!("text_config.{f}"), why),
+            HfError::Field { field: f, why } if !flat => field(&format!("text_config.{f}"), why),
             other => other,
         })?;
         let token = |k: &str, default: u32| -> Result<u32, HfError> {
@@ -118,9 +132,15 @@ impl VlConfig {
                     .ok_or_else(|| field(k, format!("{x} is not a token id"))),
             }
         };
+        let mut mrope = MropeConfig::from_json(&v)?;
+        mrope.layout = layout;
+        if let Some(section) = section {
+            mrope.section = section;
+        }
         let config = VlConfig {
+            family,
             vision: VisionConfig::of_config(obj)?,
-            mrope: MropeConfig::from_json(&v)?,
+            mrope,
             vision_start_token_id: token("vision_start_token_id", 151_652)?,
             vision_end_token_id: token("vision_end_token_id", 151_653)?,
             text,
@@ -138,7 +158,11 @@ impl VlConfig {
         let [t, h, w] = config.mrope.section;
         if t + h + w != half {
             return Err(field(
-                "text_config.rope_parameters.mrope_section",
+                match (family, flat) {
+                    (VlFamily::Qwen3Vl, _) => "text_config.rope_parameters.mrope_section",
+                    (VlFamily::Qwen25Vl, false) => "text_config.rope_parameters.mrope_section",
+                    (VlFamily::Qwen25Vl, true) => "rope_scaling.mrope_section",
+                },
                 format!(
                     "{:?} sums to {}, not head_dim / 2 = {half}",
                     config.mrope.section,

@@ -1,9 +1,12 @@
-//! Qwen3-VL as one model, computed as transformers' `Qwen3VLForConditionalGeneration` computes it:
-//! the tower's merged tokens take the places of the `<|image_pad|>` runs in the embedded sequence
-//! (`masked_scatter`), the text decoder runs under the multimodal RoPE (`mrope.rs`), and each
-//! DeepStack feature is added at the image positions after the first decoder layers. The text
-//! half is the text families' own trainable decoder (`models/qwen.rs`) over the checkpoint's
-//! `model.language_model.*` tensors; the tower is read apart (`tower.rs`) and takes no gradient.
+//! Qwen3-VL and Qwen2.5-VL as one model, computed as transformers'
+//! `Qwen3VLForConditionalGeneration` and `Qwen2_5_VLForConditionalGeneration` compute them: the
+//! tower's merged tokens take the places of the `<|image_pad|>` runs in the embedded sequence
+//! (`masked_scatter`), the text decoder runs under the multimodal RoPE (`mrope.rs`: Qwen3-VL's
+//! interleaved, Qwen2.5-VL's in sections), and (Qwen3-VL) each DeepStack feature is added at the
+//! image positions after the first decoder layers. The text half is the text families' own
+//! trainable decoder (`models/qwen.rs`: Qwen3's, or Qwen2's with q/k/v biases) over the
+//! checkpoint's `model.language_model.*` tensors (or `model.*`, the Hub's older Qwen2.5-VL
+//! layout); the tower is read apart (`tower.rs`) and takes no gradient.
 
 use std::collections::BTreeMap;
 
@@ -21,7 +24,7 @@ use super::tower::VisionTower;
 use super::vl_config::VlConfig;
 use super::weights::files;
 
-/// A Qwen3-VL model: the trainable text decoder and the frozen vision tower.
+/// A Qwen-VL model: the trainable text decoder and the frozen vision tower.
 #[derive(Debug, Clone)]
 pub struct QwenVlModel {
     pub config: VlConfig,
@@ -50,7 +53,7 @@ pub fn checkpoint_name(text_param: &str) -> String {
 }
 
 impl QwenVlModel {
-    /// Loads the Qwen3-VL directory `src.path`: the config, the text decoder's tensors (each
+    /// Loads the Qwen-VL directory `src.path`: the config, the text decoder's tensors (each
     /// checked against the shapes the config implies; none missing, none left over), the tower.
     /// `src.frozen` and `src.lora` apply to the text decoder.
     pub fn load(src: &PretrainedSource, device: &Device) -> Result<QwenVlModel> {
@@ -70,9 +73,10 @@ impl QwenVlModel {
                 }
                 let Some(shape) = want.get(&param) else {
                     return Err(files(format!(
-                        "`{}` holds `{name}`, which a Qwen3-VL model of this `config.json` does \
-                         not have",
-                        shard.display()
+                        "`{}` holds `{name}`, which a {} model of this `config.json` does not \
+                         have",
+                        shard.display(),
+                        config.family.class()
                     )));
                 };
                 if t.dims() != shape.as_slice() {
@@ -112,7 +116,8 @@ impl QwenVlModel {
     /// The multimodal RoPE's cos and sin (T, head_dim) for `index`, in the compute dtype.
     fn rope_tables(&self, index: &RopeIndex, device: &Device) -> Result<(Tensor, Tensor)> {
         let (inv, factor) = self.text.rope_frequencies();
-        let (cos, sin) = mrope_cos_sin(index, inv, self.config.mrope.section);
+        let (cos, sin) =
+            mrope_cos_sin(index, inv, self.config.mrope.section, self.config.mrope.layout);
         let t = index.positions[0].len();
         let hd = self.text.config.head_dim();
         let dtype = self.text.compute_dtype();

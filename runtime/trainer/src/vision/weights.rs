@@ -139,11 +139,15 @@ impl Weights {
     }
 
     /// Every tensor taken: a leftover is one the config does not explain.
-    pub(crate) fn all_taken(&self) -> Result<()> {
+    pub(crate) fn all_taken(&self, family: super::vision_config::VlFamily) -> Result<()> {
+        let name_of = match family {
+            super::vision_config::VlFamily::Qwen3Vl => "Qwen3-VL",
+            super::vision_config::VlFamily::Qwen25Vl => "Qwen2.5-VL",
+        };
         match self.tensors.iter().next() {
             None => Ok(()),
             Some((name, (_, f))) => Err(files(format!(
-                "{}: `{}{name}` is not a tensor of the Qwen3-VL vision tower config.json \
+                "{}: `{}{name}` is not a tensor of the {name_of} vision tower config.json \
                  describes (a deeper tower, or another architecture?)",
                 f.display(),
                 self.prefix

@@ -26,6 +26,7 @@ mod sample;
 mod sft;
 mod vision;
 mod vision_model;
+mod vision_qwen25;
 mod vision_resume;
 mod vision_sft;
 mod vision_tower;

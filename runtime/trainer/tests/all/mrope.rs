@@ -4,7 +4,7 @@
 //! sequences it refuses.
 
 use wrl_trainer::vision::Grid;
-use wrl_trainer::vision::mrope::{MropeError, RopeIndex, mrope_cos_sin, rope_index};
+use wrl_trainer::vision::mrope::{MropeError, MropeLayout, RopeIndex, mrope_cos_sin, rope_index};
 
 const IMAGE: u32 = 250;
 const VIDEO: u32 = 251;
@@ -44,9 +44,16 @@ fn positions_match_transformers() {
 
     // Frequencies 0..6 with section [2, 2, 2] read rows T H W T H W: token 4 is (2, 3, 2).
     let inv = [1.0f32, 0.5, 0.25, 0.125, 0.0625, 0.03125];
-    let (cos, _) = mrope_cos_sin(&got, &inv, [2, 2, 2]);
+    let (cos, _) = mrope_cos_sin(&got, &inv, [2, 2, 2], MropeLayout::Interleaved);
     let row = &cos[4 * 12..5 * 12];
     let want: Vec<f32> = [2.0f32, 1.5, 0.5, 0.25, 0.1875, 0.0625].iter().map(|a| a.cos()).collect();
+    assert_eq!(&row[..6], want.as_slice());
+    assert_eq!(&row[6..], want.as_slice());
+    // Qwen2.5-VL's sections read T T H H W W instead: (2, 2, 3, 3, 2, 2).
+    let (cos, _) = mrope_cos_sin(&got, &inv, [2, 2, 2], MropeLayout::Sectioned);
+    let row = &cos[4 * 12..5 * 12];
+    let want: Vec<f32> =
+        [2.0f32, 1.0, 0.75, 0.375, 0.125, 0.0625].iter().map(|a| a.cos()).collect();
     assert_eq!(&row[..6], want.as_slice());
     assert_eq!(&row[6..], want.as_slice());
 

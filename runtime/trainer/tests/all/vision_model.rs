@@ -124,6 +124,9 @@ fn vl_config_refuses_by_name() {
     assert_eq!(refused(&w), "image_token_id");
     v["frobnicate"] = true.into();
     assert_eq!(refused(&v), "frobnicate");
+    let qwen2 = good.replace("\"qwen3_vl\"", "\"qwen2_vl\"");
+    assert!(matches!(VlConfig::parse(&qwen2), Err(HfError::Architecture { .. })));
+    // A Qwen3-VL checkpoint that says `qwen2_5_vl` names the wrong class.
     let qwen25 = good.replace("\"qwen3_vl\"", "\"qwen2_5_vl\"");
     assert!(matches!(VlConfig::parse(&qwen25), Err(HfError::Architecture { .. })));
     assert!(VlConfig::is_vl(&good) && !VlConfig::is_vl(r#"{"model_type": "qwen3"}"#));

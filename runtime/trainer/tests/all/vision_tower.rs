@@ -66,7 +66,7 @@ fn vision_config_honours_or_refuses_by_name() {
     );
     assert_eq!(refused_field(&with(r#""head_dim": 4"#)), "vision_config.head_dim");
     assert!(matches!(
-        VisionConfig::parse(r#"{"model_type": "qwen2_5_vl", "vision_config": {}}"#),
+        VisionConfig::parse(r#"{"model_type": "qwen2_vl", "vision_config": {}}"#),
         Err(HfError::Architecture { .. })
     ));
 }
