@@ -12,7 +12,7 @@ use serde_json::{Map, Value as Json};
 use crate::hf::HfError;
 use crate::hf::config::INERT;
 
-use super::vision_config::{VisionAct, VisionConfig, VlFamily, block_list, field};
+use super::vision_config::{Fields, VisionAct, VisionConfig, VlFamily, block_list, field};
 
 /// `vision_config` fields read below, or checked.
 const READ: &[&str] = &[
@@ -34,36 +34,11 @@ const READ: &[&str] = &[
     "tokens_per_second",
 ];
 
-/// Inert in a vision config beyond the text configs' inert fields (`INERT`).
-const VISION_INERT: &[&str] = &["architectures", "attn_implementation"];
-
 /// Reads a Qwen2.5-VL `vision_config` object.
 pub(crate) fn vision_config(obj: &Map<String, Json>) -> Result<VisionConfig, HfError> {
-    if let Some(k) = obj.keys().find(|k| {
-        let k = k.as_str();
-        !READ.contains(&k) && !INERT.contains(&k) && !VISION_INERT.contains(&k)
-    }) {
-        return Err(field(
-            k,
-            "this runtime does not know the field, so it cannot tell whether it changes the \
-             vision tower's outputs",
-        ));
-    }
-    match obj.get("model_type").and_then(Json::as_str) {
-        None | Some("qwen2_5_vl_vision") | Some("qwen2_5_vl") => {}
-        Some(m) => return Err(field("model_type", format!("`{m}` is not `qwen2_5_vl_vision`"))),
-    }
-    let get = |k: &str| obj.get(k).filter(|x| !x.is_null());
-    let size = |k: &str, default: usize| -> Result<usize, HfError> {
-        match get(k) {
-            None => Ok(default),
-            Some(x) => x
-                .as_u64()
-                .filter(|&n| n > 0)
-                .map(|n| n as usize)
-                .ok_or_else(|| field(k, format!("{x} is not a positive integer"))),
-        }
-    };
+    let fields = Fields::checked(obj, READ, ["qwen2_5_vl_vision", "qwen2_5_vl"])?;
+    let get = |k: &str| fields.get(k);
+    let size = |k: &str, default: usize| fields.size(k, default);
     for k in ["patch_size", "temporal_patch_size"] {
         if get(k).is_some_and(|x| !x.is_u64()) {
             return Err(field(k, "a list of sizes per axis is not supported; give one integer"));

@@ -134,6 +134,55 @@ const READ: &[&str] = &[
 /// Inert in a vision config beyond the text configs' inert fields (`INERT`).
 const VISION_INERT: &[&str] = &["architectures", "attn_implementation"];
 
+/// A `vision_config` object as both families read it: a field neither `read` nor the inert
+/// ones name is refused by name (it may change the tower's outputs), and `model_type`, where
+/// given, is one of the family's two.
+pub(crate) struct Fields<'a> {
+    obj: &'a Map<String, Json>,
+}
+
+impl<'a> Fields<'a> {
+    pub(crate) fn checked(
+        obj: &'a Map<String, Json>,
+        read: &[&str],
+        types: [&str; 2],
+    ) -> Result<Fields<'a>, HfError> {
+        if let Some(k) = obj.keys().find(|k| {
+            let k = k.as_str();
+            !read.contains(&k) && !INERT.contains(&k) && !VISION_INERT.contains(&k)
+        }) {
+            return Err(field(
+                k,
+                "this runtime does not know the field, so it cannot tell whether it changes the \
+                 vision tower's outputs",
+            ));
+        }
+        match obj.get("model_type").and_then(Json::as_str) {
+            None => {}
+            Some(m) if types.contains(&m) => {}
+            Some(m) => return Err(field("model_type", format!("`{m}` is not `{}`", types[0]))),
+        }
+        Ok(Fields { obj })
+    }
+
+    /// Field `k`, unless absent or null.
+    pub(crate) fn get(&self, k: &str) -> Option<&'a Json> {
+        self.obj.get(k).filter(|x| !x.is_null())
+    }
+
+    /// Field `k` as a positive integer, `default` where it is absent.
+    pub(crate) fn size(&self, k: &str, default: usize) -> Result<usize, HfError> {
+        match self.get(k) {
+            None => Ok(default),
+            Some(x) => x
+                .as_u64()
+                .filter(|&n| n > 0)
+                .map(|n| n as usize)
+                .ok_or_else(|| field(k, format!("{x} is not a positive integer"))),
+        }
+    }
+}
+
 pub(crate) fn field(name: &str, why: impl Into<String>) -> HfError {
     HfError::Field { field: format!("vision_config.{name}"), why: why.into() }
 }
@@ -202,31 +251,9 @@ impl VisionConfig {
 
     /// Reads a Qwen3-VL `vision_config` object.
     pub fn from_map(obj: &Map<String, Json>) -> Result<VisionConfig, HfError> {
-        if let Some(k) = obj.keys().find(|k| {
-            let k = k.as_str();
-            !READ.contains(&k) && !INERT.contains(&k) && !VISION_INERT.contains(&k)
-        }) {
-            return Err(field(
-                k,
-                "this runtime does not know the field, so it cannot tell whether it changes the \
-                 vision tower's outputs",
-            ));
-        }
-        match obj.get("model_type").and_then(Json::as_str) {
-            None | Some("qwen3_vl_vision") | Some("qwen3_vl") => {}
-            Some(m) => return Err(field("model_type", format!("`{m}` is not `qwen3_vl_vision`"))),
-        }
-        let get = |k: &str| obj.get(k).filter(|x| !x.is_null());
-        let size = |k: &str, default: usize| -> Result<usize, HfError> {
-            match get(k) {
-                None => Ok(default),
-                Some(x) => x
-                    .as_u64()
-                    .filter(|&n| n > 0)
-                    .map(|n| n as usize)
-                    .ok_or_else(|| field(k, format!("{x} is not a positive integer"))),
-            }
-        };
+        let fields = Fields::checked(obj, READ, ["qwen3_vl_vision", "qwen3_vl"])?;
+        let get = |k: &str| fields.get(k);
+        let size = |k: &str, default: usize| fields.size(k, default);
         // transformers' `attribute_map`: `num_hidden_layers` is `depth`, `num_attention_heads`
         // is `num_heads`; both spellings present must agree.
         let aliased = |k: &str, alias: &str, default: usize| -> Result<usize, HfError> {
