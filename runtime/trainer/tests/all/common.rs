@@ -168,3 +168,32 @@ pub fn screen(
     let processor = wrl_trainer::vision::ImageProcessor::from_dir(dir).expect("its processor");
     processor.process(&raw, w, h, 3).expect("the screenshot")
 }
+
+/// A `w` × `h` patterned RGB screenshot's raw bytes (`seed` shifts the pattern).
+pub fn screenshot(w: usize, h: usize, seed: usize) -> Vec<u8> {
+    (0..w * h * 3).map(|i| ((i * 37 + seed * 101) % 253) as u8).collect()
+}
+
+/// `pre` text ids, then each image's `<|vision_start|><|image_pad|>…<|vision_end|>` (a pad per
+/// merged token: the tiny models merge 2 × 2 patches), then `post`.
+pub fn with_images(
+    m: &wrl_trainer::vision::QwenVlModel,
+    pre: &[u32],
+    images: &[wrl_trainer::vision::Pixels],
+    post: &[u32],
+) -> Vec<u32> {
+    let c = &m.config;
+    let mut ids = pre.to_vec();
+    for px in images {
+        ids.push(c.vision_start_token_id);
+        ids.extend(std::iter::repeat_n(c.mrope.image_token_id, px.grid.patches() / 4));
+        ids.push(c.vision_end_token_id);
+    }
+    ids.extend_from_slice(post);
+    ids
+}
+
+/// The largest absolute difference between two tensors of one shape.
+pub fn max_diff(a: &candle_core::Tensor, b: &candle_core::Tensor) -> f32 {
+    (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap()
+}

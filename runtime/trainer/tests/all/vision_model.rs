@@ -5,6 +5,8 @@
 //! refused by name. (Values against transformers: bench/vision-parity.sh tower.)
 
 use candle_core::{D, Device, Tensor};
+
+use crate::common::{max_diff, screenshot, with_images};
 use wrl_trainer::hf::HfError;
 use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
 use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
@@ -16,27 +18,6 @@ fn tiny_vl(dir: &std::path::Path) -> QwenVlModel {
     let tok = TokenizerSource::Generated { corpus, merges: 20 };
     write_vl(dir, &TinySpec::narrow(), &TinyVision::default(), &tok).unwrap();
     QwenVlModel::load(&PretrainedSource::new(dir), &Device::Cpu).unwrap()
-}
-
-fn screenshot(w: usize, h: usize, seed: usize) -> Vec<u8> {
-    (0..w * h * 3).map(|i| ((i * 37 + seed * 101) % 253) as u8).collect()
-}
-
-/// `pre` text ids, then each image's `<|vision_start|><|image_pad|>…<|vision_end|>`, then `post`.
-fn with_images(m: &QwenVlModel, pre: &[u32], images: &[Pixels], post: &[u32]) -> Vec<u32> {
-    let c = &m.config;
-    let mut ids = pre.to_vec();
-    for px in images {
-        ids.push(c.vision_start_token_id);
-        ids.extend(std::iter::repeat_n(c.mrope.image_token_id, px.grid.patches() / 4));
-        ids.push(c.vision_end_token_id);
-    }
-    ids.extend_from_slice(post);
-    ids
-}
-
-fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
-    (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap()
 }
 
 #[test]
