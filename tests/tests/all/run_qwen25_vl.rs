@@ -11,7 +11,7 @@ use wrl_exec::{MetricLine, RunDir};
 use wrl_trainer::hf::tiny_vl::TinyVision;
 use wrl_trainer::vision::VlFamily;
 
-use crate::run_vl::{policy_of, run_recipe_with, tiny_vl_of};
+use crate::run_vl::{last_online_checkpoint, policy_of, run_recipe_with, tiny_vl_of, weights};
 
 /// `tests/recipes/vl_browser.wrl` with the tiny Qwen2.5-VL: the run finishes one GRPO
 /// iteration, its checkpoint reads back as a Qwen2.5-VL policy, and the tower is the source's.
@@ -22,27 +22,11 @@ fn vl_browser_trains_a_qwen25_vl_policy_on_screenshots() {
     let out = run_recipe_with(dir.path(), "vl_browser", &model, "qwen2_5_vl");
     let metrics = RunDir::resume(&out).unwrap().read_metrics().unwrap();
     assert!(metrics.iter().any(|m| matches!(m, MetricLine::Rl(_))), "no RL iteration");
-    let mut dirs: Vec<_> = std::fs::read_dir(out.join("checkpoints"))
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("stage-online")))
-        .collect();
-    dirs.sort();
-    let ckpt = dirs.last().expect("the GRPO stage's checkpoint").clone();
+    let ckpt = last_online_checkpoint(&out);
     let files = wrl_trainer::hf::inspect(&ckpt).unwrap();
     assert_eq!(files.vision.map(|v| v.family), Some(VlFamily::Qwen25Vl));
     let tower = |d: &Path| -> Vec<(String, Vec<f32>)> {
-        let mut all = Vec::new();
-        for f in wrl_trainer::hf::inspect(d).unwrap().weights {
-            for (k, t) in candle_core::safetensors::load(&f, &candle_core::Device::Cpu).unwrap() {
-                if k.starts_with("model.visual.") {
-                    let v = t.to_dtype(candle_core::DType::F32).unwrap().flatten_all().unwrap();
-                    all.push((k, v.to_vec1::<f32>().unwrap()));
-                }
-            }
-        }
-        all.sort_by(|a, b| a.0.cmp(&b.0));
-        all
+        weights(d).into_iter().filter(|(k, _)| k.starts_with("model.visual.")).collect()
     };
     let before = tower(&model);
     assert!(before.iter().any(|(k, _)| k == "model.visual.merger.ln_q.weight"));

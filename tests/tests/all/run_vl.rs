@@ -83,6 +83,29 @@ pub(crate) fn run_recipe_with(dir: &Path, name: &str, model: &Path, family: &str
     out
 }
 
+/// The last checkpoint of a run's GRPO stage `online`.
+pub(crate) fn last_online_checkpoint(out: &Path) -> PathBuf {
+    let mut dirs: Vec<_> = std::fs::read_dir(out.join("checkpoints"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("stage-online")))
+        .collect();
+    dirs.sort();
+    dirs.last().expect("the GRPO stage's checkpoint").clone()
+}
+
+/// Every tensor of the model directory `d`, as f32 values by name.
+pub(crate) fn weights(d: &Path) -> std::collections::BTreeMap<String, Vec<f32>> {
+    let mut all = std::collections::BTreeMap::new();
+    for f in wrl_trainer::hf::inspect(d).unwrap().weights {
+        for (k, t) in candle_core::safetensors::load(&f, &candle_core::Device::Cpu).unwrap() {
+            let v = t.to_dtype(candle_core::DType::F32).unwrap().flatten_all().unwrap();
+            all.insert(k, v.to_vec1::<f32>().unwrap());
+        }
+    }
+    all
+}
+
 /// `tests/recipes/vl_browser.wrl` with the tiny random Qwen3-VL `hf::tiny_vl` writes, offline in
 /// real Chromium: a GRPO iteration on screenshot episodes (each sample carrying its images to
 /// the update) and an evaluation run; the checkpoint is a Qwen3-VL model directory whose text
@@ -94,26 +117,10 @@ fn vl_browser_trains_the_text_decoder_of_a_qwen3_vl_on_screenshots_not_its_tower
     let (model, out) = run_recipe(dir.path(), "vl_browser");
     let metrics = RunDir::resume(&out).unwrap().read_metrics().unwrap();
     assert!(metrics.iter().any(|m| matches!(m, MetricLine::Rl(_))), "no RL iteration");
-    let mut dirs: Vec<_> = std::fs::read_dir(out.join("checkpoints"))
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("stage-online")))
-        .collect();
-    dirs.sort();
-    let ckpt = dirs.last().expect("the GRPO stage's checkpoint").clone();
+    let ckpt = last_online_checkpoint(&out);
     let files = wrl_trainer::hf::inspect(&ckpt).unwrap();
     assert!(files.vision.is_some(), "the checkpoint is a Qwen3-VL directory");
-    let read = |d: &Path| -> std::collections::BTreeMap<String, Vec<f32>> {
-        let mut all = std::collections::BTreeMap::new();
-        for f in wrl_trainer::hf::inspect(d).unwrap().weights {
-            for (k, t) in candle_core::safetensors::load(&f, &candle_core::Device::Cpu).unwrap() {
-                let v = t.to_dtype(candle_core::DType::F32).unwrap().flatten_all().unwrap();
-                all.insert(k, v.to_vec1::<f32>().unwrap());
-            }
-        }
-        all
-    };
-    let (before, after) = (read(&model), read(&ckpt));
+    let (before, after) = (weights(&model), weights(&ckpt));
     assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>());
     let tower: Vec<&String> = before.keys().filter(|k| k.starts_with("model.visual.")).collect();
     assert!(!tower.is_empty());
