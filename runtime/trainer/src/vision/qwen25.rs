@@ -12,7 +12,9 @@ use serde_json::{Map, Value as Json};
 use crate::hf::HfError;
 use crate::hf::config::INERT;
 
-use super::vision_config::{Fields, VisionAct, VisionConfig, VlFamily, block_list, field};
+use super::vision_config::{
+    Fields, VisionAct, VisionConfig, VlFamily, block_list, field, head_dim,
+};
 
 /// `vision_config` fields read below, or checked.
 const READ: &[&str] = &[
@@ -47,22 +49,8 @@ pub(crate) fn vision_config(obj: &Map<String, Json>) -> Result<VisionConfig, HfE
     let depth = size("depth", 32)?;
     let hidden_size = size("hidden_size", 3584)?;
     let num_heads = size("num_heads", 16)?;
-    if !hidden_size.is_multiple_of(num_heads) {
-        return Err(field(
-            "num_heads",
-            format!("{num_heads} does not divide `hidden_size` = {hidden_size}"),
-        ));
-    }
-    let head_dim = hidden_size / num_heads;
-    if !head_dim.is_multiple_of(4) {
-        return Err(field(
-            "num_heads",
-            format!(
-                "the head width {head_dim} is not a multiple of 4: the 2-D RoPE rotates pairs in \
-                 each of its two axes"
-            ),
-        ));
-    }
+    // Checked only: the tower reads the head width from `hidden_size` and `num_heads`.
+    head_dim(hidden_size, num_heads)?;
     let act_name = get("hidden_act").and_then(Json::as_str).unwrap_or("silu");
     let hidden_act = VisionAct::parse(act_name).ok_or_else(|| {
         field(

@@ -134,6 +134,28 @@ const READ: &[&str] = &[
 /// Inert in a vision config beyond the text configs' inert fields (`INERT`).
 const VISION_INERT: &[&str] = &["architectures", "attn_implementation"];
 
+/// The tower's head width, `hidden_size / num_heads`: refused where `num_heads` does not divide
+/// the width or the width is no multiple of 4 (the 2-D RoPE rotates pairs in each of its axes).
+pub(crate) fn head_dim(hidden_size: usize, num_heads: usize) -> Result<usize, HfError> {
+    if !hidden_size.is_multiple_of(num_heads) {
+        return Err(field(
+            "num_heads",
+            format!("{num_heads} does not divide `hidden_size` = {hidden_size}"),
+        ));
+    }
+    let head_dim = hidden_size / num_heads;
+    if !head_dim.is_multiple_of(4) {
+        return Err(field(
+            "num_heads",
+            format!(
+                "the head width {head_dim} is not a multiple of 4: the 2-D RoPE rotates pairs in \
+                 each of its two axes"
+            ),
+        ));
+    }
+    Ok(head_dim)
+}
+
 /// A `vision_config` object as both families read it: a field neither `read` nor the inert
 /// ones name is refused by name (it may change the tower's outputs), and `model_type`, where
 /// given, is one of the family's two.
@@ -235,22 +257,7 @@ impl VisionConfig {
         let depth = aliased("depth", "num_hidden_layers", 27)?;
         let hidden_size = size("hidden_size", 1152)?;
         let num_heads = aliased("num_heads", "num_attention_heads", 16)?;
-        if !hidden_size.is_multiple_of(num_heads) {
-            return Err(field(
-                "num_heads",
-                format!("{num_heads} does not divide `hidden_size` = {hidden_size}"),
-            ));
-        }
-        let head_dim = hidden_size / num_heads;
-        if !head_dim.is_multiple_of(4) {
-            return Err(field(
-                "num_heads",
-                format!(
-                    "the head width {head_dim} is not a multiple of 4: the 2-D RoPE rotates \
-                     pairs in each of its two axes"
-                ),
-            ));
-        }
+        let head_dim = head_dim(hidden_size, num_heads)?;
         // The RoPE table reads `head_dim` when set, the attention `hidden_size / num_heads`
         // always: a different value would rotate with frequencies of another width.
         if let Some(x) = get("head_dim")
