@@ -86,7 +86,7 @@ pub(crate) fn run_recipe_with(dir: &Path, name: &str, model: &Path, family: &str
 /// The last checkpoint of a run's GRPO stage `online`.
 pub(crate) fn last_online_checkpoint(out: &Path) -> PathBuf {
     let mut dirs: Vec<_> = std::fs::read_dir(out.join("checkpoints"))
-        .unwrap()
+        .expect("the run's checkpoints")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("stage-online")))
         .collect();
@@ -97,10 +97,11 @@ pub(crate) fn last_online_checkpoint(out: &Path) -> PathBuf {
 /// Every tensor of the model directory `d`, as f32 values by name.
 pub(crate) fn weights(d: &Path) -> std::collections::BTreeMap<String, Vec<f32>> {
     let mut all = std::collections::BTreeMap::new();
-    for f in wrl_trainer::hf::inspect(d).unwrap().weights {
-        for (k, t) in candle_core::safetensors::load(&f, &candle_core::Device::Cpu).unwrap() {
-            let v = t.to_dtype(candle_core::DType::F32).unwrap().flatten_all().unwrap();
-            all.insert(k, v.to_vec1::<f32>().unwrap());
+    for f in wrl_trainer::hf::inspect(d).expect("a model directory").weights {
+        let shard = candle_core::safetensors::load(&f, &candle_core::Device::Cpu);
+        for (k, t) in shard.expect("a safetensors shard") {
+            let v = t.to_dtype(candle_core::DType::F32).and_then(|t| t.flatten_all());
+            all.insert(k, v.and_then(|v| v.to_vec1::<f32>()).expect("a tensor"));
         }
     }
     all
