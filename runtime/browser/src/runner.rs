@@ -7,7 +7,7 @@ use futures::StreamExt;
 use wrl_sandbox::{Sandbox, StepBoxes, Task, TrajOutcome, TrajStep, Trajectory};
 
 use crate::episode::{EpisodeCfg, EpisodeError, EpisodeSpec, Observation};
-use crate::failure::{AgentError, Breakdown};
+use crate::failure::{AgentError, Breakdown, StepResult};
 use crate::pool::BrowserPool;
 use crate::snapshot::Item;
 use crate::terse;
@@ -20,6 +20,10 @@ pub enum AgentTurn {
     /// Text for the environment to read: terse actions (a turn that does not parse is an agent
     /// error), a search call, an environment server's action.
     Text(String),
+    /// Calls the agent read from its own reply (an instruction-tuned policy's checked calls, a
+    /// tag-style reply's one call): `lines` for the environment to read as it reads `Text`,
+    /// `said` the reply as written, which the trajectory keeps for format rewards.
+    Read { lines: String, said: String },
     /// Text the agent read itself and found to be no turn of its tool set (an instruction-tuned
     /// policy's calls checked against their schemas): the environment counts it as a malformed
     /// turn with `error`, as it does text that does not parse.
@@ -38,6 +42,7 @@ impl AgentTurn {
     pub fn text(&self) -> &str {
         match self {
             AgentTurn::Text(text) | AgentTurn::Malformed { text, .. } => text,
+            AgentTurn::Read { said, .. } => said,
             AgentTurn::GaveUp(_) | AgentTurn::Failed(_) => "",
         }
     }
@@ -138,17 +143,22 @@ async fn run_episode(
             each_step.push(shot.clone());
         }
         keep_shot(shot);
-        let (turn, result) = match turn {
+        // The text the env reads, the reply as written where that was other text, and whether
+        // the turn was no turn of the tool set.
+        let (turn, said, malformed, result) = match turn {
             AgentTurn::Text(text) => {
-                let result = match terse::parse_turn(&text) {
-                    Ok(actions) => ep.act(&actions).await,
-                    Err(e) => ep.reject(e),
-                };
-                (text, result)
+                let (result, malformed) = read_and_act(&mut ep, &text).await;
+                (text, None, malformed, result)
             }
-            AgentTurn::Malformed { text, error } => (text, ep.reject(error)),
-            AgentTurn::GaveUp(why) => (String::new(), ep.give_up(AgentError::GaveUp(why))),
-            AgentTurn::Failed(b) => (String::new(), ep.break_down(b)),
+            AgentTurn::Read { lines, said } => {
+                let (result, malformed) = read_and_act(&mut ep, &lines).await;
+                (lines, Some(said), malformed, result)
+            }
+            AgentTurn::Malformed { text, error } => (text, None, true, ep.reject(error)),
+            AgentTurn::GaveUp(why) => {
+                (String::new(), None, false, ep.give_up(AgentError::GaveUp(why)))
+            }
+            AgentTurn::Failed(b) => (String::new(), None, false, ep.break_down(b)),
         };
         steps.push(TrajStep {
             observation: obs.text(),
@@ -157,6 +167,8 @@ async fn run_episode(
             url: obs.without_local_origin(&ep_url(&result, &obs)),
             screenshot: None,
             boxes: each.then(|| boxes_of(&obs, &turn)),
+            said,
+            malformed,
         });
         history.extend(turn.lines().map(str::to_string));
     }
@@ -184,6 +196,15 @@ async fn run_episode(
         elapsed_ms: out.elapsed_ms,
     };
     Ok((trajectory, shots.into(), each_step))
+}
+
+/// Reads `text` as terse actions and runs them: the step's result, and whether the text was
+/// no turn (a format error the episode counts).
+async fn read_and_act(ep: &mut crate::Episode, text: &str) -> (StepResult, bool) {
+    match terse::parse_turn(text) {
+        Ok(actions) => (ep.act(&actions).await, false),
+        Err(e) => (ep.reject(e), true),
+    }
 }
 
 /// The boxes, as `obs`'s snapshot recorded them, of the elements the terse lines of `turn`

@@ -318,6 +318,8 @@ impl Session {
             url,
             screenshot: None,
             boxes: None,
+            said: None, // `actions` are the model's text, as the client sent it
+            malformed: problem.is_some(),
         });
         self.history.extend(turn.lines().map(str::to_string));
         if let Driver::Search { end, .. } | Driver::Server { end, .. } = &mut self.driver

@@ -139,6 +139,8 @@ mod tests {
             url: url.into(),
             screenshot: None,
             boxes: None,
+            said: None,
+            malformed: false,
         }
     }
 

@@ -25,6 +25,32 @@ pub struct TrajStep {
     /// none was taken).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boxes: Option<StepBoxes>,
+    /// The reply as the policy wrote it, where the environment ran other text (an
+    /// instruction-tuned policy's calls read into the terse `actions`, a tag-style reply into
+    /// its one call): format rewards (`format_ok`, `tags_ok`) read it. Absent where `actions`
+    /// are what the agent wrote (the expert, the tiny policy) and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub said: Option<String>,
+    /// The turn was no turn of the tool set (text that does not parse, a call the tool set
+    /// lacks or with arguments it refuses): a format error, counted toward the agent's
+    /// `max_parse_failures`. Absent (false) in older records.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub malformed: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl TrajStep {
+    /// What the agent wrote this turn: the reply as written where it was recorded, else the
+    /// actions, one a line.
+    pub fn written(&self) -> std::borrow::Cow<'_, str> {
+        match &self.said {
+            Some(said) => std::borrow::Cow::Borrowed(said),
+            None => std::borrow::Cow::Owned(self.actions.join("\n")),
+        }
+    }
 }
 
 /// The boxes of the elements a step acts on, as its screenshot shows them.

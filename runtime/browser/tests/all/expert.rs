@@ -84,6 +84,39 @@ fn checkers_reject_wrong_answers_through_the_browser() {
         assert_eq!(traj.outcome.reason, wrl_sandbox::Ending::AgentError);
         assert!(!traj.outcome.success);
         assert!(terse::parse("please click").is_err());
+        assert!(traj.steps.iter().all(|s| s.malformed), "each turn is recorded as malformed");
+        // A policy that read its own reply into calls: the env runs the lines, the trajectory
+        // keeps the reply as written beside them, and a turn it refused is malformed.
+        struct Reads(usize);
+        impl TextPolicy for Reads {
+            fn act(&mut self, _: &Task, _: &Observation, _: &[String]) -> AgentTurn {
+                self.0 += 1;
+                match self.0 {
+                    1 => AgentTurn::Malformed {
+                        text: "<tool_call>{oops</tool_call>".into(),
+                        error: wrl_browser::AgentError::BadArguments("not JSON".into()),
+                    },
+                    _ => AgentTurn::Read {
+                        lines: "answer 0".into(),
+                        said: "<think>x</think><tool_call>{\"name\": \"answer\"}</tool_call>"
+                            .into(),
+                    },
+                }
+            }
+            fn name(&self) -> &str {
+                "reads"
+            }
+        }
+        let traj = runner::run_task(&f.pool, &f.sandbox, &tasks[0], &mut Reads(0)).await.unwrap();
+        assert_eq!(traj.outcome.reason, wrl_sandbox::Ending::Completed, "{:?}", traj.outcome);
+        let marks: Vec<(bool, Option<&str>)> =
+            traj.steps.iter().map(|s| (s.malformed, s.said.as_deref())).collect();
+        let said = "<think>x</think><tool_call>{\"name\": \"answer\"}</tool_call>";
+        assert_eq!(marks, [(true, None), (false, Some(said))]);
+        assert_eq!(traj.steps[1].actions, ["answer 0"]);
+        let line = serde_json::to_string(&traj).unwrap();
+        let back: wrl_sandbox::Trajectory = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, traj, "the reply and the mark survive the JSONL record");
         // A policy that gives up ends the episode at once, with its reason as the message.
         struct GivesUp;
         impl TextPolicy for GivesUp {

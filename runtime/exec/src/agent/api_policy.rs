@@ -190,7 +190,7 @@ impl ApiPolicy {
             c.answered(message);
         }
         match self.hermes.read(&text) {
-            Ok(lines) => AgentTurn::Text(lines),
+            Ok(lines) => AgentTurn::Read { lines, said: text },
             Err(error) => AgentTurn::Malformed { text, error },
         }
     }

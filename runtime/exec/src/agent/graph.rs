@@ -423,11 +423,12 @@ impl GraphPolicy {
             if m.acts {
                 // A chat policy's calls become the lines the browser runs; a turn that is no
                 // call of the tool set is a format error the env counts.
+                let mut said = None;
                 if !self.tools(&m).is_empty()
                     && let Some(h) = &m.hermes
                 {
                     match h.read(&text) {
-                        Ok(lines) => text = lines,
+                        Ok(lines) => said = Some(std::mem::replace(&mut text, lines)),
                         Err(error) => return Ok(AgentTurn::Malformed { text, error }),
                     }
                 }
@@ -439,7 +440,10 @@ impl GraphPolicy {
                 };
                 let verdict = if m.emits.is_empty() { None } else { Some(verdict) };
                 self.current = self.next(&m.name, verdict).unwrap_or_else(|| "end".into());
-                return Ok(AgentTurn::Text(text));
+                return Ok(match said {
+                    Some(said) => AgentTurn::Read { lines: text, said },
+                    None => AgentTurn::Text(text),
+                });
             }
             let verdict = if m.emits.is_empty() {
                 None

@@ -242,7 +242,7 @@ impl TrainerPolicy {
             c.answered(Segment::new(Role::Assistant, out.clone()));
         }
         match self.hermes.as_ref().map(|h| h.read(&out)) {
-            Some(Ok(lines)) => AgentTurn::Text(lines),
+            Some(Ok(lines)) => AgentTurn::Read { lines, said: out },
             Some(Err(error)) => AgentTurn::Malformed { text: out, error },
             None => AgentTurn::Text(out),
         }
@@ -392,7 +392,7 @@ impl TrainerPolicy {
         self.turns.push(Turn { step, continues, lead, prompt_tokens: whole, ..turn });
         match tags.parse(&out) {
             Ok(t) => match search_turn(&t) {
-                Ok(line) => AgentTurn::Text(line),
+                Ok(line) => AgentTurn::Read { lines: line, said: out },
                 Err(error) => AgentTurn::Malformed { text: out, error },
             },
             Err(e) => AgentTurn::Malformed { text: out, error: TurnError::from(e).agent_error() },
@@ -447,6 +447,8 @@ mod tests {
                     url: "/".into(),
                     screenshot: None,
                     boxes: None,
+                    said: None,
+                    malformed: false,
                 },
                 wrl_sandbox::TrajStep {
                     observation: "task: g\n[2] button".into(),
@@ -455,6 +457,8 @@ mod tests {
                     url: "/a".into(),
                     screenshot: None,
                     boxes: None,
+                    said: None,
+                    malformed: false,
                 },
                 wrl_sandbox::TrajStep {
                     observation: "task: g\n[3] text".into(),
@@ -463,6 +467,8 @@ mod tests {
                     url: "/b".into(),
                     screenshot: None,
                     boxes: None,
+                    said: None,
+                    malformed: false,
                 },
             ],
             outcome: wrl_sandbox::TrajOutcome {

@@ -48,6 +48,8 @@ pub(crate) struct Written {
     /// The observation the agent saw.
     pub observation: String,
     pub text: String,
+    /// The reply as written, where `text` is what the agent read from it (its calls).
+    pub said: Option<String>,
     /// Why the text is no turn of the agent's tool set, when the agent read it itself.
     pub malformed: Option<AgentError>,
 }
@@ -75,9 +77,10 @@ pub(crate) fn text_turn(
         let message = format!("the task took over {:.0?}", cfg.task_timeout);
         return Err(Box::new((EndReason::InfraTimeout { message }, None)));
     }
-    let (text, malformed) = match agent.act(task, &observation, history) {
-        AgentTurn::Text(text) => (text, None),
-        AgentTurn::Malformed { text, error } => (text, Some(error)),
+    let (text, said, malformed) = match agent.act(task, &observation, history) {
+        AgentTurn::Text(text) => (text, None, None),
+        AgentTurn::Read { lines, said } => (lines, Some(said), None),
+        AgentTurn::Malformed { text, error } => (text, None, Some(error)),
         // The agent could not write the turn (a prompt past its context, a graph stuck).
         AgentTurn::GaveUp(message) => {
             let step = wrl_sandbox::TrajStep {
@@ -87,6 +90,8 @@ pub(crate) fn text_turn(
                 url: String::new(),
                 screenshot: None,
                 boxes: None,
+                said: None,
+                malformed: false,
             };
             return Err(Box::new((EndReason::AgentError { message }, Some(step))));
         }
@@ -99,11 +104,13 @@ pub(crate) fn text_turn(
                 url: String::new(),
                 screenshot: None,
                 boxes: None,
+                said: None,
+                malformed: false,
             };
             return Err(Box::new((b.end(), Some(step))));
         }
     };
-    Ok(Written { observation, text: text.trim().to_string(), malformed })
+    Ok(Written { observation, text: text.trim().to_string(), said, malformed })
 }
 
 /// A finished episode: its trajectory and the screenshots it kept (oldest first, the final

@@ -294,6 +294,8 @@ impl SearchEnv {
                 url: String::new(),
                 screenshot: None,
                 boxes: None,
+                said: written.said,
+                malformed: false,
             };
             history.push(turn.clone());
             let call = match written.malformed {
@@ -303,6 +305,7 @@ impl SearchEnv {
             match call {
                 Err(why) => {
                     errors += 1;
+                    step.malformed = true;
                     response = format!("error: {why}");
                     step.feedback = response.clone();
                     steps.push(step);

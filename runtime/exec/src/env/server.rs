@@ -318,6 +318,8 @@ impl ServerEnv {
                 url: String::new(),
                 screenshot: None,
                 boxes: None,
+                said: written.said,
+                malformed: written.malformed.is_some(),
             };
             match self.step(id, &turn).await {
                 Err(f) => {

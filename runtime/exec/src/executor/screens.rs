@@ -92,6 +92,8 @@ mod tests {
             url: String::new(),
             screenshot: shot.map(str::to_string),
             boxes: None,
+            said: None,
+            malformed: false,
         };
         let mut t: Trajectory = serde_json::from_str(
             r#"{"task_id":"t","template":"x","goal":"g","agent":"expert","steps":[],

@@ -142,6 +142,8 @@ pub(crate) mod tests {
             url: String::new(),
             screenshot: None,
             boxes: None,
+            said: None,
+            malformed: false,
         };
         Trajectory {
             task_id: String::new(),

@@ -8,6 +8,7 @@ pub mod classes;
 pub mod client;
 pub mod endpoint;
 mod failure;
+pub mod format;
 pub mod judges;
 pub mod process;
 pub mod prompts;
@@ -48,8 +49,8 @@ pub struct EpisodeFacts {
     pub checker: Option<bool>,
     /// The environment server's reward (`env_server`), summed over the episode's steps.
     pub env_reward: Option<f64>,
-    /// Whether every turn was well formed.
-    pub format_ok: bool,
+    /// The turns the agent wrote, as `format_ok` reads them.
+    pub turns: Vec<format::TurnForm>,
     /// The final URL.
     pub url: String,
     /// The verdict of each judge signal (and reward endpoint) asked: a score, or why the call
@@ -169,7 +170,7 @@ fn unscorable(why: impl Into<String>) -> Exclusion {
 fn signal(s: &Signal, f: &EpisodeFacts) -> Result<X, Exclusion> {
     Ok(match s {
         Signal::Ended { reason } => X::Bool(classes::ended(f.end_reason) == *reason),
-        Signal::FormatOk { .. } => X::Bool(f.format_ok),
+        Signal::FormatOk { mode } => X::Bool(format::ok(*mode, &f.turns)),
         Signal::TaskCheck => X::Bool(f.checker.unwrap_or(false)),
         Signal::EnvReward => X::Num(f.env_reward.unwrap_or(0.0)),
         Signal::AnswerMatch { mode: AnswerMode::Judge, .. } => return judged(s, f),
@@ -285,7 +286,7 @@ pub(crate) mod tests {
             tool_calls: Vec::new(),
             checker: None,
             env_reward: None,
-            format_ok: false,
+            turns: Vec::new(),
             url: String::new(),
             judges: Vec::new(),
             step: None,
@@ -334,13 +335,16 @@ pub(crate) mod tests {
         let mut f = facts(Ending::AgentError);
         assert_eq!(evaluate(&e, &f, &none), RewardValue::Value(-1.0));
         f.end_reason = Ending::Completed;
-        f.format_ok = false;
+        f.turns = vec![format::TurnForm {
+            text: "<tool_call>{}</tool_call>".into(),
+            ..Default::default()
+        }];
         assert_eq!(
             evaluate(&e, &f, &none),
             RewardValue::Value(0.0),
             "the judge is not needed when format fails"
         );
-        f.format_ok = true;
+        f.turns[0].text = "</think><tool_call>{}</tool_call>".into();
         f.judges.push((j.clone(), Ok(1.0)));
         assert_eq!(evaluate(&e, &f, &none), RewardValue::Value(1.0));
         f.judges = vec![(j, Err(Exclusion::Class(FailureClass::JudgeTimeout)))];
@@ -365,8 +369,9 @@ pub(crate) mod tests {
                 sig(Signal::AnswerMatch { mode: AnswerMode::Normalized, judge_model: None }),
             ),
         );
+        let thought = "<think>x</think><tool_call>{}</tool_call>";
         let f = EpisodeFacts {
-            format_ok: true,
+            turns: vec![format::TurnForm { text: thought.into(), malformed: false }],
             answer: Some(" Paris. ".into()),
             reference: Some("paris".into()),
             checker: Some(true),

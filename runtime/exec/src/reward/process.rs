@@ -151,6 +151,8 @@ mod tests {
             url: url.into(),
             screenshot: None,
             boxes: None,
+            said: None,
+            malformed: false,
         };
         let traj = Trajectory {
             task_id: "t".into(),

@@ -106,7 +106,7 @@ pub fn facts(traj: &Trajectory, reference: Option<&str>) -> EpisodeFacts {
         tool_calls: tool_calls(traj),
         checker: Some(traj.outcome.success),
         env_reward: traj.outcome.reward,
-        format_ok: traj.outcome.reason != Ending::AgentError,
+        turns: crate::reward::format::turns(traj),
         url: traj.steps.last().map(|s| s.url.clone()).unwrap_or_default(),
         judges: Vec::new(),
         step: None,

@@ -82,6 +82,8 @@ pub(crate) fn step(observation: &str, action: &str) -> wrl_sandbox::TrajStep {
         url: "/".into(),
         screenshot: None,
         boxes: None,
+        said: None,
+        malformed: false,
     }
 }
 

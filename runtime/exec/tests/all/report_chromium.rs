@@ -44,6 +44,8 @@ fn episode(
         url: "/shop/".into(),
         screenshot: None,
         boxes: None,
+        said: None,
+        malformed: false,
     };
     TrajectoryLine {
         id,
