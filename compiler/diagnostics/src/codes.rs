@@ -70,6 +70,7 @@ pub const CODES: &[CodeInfo] = &[
     live("E0313", Phase::Types, "a tool-use reward names a tool the agent does not have"),
     live("E0314", Phase::Types, "a reward endpoint's `url` that is not an HTTP URL"),
     live("E0315", Phase::Types, "a reward endpoint's components that cannot be told apart"),
+    live("E0316", Phase::Types, "a `tags_ok` rule that no turn could keep"),
     // E04xx — recipe rules
     live("E0401", Phase::Rules, "range upper bound below lower bound"),
     live("E0402", Phase::Rules, "group too small for group-relative advantages"),

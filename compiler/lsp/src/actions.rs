@@ -137,7 +137,8 @@ pub fn fixes(an: &Analysis, d: &Diagnostic) -> Vec<Fix> {
                 });
             }
         }
-        "E0313" => {
+        // A name written as a string (`called`'s tool, a tag `tags_ok` requires): the literal.
+        "E0313" | "E0316" => {
             if let Some(tool) = quoted_after(help, "did you mean `")
                 && text.starts_with('"')
                 && is_word(&tool)

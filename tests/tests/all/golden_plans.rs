@@ -48,7 +48,7 @@ fn profiles(recipe: &str) -> Vec<String> {
 /// their goldens live in `tests/recipes/golden/`.
 /// #45: variants, each its own plan (`NAME.variant-V.plan`); claims stated for profiles, in
 /// the plans of those profiles alone. A baseline whose ReAct policy is served (`api(…)`).
-const TEST_RECIPES: [&str; 15] = [
+const TEST_RECIPES: [&str; 16] = [
     "tests/recipes/api_policy.wrl",
     "tests/recipes/arpo.wrl",
     "tests/recipes/deep_research.wrl",
@@ -59,6 +59,7 @@ const TEST_RECIPES: [&str; 15] = [
     "tests/recipes/scoped_claims.wrl",
     "tests/recipes/search_r1.wrl",
     "tests/recipes/tag_sft.wrl",
+    "tests/recipes/tags_ok.wrl",
     "tests/recipes/variants.wrl",
     "tests/recipes/vl_browser.wrl",
     "tests/recipes/vl_sft.wrl",

@@ -21,6 +21,7 @@ pub(crate) mod rl;
 mod slots;
 mod stages;
 mod tags;
+mod tags_rule;
 mod toolcalls;
 mod tools;
 
@@ -217,6 +218,7 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     endpoint::check(ctx, &mut out);
     toolcalls::check(ctx, &mut out);
     tags::check(ctx, &mut out);
+    tags_rule::check(ctx, &mut out);
     actions::check(ctx, &mut out);
     env_tasks::check(ctx, &mut out);
     columns::check(ctx, &mut out);

@@ -72,7 +72,7 @@ fn bodies(calls: Span, set: &Obj, out: &mut Vec<Diagnostic>) {
 }
 
 /// Why `tag` is no tag name: `<tag>` must read back as the tag and nothing else.
-fn bad_tag(tag: &str) -> Option<&'static str> {
+pub(super) fn bad_tag(tag: &str) -> Option<&'static str> {
     if tag.is_empty() {
         return Some("it is empty");
     }

@@ -130,6 +130,8 @@ impl<'de> Deserialize<'de> for JudgeModel {
 pub enum Signal {
     #[serde(rename = "std::rewards::format_ok")]
     FormatOk { mode: FormatMode },
+    #[serde(rename = "std::rewards::tags_ok")]
+    TagsOk(TagsOk),
     #[serde(rename = "std::rewards::ended")]
     Ended { reason: EndedReason },
     #[serde(rename = "std::rewards::judge")]
@@ -182,6 +184,35 @@ pub enum FormatMode {
     BrowserEnv,
     StrictTags,
     ReactTags,
+}
+
+/// `std::rewards::tags_ok(tags) { order, outside, required }`: a format rule of the recipe's
+/// own, over each turn's tag blocks.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TagsOk {
+    /// The block tags, by name (`think`), in the order `order = listed` holds turns to.
+    pub tags: Vec<String>,
+    pub order: TagOrder,
+    pub outside: Outside,
+    /// The tags every turn writes at least once.
+    pub required: Vec<String>,
+}
+
+/// Whether a turn's blocks must come in the order `tags` lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TagOrder {
+    Listed,
+    Any,
+}
+
+/// What may stand outside a turn's blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outside {
+    Text,
+    Whitespace,
 }
 
 /// How an episode ended, as rewards name it.
@@ -409,6 +440,7 @@ impl Signal {
     pub fn name(&self) -> &'static str {
         match self {
             Signal::FormatOk { .. } => "format_ok",
+            Signal::TagsOk(_) => "tags_ok",
             Signal::Ended { .. } => "ended",
             Signal::Judge(_) => "judge",
             Signal::Webjudge(_) => "webjudge",

@@ -62,6 +62,7 @@ pub(super) fn reward(
             Signal::Webjudge(w) => Some(&w.model),
             Signal::AnswerMatch { judge_model, .. } => judge_model.as_ref(),
             Signal::FormatOk { .. }
+            | Signal::TagsOk(_)
             | Signal::Ended { .. }
             | Signal::QaMatch(_)
             | Signal::Called { .. }
@@ -135,6 +136,7 @@ pub(super) fn reward(
             Signal::Judge(_)
             | Signal::Webjudge(_)
             | Signal::FormatOk { .. }
+            | Signal::TagsOk(_)
             | Signal::Ended { .. }
             | Signal::AnswerMatch { .. }
             | Signal::QaMatch(_)

@@ -1,12 +1,13 @@
 //! `format_ok(mode)`: whether every turn the agent wrote has the form its source's format reward
 //! asks for, read off each turn's reply as written (`TrajStep::said`) and whether its tool set
 //! refused it (`TrajStep::malformed`) — OpenWebRL's `browser_env` and slime (`strict_tags`)
-//! rules and WebDancer's (`react_tags`), each scored turn by turn, 1 only when every turn passes.
+//! rules and WebDancer's (`react_tags`), each scored turn by turn, 1 only when every turn passes;
+//! and `tags_ok`, a recipe's own rule over each turn's tag blocks.
 
 use std::sync::LazyLock;
 
 use fancy_regex::Regex;
-use wrl_plan::params::FormatMode;
+use wrl_plan::params::{FormatMode, Outside, TagOrder, TagsOk};
 use wrl_sandbox::Trajectory;
 
 /// One turn as format rewards read it.
@@ -35,6 +36,79 @@ pub fn ok(mode: FormatMode, turns: &[TurnForm]) -> bool {
     !turns.is_empty() && turns.iter().all(|t| turn_ok(mode, t))
 }
 
+/// Whether every turn keeps to `rule` ([`turn_keeps`]); an episode without a turn does not.
+pub fn tags_ok(rule: &TagsOk, turns: &[TurnForm]) -> bool {
+    !turns.is_empty() && turns.iter().all(|t| turn_keeps(rule, t))
+}
+
+/// One turn under a `tags_ok` rule: not refused by its tool set; its listed tags in blocks,
+/// none inside another, none left open, no stray close; the blocks in the listed order (a tag
+/// repeating in place) with `order = listed`; only whitespace outside them with `outside =
+/// whitespace`; each `required` tag written.
+pub fn turn_keeps(rule: &TagsOk, turn: &TurnForm) -> bool {
+    if turn.malformed {
+        return false;
+    }
+    let text = reply(&turn.text);
+    let Some((blocks, outside)) = blocks(text, &rule.tags) else { return false };
+    let ordered = match rule.order {
+        TagOrder::Listed => blocks.windows(2).all(|w| w[0] <= w[1]),
+        TagOrder::Any => true,
+    };
+    let bare = match rule.outside {
+        Outside::Whitespace => outside.trim().is_empty(),
+        Outside::Text => true,
+    };
+    let written = rule.required.iter().all(|r| blocks.iter().any(|&b| rule.tags[b] == *r));
+    ordered && bare && written
+}
+
+/// The blocks of `tags` in `text`, in order (each as its index in `tags`), and the text outside
+/// them; `None` when a block opens inside another, is never closed, or a close has no open.
+fn blocks(text: &str, tags: &[String]) -> Option<(Vec<usize>, String)> {
+    let mut found = Vec::new();
+    let mut outside = String::new();
+    let mut rest = text;
+    loop {
+        // The next marker of any listed tag, open or close.
+        let next = tags
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| {
+                [(format!("<{t}>"), i, true), (format!("</{t}>"), i, false)]
+                    .into_iter()
+                    .filter_map(|(m, i, open)| rest.find(&m).map(|at| (at, m.len(), i, open)))
+            })
+            .min_by_key(|&(at, ..)| at);
+        let Some((at, len, i, open)) = next else {
+            outside.push_str(rest);
+            return Some((found, outside));
+        };
+        if !open {
+            return None;
+        }
+        outside.push_str(&rest[..at]);
+        let inner = &rest[at + len..];
+        let close = format!("</{}>", tags[i]);
+        let end = inner.find(&close)?;
+        let body = &inner[..end];
+        if tags
+            .iter()
+            .any(|t| body.contains(&format!("<{t}>")) || body.contains(&format!("</{t}>")))
+        {
+            return None;
+        }
+        found.push(i);
+        rest = &inner[end + close.len()..];
+    }
+}
+
+/// A reply without its surrounding whitespace and trailing `<|im_end|>`.
+fn reply(text: &str) -> &str {
+    let text = text.trim();
+    text.strip_suffix("<|im_end|>").map_or(text, str::trim_end)
+}
+
 /// One turn under `mode`:
 /// - `browser_env` (OpenWebRL's `_compute_turn_format_reward_browser_env`): the thinking close
 ///   tag `</think>` somewhere in the reply, and at least one `<tool_call>`, every call
@@ -52,8 +126,7 @@ pub fn turn_ok(mode: FormatMode, turn: &TurnForm) -> bool {
     if turn.malformed {
         return false;
     }
-    let text = turn.text.trim();
-    let text = text.strip_suffix("<|im_end|>").map_or(text, str::trim_end);
+    let text = reply(&turn.text);
     match mode {
         FormatMode::BrowserEnv => text.contains("</think>") && text.contains("<tool_call>"),
         FormatMode::StrictTags => strict(text),

@@ -92,3 +92,54 @@ fn steps_the_agent_wrote_nothing_in_are_no_turns_and_no_turn_is_no_pass() {
     let refused = traj(vec![step(None, &[], true)]);
     assert_eq!(turns(&refused).len(), 1, "an empty reply the tool set refused is a turn");
 }
+
+/// A rule of the recipe's own: Search-R1's tags, thinking required, nothing outside them.
+#[test]
+fn tags_ok_holds_turns_to_a_recipes_own_rule() {
+    use wrl_plan::params::{Outside, TagOrder, TagsOk};
+    let rule = |order, outside| TagsOk {
+        tags: ["think", "search", "answer"].map(String::from).to_vec(),
+        order,
+        outside,
+        required: vec!["think".into()],
+    };
+    let strict = rule(TagOrder::Listed, Outside::Whitespace);
+    let prose = rule(TagOrder::Listed, Outside::Text);
+    let any = rule(TagOrder::Any, Outside::Whitespace);
+    // (why, text, strict, prose, any)
+    let cases = [
+        ("think then search", "<think>who?</think>\n<search>Osk founder</search>", 1, 1, 1),
+        ("think then answer", "<think>so</think><answer>Avel</answer><|im_end|>", 1, 1, 1),
+        ("no thinking", "<search>Osk founder</search>", 0, 0, 0),
+        ("search before thinking", "<search>q</search><think>a</think>", 0, 0, 1),
+        ("prose between the blocks", "<think>a</think> so: <search>q</search>", 0, 1, 0),
+        ("a block inside another", "<think>a <search>q</search></think>", 0, 0, 0),
+        ("a block never closed", "<think>a</think><search>q", 0, 0, 0),
+        ("a close without its open", "a</think><search>q</search>", 0, 0, 0),
+        ("a tag repeating in place", "<think>a</think><think>b</think><search>q</search>", 1, 1, 1),
+        (
+            "thinking again after the call",
+            "<think>a</think><search>q</search><think>b</think>",
+            0,
+            0,
+            1,
+        ),
+        (
+            "tags the rule does not list are prose",
+            "<think>a</think><tool_call>{}</tool_call>",
+            0,
+            1,
+            0,
+        ),
+    ];
+    for (why, text, s, p, a) in cases {
+        let turn = TurnForm { text: text.into(), malformed: false };
+        let got = [&strict, &prose, &any].map(|r| turn_keeps(r, &turn) as u8);
+        assert_eq!(got, [s, p, a], "{why}: {text:?}");
+    }
+    let refused = TurnForm { text: "<think>a</think><search>q</search>".into(), malformed: true };
+    assert!(!turn_keeps(&prose, &refused), "a turn the tool set refused fails");
+    let good = TurnForm { text: "<think>a</think><answer>b</answer>".into(), malformed: false };
+    assert!(tags_ok(&strict, std::slice::from_ref(&good)) && !tags_ok(&strict, &[]));
+    assert!(!tags_ok(&strict, &[good, refused]), "one failing turn fails the episode");
+}

@@ -171,6 +171,7 @@ fn signal(s: &Signal, f: &EpisodeFacts) -> Result<X, Exclusion> {
     Ok(match s {
         Signal::Ended { reason } => X::Bool(classes::ended(f.end_reason) == *reason),
         Signal::FormatOk { mode } => X::Bool(format::ok(*mode, &f.turns)),
+        Signal::TagsOk(rule) => X::Bool(format::tags_ok(rule, &f.turns)),
         Signal::TaskCheck => X::Bool(f.checker.unwrap_or(false)),
         Signal::EnvReward => X::Num(f.env_reward.unwrap_or(0.0)),
         Signal::AnswerMatch { mode: AnswerMode::Judge, .. } => return judged(s, f),

@@ -615,4 +615,14 @@ async fn format_ok_reads_every_turn_of_the_episode() {
     // The tiny policy's terse turns: well formed for WebDancer, no thinking for OpenWebRL.
     let terse = env.run_task(task, &mut Script(vec!["search osk", "answer Avel"]), &cfg()).await;
     assert!(ok(ReactTags, &turns(&terse)) && !ok(BrowserEnv, &turns(&terse)));
+    // A rule of the recipe's own over the same replies: think first, then one call.
+    let rule = wrl_plan::params::TagsOk {
+        tags: vec!["think".into(), "tool_call".into()],
+        order: wrl_plan::params::TagOrder::Listed,
+        outside: wrl_plan::params::Outside::Whitespace,
+        required: vec!["think".into()],
+    };
+    use wrl_exec::reward::format::tags_ok;
+    assert!(tags_ok(&rule, &turns(&clean)) && !tags_ok(&rule, &turns(&slipped)));
+    assert!(!tags_ok(&rule, &turns(&terse)), "terse turns write no thinking");
 }
