@@ -114,6 +114,8 @@ pub fn request(traj: &Trajectory, references: &[&str], cfg: &params::Endpoint) -
                 "observation": observation,
                 "observation_truncated": truncated,
                 "actions": s.actions,
+                "response": s.written(),
+                "malformed": s.malformed,
                 "feedback": s.feedback,
                 "url": s.url,
             })

@@ -85,6 +85,7 @@ fn episode(task: &str) -> Trajectory {
     serde_json::from_value(json!({
         "task_id": "t1", "template": "qa", "goal": task, "agent": "policy",
         "steps": [{"observation": "page: a long observation", "actions": ["search mugs"],
+                   "said": "<think>mugs</think><search>mugs</search>",
                    "feedback": "3 results", "url": "/"},
                   {"observation": "short", "actions": ["answer 42"], "feedback": "", "url": "/"}],
         "outcome": {"reason": "completed", "message": "", "answer": "42", "success": true,
@@ -115,6 +116,11 @@ async fn scores_components_retries_and_failure_classes() {
     assert_eq!(req["trajectory"]["turns"][0]["observation_truncated"], true);
     assert_eq!(req["trajectory"]["turns"][1]["observation_truncated"], false);
     assert_eq!(req["trajectory"]["turns"][0]["actions"], json!(["search mugs"]));
+    // What the agent wrote: the reply as written where it was kept, else the actions.
+    let response = "<think>mugs</think><search>mugs</search>";
+    assert_eq!(req["trajectory"]["turns"][0]["response"], response);
+    assert_eq!(req["trajectory"]["turns"][1]["response"], "answer 42");
+    assert_eq!(req["trajectory"]["turns"][1]["malformed"], false);
     assert_eq!(req["trajectory"]["answer"], "42");
     assert_eq!(req["trajectory"]["end_reason"], "completed");
     assert_eq!(req["components"], json!(["answer", "steps"]));
