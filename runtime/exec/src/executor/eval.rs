@@ -219,8 +219,9 @@ impl Executor<'_> {
     }
 }
 
-/// `eval NAME after STAGE: 38/64 solved (59.4%)`, the mean reward where it is the metric, and
-/// the paper's figures beside it.
+/// `eval NAME after STAGE: 38/64 solved (59.4%)` (`after start` for an evaluation that follows
+/// no stage, whose records name it by itself), the mean reward where it is the metric, and the
+/// paper's figures beside it.
 fn said(
     decl: &str,
     after: &str,
@@ -235,6 +236,7 @@ fn said(
         .map(|p| format!("; paper {}: {:.1}% ({})", p.model, p.value * 100.0, p.source))
         .collect();
     let mean_said = mean.map(|m| format!(", mean reward {m:.3}")).unwrap_or_default();
+    let after = if after == decl { "start" } else { after };
     let goals = repeats
         .map(|r| format!(" on {} goals, worth {} independent", r.goals, r.worth))
         .unwrap_or_default();
