@@ -191,6 +191,7 @@ pub const CODES: &[CodeInfo] = &[
     live("W0218", Phase::Warning, "pool of generated tasks the batch never draws from"),
     live("W0220", Phase::Warning, "a field left to its stdlib default under `use std::explicit`"),
     live("W0230", Phase::Warning, "evaluations too small to decide a claim at 95 %"),
+    live("W0231", Phase::Warning, "a format reward the agent's replies can never pass"),
     live("W0240", Phase::Warning, "an input differs from the recipe's lock"),
 ];
 

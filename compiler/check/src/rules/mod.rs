@@ -13,6 +13,7 @@ pub(crate) mod columns;
 mod data;
 mod endpoint;
 mod env_tasks;
+mod format_reach;
 mod generation;
 mod graph;
 mod images;
@@ -219,6 +220,7 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     toolcalls::check(ctx, &mut out);
     tags::check(ctx, &mut out);
     tags_rule::check(ctx, &mut out);
+    format_reach::check(ctx, &mut out);
     actions::check(ctx, &mut out);
     env_tasks::check(ctx, &mut out);
     columns::check(ctx, &mut out);
