@@ -253,16 +253,7 @@ impl QwenConfig {
             ));
         }
         let get = |k: &str| obj.get(k).filter(|x| !x.is_null());
-        let size = |k: &str, default: usize| -> Result<usize, HfError> {
-            match get(k) {
-                None => Ok(default),
-                Some(x) => x
-                    .as_u64()
-                    .filter(|&n| n > 0)
-                    .map(|n| n as usize)
-                    .ok_or_else(|| field(k, format!("{x} is not a positive integer"))),
-            }
-        };
+        let size = |k: &str, default: usize| positive(get(k), default).map_err(|why| field(k, why));
         let float = |k: &str, default: f64| -> Result<f64, HfError> {
             match get(k) {
                 None => Ok(default),
@@ -551,6 +542,19 @@ fn windows(
         }
     };
     Ok(types.into_iter().map(|sliding| if sliding { window } else { None }).collect())
+}
+
+/// A config field as a positive integer: `default` where it is absent (or null), else why it
+/// is not one. The text and vision readers name the field each in their own way.
+pub(crate) fn positive(got: Option<&Json>, default: usize) -> Result<usize, String> {
+    match got {
+        None => Ok(default),
+        Some(x) => x
+            .as_u64()
+            .filter(|&n| n > 0)
+            .map(|n| n as usize)
+            .ok_or_else(|| format!("{x} is not a positive integer")),
+    }
 }
 
 #[cfg(test)]

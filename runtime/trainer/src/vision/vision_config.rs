@@ -194,14 +194,7 @@ impl<'a> Fields<'a> {
 
     /// Field `k` as a positive integer, `default` where it is absent.
     pub(crate) fn size(&self, k: &str, default: usize) -> Result<usize, HfError> {
-        match self.get(k) {
-            None => Ok(default),
-            Some(x) => x
-                .as_u64()
-                .filter(|&n| n > 0)
-                .map(|n| n as usize)
-                .ok_or_else(|| field(k, format!("{x} is not a positive integer"))),
-        }
+        crate::hf::config::positive(self.get(k), default).map_err(|why| field(k, why))
     }
 }
 
