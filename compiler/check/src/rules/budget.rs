@@ -246,8 +246,8 @@ impl Prompt {
     /// `unknown` (then no prompt of the agent is judged). A graph declares no `pages`,
     /// `older_pages` or `task_text`: its modules see every page (what their `inputs` say), none
     /// left behind, and no task text is counted.
-    fn of(ctx: &Ctx<'_>, agent: &Obj) -> Option<Prompt> {
-        let env = agent.fields.get("env").and_then(|e| ctx.obj(e))?;
+    fn of(ctx: &Ctx<'_>, agent: &Obj, env: Option<&Obj>) -> Option<Prompt> {
+        let env = env.or_else(|| agent.fields.get("env").and_then(|e| ctx.obj(e)))?;
         let (shots, shots_span) = screenshots(env)?;
         let pages = match agent.fields.get("pages") {
             // A tag-style episode is one sequence: every result stays in it.
@@ -297,7 +297,13 @@ fn tag_style(ctx: &Ctx<'_>, agent: &Obj) -> bool {
 
 /// One `Turn` per model the agent prompts: the policy of a ReAct loop, each module of a graph.
 pub(super) fn turns<'a>(ctx: &Ctx<'a>, agent: &'a Obj) -> Vec<Turn<'a>> {
-    let Some(prompt) = Prompt::of(ctx, agent) else { return Vec::new() };
+    turns_in(ctx, agent, None)
+}
+
+/// [`turns`] with the agent acting in `env` instead of its own (an evaluation's `env = other`):
+/// that env's observations, step text and viewport, the agent's own prompt rules.
+pub(super) fn turns_in<'a>(ctx: &Ctx<'a>, agent: &'a Obj, env: Option<&'a Obj>) -> Vec<Turn<'a>> {
+    let Some(prompt) = Prompt::of(ctx, agent, env) else { return Vec::new() };
     let mut out = Vec::new();
     let mut push =
         |model_val: &'a Val, kept: f64, history: History, shots: f64, max: Option<&Val>| {

@@ -3,13 +3,13 @@
 //! `max_turns`), with its own `max_response` and `trajectory_tokens` where it sets them, so a
 //! baseline that is only evaluated, or an evaluation longer than any training horizon, is judged
 //! before it runs rather than when its prompts outgrow the context. An evaluation in another env
-//! (`env = other`) is left to that env's agent settings at run time.
+//! (`env = other`) is judged with that env's observations, step text and viewport.
 
 use std::collections::BTreeMap;
 
 use wrl_diagnostics::Diagnostic;
 
-use super::budget::{Horizon, Whose, checks_overflow, report, turns};
+use super::budget::{Horizon, Whose, checks_overflow, report, turns_in};
 use super::{Ctx, RL_CTORS, num};
 use crate::value::Val;
 
@@ -26,9 +26,8 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
         let crate::value::V::Obj(e) = &d.value.v else { continue };
         let Some(agent_val) = e.fields.get("agent") else { continue };
         let Some(agent) = ctx.obj(agent_val) else { continue };
-        if e.fields.get("env").is_some_and(|v| !ctx.is_default(v)) {
-            continue;
-        }
+        // `env = agent` (the default) is the agent's own env; `env = other` another one.
+        let elsewhere = e.fields.get("env").and_then(|v| ctx.obj(v)).filter(|o| o.kind == "env");
         let (Some(steps_val), Some(turns_val)) =
             (e.fields.get("max_steps"), agent.fields.get("max_turns"))
         else {
@@ -41,12 +40,16 @@ pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
         let (max_response, trajectory) =
             (overrides("max_response"), overrides("trajectory_tokens"));
         let already = Ctx::ref_name(agent_val).and_then(|a| judged.get(a)).copied().unwrap_or(0.0);
-        if run.min(upto) <= already.min(upto) && max_response.is_none() && trajectory.is_none() {
+        if run.min(upto) <= already.min(upto)
+            && max_response.is_none()
+            && trajectory.is_none()
+            && elsewhere.is_none()
+        {
             continue;
         }
         let at: &Val = if steps <= limit { steps_val } else { turns_val };
         let horizon = [Horizon { phase: 0, turns: run, at, cut: steps > limit }];
-        for mut turn in turns(ctx, agent) {
+        for mut turn in turns_in(ctx, agent, elsewhere) {
             if let Some(m) = max_response {
                 turn.ep.max_response = m;
             }
