@@ -10,6 +10,8 @@
 //! - [`terse`]: the compact action syntax for text policies; [`Observation::text`] is the
 //!   matching compact observation.
 //! - [`expert`]: the scripted expert for sandbox tasks; [`cli`]: `wrlc sandbox …`.
+//! - [`side`]: tools a turn calls beside the page's, served by the env around the browser
+//!   (`wrl_exec`'s MCP servers) through the [`side::SideTools`] hook.
 
 pub mod action;
 pub mod allow;
@@ -30,6 +32,7 @@ pub mod pool;
 pub mod process;
 pub mod proxy;
 pub mod runner;
+pub mod side;
 pub mod snapshot;
 mod tabs;
 pub mod terse;
@@ -45,4 +48,5 @@ pub use launch::{LaunchError, find_chromium};
 pub use pool::{BrowserPool, PoolCfg, PoolError};
 pub use process::settle;
 pub use runner::AgentTurn;
+pub use side::{NoSideTools, SideCall, SideReply, SideTools, TurnLine};
 pub use snapshot::{Item, Snapshot};

@@ -1,5 +1,6 @@
 //! Running sandbox tasks end to end with a text policy (the scripted expert or any function
-//! from observation to a terse turn), producing trajectory records.
+//! from observation to a terse turn), producing trajectory records; a turn may also call tools
+//! beside the page's, which the caller serves (`side`).
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use wrl_sandbox::{Sandbox, StepBoxes, Task, TrajOutcome, TrajStep, Trajectory};
 use crate::episode::{EpisodeCfg, EpisodeError, EpisodeSpec, Observation};
 use crate::failure::{AgentError, Breakdown, StepResult};
 use crate::pool::BrowserPool;
+use crate::side::{self, NoSideTools, SideTools};
 use crate::snapshot::Item;
 use crate::terse;
 use crate::{expert, ground};
@@ -98,8 +100,24 @@ pub async fn run_task_with_screenshots(
     keep: usize,
     base: &EpisodeCfg,
 ) -> Result<(Trajectory, Vec<Vec<u8>>), EpisodeError> {
+    run_task_with_side_tools(pool, sandbox, task, policy, keep, base, &mut NoSideTools).await
+}
+
+/// [`run_task_with_screenshots`] for a policy whose turns may also call `side`'s tools (one
+/// `side` per episode: it may count the episode's calls), each written as its
+/// `<tool_call>{…}</tool_call>` line among the page actions; what a call answers is its line's
+/// feedback, which the next observation shows.
+pub async fn run_task_with_side_tools(
+    pool: &BrowserPool,
+    sandbox: &Arc<Sandbox>,
+    task: &Task,
+    policy: &mut dyn TextPolicy,
+    keep: usize,
+    base: &EpisodeCfg,
+    side: &mut dyn SideTools,
+) -> Result<(Trajectory, Vec<Vec<u8>>), EpisodeError> {
     let (trajectory, last, _) =
-        run_episode(pool, sandbox, task, policy, (keep, false), base).await?;
+        run_episode(pool, sandbox, task, policy, (keep, false), base, side).await?;
     Ok((trajectory, last))
 }
 
@@ -108,7 +126,7 @@ type Shown = (Trajectory, Vec<Vec<u8>>, Vec<Option<Vec<u8>>>);
 
 /// One episode of `task`: its trajectory, the last `keep` screenshots (the final page last) and,
 /// with `each`, the screenshot of every step's observation in step order (`None` where the
-/// env took none).
+/// env took none). Turns may call `side`'s tools.
 async fn run_episode(
     pool: &BrowserPool,
     sandbox: &Arc<Sandbox>,
@@ -116,6 +134,7 @@ async fn run_episode(
     policy: &mut dyn TextPolicy,
     (keep, each): (usize, bool),
     base: &EpisodeCfg,
+    side: &mut dyn SideTools,
 ) -> Result<Shown, EpisodeError> {
     let cfg = EpisodeCfg { max_steps: task.max_steps, ..base.clone() };
     let mut ep = pool.episode(EpisodeSpec::sandbox_task(sandbox, task), cfg).await?;
@@ -147,11 +166,11 @@ async fn run_episode(
         // the turn was no turn of the tool set.
         let (turn, said, malformed, result) = match turn {
             AgentTurn::Text(text) => {
-                let (result, malformed) = read_and_act(&mut ep, &text).await;
+                let (result, malformed) = read_and_act(&mut ep, &text, side).await;
                 (text, None, malformed, result)
             }
             AgentTurn::Read { lines, said } => {
-                let (result, malformed) = read_and_act(&mut ep, &lines).await;
+                let (result, malformed) = read_and_act(&mut ep, &lines, side).await;
                 (lines, Some(said), malformed, result)
             }
             AgentTurn::Malformed { text, error } => (text, None, true, ep.reject(error)),
@@ -198,11 +217,15 @@ async fn run_episode(
     Ok((trajectory, shots.into(), each_step))
 }
 
-/// Reads `text` as terse actions and runs them: the step's result, and whether the text was
-/// no turn (a format error the episode counts).
-async fn read_and_act(ep: &mut crate::Episode, text: &str) -> (StepResult, bool) {
-    match terse::parse_turn(text) {
-        Ok(actions) => (ep.act(&actions).await, false),
+/// Reads `text` as terse actions and calls of `side`'s tools and runs them: the step's result,
+/// and whether the text was no turn (a format error the episode counts).
+async fn read_and_act(
+    ep: &mut crate::Episode,
+    text: &str,
+    side: &mut dyn SideTools,
+) -> (StepResult, bool) {
+    match side::parse_turn(text, &*side) {
+        Ok(turn) => (ep.act_turn(&turn, side).await, false),
         Err(e) => (ep.reject(e), true),
     }
 }
@@ -287,7 +310,8 @@ pub async fn run_expert_seeing(
 ) -> Vec<Result<(Trajectory, Vec<Option<Vec<u8>>>), EpisodeError>> {
     futures::stream::iter(tasks.iter().map(|t| async move {
         let mut e = SeeingExpert::default();
-        let (traj, _, each) = run_episode(pool, sandbox, t, &mut e, (0, true), cfg).await?;
+        let (traj, _, each) =
+            run_episode(pool, sandbox, t, &mut e, (0, true), cfg, &mut NoSideTools).await?;
         Ok((traj, each))
     }))
     .buffered(concurrency.max(1))

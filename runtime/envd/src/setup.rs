@@ -319,6 +319,12 @@ async fn place(
             let (Some(pool), Some(sb)) = (&services.pool, &services.sandbox) else {
                 return Err(no_env(format!("env `{env_decl}`: no browser pool")));
             };
+            // As for a search API below: `wrlc run`'s episodes call MCP tools, not the service's.
+            if !b.tools.mcp.is_empty() {
+                return Err(ServiceError::Start(format!(
+                    "env `{env_decl}`: its tool set's MCP servers (`mcp`) are called by `wrlc run` only, not by `wrlc env serve`"
+                )));
+            }
             let screenshot = b.observe.iter().any(|o| matches!(o, Observation::Screenshot { .. }));
             let place = Place::Browser { pool: pool.clone(), sandbox: sb.clone(), screenshot };
             (place, b.tools.clone(), "browser")

@@ -47,13 +47,15 @@ fn profiles(recipe: &str) -> Vec<String> {
 /// tag-style agent's SFT);
 /// their goldens live in `tests/recipes/golden/`.
 /// #45: variants, each its own plan (`NAME.variant-V.plan`); claims stated for profiles, in
-/// the plans of those profiles alone. A baseline whose ReAct policy is served (`api(…)`).
-const TEST_RECIPES: [&str; 16] = [
+/// the plans of those profiles alone. A baseline whose ReAct policy is served (`api(…)`). #46
+/// item 4 again: MCP tools in a browser env.
+const TEST_RECIPES: [&str; 17] = [
     "tests/recipes/api_policy.wrl",
     "tests/recipes/arpo.wrl",
     "tests/recipes/deep_research.wrl",
     "tests/recipes/gigpo.wrl",
     "tests/recipes/lora.wrl",
+    "tests/recipes/mcp_browser.wrl",
     "tests/recipes/mcp_tools.wrl",
     "tests/recipes/reward_endpoint.wrl",
     "tests/recipes/scoped_claims.wrl",

@@ -1,10 +1,14 @@
-//! Stepping: a turn of actions run on the tabs, then settled, snapshotted and told back as
-//! feedback; a turn rejected before it ran (its text was no action); giving up; breaking down.
-//! Each counts against the step budget, all but the last against the agent-error budget too.
+//! Stepping: a turn of actions run on the tabs (and calls of tools beside the page's, in their
+//! place among them), then settled, snapshotted and told back as feedback; a turn rejected
+//! before it ran (its text was no action); giving up; breaking down. Each counts against the
+//! step budget, all but the last against the agent-error budget too.
+
+use std::time::Instant;
 
 use crate::action::Action;
 use crate::drive::{Driver, Stop};
 use crate::failure::{AgentError, Breakdown, EndReason, StepResult};
+use crate::side::{NoSideTools, SideTools, TurnLine};
 use crate::snapshot::dom_diff;
 
 use super::start::Episode;
@@ -13,6 +17,15 @@ impl Episode {
     /// Runs a turn: the actions in order, stopping at the first failing or terminal one. Then
     /// settles, snapshots, and builds the feedback (per-action lines, blocked requests, DOM diff).
     pub async fn act(&mut self, actions: &[Action]) -> StepResult {
+        let turn: Vec<TurnLine> = actions.iter().cloned().map(TurnLine::Page).collect();
+        self.act_turn(&turn, &mut NoSideTools).await
+    }
+
+    /// [`Episode::act`] for a turn whose lines may also call `side`'s tools: each runs in its
+    /// place, its answer that line's feedback. A call's failure is text for the policy (never an
+    /// agent error); a call whose answer ends the episode stops the turn there. The step's
+    /// timeout is the page actions' time: a side call has its own.
+    pub async fn act_turn(&mut self, turn: &[TurnLine], side: &mut dyn SideTools) -> StepResult {
         if let Some(end) = &self.end {
             return StepResult {
                 feedback: "the episode is over".into(),
@@ -33,10 +46,9 @@ impl Episode {
             };
         }
         self.steps += 1;
-        // `per_turn = one`: the first action runs; the others are reported, not run.
-        let dropped =
-            if self.cfg.one_action_per_turn { actions.len().saturating_sub(1) } else { 0 };
-        let actions = &actions[..actions.len() - dropped];
+        // `per_turn = one`: the first action (or call) runs; the others are reported, not run.
+        let dropped = if self.cfg.one_action_per_turn { turn.len().saturating_sub(1) } else { 0 };
+        let turn = &turn[..turn.len() - dropped];
         // The clickable elements before the turn, for the DOM diff (when the view shows it).
         let before = match &self.last {
             _ if !self.cfg.view.dom_diff => Vec::new(),
@@ -49,36 +61,60 @@ impl Episode {
         let mut errors = Vec::new();
         // The answer of a terminal action, once one has run.
         let mut answer = None;
+        // What failed on the page (an environment error), or how a side call ended the episode.
+        let mut failed = None;
+        let mut side_end = None;
+        // The page actions' share of the step's time left.
+        let mut left = timeout;
         let mut driver = Driver::new(&mut self.tabs, timeout);
-        let ran = tokio::time::timeout(timeout, async {
-            for a in actions {
-                match driver.run(a).await {
-                    Ok(line) => lines.push(line),
-                    Err(Stop::Agent(e)) => {
-                        lines.push(format!("error: {e}"));
-                        errors.push(e);
-                        break;
+        for line in turn {
+            match line {
+                TurnLine::Page(a) => {
+                    let t0 = Instant::now();
+                    let ran = tokio::time::timeout(left, driver.run(a)).await;
+                    left = left.saturating_sub(t0.elapsed());
+                    match ran {
+                        Ok(Ok(line)) => lines.push(line),
+                        Ok(Err(Stop::Agent(e))) => {
+                            lines.push(format!("error: {e}"));
+                            errors.push(e);
+                            break;
+                        }
+                        Ok(Err(Stop::Env(m))) => {
+                            failed = Some(m);
+                            break;
+                        }
+                        Ok(Err(Stop::Terminal(ans))) => {
+                            answer = Some(ans);
+                            break;
+                        }
+                        Err(_) => {
+                            failed = Some(format!("step timed out after {timeout:?}"));
+                            break;
+                        }
                     }
-                    Err(Stop::Env(m)) => return Err(m),
-                    Err(Stop::Terminal(ans)) => {
-                        answer = Some(ans);
+                }
+                TurnLine::Side(call) => {
+                    let reply = side.call(call.clone()).await;
+                    lines.push(reply.text.trim_end().to_string());
+                    if reply.end.is_some() {
+                        side_end = reply.end;
                         break;
                     }
                 }
             }
-            Ok(())
-        })
-        .await;
+        }
         if driver.changed() {
             self.last = None;
         }
         if let Some(answer) = answer {
             self.end = Some(EndReason::Completed { answer });
         }
-        match ran {
-            Ok(Ok(())) => {}
-            Ok(Err(m)) => self.end_env(m),
-            Err(_) => self.end_env(format!("step timed out after {timeout:?}")),
+        if let Some(m) = failed {
+            self.end_env(m);
+        }
+        if side_end.is_some() {
+            self.end = side_end;
         }
         if self.end.as_ref().is_none_or(|e| matches!(e, EndReason::Completed { .. })) {
             match self.tabs.snapshot().await {

@@ -5,16 +5,18 @@
 //! the expert's terse demonstrations become the calls the template renders (a coordinate tool
 //! set's grounded at the elements' boxes, `grounded`), so SFT teaches the very format the ReAct
 //! loop reads. A checked turn reaches its environment as the terse line(s)
-//! the environment runs, the same lines the expert's steps and the prompts' `done:` history use.
+//! the environment runs, the same lines the expert's steps and the prompts' `done:` history use;
+//! a call of a tool an MCP server serves as its `<tool_call>{…}</tool_call>` line, in a browser
+//! turn among the page's actions in the order written (`wrl_browser::side`).
 
 use serde_json::Value as Json;
-use wrl_browser::{Action, AgentError, ToolSet, terse};
+use wrl_browser::{Action, AgentError, ToolSet, side, terse};
 use wrl_plan::params::{self, Toolset, TypedPlan};
 use wrl_sandbox::StepBoxes;
 use wrl_trainer::chat::CallText;
 use wrl_trainer::{Role, Segment};
 
-use super::actions::{TurnError, tool_set, turn_actions};
+use super::actions::{TurnError, browser_name, call_action, tool_set, turn_actions};
 use super::grounded::step_calls;
 use super::toolcall::{Arg, ToolCall, Turn, parse_turn};
 use crate::env::search::{Call, parse_call};
@@ -71,19 +73,21 @@ impl Hermes {
                 // Only calls: terse lines are the tiny policy's, not this model's format.
                 let turn =
                     parse_turn(text, &self.tools).map_err(|e| TurnError::from(e).agent_error())?;
-                let actions = turn_actions(&turn, &self.tools)?;
-                let lines = actions
-                    .iter()
-                    .map(|a| match terse::render(a) {
-                        Some(l) if !l.contains('\n') => Ok(l),
-                        Some(_) => Err(AgentError::BadArguments(
-                            "an argument of the call spans several lines".into(),
-                        )),
-                        None => Err(AgentError::InvalidCoordinates(format!(
-                            "{a:?}: a point is not a finite number"
-                        ))),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
+                // The page's calls as its actions; another tool's (the checked tool set's, so an
+                // MCP server's) as its call line, in the order written; the answer tag last.
+                let set = tool_set(&self.tools);
+                let mut lines = Vec::new();
+                for c in &turn.calls {
+                    lines.push(if set.tool_names().contains(&browser_name(set, &c.name)) {
+                        page_line(&call_action(set, c)?)?
+                    } else {
+                        side_line(c)
+                    });
+                }
+                let answer = Turn { calls: Vec::new(), ..turn };
+                for a in turn_actions(&answer, &self.tools)? {
+                    lines.push(page_line(&a)?);
+                }
                 Ok(lines.join("\n"))
             }
             EnvKind::Search => {
@@ -162,9 +166,34 @@ fn call_of(name: &str, arguments: Json) -> CallText {
     CallText { name: name.to_string(), arguments: arguments.to_string() }
 }
 
+/// A browser action as its terse line (one line), or why it has none.
+fn page_line(a: &Action) -> Result<String, AgentError> {
+    match terse::render(a) {
+        Some(l) if !l.contains('\n') => Ok(l),
+        Some(_) => {
+            Err(AgentError::BadArguments("an argument of the call spans several lines".into()))
+        }
+        None => {
+            Err(AgentError::InvalidCoordinates(format!("{a:?}: a point is not a finite number")))
+        }
+    }
+}
+
+/// A checked call of a tool the environment does not run itself (one an MCP server serves) as
+/// its line, `<tool_call>{"name": …, "arguments": {…}}</tool_call>`, which the search env and
+/// the browser's side tools read back.
+fn side_line(call: &ToolCall) -> String {
+    let args = call.args.iter().map(|(k, v)| (k.clone(), super::actions::arg_json(v))).collect();
+    side::render_call(&call.name, &args)
+}
+
 /// A terse browser line as the element tool's call (`type! 3 mug` is `type` with
-/// `submit: true`; `back` is `go_back`).
+/// `submit: true`; `back` is `go_back`); a side call's line as that call.
 fn browser_call(line: &str) -> Result<CallText, String> {
+    if let Some(call) = side::parse_call(line) {
+        let call = call.map_err(|e| format!("`{line}`: {e}"))?;
+        return Ok(call_of(&call.name, Json::Object(call.arguments)));
+    }
     let action = terse::parse(line).map_err(|e| format!("`{line}`: {e}"))?;
     let Action::Elem(e) = action else {
         return Err(format!("`{line}` is not an element-id action"));
@@ -230,17 +259,7 @@ fn search_line(call: &ToolCall) -> Result<String, AgentError> {
         "answer" => Ok(format!("answer {}", strings(call.args.get("text")).join(" "))),
         // Another tool of the checked tool set: one an MCP server serves, sent as its JSON
         // call (the env says so if none does).
-        other => Ok(format!(
-            "<tool_call>{}</tool_call>",
-            serde_json::json!({
-                "name": other,
-                "arguments": call
-                    .args
-                    .iter()
-                    .map(|(k, v)| (k.clone(), super::actions::arg_json(v)))
-                    .collect::<serde_json::Map<_, _>>(),
-            })
-        )),
+        _ => Ok(side_line(call)),
     }
 }
 

@@ -96,6 +96,37 @@ fn browser_calls_become_the_lines_the_runner_runs() {
     assert_eq!(many.read(&two).unwrap(), "click 1\nclick 2");
 }
 
+/// A browser tool set with a tool an MCP server serves (`run_code`): its call becomes the line
+/// the browser's side tools read, in its place among the page's actions, and a demonstration's
+/// such line the call again.
+#[test]
+fn a_browser_turns_mcp_call_stays_a_call_line_among_the_page_actions() {
+    let mut tools = Toolset { calls_per_turn: CallsPerTurn::Many, ..elements() };
+    tools.tools.push(tool("run_code", vec![param("code", "string", None)], false));
+    let h = Hermes::new(tools, EnvKind::Browser);
+    let text = "<think>try it</think><tool_call>{\"name\": \"click\", \"arguments\": {\"id\": 4}}</tool_call>\n\
+                <tool_call>{\"name\": \"run_code\", \"arguments\": {\"code\": \"print(1)\\nprint(2)\"}}</tool_call>\n\
+                <tool_call>{\"name\": \"answer\", \"arguments\": {\"text\": \"2\"}}</tool_call>";
+    let lines = h.read(text).unwrap();
+    let run =
+        r#"<tool_call>{"arguments":{"code":"print(1)\nprint(2)"},"name":"run_code"}</tool_call>"#;
+    assert_eq!(lines, format!("click 4\n{run}\nanswer 2"));
+    // What the search env writes for the same call, so either env reads one spelling.
+    let w = Hermes::new(
+        Toolset {
+            tools: vec![tool("run_code", vec![param("code", "string", None)], false)],
+            ..webdancer()
+        },
+        EnvKind::Search,
+    );
+    let only = r#"<tool_call>{"name": "run_code", "arguments": {"code": "print(1)\nprint(2)"}}</tool_call>"#;
+    assert_eq!(w.read(only).unwrap(), run);
+    let seg = h.demo(&["click 4".into(), run.into()], None, "g").unwrap();
+    let names: Vec<&str> = seg.tool_calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["click", "run_code"]);
+    assert_eq!(seg.tool_calls[1].arguments, r#"{"code":"print(1)\nprint(2)"}"#);
+}
+
 #[test]
 fn search_calls_and_the_answer_tag_become_the_search_envs_lines() {
     let h = Hermes::new(webdancer(), EnvKind::Search);

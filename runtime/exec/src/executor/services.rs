@@ -20,8 +20,8 @@ pub(super) struct Services {
     pool: Option<BrowserPool>,
     /// `retriever(corpus)` search backends, by env node: started once, kept for the run.
     retrievers: std::collections::BTreeMap<String, Arc<wrl_sandbox::retriever::Retriever>>,
-    /// The MCP servers of a `search_api` env's tool set, by env node: connected once, kept for
-    /// the run, their calls counted there (`mcp_calls.json`).
+    /// The MCP servers of a `search_api` or `browser` env's tool set, by env node: connected
+    /// once, kept for the run, their calls counted there (`mcp_calls.json`).
     pub(super) mcp: std::collections::BTreeMap<String, Arc<crate::mcp::McpTools>>,
 }
 
@@ -111,9 +111,11 @@ impl<'a> Executor<'a> {
                     format!("env `{}`: cannot set up its HTTP client: {e}", node.decl),
                 )
             })?),
-            params::Env::Browser(_) => {
+            params::Env::Browser(b) => {
                 let pool = self.pool().await?;
-                Arc::new(BrowserEnv { pool, sandbox: self.sandbox().await? })
+                let native = crate::mcp::browser_native(&b.tools);
+                let mcp = self.mcp_tools(node, &b.tools, &native).await?;
+                Arc::new(BrowserEnv::new(pool, self.sandbox().await?).with_mcp(mcp))
             }
         };
         Ok((e, episode, retries))
@@ -146,7 +148,7 @@ impl<'a> Executor<'a> {
             RunError::new(Fault::Service, format!("{which}: cannot set up its HTTP client: {e}"))
         })?;
         let mcp = match env {
-            Some((n, s)) => self.mcp_tools(n, &s.tools).await?,
+            Some((n, s)) => self.mcp_tools(n, &s.tools, crate::mcp::SEARCH_NATIVE).await?,
             None => None,
         };
         let search = search.with_mcp(mcp);
@@ -181,25 +183,25 @@ impl<'a> Executor<'a> {
         })
     }
 
-    /// The MCP servers of env `node`'s tool set, connected on first use (the preflight checked
-    /// them; one that has gone since is a service the run needs, E0507).
+    /// The MCP servers of env `node`'s tool set, serving the tools not in `native` (those the
+    /// env runs itself), connected on first use (the preflight checked them; one that has gone
+    /// since is a service the run needs, E0507).
     async fn mcp_tools(
         &mut self,
         node: &Node,
         tools: &params::Toolset,
+        native: &[&str],
     ) -> Result<Option<Arc<crate::mcp::McpTools>>, RunError> {
         if let Some(m) = self.services.mcp.get(&node.id) {
             return Ok(Some(m.clone()));
         }
-        let m = crate::mcp::McpTools::connect(tools, crate::mcp::SEARCH_NATIVE).await.map_err(
-            |why| {
-                RunError::new(Fault::Service, format!("env `{}`: {why}", node.decl)).at(
-                    node,
-                    Some("tools"),
-                    "this tool set's MCP servers",
-                )
-            },
-        )?;
+        let m = crate::mcp::McpTools::connect(tools, native).await.map_err(|why| {
+            RunError::new(Fault::Service, format!("env `{}`: {why}", node.decl)).at(
+                node,
+                Some("tools"),
+                "this tool set's MCP servers",
+            )
+        })?;
         if let Some(m) = &m {
             self.services.mcp.insert(node.id.clone(), m.clone());
         }

@@ -18,6 +18,13 @@ use schema::{Listed, Mismatch};
 /// The tools a `search_api` env runs itself; the rest of its tool set is served by MCP.
 pub const SEARCH_NATIVE: &[&str] = &["search", "visit", "answer"];
 
+/// The tools a `browser` env runs itself: the page tools of its tool set's coordinates (the
+/// stdlib's names, `go_back` for the element tools' `back`); the rest is served by MCP.
+pub fn browser_native(tools: &Toolset) -> Vec<&'static str> {
+    use crate::agent::actions::{recipe_names, tool_set};
+    recipe_names(tool_set(tools))
+}
+
 /// What one call answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -119,7 +126,8 @@ pub fn route(
         match serving.as_slice() {
             [] => {
                 let all = listings.iter().flat_map(|(_, l)| l.iter().map(|x| x.name.as_str()));
-                let dym = schema::nearest(&t.name, all.clone())
+                // A near name may be one the env runs itself (`clik` for a browser's `click`).
+                let dym = schema::nearest(&t.name, all.clone().chain(native.iter().copied()))
                     .map(|s| format!(" (did you mean `{s}`?)"))
                     .unwrap_or_default();
                 let listed: Vec<String> = all.map(|n| format!("`{n}`")).collect();
@@ -179,7 +187,7 @@ pub fn list_blocking(servers: &[McpServer]) -> Result<Vec<(String, Vec<Listed>)>
 }
 
 /// The MCP servers of one environment's tool set, connected, and which serves each tool: what
-/// a `search_api` episode calls a tool it does not run itself through.
+/// a `search_api` or `browser` episode calls a tool it does not run itself through.
 #[derive(Debug)]
 pub struct McpTools {
     servers: Vec<(McpLimits, client::Connection)>,

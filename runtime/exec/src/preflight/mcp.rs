@@ -1,8 +1,9 @@
 //! A tool set's MCP servers, reached before the run: each is connected to (`initialize`) and
-//! asked for its `tools/list`, and every declared tool the environment does not run itself is
-//! held to the one server that lists it, name and argument types (E0517); a server that cannot
-//! be reached is a service the run needs (E0507). `wrlc check` stays offline: only `wrlc run`
-//! (and `--dry-run`) does this.
+//! asked for its `tools/list`, and every declared tool the environment does not run itself (a
+//! search API's `search`, `visit`, `answer`; a browser's page tools) is held to the one server
+//! that lists it, name and argument types (E0517); a server that cannot be reached is a service
+//! the run needs (E0507). An environment server, which runs every tool itself, is refused
+//! (E0502). `wrlc check` stays offline: only `wrlc run` (and `--dry-run`) does this.
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Env};
@@ -12,11 +13,15 @@ use crate::error::{Fault, RunError};
 
 /// What is wrong with env `n`'s MCP tools, reaching its servers.
 pub(super) fn mcp(n: &Node, e: &Env) -> Vec<RunError> {
-    let (tools, native) = match e {
+    let page_tools;
+    let (tools, native): (&params::Toolset, &[&str]) = match e {
         Env::SearchApi(s) => (&s.tools, crate::mcp::SEARCH_NATIVE),
-        Env::Browser(b) => return elsewhere(n, &b.tools, "a browser env"),
+        Env::Browser(b) => {
+            page_tools = crate::mcp::browser_native(&b.tools);
+            (&b.tools, &page_tools)
+        }
         Env::EnvServer(s) => match s.tools.value() {
-            Some(t) => return elsewhere(n, t, "an environment server (it runs every tool itself)"),
+            Some(t) => return env_server(n, t),
             None => return Vec::new(),
         },
     };
@@ -46,19 +51,19 @@ pub(super) fn mcp(n: &Node, e: &Env) -> Vec<RunError> {
     }
 }
 
-/// MCP servers on a tool set whose env does not call them (this runtime calls MCP tools from
-/// `search_api` episodes only).
-fn elsewhere(n: &Node, tools: &params::Toolset, what: &str) -> Vec<RunError> {
+/// MCP servers on an environment server's tool set: the server runs every tool of its turns
+/// itself (a turn goes to it whole), so no call would reach them.
+fn env_server(n: &Node, tools: &params::Toolset) -> Vec<RunError> {
     if tools.mcp.is_empty() {
         return Vec::new();
     }
     vec![unsupported(
         n,
         format!(
-            "env `{}`: MCP tools are called from `search_api` episodes only, not from {what}",
+            "env `{}`: an environment server runs every tool of a turn itself, so no call would reach the tool set's MCP servers; MCP tools are called from `search_api` and `browser` episodes",
             n.decl
         ),
-        "serve the tools through a `search_api` env, or remove `mcp` from the tool set",
+        "serve the tools from the environment server, or call them from a `search_api` or `browser` env; else remove `mcp` from the tool set",
         "tools",
     )]
 }

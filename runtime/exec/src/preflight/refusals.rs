@@ -151,8 +151,10 @@ fn browser(n: &Node, b: &params::Browser, vl: bool) -> Vec<RunError> {
         // The checker's context budget (E0404).
         step_text: _,
     } = b;
+    // With MCP servers, `preflight/mcp.rs` holds each tool the page does not run to the server
+    // that lists it (E0517).
     let missing = crate::agent::actions::unknown_tools(tools);
-    if !missing.is_empty() {
+    if !missing.is_empty() && tools.mcp.is_empty() {
         let names: Vec<String> = missing.iter().map(|t| format!("`{t}`")).collect();
         let set = crate::agent::actions::tool_set(tools);
         let known: Vec<String> =

@@ -531,7 +531,7 @@ fn a_vl_policy_sees_its_last_screenshots_as_image_pads_in_chromium() {
             view: wrl_exec::env::settings::view(&observe),
             ..wrl_browser::EpisodeCfg::default()
         };
-        let env = BrowserEnv { pool, sandbox };
+        let env = BrowserEnv::new(pool, sandbox);
         env.run(&task, &mut policy, 0, &cfg).await.unwrap().trajectory
     });
     assert_eq!(policy.turns.len(), 4, "{traj:?}");

@@ -17,6 +17,9 @@ use wrl_sandbox::{Sandbox, Split, Task, generate_qa};
 mod mcp;
 mod simulated;
 
+// The reference MCP server, for the browser env's MCP tests too (`browser_mcp`).
+pub(crate) use mcp::{http_server, python, stdio};
+
 fn cfg() -> EpisodeCfg {
     EpisodeCfg { max_agent_errors: 2, ..EpisodeCfg::default() }
 }

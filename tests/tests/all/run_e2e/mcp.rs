@@ -1,14 +1,16 @@
-//! MCP tools end to end (#46 item 4): `tests/recipes/mcp_tools.wrl --profile offline` with its
-//! server over stdio on the official MCP Python SDK (`MCP_PYTHON`, tests/scripts/mcp-check.sh):
-//! the preflight reads the server's `tools/list` and accepts the declared tools, the run
-//! connects and finishes, and its episodes end by the policy, never by the server.
+//! MCP tools end to end (#46 item 4): `tests/recipes/mcp_tools.wrl --profile offline` (a search
+//! env) and `tests/recipes/mcp_browser.wrl --profile offline` (a browser env, real Chromium)
+//! with their server over stdio on the official MCP Python SDK (`MCP_PYTHON`,
+//! tests/scripts/mcp-check.sh): the preflight reads the server's `tools/list` and accepts the
+//! declared tools, the run connects and finishes, writes the calls' counts, and its episodes
+//! end by the policy, never by the server.
 
 use super::records;
 
-#[test]
-fn mcp_tools_offline_profile_runs_against_the_reference_server() {
-    let py = match std::env::var("MCP_PYTHON") {
-        Ok(p) if !p.is_empty() => p,
+/// The Python with the MCP SDK, or `None` after saying why the test is skipped.
+fn python() -> Option<String> {
+    match std::env::var("MCP_PYTHON") {
+        Ok(p) if !p.is_empty() => Some(p),
         _ => {
             assert!(
                 std::env::var_os("WRL_REQUIRE_MCP").is_none(),
@@ -18,9 +20,14 @@ fn mcp_tools_offline_profile_runs_against_the_reference_server() {
                 "SKIPPED: MCP_PYTHON is not set (the Python of a venv with the official MCP SDK; \
                  bash tests/scripts/mcp-check.sh makes one and runs this test)"
             );
-            return;
+            None
         }
-    };
+    }
+}
+
+#[test]
+fn mcp_tools_offline_profile_runs_against_the_reference_server() {
+    let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let server = format!(
@@ -39,4 +46,31 @@ fn mcp_tools_offline_profile_runs_against_the_reference_server() {
         let o = &t.trajectory.outcome;
         assert!(!o.message.contains("MCP"), "an episode ended by the MCP server: {o:?}");
     }
+}
+
+#[test]
+fn mcp_browser_offline_profile_runs_in_chromium_against_the_reference_server() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let server = format!(
+        "shop_and_code.mcp=[mcp_stdio(\"{py}\") {{ args = [\"tests/scripts/mcp_server.py\", \"stdio\"], max_calls = 2, result_chars = 200 }}]"
+    );
+    let recipe = "tests/recipes/mcp_browser.wrl";
+    let args = ["run", recipe, "--profile", "offline", "--set", &server, "--out"];
+    let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    args.push(out.display().to_string());
+    let (code, _, stderr) = wrl_tests::wrlc(args);
+    assert_eq!(code, 0, "{stderr}");
+    let (summary, _, trajs) = records(&out);
+    assert_eq!(summary.status, "finished");
+    assert_eq!(trajs.len(), 2);
+    for t in &trajs {
+        let o = &t.trajectory.outcome;
+        assert!(!o.message.contains("MCP"), "an episode ended by the MCP server: {o:?}");
+    }
+    // The browser env's servers were connected for the run, and their counts written.
+    let counts = std::fs::read_to_string(out.join("mcp_calls.json")).unwrap();
+    let counts: serde_json::Value = serde_json::from_str(&counts).unwrap();
+    assert!(counts.get("env:web").is_some(), "{counts}");
 }

@@ -20,7 +20,7 @@ use wrl_sandbox::{Sandbox, Split, generate_qa};
 use super::{Script, cfg};
 
 /// The Python with the MCP SDK, or `None` after saying why the test is skipped.
-fn python() -> Option<String> {
+pub(crate) fn python() -> Option<String> {
     match std::env::var("MCP_PYTHON") {
         Ok(p) if !p.is_empty() => Some(p),
         _ => {
@@ -73,7 +73,7 @@ fn tools(server: McpServer, extra: Vec<Tool>) -> Toolset {
     }
 }
 
-fn stdio(py: &str) -> McpServer {
+pub(crate) fn stdio(py: &str) -> McpServer {
     McpServer::Stdio(McpStdio {
         command: py.into(),
         args: vec![script(), "stdio".into()],
@@ -85,7 +85,7 @@ fn stdio(py: &str) -> McpServer {
 }
 
 /// The reference server over streamable HTTP on a free loopback port, once it answers.
-fn http_server(py: &str) -> (Child, McpServer) {
+pub(crate) fn http_server(py: &str) -> (Child, McpServer) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let child = Command::new(py)
         .args([script(), "http".into(), port.to_string()])
