@@ -66,6 +66,19 @@ impl Hermes {
         }
     }
 
+    /// Whether the environment runs tool `name` itself (the search API's `search`, `visit` and
+    /// `answer`; the page's tools in a browser): a call of any other tool (an MCP server's) is
+    /// written as its `<tool_call>{…}</tool_call>` line.
+    pub fn runs_itself(&self, name: &str) -> bool {
+        match self.env {
+            EnvKind::Search => crate::mcp::SEARCH_NATIVE.contains(&name),
+            EnvKind::Browser => {
+                let set = tool_set(&self.tools);
+                set.tool_names().contains(&browser_name(set, name))
+            }
+        }
+    }
+
     /// A model's turn as the line(s) its environment runs, or the format error it is.
     pub fn read(&self, text: &str) -> Result<String, AgentError> {
         match self.env {
@@ -78,7 +91,7 @@ impl Hermes {
                 let set = tool_set(&self.tools);
                 let mut lines = Vec::new();
                 for c in &turn.calls {
-                    lines.push(if set.tool_names().contains(&browser_name(set, &c.name)) {
+                    lines.push(if self.runs_itself(&c.name) {
                         page_line(&call_action(set, c)?)?
                     } else {
                         side_line(c)

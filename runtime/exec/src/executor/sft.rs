@@ -341,6 +341,10 @@ fn examples(
     let reply = agent.as_ref().map_or(0, |a| a.max_response);
     // A tag-style agent's prompt shows no tool schemas: its calls are tags, not Hermes calls.
     let tags = agent.as_ref().and_then(|a| a.tags.clone());
+    // Which tools the env runs itself: a conversation's call of another (an MCP server's) is
+    // written for the tiny policy as the call line the env reads back.
+    let set = agent.as_ref().and_then(|a| a.hermes.clone());
+    let runs_itself = |name: &str| set.as_ref().is_none_or(|h| h.runs_itself(name));
     let hermes: Option<Arc<Hermes>> =
         agent.and_then(|a| a.hermes).filter(|_| chat && tags.is_none());
     // The prompts get the room the example's length leaves after the reply, as the
@@ -375,12 +379,13 @@ fn examples(
         let d = match d {
             Demos::Episodes(d) => d,
             Demos::Chats(c) => {
-                let examples = super::sft_chat::examples(c, chat, per_turn).map_err(|e| {
-                    RunError::new(
-                        Fault::ChatData,
-                        format!("stage `{}`: dataset `{name}`: {e}", node.decl),
-                    )
-                })?;
+                let examples =
+                    super::sft_chat::examples(c, chat, per_turn, &runs_itself).map_err(|e| {
+                        RunError::new(
+                            Fault::ChatData,
+                            format!("stage `{}`: dataset `{name}`: {e}", node.decl),
+                        )
+                    })?;
                 let examples = examples.into_iter().map(|e| (e, Vec::new())).collect();
                 sets.push((name.clone(), Shown::Turns(examples, true)));
                 continue;

@@ -2,20 +2,24 @@
 //! template (its own template renders the messages, tool calls and tools; the loss covers the
 //! assistant turns, calls included, as TRL's `assistant_only_loss` does), and for the tiny
 //! policy, which has no call format, each assistant tool call as the terse line it writes
-//! (`search capital of Osk`), or refused when the call cannot be one.
+//! (`search capital of Osk`), or refused when the call cannot be one; a call of a tool its
+//! environment does not run itself (an MCP server's) as the `<tool_call>{…}</tool_call>` line
+//! the environment reads back.
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value as Json;
 use wrl_trainer::Trajectory;
 
 /// The examples of a dataset's conversations: as they are with a chat template (`chat`), else
-/// with every tool call written into its assistant message as a terse line; with `per_turn`
+/// with every tool call written into its assistant message as a terse line, or as its call line
+/// where `runs_itself` says the environment does not run the tool; with `per_turn`
 /// (`loss_on = current_turn`), each assistant turn in its own example after the conversation
 /// before it, the only turn trained.
 pub(super) fn examples(
     convs: &[Trajectory],
     chat: bool,
     per_turn: bool,
+    runs_itself: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Trajectory>, String> {
     let convs: Vec<Trajectory> = if per_turn {
         let keep = wrl_trainer::ObservationHistory::KeepAll;
@@ -33,7 +37,12 @@ pub(super) fn examples(
             let mut c = c.clone();
             for (i, s) in c.segments.iter_mut().enumerate() {
                 for (j, call) in std::mem::take(&mut s.tool_calls).iter().enumerate() {
-                    let line = terse(&call.name, &call.arguments).map_err(|why| {
+                    let line = if runs_itself(&call.name) {
+                        terse(&call.name, &call.arguments)
+                    } else {
+                        side_line(&call.name, &call.arguments)
+                    };
+                    let line = line.map_err(|why| {
                         format!(
                             "conversation {}: `messages[{i}].tool_calls[{j}]` (`{}`): {why}; the \
                              tiny policy writes a call as one terse line, `NAME ARG | ARG`",
@@ -50,6 +59,16 @@ pub(super) fn examples(
             Ok(c)
         })
         .collect()
+}
+
+/// A call of a tool the environment does not run itself as its one line,
+/// `<tool_call>{"name": …, "arguments": {…}}</tool_call>`.
+fn side_line(name: &str, arguments: &str) -> Result<String, String> {
+    match serde_json::from_str::<Json>(arguments) {
+        Ok(Json::Object(args)) => Ok(wrl_browser::side::render_call(name, &args)),
+        Ok(_) => Err("its arguments are not a JSON object".into()),
+        Err(e) => Err(format!("its arguments are not a JSON object: {e}")),
+    }
 }
 
 /// A call as the tiny policy's terse line: the tool's name, then its arguments' values in the
@@ -139,6 +158,7 @@ mod tests {
 
     #[test]
     fn the_tiny_policy_gets_terse_lines_and_a_template_the_calls() {
+        let all = |_: &str| true;
         let mut call = Segment::new(Role::Assistant, "");
         call.tool_calls =
             vec![CallText { name: "search".into(), arguments: r#"{"query": "q"}"#.into() }];
@@ -148,18 +168,25 @@ mod tests {
             Segment::new(Role::Tool, "result"),
             Segment::new(Role::Assistant, "answer x"),
         ]);
-        let tiny = examples(std::slice::from_ref(&conv), false, false).unwrap();
+        let tiny = examples(std::slice::from_ref(&conv), false, false, &all).unwrap();
         assert_eq!(tiny[0].segments[1].text, "search q");
         assert!(tiny[0].segments[1].tool_calls.is_empty());
-        assert_eq!(examples(std::slice::from_ref(&conv), true, false).unwrap()[0], conv);
+        assert_eq!(examples(std::slice::from_ref(&conv), true, false, &all).unwrap()[0], conv);
         // `current_turn`: each assistant turn alone, after what came before it.
-        let turns = examples(std::slice::from_ref(&conv), true, true).unwrap();
+        let turns = examples(std::slice::from_ref(&conv), true, true, &all).unwrap();
         assert_eq!(turns.len(), 2);
         assert_eq!(turns[0].segments.len(), 2);
         assert!(turns[1].segments[3].trained() && !turns[1].segments[1].trained());
         let mut bad = conv.clone();
         bad.segments[1].tool_calls[0].arguments = r#"{"q": {"deep": 1}}"#.into();
-        let e = examples(&[conv, bad], false, false).unwrap_err();
+        let e = examples(&[conv.clone(), bad], false, false, &all).unwrap_err();
         assert!(e.starts_with("conversation 2: `messages[1].tool_calls[0]` (`search`)"), "{e}");
+        // A tool the environment does not run itself (an MCP server's): its call line, which
+        // the search env and the browser's side tools read back.
+        let served = |name: &str| name != "search";
+        let line = &examples(std::slice::from_ref(&conv), false, false, &served).unwrap()[0];
+        let call = r#"<tool_call>{"arguments":{"query":"q"},"name":"search"}</tool_call>"#;
+        assert_eq!(line.segments[1].text, call);
+        assert!(wrl_browser::side::parse_call(call).is_some_and(|c| c.is_ok()));
     }
 }
