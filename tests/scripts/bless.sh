@@ -9,7 +9,8 @@ cd "$(dirname "$0")/../.."
 export WRL_BLESS=1 INSTA_UPDATE=always
 cargo test -q -p wrl-check --test all stdlib_doc
 cargo test -q -p wrl-fmt --test all editor_sync
+# recipe-tools.json first: the tiny models' tokenizers learn its schemas (shipped_models).
+cargo test -q -p wrl-exec --test all hermes_chat
 cargo test -q -p wrl-tests --test all -- golden_plans:: plan_dot:: ui:: shipped_models::
 cargo test -q -p wrl-verl --test all lower
-cargo test -q -p wrl-exec --test all hermes_chat
 git status --short -- docs recipes/golden tests/ui editors bench/hf-parity

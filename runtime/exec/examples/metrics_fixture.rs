@@ -45,6 +45,7 @@ fn rl(phase: u64, iter: u64, reward: f64) -> MetricLine {
         critic_lr: None,
         step_advantage: None,
         samples: 16,
+        images: None,
         rollout_s: 2.0,
         update_s: 1.0,
         retried: 0,

@@ -15,6 +15,7 @@ mod run_api_policy;
 mod run_e2e;
 mod run_excluded;
 mod run_hf;
+mod run_opagent_vl;
 mod run_preflight;
 mod run_qwen25_vl;
 mod run_simulated;

@@ -23,6 +23,24 @@ pub(crate) fn tiny_vl(dir: &Path) -> PathBuf {
 /// The tiny VL model of `vision` (Qwen3-VL or Qwen2.5-VL) under `dir/name`, its tokenizer
 /// learned as [`tiny_vl`]'s.
 pub(crate) fn tiny_vl_of(dir: &Path, name: &str, vision: &TinyVision) -> PathBuf {
+    tiny_vl_learning(dir, name, vision, &["elements", "openwebrl"])
+}
+
+/// The tiny Qwen2.5-VL under `dir` that recipes/opagent.wrl's `smoke_vl` grounds with
+/// (`recipes/models/tiny-qwen2.5-vl`): its tokenizer learned as [`tiny_vl`]'s and from
+/// OpAgent's coordinate tools' schemas too, which every grounder prompt shows.
+pub(crate) fn tiny_qwen25_vl(dir: &Path) -> PathBuf {
+    tiny_vl_learning(
+        dir,
+        "tiny-qwen2.5-vl",
+        &TinyVision::qwen25(),
+        &["elements", "openwebrl", "opagent"],
+    )
+}
+
+/// The tiny VL model of `vision` under `dir/name`, its tokenizer learned from a sandbox page, a
+/// Hermes call or two and the schemas of the tool `sets` of `recipe-tools.json`.
+fn tiny_vl_learning(dir: &Path, name: &str, vision: &TinyVision, sets: &[&str]) -> PathBuf {
     let model = dir.join(name);
     let mut corpus: Vec<String> = [
         "task: Buy the blue mug. [1] link \"Blue mug\" [2] button \"Add to cart\" url: /shop",
@@ -35,8 +53,8 @@ pub(crate) fn tiny_vl_of(dir: &Path, name: &str, vision: &TinyVision) -> PathBuf
     let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/hf-parity/recipe-tools.json");
     let tools = std::fs::read_to_string(tools).expect("bench/hf-parity/recipe-tools.json");
     let tools: serde_json::Value = serde_json::from_str(&tools).expect("its JSON");
-    let sets = ["elements", "openwebrl"].map(|k| tools[k].as_array().expect("a set's schemas"));
-    for schema in sets.into_iter().flatten() {
+    let sets = sets.iter().map(|k| tools[*k].as_array().expect("a set's schemas"));
+    for schema in sets.flatten() {
         // As the template writes them (Python's `json.dumps`).
         let text = schema.as_str().expect("a schema's text");
         let v: serde_json::Value = serde_json::from_str(text).expect("a schema");

@@ -1,7 +1,11 @@
 //! The tiny random models the repository ships for recipes' profiles to name (#43: OpenWebRL's
-//! `smoke_vl` runs its policy's model class, Qwen3-VL, on a CPU): each is what its generator
-//! writes today (byte for byte, its weights to 1e-6), so that a change to the writer or the
-//! tokenizer's corpus shows here. `WRL_BLESS=1` writes them again (tests/scripts/bless.sh).
+//! `smoke_vl` runs its policy's model class, Qwen3-VL, on a CPU; OpAgent's grounds with a
+//! Qwen2.5-VL): each is what its generator writes today (byte for byte, its weights to 1e-6),
+//! so that a change to the writer or the tokenizer's corpus shows here. `WRL_BLESS=1` writes
+//! them again (tests/scripts/bless.sh).
+
+// The shared check panics on purpose: a panic is a failed test.
+#![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 
@@ -10,11 +14,24 @@ use std::path::Path;
 /// a sandbox page, a Hermes call and the element tools' schemas).
 #[test]
 fn the_shipped_tiny_qwen3_vl_is_what_its_writer_writes() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let shipped = root.join("recipes/models/tiny-qwen3-vl");
     let dir = tempfile::tempdir().unwrap();
-    let fresh = crate::run_vl::tiny_vl(dir.path());
-    let mut names: Vec<String> = std::fs::read_dir(&fresh)
+    same_as_shipped(&crate::run_vl::tiny_vl(dir.path()), "tiny-qwen3-vl");
+}
+
+/// `recipes/models/tiny-qwen2.5-vl`: `run_vl::tiny_qwen25_vl`'s model (the same text model, a
+/// 2-block Qwen2.5-VL tower with window attention; its tokenizer learned from OpAgent's
+/// coordinate tools' schemas too), the grounder of recipes/opagent.wrl's `smoke_vl`.
+#[test]
+fn the_shipped_tiny_qwen25_vl_is_what_its_writer_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    same_as_shipped(&crate::run_vl::tiny_qwen25_vl(dir.path()), "tiny-qwen2.5-vl");
+}
+
+/// The model directory `fresh` against `recipes/models/NAME`, which `WRL_BLESS=1` writes.
+fn same_as_shipped(fresh: &Path, name: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let shipped = root.join("recipes/models").join(name);
+    let mut names: Vec<String> = std::fs::read_dir(fresh)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
@@ -34,7 +51,7 @@ fn the_shipped_tiny_qwen3_vl_is_what_its_writer_writes() {
     assert_eq!(have, names, "the shipped model's files");
     for n in names.iter().filter(|n| !n.ends_with(".safetensors")) {
         let same = std::fs::read(fresh.join(n)).unwrap() == std::fs::read(shipped.join(n)).unwrap();
-        assert!(same, "recipes/models/tiny-qwen3-vl/{n} is stale: WRL_BLESS=1 writes it again");
+        assert!(same, "recipes/models/{name}/{n} is stale: WRL_BLESS=1 writes it again");
     }
     // The weights: the same tensors, equal to the last bits a platform's libm may round
     // differently (the writer's random normals go through `ln` and `cos`).
@@ -42,7 +59,7 @@ fn the_shipped_tiny_qwen3_vl_is_what_its_writer_writes() {
         candle_core::safetensors::load(dir.join("model.safetensors"), &candle_core::Device::Cpu)
             .unwrap()
     };
-    let (a, b) = (load(&fresh), load(&shipped));
+    let (a, b) = (load(fresh), load(&shipped));
     let mut tensors: Vec<&String> = a.keys().collect();
     tensors.sort();
     let mut shipped_tensors: Vec<&String> = b.keys().collect();

@@ -6,7 +6,9 @@
 //! OpenAI-compatible endpoint (a call that fails ends the episode as the environment's failure). An acting module whose policy has a chat template (an `hf(…)`
 //! model) is shown its tool set's schemas and calls them as it was trained to (Hermes
 //! `<tool_call>`s, checked against the tools; a malformed turn is a format error), in the room
-//! its context leaves; the tiny policy writes terse lines in 900 bytes.
+//! its context leaves; the tiny policy writes terse lines in 900 bytes. A module whose
+//! `inputs` list `screenshot` and whose brain is a vision-language policy is shown the episode's
+//! screenshots as images (`agent::graph_vision`) when its env shows them.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -16,9 +18,11 @@ use wrl_plan::params::{self, Module, ModuleInput};
 use wrl_sandbox::Task;
 use wrl_trainer::{SampleParams, Trainer};
 
+use super::graph_vision::{Seen, lists_screenshot, module_message};
 use super::hermes::{EnvKind, Hermes};
-use super::prompt::{MAX_PROMPT_BYTES, Window, compose_in, split_task};
+use super::prompt::{MAX_PROMPT_BYTES, Screens, Window, compose_in, split_task};
 use super::sample::{Turn, sample_turn};
+use super::vision::{kept_tokens, sample_seeing, sees};
 use crate::env::Agent;
 use crate::reward::client::{JudgeClient, JudgeError};
 
@@ -189,6 +193,11 @@ pub struct GraphPolicy {
     /// so far, each of which draws from its own sub-stream.
     stream: Option<u64>,
     calls: u64,
+    /// The screenshots the env shows (`screenshot(last: K, older)`, K > 0), to the modules that
+    /// list `screenshot` and read images; `None`: none.
+    screens: Option<Screens>,
+    /// The episode's screenshots so far, and each seeing module's reading of them.
+    seen: Seen,
 }
 
 impl GraphPolicy {
@@ -212,6 +221,25 @@ impl GraphPolicy {
             turns: Vec::new(),
             stream: None,
             calls: 0,
+            screens: None,
+            seen: Seen::default(),
+        }
+    }
+
+    /// Shows the env's screenshots (`screenshot(last: K, older)`, K > 0; the agent's
+    /// `Window::screens`) to the modules that list `screenshot` and whose policy reads images.
+    pub fn with_screens(mut self, screens: Option<Screens>) -> GraphPolicy {
+        self.screens = screens;
+        self
+    }
+
+    /// The local policy of module `m` when it is shown screenshots: it lists `screenshot`, the
+    /// env shows them and the policy reads images.
+    fn seeing(&self, m: &ModuleSpec) -> Option<(Arc<Mutex<Trainer>>, Screens)> {
+        let screens = self.screens.filter(|_| lists_screenshot(m))?;
+        match self.brains.get(&m.name) {
+            Some(Brain::Local(t)) if sees(t) => Some((t.clone(), screens)),
+            Some(Brain::Local(_) | Brain::Api(..)) | None => None,
         }
     }
 
@@ -245,7 +273,14 @@ impl GraphPolicy {
 
     /// The prompt of `m`: the page (when its inputs show it), then notes, instruction, the
     /// actions so far, its role, and the task last, in the room its brain has.
-    fn prompt(&self, m: &ModuleSpec, observation: &str, history: &[String]) -> String {
+    /// `images`: the tokens of the screenshots shown beside the text, out of its room.
+    fn prompt(
+        &self,
+        m: &ModuleSpec,
+        observation: &str,
+        history: &[String],
+        images: usize,
+    ) -> String {
         let (task, page) = split_task(observation);
         let shows = |k: ModuleInput| m.inputs.contains(&k);
         let page = if shows(ModuleInput::Screenshot)
@@ -272,7 +307,7 @@ impl GraphPolicy {
         }
         tail.push_str(&format!("role: {}\n", m.role));
         tail.push_str(task);
-        compose_in(page, &tail, self.room(m))
+        compose_in(page, &tail, self.room(m).saturating_sub(images))
     }
 
     /// The tool schemas `m`'s prompt shows: its tool set's, when its brain is a local policy
@@ -299,12 +334,32 @@ impl GraphPolicy {
     }
 
     /// The text module `m` writes for `prompt`: a local policy's sample (empty when the
-    /// trainer cannot sample, which the env reads as a malformed turn), or an API model's
-    /// reply; a call that fails is a breakdown, never an empty reply.
-    fn generate(&mut self, m: &ModuleSpec, prompt: String) -> Result<String, Breakdown> {
+    /// trainer cannot sample, which the env reads as a malformed turn; with `seeing`, its
+    /// policy shown the episode's screenshots, a turn that cannot be sampled — a prompt past
+    /// its context — ends the episode as the agent's), or an API model's reply; a call that
+    /// fails is a breakdown, never an empty reply. `Err`: the turn that ends the walk.
+    fn generate(
+        &mut self,
+        m: &ModuleSpec,
+        prompt: String,
+        seeing: Option<(Arc<Mutex<Trainer>>, Screens)>,
+    ) -> Result<String, AgentTurn> {
         let params = SampleParams { max_tokens: m.max_response, ..self.params.clone() };
         self.calls += 1;
         let stream = self.stream.map(|s| wrl_trainer::rng::mix(s, self.calls));
+        if let Some((t, screens)) = seeing {
+            let gave_up = |why: String| AgentTurn::GaveUp(format!("module `{}`: {why}", m.name));
+            let shots = self.seen.shots_for(&m.name, &t).map_err(gave_up)?;
+            let (segments, images) = module_message(&prompt, shots, screens);
+            let (turn, text) =
+                sample_seeing(&t, &segments, &images, &params, stream, self.tools(m))
+                    .map_err(gave_up)?;
+            if m.trainable {
+                self.turns.push(Turn { step: self.steps, role: m.role.clone(), ..turn });
+            }
+            return Ok(text);
+        }
+        let failed = |b: Breakdown| AgentTurn::Failed(b);
         match self.brains.get(&m.name) {
             Some(Brain::Local(t)) => match sample_turn(t, prompt, &params, stream, self.tools(m)) {
                 Some((turn, text)) => {
@@ -322,16 +377,18 @@ impl GraphPolicy {
                 match tokio::runtime::Handle::try_current() {
                     Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
                         tokio::task::block_in_place(|| h.block_on(call))
-                            .map_err(|e| api_breakdown(&m.name, e))
+                            .map_err(|e| failed(api_breakdown(&m.name, e)))
                     }
-                    _ => Err(Breakdown::Env(format!(
+                    _ => Err(failed(Breakdown::Env(format!(
                         "module `{}` calls its model over HTTP, which needs a multi-threaded \
                          runtime to wait in",
                         m.name
-                    ))),
+                    )))),
                 }
             }
-            None => Err(Breakdown::Env(format!("module `{}` has nothing to run it", m.name))),
+            None => {
+                Err(failed(Breakdown::Env(format!("module `{}` has nothing to run it", m.name))))
+            }
         }
     }
 
@@ -362,6 +419,24 @@ impl Agent for GraphPolicy {
         let turn = self.walk(observation, history);
         self.steps += 1;
         turn.unwrap_or_else(AgentTurn::GaveUp)
+    }
+
+    /// Whether a module is shown screenshots (`seeing`): the browser then takes one each step.
+    fn sees_screens(&self) -> bool {
+        self.spec.modules.values().any(|m| self.seeing(m).is_some())
+    }
+
+    fn act_seeing(
+        &mut self,
+        task: &Task,
+        observation: &str,
+        history: &[String],
+        screenshot: Option<&[u8]>,
+    ) -> AgentTurn {
+        if let Some(png) = screenshot.filter(|_| self.screens.is_some()) {
+            self.seen.took(png);
+        }
+        self.act(task, observation, history)
     }
 
     fn name(&self) -> &str {
@@ -415,10 +490,21 @@ impl GraphPolicy {
             let Some(m) = self.spec.modules.get(&self.current).cloned() else {
                 return Err(format!("its graph has no module `{}`", self.current));
             };
-            let prompt = self.prompt(&m, observation, history);
-            let mut text = match self.generate(&m, prompt) {
+            // A module shown screenshots: its text gets the room their image tokens leave.
+            let seeing = self.seeing(&m);
+            let images = match &seeing {
+                Some((t, screens)) => match self.seen.shots_for(&m.name, t) {
+                    Ok(shots) => kept_tokens(shots, *screens),
+                    Err(why) => {
+                        return Ok(AgentTurn::GaveUp(format!("module `{}`: {why}", m.name)));
+                    }
+                },
+                None => 0,
+            };
+            let prompt = self.prompt(&m, observation, history, images);
+            let mut text = match self.generate(&m, prompt, seeing) {
                 Ok(text) => text,
-                Err(b) => return Ok(AgentTurn::Failed(b)),
+                Err(turn) => return Ok(turn),
             };
             if m.acts {
                 // A chat policy's calls become the lines the browser runs; a turn that is no
@@ -497,92 +583,5 @@ pub fn api_room(context: usize, reply: usize, system: &str) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn edge(from: &str, to: &str, when: &[&str], limit: Option<u32>) -> EdgeSpec {
-        EdgeSpec {
-            from: from.into(),
-            to: to.into(),
-            when: when.iter().map(|s| s.to_string()).collect(),
-            limit,
-        }
-    }
-
-    fn policy(edges: Vec<EdgeSpec>) -> GraphPolicy {
-        let spec = GraphSpec { modules: BTreeMap::new(), edges, max_parse_failures: 2 };
-        GraphPolicy::new(Arc::new(spec), Arc::new(BTreeMap::new()), SampleParams::default(), "g")
-    }
-
-    /// A module served by an API model gets the room its context leaves (a page of a 128Ki
-    /// context is not cut at the tiny policy's 900 bytes); one with no brain keeps those.
-    #[test]
-    fn an_api_module_gets_the_room_its_context_leaves() {
-        let module = |name: &str| ModuleSpec {
-            name: name.into(),
-            model: "model:planner".into(),
-            frozen: true,
-            trainable: false,
-            acts: false,
-            emits: Vec::new(),
-            inputs: Vec::new(),
-            max_response: 512,
-            prompt: "Plan the next step.".into(),
-            role: name.into(),
-            hermes: None,
-        };
-        let modules: BTreeMap<String, ModuleSpec> =
-            ["planner", "other"].map(|n| (n.to_string(), module(n))).into_iter().collect();
-        let client = JudgeClient::new(crate::reward::client::JudgeConfig::default()).unwrap();
-        let brains = BTreeMap::from([("planner".to_string(), Brain::Api(client, 128 * 1024))]);
-        let spec = GraphSpec { modules, edges: Vec::new(), max_parse_failures: 2 };
-        let p = GraphPolicy::new(Arc::new(spec), Arc::new(brains), SampleParams::default(), "g");
-        let want = 128 * 1024 - 512 - "Plan the next step.".len() - CHAT_OVERHEAD;
-        assert_eq!(p.room(&p.spec.modules["planner"]), want);
-        assert_eq!(p.room(&p.spec.modules["other"]), MAX_PROMPT_BYTES);
-        assert_eq!(api_room(1000, 512, "x"), MAX_PROMPT_BYTES, "never below the tiny room");
-        assert_eq!(p.spec.longest_response(), 512);
-        assert_eq!(policy(Vec::new()).spec.longest_response(), 0, "no module, no reply");
-    }
-
-    #[test]
-    fn edges_prefer_a_matching_verdict_and_respect_limits() {
-        let mut p = policy(vec![
-            edge("r", "planner", &[], None),
-            edge("r", "summarizer", &["done"], None),
-            edge("g", "r", &["acted"], Some(1)),
-        ]);
-        assert_eq!(p.next("r", Some("done")).as_deref(), Some("summarizer"));
-        assert_eq!(p.next("r", Some("go_on")).as_deref(), Some("planner"));
-        assert_eq!(p.next("r", None).as_deref(), Some("planner"));
-        assert_eq!(p.next("g", Some("acted")).as_deref(), Some("r"));
-        assert_eq!(p.next("g", Some("acted")), None, "the limit of 1 is spent");
-        assert_eq!(p.next("g", Some("answered")), None);
-    }
-
-    #[test]
-    fn verdicts_are_whole_words() {
-        let e = vec!["done".to_string(), "go_on".to_string(), "replan".to_string()];
-        assert_eq!(verdict_in("I think we should go_on now", &e).as_deref(), Some("go_on"));
-        assert_eq!(verdict_in("undone, abandoned", &e), None);
-        assert_eq!(verdict_in("verdict: done.", &e).as_deref(), Some("done"));
-    }
-
-    /// A graph with no way on gives up with the reason, instead of returning text that the
-    /// runner would misread as an unknown tool.
-    #[test]
-    fn a_graph_without_a_way_on_gives_up_with_the_reason() {
-        let mut p = policy(vec![]);
-        assert_eq!(p.walk("page", &[]), Err("its graph has no edge leaving `start`".into()));
-        let mut p = policy(vec![edge("start", "ghost", &[], None)]);
-        assert_eq!(p.walk("page", &[]), Err("its graph has no module `ghost`".into()));
-    }
-
-    #[test]
-    fn the_walk_ends_with_the_last_words_as_the_answer() {
-        let mut p = policy(vec![]);
-        assert_eq!(p.finish(), "done");
-        p.notes.push("summarizer: 42 apples".into());
-        assert_eq!(p.finish(), "answer 42 apples");
-    }
-}
+#[path = "graph_tests.rs"]
+mod tests;

@@ -7,6 +7,7 @@ pub mod api_policy;
 pub mod brains;
 pub mod conversation;
 pub mod graph;
+pub mod graph_vision;
 pub mod grounded;
 pub mod hermes;
 pub mod policy;
@@ -71,13 +72,39 @@ impl AgentCfg {
         self
     }
 
-    /// The agent whose prompts an SFT stage's examples take: the plan's first (the executor's
-    /// examples, the demonstrations' screenshots and the preflight's room check all read it).
-    pub fn for_sft(plan: &params::TypedPlan<'_>) -> Option<AgentCfg> {
-        plan.nodes.iter().find_map(|(_, p)| match p {
-            params::Params::Agent(a) => Some(AgentCfg::in_plan(a, plan)),
-            _ => None,
-        })
+    /// The agent whose prompts the examples of an SFT stage training `model` (its `model`
+    /// input) take: the first the model acts in — a ReAct agent whose policy it is, a graph with
+    /// a module of it (OpAgent's grounder: the framework, not the single model) —, else the
+    /// plan's first (the executor's examples, the demonstrations' screenshots and the
+    /// preflight's checks all read it).
+    pub fn for_sft(plan: &params::TypedPlan<'_>, model: &str) -> Option<AgentCfg> {
+        let root = |id: &str| crate::executor::hf::base_model(plan, id).map(|(n, _)| &n.id);
+        let want = root(model);
+        let acts_in = |a: &params::Agent| match a {
+            params::Agent::React(r) => root(r.policy.id()) == want,
+            params::Agent::Graph(g) => g.modules.values().any(|m| root(m.model().id()) == want),
+        };
+        let agents = || {
+            plan.nodes.iter().filter_map(|(_, p)| match p {
+                params::Params::Agent(a) => Some(a),
+                _ => None,
+            })
+        };
+        let agent = agents().find(|a| want.is_some() && acts_in(a)).or_else(|| agents().next());
+        agent.map(|a| AgentCfg::in_plan(a, plan))
+    }
+
+    /// The screenshots the agent's SFT examples show (its env's `screenshot(last: K, older)`,
+    /// K > 0): a ReAct agent's; a graph's when its trainable acting module (the one its
+    /// examples train) lists `screenshot`. Whether the policy reads them is the policy's to say.
+    pub fn shown_screens(&self) -> Option<prompt::Screens> {
+        match &self.graph {
+            None => self.window.screens,
+            Some(g) => {
+                let acting = g.modules.values().find(|m| m.trainable && m.acts)?;
+                self.window.screens.filter(|_| graph_vision::lists_screenshot(acting))
+            }
+        }
     }
 
     /// The settings of an agent node of `plan`, its env's tool set included (a graph's: its

@@ -94,6 +94,8 @@ impl Executor<'_> {
             critic_lr: metrics.critic_lr,
             step_advantage: metrics.step_advantage,
             samples: done.per_role.iter().map(|(_, n, _)| n).sum(),
+            images: Some(episodes.iter().flat_map(|e| &e.turns).map(|t| t.images.len()).sum())
+                .filter(|n: &usize| *n > 0),
             rollout_s,
             update_s,
             retried: episodes.iter().map(|e| e.retried).sum(),

@@ -15,21 +15,23 @@ use crate::rundir::RunDir;
 
 /// Whether the demonstrations of dataset node `data` must carry screenshots: an SFT stage
 /// trains a vision-language policy on them (directly or in a mixture) and the agent whose
-/// prompts its examples take (the plan's first, as `executor::sft` picks it) is shown them.
+/// prompts its examples take (`AgentCfg::for_sft`, as `executor::sft` picks it) is shown them.
 pub(super) fn demos_seen(plan: &TypedPlan<'_>, data: &str) -> bool {
-    let shown = AgentCfg::for_sft(plan).is_some_and(|a| a.window.screens.is_some());
+    let shown =
+        |model: &str| AgentCfg::for_sft(plan, model).is_some_and(|a| a.shown_screens().is_some());
     let feeds = |id: &str| {
         id == data
             || matches!(plan.get(id), Some(Params::Dataset(Dataset::Mixture(m)))
                 if m.parts.iter().any(|p| p.id() == data))
     };
-    shown
-        && plan.nodes.iter().any(|(_, p)| match p {
-            Params::Sft(s) => {
-                feeds(s.data.id()) && crate::preflight::vision::is_vl(plan, s.model.id())
-            }
-            _ => false,
-        })
+    plan.nodes.iter().any(|(_, p)| match p {
+        Params::Sft(s) => {
+            feeds(s.data.id())
+                && crate::preflight::vision::is_vl(plan, s.model.id())
+                && shown(s.model.id())
+        }
+        _ => false,
+    })
 }
 
 /// The expert's demonstrations with each step's screenshot written to the run directory as

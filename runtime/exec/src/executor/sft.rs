@@ -15,6 +15,7 @@ use wrl_trainer::{Metrics, Mixture, MixtureWeights, SftConfig, Trainer};
 use super::progress::Progress;
 use super::{Data, Demos, Executor, settings};
 use crate::agent::AgentCfg;
+use crate::agent::graph_vision::module_sft_examples;
 use crate::agent::hermes::Hermes;
 use crate::agent::policy::sft_examples;
 use crate::agent::prompt::{History, Screens, Window};
@@ -92,9 +93,9 @@ impl<'a> Executor<'a> {
             stage: _,
         } = s;
         let (parts, weights) = self.demonstrations(node, data.id())?;
-        // The prompts carry the history and pages the run's (first) agent keeps, and an
+        // The prompts carry the history and pages the stage's agent keeps, and an
         // instruction-tuned policy's examples its env's tool set (`agent::hermes`).
-        let agent = AgentCfg::for_sft(self.plan);
+        let agent = AgentCfg::for_sft(self.plan, model.id());
         // One example per demonstrated step, whatever the policy; one per conversation.
         let n_examples: usize = parts.iter().map(|(_, d)| d.examples()).sum();
         let n_demos: usize = parts.iter().map(|(_, d)| d.len()).sum();
@@ -337,6 +338,9 @@ fn examples(
 ) -> Result<Sets, RunError> {
     let (history, window) =
         agent.as_ref().map_or((History::ActionOnly, Window::default()), |a| (a.history, a.window));
+    // A graph's acting module that lists `screenshot` is shown them, as one message a step.
+    let graph_screens =
+        agent.as_ref().filter(|a| a.graph.is_some()).and_then(|a| a.shown_screens());
     let chat = trainer.lock().map_err(|_| RunError::poisoned())?.tokenizer().chat().is_some();
     let reply = agent.as_ref().map_or(0, |a| a.max_response);
     // A tag-style agent's prompt shows no tool schemas: its calls are tags, not Hermes calls.
@@ -409,22 +413,29 @@ fn examples(
             sets.push((name.clone(), Shown::Sequences(demos)));
             continue;
         }
+        let view = match graph_screens.filter(|_| crate::agent::vision::sees(trainer)) {
+            Some(screens) => Some(View::Module(window, screens)),
+            None => seeing(trainer, history, window).map(View::Chat),
+        };
         let mut examples = Vec::new();
         for t in d {
-            match (seeing(trainer, history, window), hermes.as_deref()) {
-                (Some(view), Some(h)) => {
+            match (view, hermes.as_deref()) {
+                (Some(View::Chat(view)), Some(h)) => {
                     let shots = shots_of(trainer, t).map_err(fail)?;
                     examples.extend(sft_examples_seeing(t, view, h, shots).map_err(fail)?);
                 }
-                _ => {
+                (Some(View::Module(window, screens)), Some(h)) => {
+                    let shots = shots_of(trainer, t).map_err(fail)?;
+                    let ex = module_sft_examples(t, (window, screens), h, shots).map_err(fail)?;
+                    examples.extend(ex);
+                }
+                (Some(View::Chat(_) | View::Module(..)) | None, _) => {
                     let ex = sft_examples(t, history, window, hermes.as_deref()).map_err(fail)?;
                     examples.extend(ex.into_iter().map(|e| (e, Vec::new())));
                 }
             }
         }
-        if seeing(trainer, history, window).is_some()
-            && d.iter().all(|t| t.steps.iter().all(|s| s.screenshot.is_none()))
-        {
+        if view.is_some() && d.iter().all(|t| t.steps.iter().all(|s| s.screenshot.is_none())) {
             return Err(fail(
                 "its demonstrations hold no screenshot, and the vision-language policy is shown \
                  one every step: it would imitate prompts it never sees"
@@ -438,6 +449,16 @@ fn examples(
         sets.push((name.clone(), Shown::Turns(examples, false)));
     }
     Ok(sets)
+}
+
+/// How a vision-language policy's examples show screenshots.
+#[derive(Clone, Copy, Debug)]
+enum View {
+    /// A ReAct agent's conversation ([`seeing`]).
+    Chat((bool, Window, Screens)),
+    /// A graph's acting module: one message a step, the screenshots at its head
+    /// (`agent::graph_vision`).
+    Module(Window, Screens),
 }
 
 /// How a vision-language policy's examples show screenshots (`hide_thinking`, the window, the

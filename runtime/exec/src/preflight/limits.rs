@@ -87,13 +87,13 @@ pub(super) fn grounding(n: &Node, d: &Dataset) -> Option<RunError> {
     })
 }
 
-/// An SFT stage whose agent (the plan's first, whose prompts the examples show) calls by tags,
+/// An SFT stage whose agent (`AgentCfg::for_sft`, whose prompts the examples show) calls by tags,
 /// on the sandbox expert's demonstrations a tag cannot write: those it records in Chromium
 /// (clicks and typing, `env = browser`), and multi-hop questions, whose calls search two names
 /// or visit several pages at once. Each step of a tag-style demonstration is one call of one
 /// argument (`agent::tag_demos`); other data are checked step by step when the stage starts.
 pub(super) fn sft_tags(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunError> {
-    if crate::agent::AgentCfg::for_sft(plan).is_none_or(|a| a.tags.is_none()) {
+    if crate::agent::AgentCfg::for_sft(plan, s.model.id()).is_none_or(|a| a.tags.is_none()) {
         return Vec::new();
     }
     let mut parts = vec![s.data.id()];

@@ -253,8 +253,9 @@ fn observations(n: &Node, observe: &[Observation], vl: bool) -> Vec<RunError> {
                     n,
                     format!(
                         "env `{}`: `observe` shows the policy the last {last} screenshot(s), \
-                     but its agents' policies read text only (an `hf` Qwen3-VL policy in a \
-                     ReAct agent reads them, and an `api(…)` policy is sent them)",
+                     but its agents' policies read text only (an `hf` Qwen3-VL or Qwen2.5-VL \
+                     policy reads them in a ReAct agent or a graph module that lists \
+                     `screenshot`, and an `api(…)` ReAct policy is sent them)",
                         n.decl
                     ),
                     format!("{text_only}; `screenshot(last: 0)` keeps screenshots for judges"),
@@ -338,6 +339,7 @@ fn agent(plan: &TypedPlan<'_>, n: &Node, a: &Agent) -> Vec<RunError> {
             }
         }
         Agent::Graph(g) => {
+            errs.extend(super::vision::graph(plan, n, g));
             let search = matches!(plan.get(g.env.id()), Some(Params::Env(Env::SearchApi(_))));
             if search {
                 errs.push(

@@ -10,8 +10,8 @@ use wrl_trainer::hf::{self, RepoKind};
 use crate::agent::AgentCfg;
 use crate::error::{Fault, RunError};
 
-/// E0515 when SFT stage `n`'s examples, written for the plan's first agent (as `executor::sft`
-/// writes them), leave no room for a page. Only demonstrations' pages are fitted (a chat
+/// E0515 when SFT stage `n`'s examples, written for its agent (`AgentCfg::for_sft`, as
+/// `executor::sft` writes them), leave no room for a page. Only demonstrations' pages are fitted (a chat
 /// conversation is rendered whole), only an `hf(…)` policy with a chat template has the
 /// overhead, and a model whose files are not here is its own error (E0510).
 pub(super) fn sft_room(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Option<RunError> {
@@ -19,7 +19,7 @@ pub(super) fn sft_room(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Optio
         return None;
     }
     let (_, h) = crate::executor::hf::trained_hf(plan, s.model.id())?;
-    let agent = AgentCfg::for_sft(plan)?;
+    let agent = AgentCfg::for_sft(plan, s.model.id())?;
     let files = hf::resolve(&h.id, RepoKind::Model).and_then(|d| hf::inspect(&d)).ok()?;
     let tok = wrl_trainer::Tokenizer::from_model(&files, h.thinking).ok()?;
     tok.chat()?;

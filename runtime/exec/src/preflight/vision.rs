@@ -1,7 +1,9 @@
 //! Screenshots and vision-language policies: which agents are shown screenshots (a ReAct agent
-//! whose policy is an `hf` Qwen3-VL or Qwen2.5-VL model, in a conversation, in a browser that observes them),
-//! and what is refused by name where a screenshot would reach a policy that cannot read it or
-//! a stage that cannot train on it (rewritten demonstrations, a trainable tower, PPO's critic).
+//! whose policy is an `hf` Qwen3-VL or Qwen2.5-VL model, in a conversation, in a browser that
+//! observes them; a graph's modules that list `screenshot` and run such a model), and what is
+//! refused by name where a screenshot would reach a policy that cannot read it (a graph module
+//! of a text or `api(…)` model) or a stage that cannot train on it (rewritten demonstrations, a
+//! trainable tower, PPO's critic).
 
 use wrl_plan::Node;
 use wrl_plan::params::{self, Agent, Env, Family, History, Params, TypedPlan};
@@ -30,9 +32,11 @@ fn is_served(plan: &TypedPlan<'_>, policy: &str) -> bool {
     matches!(plan.get(policy), Some(Params::Model(params::Model::Api(_))))
 }
 
-/// Whether every agent acting in env `env` (and at least one) is a ReAct agent whose policy
-/// reads screenshots (a vision-language `hf(…)` model, or an `api(…)` one that is sent them):
-/// only then may the env show them (`screenshot(last: K)`, K > 0).
+/// Whether every agent acting in env `env` (and at least one) reads screenshots: a ReAct agent
+/// whose policy does (a vision-language `hf(…)` model, or an `api(…)` one that is sent them), a
+/// graph with a module that lists `screenshot` and runs a vision-language model (its other
+/// modules that list it are refused by [`graph`]): only then may the env show them
+/// (`screenshot(last: K)`, K > 0).
 pub(crate) fn shown_to_vl(plan: &TypedPlan<'_>, env: &str) -> bool {
     let agents: Vec<&Agent> = (plan.nodes.iter())
         .filter_map(|(_, p)| match p {
@@ -44,8 +48,63 @@ pub(crate) fn shown_to_vl(plan: &TypedPlan<'_>, env: &str) -> bool {
     !agents.is_empty()
         && agents.iter().all(|a| match a {
             Agent::React(r) => is_vl(plan, r.policy.id()) || is_served(plan, r.policy.id()),
-            Agent::Graph(_) => false,
+            Agent::Graph(g) => g.modules.values().any(|m| module_sees(plan, m)),
         })
+}
+
+/// Whether graph module `m` lists `screenshot` and runs a vision-language model (its own, or
+/// the stage's weights of it that a stage binds to it).
+fn module_sees(plan: &TypedPlan<'_>, m: &params::Module) -> bool {
+    lists_screenshot(m) && is_vl(plan, m.model().id())
+}
+
+fn lists_screenshot(m: &params::Module) -> bool {
+    let inputs = match m {
+        params::Module::Llm(l) => &l.inputs,
+        params::Module::PolicyOf(p) => &p.inputs,
+    };
+    inputs.contains(&params::ModuleInput::Screenshot)
+}
+
+/// The modules of graph `g` that list `screenshot` in a browser that shows them (`screenshot(
+/// last: K)`, K > 0) to a graph that reads them, but run a model that cannot be shown them: a
+/// text model, or an `api(…)` one (a graph module's call over HTTP sends text only). Refused
+/// at `modules`, never shown the page's text in the screenshot's stead unsaid. (A graph none
+/// of whose modules reads screenshots is refused at its env's `observe`.)
+pub(crate) fn graph(plan: &TypedPlan<'_>, n: &Node, g: &params::Graph) -> Vec<RunError> {
+    let shown = match plan.get(g.env.id()) {
+        Some(Params::Env(Env::Browser(b))) => shows(b),
+        _ => false,
+    };
+    if !shown || !g.modules.values().any(|m| module_sees(plan, m)) {
+        return Vec::new();
+    }
+    let mut errs = Vec::new();
+    for (name, m) in g.modules.iter().filter(|(_, m)| lists_screenshot(m) && !module_sees(plan, m))
+    {
+        let why = if is_served(plan, m.model().id()) {
+            "is an `api(…)` model, which a graph module calls with text only"
+        } else {
+            "reads text only"
+        };
+        errs.push(unsupported(
+            n,
+            format!(
+                "agent `{}`: module `{name}` lists `screenshot` in its `inputs` and its env shows \
+                 screenshots, but its model `{}` {why}: only a vision-language `hf(…)` model \
+                 (`family = qwen3_vl` or `qwen2_5_vl`) is shown them",
+                n.decl,
+                m.model().id().trim_start_matches("model:")
+            ),
+            format!(
+                "remove `screenshot` from `{}.{name}.inputs` (a profile can; `url` or \
+                 `feedback` show the page's text), or give the module a vision-language model",
+                n.decl
+            ),
+            "modules",
+        ));
+    }
+    errs
 }
 
 /// What a ReAct agent with a vision-language policy in a browser that shows screenshots needs:
@@ -83,11 +142,9 @@ pub(crate) fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunErr
     if let Some(params::Params::Dataset(params::Dataset::Mixture(m))) = plan.get(s.data.id()) {
         parts.extend(m.parts.iter().map(|p| p.id()));
     }
-    let shown = plan.nodes.iter().find_map(|(_, p)| match p {
-        Params::Agent(Agent::React(r)) => Some(shows_screens(plan, r)),
-        Params::Agent(Agent::Graph(_)) => Some(false),
-        _ => None,
-    });
+    // The agent whose prompts the stage's examples take.
+    let shown =
+        crate::agent::AgentCfg::for_sft(plan, s.model.id()).map(|a| a.shown_screens().is_some());
     for id in parts {
         let Some((dn, Params::Dataset(params::Dataset::SandboxDemos(d)))) = plan.node(id) else {
             continue;
@@ -112,12 +169,14 @@ pub(crate) fn sft(plan: &TypedPlan<'_>, n: &Node, s: &params::Sft) -> Vec<RunErr
 /// Whether ReAct agent `r`'s env shows screenshots (`screenshot(last: K)`, K > 0).
 fn shows_screens(plan: &TypedPlan<'_>, r: &params::React) -> bool {
     match plan.get(r.env.id()) {
-        Some(Params::Env(Env::Browser(b))) => b
-            .observe
-            .iter()
-            .any(|o| matches!(o, params::Observation::Screenshot { last, .. } if *last > 0)),
+        Some(Params::Env(Env::Browser(b))) => shows(b),
         _ => false,
     }
+}
+
+/// Whether browser `b` shows screenshots (`screenshot(last: K)`, K > 0).
+fn shows(b: &params::Browser) -> bool {
+    b.observe.iter().any(|o| matches!(o, params::Observation::Screenshot { last, .. } if *last > 0))
 }
 
 /// `frozen` without the tower or the merger of a vision-language policy: they hold no

@@ -85,6 +85,9 @@ fn metrics() -> Vec<Metric> {
         .hide_zero(),
         metric("groups with equal rewards", "groups", |m| rl(m).map(|r| r.uniform_groups as f64)),
         metric("RL samples per update", "samples", |m| rl(m).map(|r| r.samples as f64)),
+        metric("screenshots shown per iteration", "images", |m| {
+            rl(m).and_then(|r| r.images).map(|n| n as f64)
+        }),
         metric("episodes left out of the loss", "episodes", |m| {
             rl(m).map(|r| r.excluded.values().sum::<usize>() as f64)
         })

@@ -382,7 +382,8 @@ async fn attempt(
     let mut agent: Box<dyn AgentWithTurns> = match &cfg.graph {
         Some((spec, brains)) => Box::new(
             GraphPolicy::new(spec.clone(), brains.clone(), cfg.sample.clone(), "policy")
-                .with_stream(stream),
+                .with_stream(stream)
+                .with_screens(cfg.window.screens),
         ),
         None => match trainer {
             Some(t) => Box::new(

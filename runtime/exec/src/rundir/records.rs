@@ -92,6 +92,11 @@ pub struct RlIter {
     pub step_advantage: Option<f64>,
     /// RL samples the update trained on.
     pub samples: usize,
+    /// Screenshots the iteration's trained turns showed the policy as images (a
+    /// vision-language policy's, a ReAct agent's or a graph module's), each carried to the
+    /// update with its sample; absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<usize>,
     pub rollout_s: f64,
     pub update_s: f64,
     /// Episode attempts run again after an environment error or timeout.

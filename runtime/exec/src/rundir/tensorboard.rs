@@ -150,6 +150,9 @@ pub fn scalars(line: &MetricLine) -> Vec<(String, f64)> {
             }
             put(&r.stage, "uniform_groups", r.uniform_groups as f64);
             put(&r.stage, "samples", r.samples as f64);
+            if let Some(n) = r.images {
+                put(&r.stage, "images", n as f64);
+            }
             put(&r.stage, "rollout_s", r.rollout_s);
             put(&r.stage, "update_s", r.update_s);
             put(&r.stage, "retried", r.retried as f64);

@@ -115,12 +115,16 @@ fn the_recipes_tools_reach_the_template_and_the_demonstrations_train_its_calls()
     let dancer = hermes_of(&plan("webdancer.wrl", "smoke"));
     assert_eq!((dancer.env, dancer.tools.answer_tag.as_str()), (EnvKind::Search, "answer"));
     // bench/hf-parity renders these schemas with transformers' `apply_chat_template`; the tiny
-    // Qwen3-VL's tokenizer learns the element and OpenWebRL ones (wrl-tests' `run_vl`).
+    // Qwen3-VL's tokenizer learns the element and OpenWebRL ones, the tiny Qwen2.5-VL's OpAgent's
+    // too (wrl-tests' `run_vl`).
     let fixture =
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/hf-parity/recipe-tools.json"));
     let openwebrl = hermes_of(&plan("openwebrl.wrl", "smoke_vl"));
+    // OpAgent's coordinate tools, which the shipped tiny Qwen2.5-VL's tokenizer learns too.
+    let opagent = hermes_of(&plan("opagent.wrl", "smoke_vl"));
     let want = serde_json::to_string_pretty(&serde_json::json!({
         "elements": quick.schemas,
+        "opagent": opagent.schemas,
         "openwebrl": openwebrl.schemas,
         "webdancer": dancer.schemas,
     }))

@@ -2,6 +2,7 @@
 //! and disk). Every file in this folder is a module here; wrl-tests's `test_layout.rs` checks it.
 
 mod browser_mcp;
+mod graph_vl;
 mod grounded;
 mod hermes_chat;
 mod report_chromium;

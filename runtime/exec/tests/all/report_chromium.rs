@@ -115,6 +115,7 @@ fn run_dir(root: &Path) {
             critic_lr: None,
             step_advantage: None,
             samples: 32,
+            images: None,
             rollout_s: 10.0,
             update_s: 5.0,
             retried: 0,

@@ -1,0 +1,224 @@
+//! A module graph with a vision-language policy in real Chromium: recipes/opagent.wrl's
+//! `smoke_vl` grounder (inputs `[screenshot, instruction]`, OpAgent's coordinate tools, the env's
+//! `screenshot(last: 1)`) on the tiny random Qwen2.5-VL is shown each step's screenshot as
+//! `<|vision_start|><|image_pad|>…<|vision_end|>` at the head of its one message, the pads as
+//! many as the processor gives the viewport, and its recorded turns carry the image to the
+//! update; a module of the same policy that does not list `screenshot` is shown none.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use wrl_exec::agent::AgentCfg;
+use wrl_exec::agent::graph::{Brain, EdgeSpec, GraphPolicy, GraphSpec, ModuleSpec};
+use wrl_exec::agent::prompt::Screens;
+use wrl_exec::env::{Agent, BrowserEnv, Env};
+use wrl_plan::params::{ModuleInput, Params, TypedPlan};
+use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
+use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
+use wrl_trainer::{
+    DeviceChoice, OptimConfig, PolicyConfig, PretrainedSource, SampleParams, Trainer, TrainerConfig,
+};
+
+use super::hermes_chat::plan;
+
+#[test]
+fn a_graph_module_that_lists_screenshot_sees_each_steps_screenshot() {
+    let typed_plan = plan("opagent.wrl", "smoke_vl");
+    let typed = TypedPlan::decode(&typed_plan).unwrap();
+    let framework = typed
+        .nodes
+        .iter()
+        .find_map(|(_, p)| match p {
+            Params::Agent(a @ wrl_plan::params::Agent::Graph(_)) => {
+                Some(AgentCfg::in_plan(a, &typed))
+            }
+            _ => None,
+        })
+        .unwrap();
+    let screens = framework.window.screens;
+    assert_eq!(screens, Some(Screens { last: 1, placeholder: false }));
+    assert!(framework.shown_screens().is_some(), "the grounder lists `screenshot`");
+    let observe = typed
+        .nodes
+        .iter()
+        .find_map(|(_, p)| match p {
+            Params::Env(wrl_plan::params::Env::Browser(b)) => Some(b.observe.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let grounder = framework.graph.as_ref().unwrap().modules["grounder"].clone();
+    assert_eq!(grounder.inputs, [ModuleInput::Screenshot, ModuleInput::Instruction]);
+    assert!(grounder.acts && grounder.trainable);
+    // A module of the same policy that lists only the URL: it writes the instruction.
+    let looker = ModuleSpec {
+        name: "looker".into(),
+        acts: false,
+        inputs: vec![ModuleInput::Url],
+        hermes: None,
+        role: "looker".into(),
+        max_response: 8,
+        ..grounder.clone()
+    };
+    let edge = |from: &str, to: &str| EdgeSpec {
+        from: from.into(),
+        to: to.into(),
+        when: Vec::new(),
+        limit: None,
+    };
+    let spec = GraphSpec {
+        modules: BTreeMap::from([
+            ("grounder".to_string(), grounder),
+            ("looker".to_string(), looker),
+        ]),
+        edges: vec![
+            edge("start", "looker"),
+            edge("looker", "grounder"),
+            edge("grounder", "looker"),
+        ],
+        max_parse_failures: 2,
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = vec![
+        "url: /shop [1] link \"Blue mug\" task: buy the blue mug".to_string(),
+        "<tool_call>\n{\"name\": \"click\", \"arguments\": {\"coords\": [391, 300]}}\n</tool_call>"
+            .into(),
+    ];
+    let tok = TokenizerSource::Generated { corpus, merges: 60 };
+    write_vl(dir.path(), &TinySpec::narrow(), &TinyVision::qwen25(), &tok).unwrap();
+    // OpAgent's 15 schemas take some 4,300 tokens of this 60-merge tokenizer.
+    let src = PretrainedSource {
+        context: Some(8192),
+        image_max_pixels: Some(65536),
+        ..PretrainedSource::new(dir.path())
+    };
+    let trainer = Trainer::new(TrainerConfig {
+        policy: PolicyConfig::Qwen3Vl(src),
+        optim: OptimConfig::default(),
+        seed: 5,
+        device: DeviceChoice::Cpu,
+    })
+    .unwrap();
+    let side = trainer.model().vision().unwrap().clone();
+    let pads = side.processor.grid(400, 640).unwrap().tokens(side.config.mrope.merge);
+    assert!(pads > 1);
+    let (image, start) = (side.config.mrope.image_token_id, side.config.vision_start_token_id);
+    let trainer = Arc::new(Mutex::new(trainer));
+    let brains = BTreeMap::from([
+        ("grounder".to_string(), Brain::Local(trainer.clone())),
+        ("looker".to_string(), Brain::Local(trainer.clone())),
+    ]);
+    let params = SampleParams { max_tokens: 16, ..SampleParams::default() };
+    let mut graph = GraphPolicy::new(Arc::new(spec), Arc::new(brains), params, "framework")
+        .with_stream(Some(3))
+        .with_screens(screens);
+    assert!(Agent::sees_screens(&graph), "a VL module that lists `screenshot` sees them");
+
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let traj = rt.block_on(async {
+        let sandbox = Arc::new(wrl_sandbox::Sandbox::start(0, 0).await.unwrap());
+        let pool = wrl_browser::BrowserPool::launch(wrl_browser::PoolCfg {
+            max_concurrent: 1,
+            viewport: (640, 400),
+            allow: wrl_browser::AllowList::only([format!("127.0.0.1:{}", sandbox.addr().port())]),
+            ..wrl_browser::PoolCfg::default()
+        })
+        .await
+        .unwrap();
+        let mut task =
+            wrl_sandbox::generate_on(sandbox.content(), wrl_sandbox::Split::Test, 1, 1, &["shop"])
+                .remove(0);
+        task.max_steps = 3;
+        let cfg = wrl_browser::EpisodeCfg {
+            max_steps: 3,
+            max_agent_errors: 10,
+            view: wrl_exec::env::settings::view(&observe),
+            ..wrl_browser::EpisodeCfg::default()
+        };
+        let env = BrowserEnv { pool, sandbox };
+        env.run(&task, &mut graph, 0, &cfg).await.unwrap().trajectory
+    });
+    let tok = trainer.lock().unwrap().tokenizer().clone();
+    let runs = |ids: &[u32]| -> Vec<usize> {
+        let mut runs = Vec::new();
+        for (i, &t) in ids.iter().enumerate() {
+            if t == image && (i == 0 || ids[i - 1] != image) {
+                assert_eq!(ids[i - 1], start, "a pad run opens with <|vision_start|>");
+                runs.push(ids[i..].iter().take_while(|&&x| x == image).count());
+            }
+        }
+        runs
+    };
+    let grounded: Vec<_> = graph.turns.iter().filter(|t| t.role == "grounder").collect();
+    assert!(traj.steps.len() >= 2, "{traj:?}");
+    assert_eq!(grounded.len(), traj.steps.len(), "one grounder turn a step: {traj:?}");
+    for (k, turn) in grounded.iter().enumerate() {
+        assert_eq!(turn.images.len(), 1, "turn {k} carries its screenshot to the update");
+        assert_eq!(runs(&turn.prompt_tokens), [pads], "turn {k}: the last screenshot only");
+        let text = tok.decode(&turn.prompt_tokens).unwrap();
+        assert!(text.contains("<tools>") && text.contains("coords"), "OpAgent's tools: {text}");
+        assert!(text.contains("role: grounder"), "{text}");
+    }
+    let looked: Vec<_> = graph.turns.iter().filter(|t| t.role == "looker").collect();
+    assert!(!looked.is_empty());
+    for turn in looked {
+        assert!(turn.images.is_empty() && runs(&turn.prompt_tokens).is_empty(), "no screenshot");
+    }
+}
+
+/// The SFT examples of such a module (`executor::sft` on a graph whose acting module lists
+/// `screenshot`): each step one message with its screenshot's placeholder at its head, only the
+/// last screenshot kept (`screenshot(last: 1, older: drop)`), OpAgent's call trained.
+#[test]
+fn a_seeing_modules_sft_examples_hold_each_steps_screenshot() {
+    use wrl_exec::agent::graph_vision::module_sft_examples;
+    use wrl_exec::agent::prompt::Window;
+    use wrl_exec::agent::vision::Shot;
+    use wrl_trainer::vision::{Grid, IMAGE_PLACEHOLDER, Pixels};
+
+    let typed_plan = plan("opagent.wrl", "smoke_vl");
+    let typed = TypedPlan::decode(&typed_plan).unwrap();
+    let hermes = typed
+        .nodes
+        .iter()
+        .find_map(|(_, p)| match p {
+            Params::Agent(a @ wrl_plan::params::Agent::Graph(_)) => {
+                AgentCfg::in_plan(a, &typed).hermes
+            }
+            _ => None,
+        })
+        .unwrap();
+    // The grounder's recorded calls (a policy's turn stays as it is).
+    let click =
+        "<tool_call>\n{\"name\": \"click\", \"arguments\": {\"coords\": [500, 120]}}\n</tool_call>";
+    let lines = hermes.read(click).unwrap();
+    let steps = vec![
+        super::hermes_chat::step("task: buy the blue mug\nurl: /shop", &lines),
+        super::hermes_chat::step("task: buy the blue mug\nurl: /shop/mug", &lines),
+    ];
+    let demo = super::hermes_chat::demo(steps);
+    let shot = |v: f32| {
+        let pixels = Pixels { values: vec![v], rows: 1, cols: 1, grid: Grid { t: 1, h: 2, w: 2 } };
+        Some(Shot { pixels, tokens: 7 })
+    };
+    let window = Window { room: 2000, ..Window::default() };
+    let screens = Screens { last: 1, placeholder: false };
+    let ex =
+        module_sft_examples(&demo, (window, screens), &hermes, vec![shot(1.0), shot(2.0)]).unwrap();
+    assert_eq!(ex.len(), 2);
+    for (k, (t, images)) in ex.iter().enumerate() {
+        let values: Vec<f32> = images.iter().map(|p| p.values[0]).collect();
+        assert_eq!(values, [k as f32 + 1.0], "step {k}: its own screenshot, the older dropped");
+        assert_eq!(t.segments.len(), 2);
+        let user = &t.segments[0].text;
+        assert!(user.starts_with(&format!("{IMAGE_PLACEHOLDER}\n")), "{user}");
+        assert_eq!(user.matches(IMAGE_PLACEHOLDER).count(), 1, "{user}");
+        assert!(user.ends_with("task: buy the blue mug"), "{user}");
+        assert_eq!(t.segments[1].tool_calls[0].name, "click");
+        assert_eq!(t.tools, hermes.schemas);
+    }
+    assert!(ex[1].0.segments[0].text.contains("done: "), "the actions so far");
+}
