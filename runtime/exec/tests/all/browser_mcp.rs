@@ -15,25 +15,10 @@ use wrl_browser::{AgentTurn, AllowList, BrowserPool, EpisodeCfg, PoolCfg};
 use wrl_exec::agent::hermes::{EnvKind, Hermes};
 use wrl_exec::env::{Agent, BrowserEnv, Env};
 use wrl_exec::mcp::{McpTools, browser_native};
-use wrl_plan::params::{CallsPerTurn, Coordinates, McpServer, Tool, ToolParam, ToolTy, Toolset};
+use wrl_plan::params::{CallsPerTurn, Coordinates, McpServer, Toolset};
 use wrl_sandbox::{Sandbox, Split, Task};
 
-use crate::search_env::{http_server, python, stdio};
-
-fn tool(name: &str, params: &[(&str, &str)]) -> Tool {
-    Tool {
-        name: name.into(),
-        params: params
-            .iter()
-            .map(|(n, t)| ToolParam {
-                name: n.to_string(),
-                ty: ToolTy::parse(t).unwrap(),
-                default: None,
-            })
-            .collect(),
-        terminal: false,
-    }
-}
+use crate::search_env::{http_server, python, stdio, tool};
 
 /// The element tools a scripted turn uses, and the reference server's three.
 fn tools(server: McpServer) -> Toolset {

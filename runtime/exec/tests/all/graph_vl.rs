@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use wrl_exec::agent::AgentCfg;
 use wrl_exec::agent::graph::{Brain, EdgeSpec, GraphPolicy, GraphSpec, ModuleSpec};
 use wrl_exec::agent::prompt::Screens;
-use wrl_exec::env::{Agent, BrowserEnv, Env};
+use wrl_exec::env::Agent;
 use wrl_plan::params::{ModuleInput, Params, TypedPlan};
 use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
 use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
@@ -21,7 +21,7 @@ use wrl_trainer::{
     DeviceChoice, OptimConfig, PolicyConfig, PretrainedSource, SampleParams, Trainer, TrainerConfig,
 };
 
-use super::hermes_chat::plan;
+use super::hermes_chat::{plan, shop_episode};
 
 #[test]
 fn a_graph_module_that_lists_screenshot_sees_each_steps_screenshot() {
@@ -116,31 +116,7 @@ fn a_graph_module_that_lists_screenshot_sees_each_steps_screenshot() {
         .with_screens(screens);
     assert!(Agent::sees_screens(&graph), "a VL module that lists `screenshot` sees them");
 
-    let rt =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let traj = rt.block_on(async {
-        let sandbox = Arc::new(wrl_sandbox::Sandbox::start(0, 0).await.unwrap());
-        let pool = wrl_browser::BrowserPool::launch(wrl_browser::PoolCfg {
-            max_concurrent: 1,
-            viewport: (640, 400),
-            allow: wrl_browser::AllowList::only([format!("127.0.0.1:{}", sandbox.addr().port())]),
-            ..wrl_browser::PoolCfg::default()
-        })
-        .await
-        .unwrap();
-        let mut task =
-            wrl_sandbox::generate_on(sandbox.content(), wrl_sandbox::Split::Test, 1, 1, &["shop"])
-                .remove(0);
-        task.max_steps = 3;
-        let cfg = wrl_browser::EpisodeCfg {
-            max_steps: 3,
-            max_agent_errors: 10,
-            view: wrl_exec::env::settings::view(&observe),
-            ..wrl_browser::EpisodeCfg::default()
-        };
-        let env = BrowserEnv { pool, sandbox };
-        env.run(&task, &mut graph, 0, &cfg).await.unwrap().trajectory
-    });
+    let traj = shop_episode(&mut graph, &observe, 3);
     let tok = trainer.lock().unwrap().tokenizer().clone();
     let runs = |ids: &[u32]| -> Vec<usize> {
         let mut runs = Vec::new();

@@ -17,7 +17,7 @@ use wrl_exec::agent::AgentCfg;
 use wrl_exec::agent::hermes::{EnvKind, Hermes};
 use wrl_exec::agent::policy::{TrainerPolicy, sft_examples};
 use wrl_exec::agent::prompt::{History, Window};
-use wrl_exec::env::Agent;
+use wrl_exec::env::{Agent, BrowserEnv, Env};
 use wrl_plan::params::{Params, TypedPlan};
 use wrl_trainer::chat::{self, ChatRole, Conversation, Message};
 use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
@@ -458,7 +458,6 @@ fn chat_format_sft_trains_exactly_the_assistant_turns() {
 #[test]
 fn a_vl_policy_sees_its_last_screenshots_as_image_pads_in_chromium() {
     use wrl_exec::agent::prompt::Screens;
-    use wrl_exec::env::{BrowserEnv, Env};
     use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
 
     let dir = tempfile::tempdir().unwrap();
@@ -513,31 +512,7 @@ fn a_vl_policy_sees_its_last_screenshots_as_image_pads_in_chromium() {
         .with_hermes(agent.hermes.clone())
         .with_stream(Some(3));
     assert!(Agent::sees_screens(&policy), "a VL policy in a conversation sees screenshots");
-    let rt =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let traj = rt.block_on(async {
-        let sandbox = Arc::new(wrl_sandbox::Sandbox::start(0, 0).await.unwrap());
-        let pool = wrl_browser::BrowserPool::launch(wrl_browser::PoolCfg {
-            max_concurrent: 1,
-            viewport: (640, 400),
-            allow: wrl_browser::AllowList::only([format!("127.0.0.1:{}", sandbox.addr().port())]),
-            ..wrl_browser::PoolCfg::default()
-        })
-        .await
-        .unwrap();
-        let mut task =
-            wrl_sandbox::generate_on(sandbox.content(), wrl_sandbox::Split::Test, 1, 1, &["shop"])
-                .remove(0);
-        task.max_steps = 4;
-        let cfg = wrl_browser::EpisodeCfg {
-            max_steps: 4,
-            max_agent_errors: 10,
-            view: wrl_exec::env::settings::view(&observe),
-            ..wrl_browser::EpisodeCfg::default()
-        };
-        let env = BrowserEnv::new(pool, sandbox);
-        env.run(&task, &mut policy, 0, &cfg).await.unwrap().trajectory
-    });
+    let traj = shop_episode(&mut policy, &observe, 4);
     assert_eq!(policy.turns.len(), 4, "{traj:?}");
     let tok = trainer.lock().unwrap().tokenizer().clone();
     for (k, turn) in policy.turns.iter().enumerate() {
@@ -561,4 +536,38 @@ fn a_vl_policy_sees_its_last_screenshots_as_image_pads_in_chromium() {
     for t in &policy.turns[..3] {
         assert!(last.contains(t.text.trim()), "{last}");
     }
+}
+
+/// One episode of a sandbox shop task in real Chromium at 640×400 (the viewport the tiny VL
+/// tests read), at most `steps` steps, the env observing `observe`: what a VL test's agent did.
+pub(crate) fn shop_episode(
+    agent: &mut dyn Agent,
+    observe: &[wrl_plan::params::Observation],
+    steps: u32,
+) -> wrl_sandbox::Trajectory {
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let sandbox = Arc::new(wrl_sandbox::Sandbox::start(0, 0).await.unwrap());
+        let pool = wrl_browser::BrowserPool::launch(wrl_browser::PoolCfg {
+            max_concurrent: 1,
+            viewport: (640, 400),
+            allow: wrl_browser::AllowList::only([format!("127.0.0.1:{}", sandbox.addr().port())]),
+            ..wrl_browser::PoolCfg::default()
+        })
+        .await
+        .unwrap();
+        let mut task =
+            wrl_sandbox::generate_on(sandbox.content(), wrl_sandbox::Split::Test, 1, 1, &["shop"])
+                .remove(0);
+        task.max_steps = steps;
+        let cfg = wrl_browser::EpisodeCfg {
+            max_steps: steps,
+            max_agent_errors: 10,
+            view: wrl_exec::env::settings::view(observe),
+            ..wrl_browser::EpisodeCfg::default()
+        };
+        let env = BrowserEnv::new(pool, sandbox);
+        env.run(&task, agent, 0, &cfg).await.unwrap().trajectory
+    })
 }

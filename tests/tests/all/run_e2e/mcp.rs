@@ -5,7 +5,24 @@
 //! declared tools, the run connects and finishes, writes the calls' counts, and its episodes
 //! end by the policy, never by the server.
 
+use std::path::{Path, PathBuf};
+
 use super::records;
+
+/// Runs `recipe --profile offline` into `dir/run`, tool set `tools` served by the reference
+/// server over stdio (2 calls a tool, replies cut to 200 characters); the run must finish.
+fn offline_run(recipe: &str, tools: &str, py: &str, dir: &Path) -> PathBuf {
+    let out = dir.join("run");
+    let server = format!(
+        "{tools}.mcp=[mcp_stdio(\"{py}\") {{ args = [\"tests/scripts/mcp_server.py\", \"stdio\"], max_calls = 2, result_chars = 200 }}]"
+    );
+    let args = ["run", recipe, "--profile", "offline", "--set", &server, "--out"];
+    let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    args.push(out.display().to_string());
+    let (code, _, stderr) = wrl_tests::wrlc(args);
+    assert_eq!(code, 0, "{stderr}");
+    out
+}
 
 /// The Python with the MCP SDK, or `None` after saying why the test is skipped.
 fn python() -> Option<String> {
@@ -29,16 +46,7 @@ fn python() -> Option<String> {
 fn mcp_tools_offline_profile_runs_against_the_reference_server() {
     let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let server = format!(
-        "research.mcp=[mcp_stdio(\"{py}\") {{ args = [\"tests/scripts/mcp_server.py\", \"stdio\"], max_calls = 2, result_chars = 200 }}]"
-    );
-    let recipe = "tests/recipes/mcp_tools.wrl";
-    let args = ["run", recipe, "--profile", "offline", "--set", &server, "--out"];
-    let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    args.push(out.display().to_string());
-    let (code, _, stderr) = wrl_tests::wrlc(args);
-    assert_eq!(code, 0, "{stderr}");
+    let out = offline_run("tests/recipes/mcp_tools.wrl", "research", &py, dir.path());
     let (summary, _, trajs) = records(&out);
     assert_eq!(summary.status, "finished");
     assert!(!trajs.is_empty());
@@ -52,16 +60,7 @@ fn mcp_tools_offline_profile_runs_against_the_reference_server() {
 fn mcp_browser_offline_profile_runs_in_chromium_against_the_reference_server() {
     let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let server = format!(
-        "shop_and_code.mcp=[mcp_stdio(\"{py}\") {{ args = [\"tests/scripts/mcp_server.py\", \"stdio\"], max_calls = 2, result_chars = 200 }}]"
-    );
-    let recipe = "tests/recipes/mcp_browser.wrl";
-    let args = ["run", recipe, "--profile", "offline", "--set", &server, "--out"];
-    let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    args.push(out.display().to_string());
-    let (code, _, stderr) = wrl_tests::wrlc(args);
-    assert_eq!(code, 0, "{stderr}");
+    let out = offline_run("tests/recipes/mcp_browser.wrl", "shop_and_code", &py, dir.path());
     let (summary, _, trajs) = records(&out);
     assert_eq!(summary.status, "finished");
     assert_eq!(trajs.len(), 2);

@@ -41,7 +41,7 @@ fn script() -> String {
     format!("{}/../../tests/scripts/mcp_server.py", env!("CARGO_MANIFEST_DIR"))
 }
 
-fn tool(name: &str, params: &[(&str, &str)]) -> Tool {
+pub(crate) fn tool(name: &str, params: &[(&str, &str)]) -> Tool {
     Tool {
         name: name.into(),
         params: params
