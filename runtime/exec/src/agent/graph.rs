@@ -18,7 +18,7 @@ use wrl_plan::params::{self, Module, ModuleInput};
 use wrl_sandbox::Task;
 use wrl_trainer::{SampleParams, Trainer};
 
-use super::graph_vision::{Seen, lists_screenshot, module_message};
+use super::graph_vision::{Seen, api_messages, lists_screenshot, module_message};
 use super::hermes::{EnvKind, Hermes};
 use super::prompt::{MAX_PROMPT_BYTES, Screens, Window, compose_in, split_task};
 use super::sample::{Turn, sample_turn};
@@ -372,7 +372,8 @@ impl GraphPolicy {
             },
             Some(Brain::Api(client, _)) => {
                 let client = client.clone();
-                let call = client.chat(&m.prompt, &prompt, m.max_response);
+                let seen = self.screens.filter(|_| lists_screenshot(m)).map(|s| (&self.seen, s));
+                let call = client.complete(api_messages(&m.prompt, &prompt, seen), m.max_response);
                 // A frozen module over HTTP: wait for it without holding up other episodes.
                 match tokio::runtime::Handle::try_current() {
                     Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
@@ -423,7 +424,9 @@ impl Agent for GraphPolicy {
 
     /// Whether a module is shown screenshots (`seeing`): the browser then takes one each step.
     fn sees_screens(&self) -> bool {
-        self.spec.modules.values().any(|m| self.seeing(m).is_some())
+        let served = |m: &ModuleSpec| matches!(self.brains.get(&m.name), Some(Brain::Api(..)));
+        let listed = |m: &ModuleSpec| self.screens.is_some() && lists_screenshot(m);
+        (self.spec.modules.values()).any(|m| self.seeing(m).is_some() || (listed(m) && served(m)))
     }
 
     fn act_seeing(

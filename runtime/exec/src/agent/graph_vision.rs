@@ -4,18 +4,23 @@
 //! at the head of the module's one user message (an older one as `[screenshot omitted]` or
 //! nothing, as the env says), its text fitted to the room their image tokens leave; and the
 //! SFT examples of such a module, each step's screenshot in the same place. A module's turn is
-//! one message, not a conversation: the images stand before its page and notes.
+//! one message, not a conversation: the images stand before its page and notes. A module
+//! whose brain is an `api(…)` model is sent the same screenshots as `image_url` parts of that
+//! message (PNG data URLs), as a ReAct agent's served policy is; whether it reads them is the
+//! endpoint's to say.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use base64::Engine;
+use serde_json::{Value as Json, json};
 use wrl_plan::params::ModuleInput;
 use wrl_trainer::vision::Pixels;
 use wrl_trainer::{Role, Segment, Trainer, Trajectory};
 
 use super::graph::ModuleSpec;
 use super::hermes::Hermes;
-use super::prompt::{History, Screens, Window, prompt_cut, split_task};
+use super::prompt::{History, SCREEN_OMITTED, Screens, Window, prompt_cut, split_task};
 use super::vision::{Shot, kept_tokens, marked, read_screen, resolve};
 
 /// Whether module `m` lists `screenshot` among what its prompt shows.
@@ -48,6 +53,39 @@ impl Seen {
         }
         Ok(shots)
     }
+}
+
+/// The chat messages of an `api(…)` module's call: its `system` prompt (none when empty), then
+/// its user `text` — after the episode's screenshots where it is shown them (`seen`): the last
+/// `screens.last` as `image_url` parts, an older one as the line `[screenshot omitted]` where the
+/// env keeps a placeholder.
+pub fn api_messages(system: &str, text: &str, seen: Option<(&Seen, Screens)>) -> Vec<Json> {
+    let mut messages = Vec::new();
+    if !system.is_empty() {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    let content = match seen {
+        None => Json::String(text.to_string()),
+        Some((seen, screens)) => {
+            let older = seen.pngs.len().saturating_sub(screens.last);
+            let lead: String = if screens.placeholder {
+                (0..older).map(|_| format!("{SCREEN_OMITTED}\n")).collect()
+            } else {
+                String::new()
+            };
+            let b64 = |png: &[u8]| base64::engine::general_purpose::STANDARD.encode(png);
+            let mut parts: Vec<Json> = (seen.pngs[older..].iter())
+                .map(|png| {
+                    let url = format!("data:image/png;base64,{}", b64(png));
+                    json!({"type": "image_url", "image_url": {"url": url}})
+                })
+                .collect();
+            parts.push(json!({"type": "text", "text": format!("{lead}{text}")}));
+            Json::Array(parts)
+        }
+    };
+    messages.push(json!({"role": "user", "content": content}));
+    messages
 }
 
 /// A module's user text `text` with the episode's screenshots `shots` (oldest first) before

@@ -52,10 +52,12 @@ pub(crate) fn shown_to_vl(plan: &TypedPlan<'_>, env: &str) -> bool {
         })
 }
 
-/// Whether graph module `m` lists `screenshot` and runs a vision-language model (its own, or
-/// the stage's weights of it that a stage binds to it).
+/// Whether graph module `m` lists `screenshot` and runs a model it can be shown them: a
+/// vision-language one (its own, or the stage's weights of it that a stage binds to it), or an
+/// `api(…)` one, sent them as image parts (`agent::graph_vision::api_messages`).
 fn module_sees(plan: &TypedPlan<'_>, m: &params::Module) -> bool {
-    lists_screenshot(m) && is_vl(plan, m.model().id())
+    let model = m.model().id();
+    lists_screenshot(m) && (is_vl(plan, model) || is_served(plan, model))
 }
 
 fn lists_screenshot(m: &params::Module) -> bool {
@@ -67,8 +69,8 @@ fn lists_screenshot(m: &params::Module) -> bool {
 }
 
 /// The modules of graph `g` that list `screenshot` in a browser that shows them (`screenshot(
-/// last: K)`, K > 0) to a graph that reads them, but run a model that cannot be shown them: a
-/// text model, or an `api(…)` one (a graph module's call over HTTP sends text only). Refused
+/// last: K)`, K > 0) to a graph that reads them, but run a model that cannot be shown them (a
+/// text `hf(…)` model, the tiny policy). Refused
 /// at `modules`, never shown the page's text in the screenshot's stead unsaid. (A graph none
 /// of whose modules reads screenshots is refused at its env's `observe`.)
 pub(crate) fn graph(plan: &TypedPlan<'_>, n: &Node, g: &params::Graph) -> Vec<RunError> {
@@ -82,17 +84,12 @@ pub(crate) fn graph(plan: &TypedPlan<'_>, n: &Node, g: &params::Graph) -> Vec<Ru
     let mut errs = Vec::new();
     for (name, m) in g.modules.iter().filter(|(_, m)| lists_screenshot(m) && !module_sees(plan, m))
     {
-        let why = if is_served(plan, m.model().id()) {
-            "is an `api(…)` model, which a graph module calls with text only"
-        } else {
-            "reads text only"
-        };
         errs.push(unsupported(
             n,
             format!(
                 "agent `{}`: module `{name}` lists `screenshot` in its `inputs` and its env shows \
-                 screenshots, but its model `{}` {why}: only a vision-language `hf(…)` model \
-                 (`family = qwen3_vl` or `qwen2_5_vl`) is shown them",
+                 screenshots, but its model `{}` reads text only: only a vision-language `hf(…)` \
+                 model (`family = qwen3_vl` or `qwen2_5_vl`) or an `api(…)` one is shown them",
                 n.decl,
                 m.model().id().trim_start_matches("model:")
             ),

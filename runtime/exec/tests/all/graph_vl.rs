@@ -198,3 +198,96 @@ fn a_seeing_modules_sft_examples_hold_each_steps_screenshot() {
     }
     assert!(ex[1].0.segments[0].text.contains("done: "), "the actions so far");
 }
+
+/// A module whose brain is an `api(…)` model, listing `screenshot` in a browser that keeps the
+/// last one (older ones leaving a placeholder line): each call's user message carries the
+/// latest screenshot as an `image_url` part (a PNG data URL) before its text, and the older
+/// ones as `[screenshot omitted]` lines, in real Chromium against a loopback endpoint.
+#[test]
+fn an_api_module_that_lists_screenshot_is_sent_the_screenshots_as_image_parts() {
+    use axum::routing::post;
+    use base64::Engine;
+    use wrl_exec::reward::client::{JudgeClient, JudgeConfig};
+    use wrl_plan::params::{FeedbackDetail, Observation, OlderPages};
+
+    let bodies: Arc<Mutex<Vec<serde_json::Value>>> = Arc::default();
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let seen = bodies.clone();
+    let base = rt.block_on(async move {
+        let app = axum::Router::new().route(
+            "/v1/chat/completions",
+            post(move |axum::Json(body): axum::Json<serde_json::Value>| {
+                let seen = seen.clone();
+                async move {
+                    let mut bodies = seen.lock().unwrap();
+                    bodies.push(body);
+                    // Two scrolls, then an answer: three calls, three screenshots taken.
+                    let reply = if bodies.len() < 3 { "scroll down" } else { "answer 0" };
+                    axum::Json(serde_json::json!({
+                        "choices": [{"message": {"role": "assistant", "content": reply}}]
+                    }))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        base
+    });
+    let actor = ModuleSpec {
+        name: "actor".into(),
+        model: "model:frontier".into(),
+        frozen: true,
+        trainable: false,
+        acts: true,
+        emits: Vec::new(),
+        inputs: vec![ModuleInput::Screenshot, ModuleInput::Url],
+        max_response: 16,
+        prompt: "Act on the page.".into(),
+        role: "actor".into(),
+        hermes: None,
+    };
+    let start =
+        EdgeSpec { from: "start".into(), to: "actor".into(), when: Vec::new(), limit: None };
+    let again =
+        EdgeSpec { from: "actor".into(), to: "actor".into(), when: Vec::new(), limit: None };
+    let spec = GraphSpec {
+        modules: BTreeMap::from([("actor".to_string(), actor)]),
+        edges: vec![start, again],
+        max_parse_failures: 2,
+    };
+    let client =
+        JudgeClient::new(JudgeConfig { base_url: base, ..JudgeConfig::default() }).unwrap();
+    let brains = BTreeMap::from([("actor".to_string(), Brain::Api(client, 32 * 1024))]);
+    let screens = Some(Screens { last: 1, placeholder: true });
+    let mut graph =
+        GraphPolicy::new(Arc::new(spec), Arc::new(brains), SampleParams::default(), "framework")
+            .with_screens(screens);
+    assert!(Agent::sees_screens(&graph), "an api module that lists `screenshot` is shown them");
+    let observe = [
+        Observation::Screenshot { last: 1, older: OlderPages::Placeholder },
+        Observation::Url,
+        Observation::Feedback { detail: FeedbackDetail::Plain },
+    ];
+    // The graph's HTTP calls wait inside the episode's multi-threaded runtime.
+    let traj = shop_episode(&mut graph, &observe, 4);
+    assert_eq!(traj.outcome.reason, wrl_sandbox::Ending::Completed, "{:?}", traj.outcome);
+    let bodies = bodies.lock().unwrap();
+    assert_eq!(bodies.len(), 3, "one call a step");
+    for (k, body) in bodies.iter().enumerate() {
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages[0]["role"], "system");
+        let parts = messages[1]["content"].as_array().unwrap();
+        assert_eq!(parts.len(), 2, "the kept screenshot, then the text: {parts:?}");
+        let url = parts[0]["image_url"]["url"].as_str().unwrap();
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(url.strip_prefix("data:image/png;base64,").unwrap())
+            .unwrap();
+        let (w, h) = image::load_from_memory(&png).unwrap().into_rgb8().dimensions();
+        assert_eq!((w, h), (640, 400), "the viewport's screenshot");
+        let text = parts[1]["text"].as_str().unwrap();
+        let omitted = text.matches("[screenshot omitted]").count();
+        assert_eq!(omitted, k, "call {k}: each older screenshot leaves its line: {text}");
+    }
+}
