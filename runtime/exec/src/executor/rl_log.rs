@@ -163,12 +163,17 @@ impl Executor<'_> {
 }
 
 /// What the iteration's groups said: groups of equal rewards where advantages are
-/// group-relative, the value loss with a critic; then replayed and generated tasks.
+/// group-relative, the value loss with a critic; then replayed and generated tasks. An
+/// iteration whose episodes left no turn to train says so (a graph whose trainable module the
+/// walk never reached: its loss of 0 is no result).
 fn signal(done: &Done<'_>, metrics: &Metrics) -> String {
     let mut signal = match metrics.value_loss {
         Some(v) => format!("value loss {v:.4}"),
         None => counted(uniform_groups(done.episodes), "uniform group", "uniform groups"),
     };
+    if !done.episodes.is_empty() && done.per_role.iter().all(|(_, n, _)| *n == 0) {
+        signal.push_str(", no turn to train (no episode reached a trainable turn)");
+    }
     if let Some(n) = done.replayed {
         signal.push_str(&format!(", {} replayed", counted(n, "task", "tasks")));
     }
@@ -242,4 +247,34 @@ fn mean_components(episodes: &[Episode]) -> BTreeMap<String, f64> {
 /// `1 uniform group`, `3 uniform groups`.
 fn counted(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An iteration that left no turn to train says so beside its loss of 0; one that trained
+    /// any says nothing of it.
+    #[test]
+    fn an_iteration_without_a_turn_to_train_says_so() {
+        let content = wrl_sandbox::Content::new(0);
+        let task = &wrl_sandbox::generate_qa(&content, wrl_sandbox::Split::Train, 1, 0)[0];
+        let episodes = vec![Episode::unrunnable(0, task, "x"), Episode::unrunnable(1, task, "x")];
+        let none = [("grounder".to_string(), 0, Metrics::default())];
+        let done = Done {
+            iter: 1,
+            episodes: &episodes,
+            per_role: &none,
+            replayed: None,
+            generation: None,
+        };
+        let said = signal(&done, &Metrics::default());
+        assert!(
+            said.ends_with(", no turn to train (no episode reached a trainable turn)"),
+            "{said}"
+        );
+        let some = [("grounder".to_string(), 3, Metrics::default())];
+        let done = Done { per_role: &some, ..done };
+        assert!(!signal(&done, &Metrics::default()).contains("no turn"));
+    }
 }

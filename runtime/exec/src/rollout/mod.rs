@@ -72,7 +72,7 @@ pub struct Episode {
 impl Episode {
     /// An episode of `task` that could not run (no browser, no policy, a crashed task): an
     /// environment error, excluded from the loss.
-    fn unrunnable(group: usize, task: &Task, why: &str) -> Episode {
+    pub(crate) fn unrunnable(group: usize, task: &Task, why: &str) -> Episode {
         Episode {
             group,
             trajectory: failed(task, why),
