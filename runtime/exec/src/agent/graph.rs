@@ -18,7 +18,7 @@ use wrl_plan::params::{self, Module, ModuleInput};
 use wrl_sandbox::Task;
 use wrl_trainer::{SampleParams, Trainer};
 
-use super::graph_vision::{Seen, api_messages, lists_screenshot, module_message};
+use super::graph_vision::{Seen, api_messages, module_message};
 use super::hermes::{EnvKind, Hermes};
 use super::prompt::{MAX_PROMPT_BYTES, Screens, Window, compose_in, split_task};
 use super::sample::{Turn, sample_turn};
@@ -65,6 +65,13 @@ pub struct GraphSpec {
     pub modules: BTreeMap<String, ModuleSpec>,
     pub edges: Vec<EdgeSpec>,
     pub max_parse_failures: u32,
+}
+
+impl ModuleSpec {
+    /// Whether the module lists `screenshot` among what its prompt shows.
+    pub fn lists_screenshot(&self) -> bool {
+        self.inputs.contains(&ModuleInput::Screenshot)
+    }
 }
 
 impl GraphSpec {
@@ -236,7 +243,7 @@ impl GraphPolicy {
     /// The local policy of module `m` when it is shown screenshots: it lists `screenshot`, the
     /// env shows them and the policy reads images.
     fn seeing(&self, m: &ModuleSpec) -> Option<(Arc<Mutex<Trainer>>, Screens)> {
-        let screens = self.screens.filter(|_| lists_screenshot(m))?;
+        let screens = self.screens.filter(|_| m.lists_screenshot())?;
         match self.brains.get(&m.name) {
             Some(Brain::Local(t)) if sees(t) => Some((t.clone(), screens)),
             Some(Brain::Local(_) | Brain::Api(..)) | None => None,
@@ -372,7 +379,7 @@ impl GraphPolicy {
             },
             Some(Brain::Api(client, _)) => {
                 let client = client.clone();
-                let seen = self.screens.filter(|_| lists_screenshot(m)).map(|s| (&self.seen, s));
+                let seen = self.screens.filter(|_| m.lists_screenshot()).map(|s| (&self.seen, s));
                 let call = client.complete(api_messages(&m.prompt, &prompt, seen), m.max_response);
                 // A frozen module over HTTP: wait for it without holding up other episodes.
                 match tokio::runtime::Handle::try_current() {
@@ -425,7 +432,7 @@ impl Agent for GraphPolicy {
     /// Whether a module is shown screenshots (`seeing`): the browser then takes one each step.
     fn sees_screens(&self) -> bool {
         let served = |m: &ModuleSpec| matches!(self.brains.get(&m.name), Some(Brain::Api(..)));
-        let listed = |m: &ModuleSpec| self.screens.is_some() && lists_screenshot(m);
+        let listed = |m: &ModuleSpec| self.screens.is_some() && m.lists_screenshot();
         (self.spec.modules.values()).any(|m| self.seeing(m).is_some() || (listed(m) && served(m)))
     }
 

@@ -14,19 +14,12 @@ use std::sync::Mutex;
 
 use base64::Engine;
 use serde_json::{Value as Json, json};
-use wrl_plan::params::ModuleInput;
 use wrl_trainer::vision::Pixels;
 use wrl_trainer::{Role, Segment, Trainer, Trajectory};
 
-use super::graph::ModuleSpec;
 use super::hermes::Hermes;
 use super::prompt::{History, SCREEN_OMITTED, Screens, Window, prompt_cut, split_task};
 use super::vision::{Shot, kept_tokens, marked, read_screen, resolve};
-
-/// Whether module `m` lists `screenshot` among what its prompt shows.
-pub fn lists_screenshot(m: &ModuleSpec) -> bool {
-    m.inputs.contains(&ModuleInput::Screenshot)
-}
 
 /// The screenshots of one graph episode: each step's PNG as the env took it, and each
 /// module's reading of them (by its own policy's processor), read when the module is next

@@ -102,7 +102,7 @@ impl AgentCfg {
             None => self.window.screens,
             Some(g) => {
                 let acting = g.modules.values().find(|m| m.trainable && m.acts)?;
-                self.window.screens.filter(|_| graph_vision::lists_screenshot(acting))
+                self.window.screens.filter(|_| acting.lists_screenshot())
             }
         }
     }
