@@ -15,13 +15,11 @@ use wrl_exec::agent::graph::{Brain, EdgeSpec, GraphPolicy, GraphSpec, ModuleSpec
 use wrl_exec::agent::prompt::Screens;
 use wrl_exec::env::Agent;
 use wrl_plan::params::{ModuleInput, Params, TypedPlan};
+use wrl_trainer::SampleParams;
 use wrl_trainer::hf::tiny::{TinySpec, TokenizerSource};
 use wrl_trainer::hf::tiny_vl::{TinyVision, write_vl};
-use wrl_trainer::{
-    DeviceChoice, OptimConfig, PolicyConfig, PretrainedSource, SampleParams, Trainer, TrainerConfig,
-};
 
-use super::hermes_chat::{plan, shop_episode};
+use super::hermes_chat::{plan, shop_episode, vl_trainer};
 
 #[test]
 fn a_graph_module_that_lists_screenshot_sees_each_steps_screenshot() {
@@ -89,23 +87,7 @@ fn a_graph_module_that_lists_screenshot_sees_each_steps_screenshot() {
     let tok = TokenizerSource::Generated { corpus, merges: 60 };
     write_vl(dir.path(), &TinySpec::narrow(), &TinyVision::qwen25(), &tok).unwrap();
     // OpAgent's 15 schemas take some 4,300 tokens of this 60-merge tokenizer.
-    let src = PretrainedSource {
-        context: Some(8192),
-        image_max_pixels: Some(65536),
-        ..PretrainedSource::new(dir.path())
-    };
-    let trainer = Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Qwen3Vl(src),
-        optim: OptimConfig::default(),
-        seed: 5,
-        device: DeviceChoice::Cpu,
-    })
-    .unwrap();
-    let side = trainer.model().vision().unwrap().clone();
-    let pads = side.processor.grid(400, 640).unwrap().tokens(side.config.mrope.merge);
-    assert!(pads > 1);
-    let (image, start) = (side.config.mrope.image_token_id, side.config.vision_start_token_id);
-    let trainer = Arc::new(Mutex::new(trainer));
+    let (trainer, pads) = vl_trainer(dir.path(), 8192);
     let brains = BTreeMap::from([
         ("grounder".to_string(), Brain::Local(trainer.clone())),
         ("looker".to_string(), Brain::Local(trainer.clone())),
@@ -118,22 +100,13 @@ fn a_graph_module_that_lists_screenshot_sees_each_steps_screenshot() {
 
     let traj = shop_episode(&mut graph, &observe, 3);
     let tok = trainer.lock().unwrap().tokenizer().clone();
-    let runs = |ids: &[u32]| -> Vec<usize> {
-        let mut runs = Vec::new();
-        for (i, &t) in ids.iter().enumerate() {
-            if t == image && (i == 0 || ids[i - 1] != image) {
-                assert_eq!(ids[i - 1], start, "a pad run opens with <|vision_start|>");
-                runs.push(ids[i..].iter().take_while(|&&x| x == image).count());
-            }
-        }
-        runs
-    };
+    let runs = |ids: &[u32]| pads.runs(ids);
     let grounded: Vec<_> = graph.turns.iter().filter(|t| t.role == "grounder").collect();
     assert!(traj.steps.len() >= 2, "{traj:?}");
     assert_eq!(grounded.len(), traj.steps.len(), "one grounder turn a step: {traj:?}");
     for (k, turn) in grounded.iter().enumerate() {
         assert_eq!(turn.images.len(), 1, "turn {k} carries its screenshot to the update");
-        assert_eq!(runs(&turn.prompt_tokens), [pads], "turn {k}: the last screenshot only");
+        assert_eq!(runs(&turn.prompt_tokens), [pads.count], "turn {k}: the last screenshot only");
         let text = tok.decode(&turn.prompt_tokens).unwrap();
         assert!(text.contains("<tools>") && text.contains("coords"), "OpAgent's tools: {text}");
         assert!(text.contains("role: grounder"), "{text}");

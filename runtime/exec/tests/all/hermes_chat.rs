@@ -488,24 +488,7 @@ fn a_vl_policy_sees_its_last_screenshots_as_image_pads_in_chromium() {
         }))
         .unwrap();
     assert_eq!(agent.window.screens, Some(Screens { last: 2, placeholder: true }));
-    let src = PretrainedSource {
-        context: Some(4096),
-        image_max_pixels: Some(65536),
-        ..PretrainedSource::new(dir.path())
-    };
-    let trainer = Trainer::new(TrainerConfig {
-        policy: PolicyConfig::Qwen3Vl(src),
-        optim: OptimConfig::default(),
-        seed: 5,
-        device: DeviceChoice::Cpu,
-    })
-    .unwrap();
-    // The pads a 640 × 400 screenshot takes: the processor's grid over merge².
-    let side = trainer.model().vision().unwrap().clone();
-    let pads = side.processor.grid(400, 640).unwrap().tokens(side.config.mrope.merge);
-    assert!(pads > 1);
-    let (image, start) = (side.config.mrope.image_token_id, side.config.vision_start_token_id);
-    let trainer = Arc::new(Mutex::new(trainer));
+    let (trainer, pads) = vl_trainer(dir.path(), 4096);
     let params = SampleParams { max_tokens: 16, ..SampleParams::default() };
     let mut policy = TrainerPolicy::new(trainer.clone(), params, agent.history, "policy")
         .with_window(agent.window)
@@ -516,16 +499,8 @@ fn a_vl_policy_sees_its_last_screenshots_as_image_pads_in_chromium() {
     assert_eq!(policy.turns.len(), 4, "{traj:?}");
     let tok = trainer.lock().unwrap().tokenizer().clone();
     for (k, turn) in policy.turns.iter().enumerate() {
-        // The runs of image pads, each after its `<|vision_start|>`.
-        let mut runs = Vec::new();
-        let ids = &turn.prompt_tokens;
-        for (i, &t) in ids.iter().enumerate() {
-            if t == image && (i == 0 || ids[i - 1] != image) {
-                assert_eq!(ids[i - 1], start, "a pad run opens with <|vision_start|>");
-                runs.push(ids[i..].iter().take_while(|&&x| x == image).count());
-            }
-        }
-        assert_eq!(runs, vec![pads; (k + 1).min(2)], "turn {k}: one run per kept screenshot");
+        let runs = pads.runs(&turn.prompt_tokens);
+        assert_eq!(runs, vec![pads.count; (k + 1).min(2)], "turn {k}: one run per kept screenshot");
         let text = tok.decode(&turn.prompt_tokens).unwrap();
         let omitted = text.matches("[screenshot omitted]").count();
         assert_eq!(omitted, (k + 1).saturating_sub(2), "turn {k}: older screenshots: {text}");
@@ -570,4 +545,49 @@ pub(crate) fn shop_episode(
         let env = BrowserEnv::new(pool, sandbox);
         env.run(&task, agent, 0, &cfg).await.unwrap().trajectory
     })
+}
+
+/// What a 640×400 screenshot becomes in a tiny VL policy's prompts: its pad count (the
+/// processor's grid over merge²) and the image-pad and vision-start token ids.
+pub(crate) struct Pads {
+    pub(crate) count: usize,
+    image: u32,
+    start: u32,
+}
+
+impl Pads {
+    /// The runs of image pads in `ids`, each after its `<|vision_start|>`: one length a run.
+    pub(crate) fn runs(&self, ids: &[u32]) -> Vec<usize> {
+        let mut runs = Vec::new();
+        for (i, &t) in ids.iter().enumerate() {
+            if t == self.image && (i == 0 || ids[i - 1] != self.image) {
+                assert_eq!(ids[i - 1], self.start, "a pad run opens with <|vision_start|>");
+                runs.push(ids[i..].iter().take_while(|&&x| x == self.image).count());
+            }
+        }
+        runs
+    }
+}
+
+/// The tiny random VL model written in `dir` as a CPU trainer (seed 5, `context` tokens, at
+/// most 65,536 pixels a screenshot), and what a 640×400 screenshot becomes in its prompts.
+pub(crate) fn vl_trainer(dir: &Path, context: usize) -> (Arc<Mutex<Trainer>>, Pads) {
+    let src = PretrainedSource {
+        context: Some(context),
+        image_max_pixels: Some(65536),
+        ..PretrainedSource::new(dir)
+    };
+    let trainer = Trainer::new(TrainerConfig {
+        policy: PolicyConfig::Qwen3Vl(src),
+        optim: OptimConfig::default(),
+        seed: 5,
+        device: DeviceChoice::Cpu,
+    })
+    .expect("the tiny VL model loads");
+    let side = trainer.model().vision().expect("a VL model").clone();
+    let grid = side.processor.grid(400, 640).expect("a 640×400 screenshot's grid");
+    let count = grid.tokens(side.config.mrope.merge);
+    assert!(count > 1);
+    let (image, start) = (side.config.mrope.image_token_id, side.config.vision_start_token_id);
+    (Arc::new(Mutex::new(trainer)), Pads { count, image, start })
 }
