@@ -85,6 +85,34 @@ pub fn check_as(
     loader: &dyn Loader,
     profile: Option<&str>,
 ) -> Checked {
+    let judge = match profile {
+        Some(name) => rules::Judge::Only(name),
+        None => rules::Judge::All,
+    };
+    check_judged(sources, entries, loader, judge)
+}
+
+/// [`check`] for a run that layers the profile `top` (the CLI's `--set` overrides) on top of
+/// the profile `under` (`--profile`; `None`: the recipe itself): the recipe rules judge the
+/// recipe and each of its other profiles as [`check`] does, and `top` on top of `under`, as
+/// the run resolves it, never on the plain recipe (where an override meant for `under` need not
+/// fit).
+pub fn check_layered(
+    sources: &mut SourceMap,
+    entries: &[(FileId, &ast::File)],
+    loader: &dyn Loader,
+    under: Option<&str>,
+    top: &str,
+) -> Checked {
+    check_judged(sources, entries, loader, rules::Judge::Layered { under, top })
+}
+
+fn check_judged(
+    sources: &mut SourceMap,
+    entries: &[(FileId, &ast::File)],
+    loader: &dyn Loader,
+    judge: rules::Judge<'_>,
+) -> Checked {
     let mut c = checker::Checker::new(sources, loader);
     let mut ids = Vec::new();
     for (file, parsed) in entries {
@@ -99,7 +127,7 @@ pub fn check_as(
         c.modules.iter().filter(|m| m.std).map(|m| m.file).collect();
     let mut diagnostics = std::mem::take(&mut c.diags);
     let tables = c.into_tables();
-    let (found, slices) = rules::run(&recipes, sources, &std_files, profile);
+    let (found, slices) = rules::run(&recipes, sources, &std_files, judge);
     diagnostics.extend(found);
     diagnostics
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()).then_with(|| a.message.cmp(&b.message)));

@@ -63,15 +63,6 @@ fn webdancer_smoke_trains_a_hugging_face_qwen3_and_resumes() {
         "dancer.max_response=16 tokens",
         "gaia_eval.max_steps=2 steps",
         "webwalker_eval.max_steps=2 steps",
-        // `--set` is checked against the recipe itself too (its own profile), where the
-        // evaluations' 32Ki replies cannot fit the tiny model's context (E0404): the profile's
-        // `agent` replies, as the smoke profile sets them.
-        "gaia_pass1.max_response=agent",
-        "webwalker_pass1.max_response=agent",
-        "gaia_eval.max_response=agent",
-        "webwalker_eval.max_response=agent",
-        "gaia_cons.max_response=agent",
-        "webwalker_cons.max_response=agent",
     ];
     let mut args: Vec<std::ffi::OsString> = vec![
         "run".into(),

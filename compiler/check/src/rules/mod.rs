@@ -231,42 +231,34 @@ pub(crate) fn check_recipe(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
     out
 }
 
+/// Which resolutions of each recipe the rules judge.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Judge<'a> {
+    /// The recipe and each of its profiles.
+    All,
+    /// The recipe as this profile resolves it (and its variants on top), nothing else.
+    Only(&'a str),
+    /// As `All`, but the profile `top` only on top of the profile `under` (`None`: the recipe).
+    Layered { under: Option<&'a str>, top: &'a str },
+}
+
 /// Runs the rules on each recipe and on each of its profiles. A profile's diagnostics that
 /// the plain recipe already has are dropped; the others say which profile they come from.
-/// With `only`, the rules run on each recipe as that profile resolves it, and nothing else.
-/// Also returns each recipe's profile slices (none with `only`), for the planner's checks.
+/// With `Judge::Only`, the rules run on each recipe as that profile resolves it, and nothing
+/// else; with `Judge::Layered`, its `top` profile is judged on top of `under` only.
+/// Also returns each recipe's profile slices (none with `Only`), for the planner's checks.
 pub(crate) fn run(
     recipes: &[Recipe],
     sources: &SourceMap,
     std_files: &BTreeSet<FileId>,
-    only: Option<&str>,
+    judge: Judge<'_>,
 ) -> (Vec<Diagnostic>, Vec<Vec<Recipe>>) {
     let mut out: Vec<Diagnostic> = Vec::new();
-    if let Some(name) = only {
-        for recipe in recipes {
-            match recipe.with_profile(name) {
-                Ok(profiled) => {
-                    let base = check_recipe(&Ctx::new(&profiled, sources, std_files));
-                    // Each variant on top of the profile: a study under `--profile` runs them.
-                    let mut seen = base.clone();
-                    out.extend(base);
-                    for v in recipe.variant_names() {
-                        let Ok(varied) = profiled.with_variant(v) else { continue };
-                        let span = recipe.profiles.iter().find(|p| p.name == v).map(|p| p.span);
-                        for d in check_recipe(&Ctx::new(&varied, sources, std_files)) {
-                            if seen.contains(&d) {
-                                continue;
-                            }
-                            seen.push(d.clone());
-                            out.push(named(d, "variant", v, span));
-                        }
-                    }
-                }
-                Err(d) => out.push(d),
-            }
-        }
-        return (out, Vec::new());
-    }
+    let top = match judge {
+        Judge::Only(name) => return (only(recipes, sources, std_files, name), Vec::new()),
+        Judge::All => None,
+        Judge::Layered { under, top } => Some((under, top)),
+    };
     let mut slices = Vec::with_capacity(recipes.len());
     for recipe in recipes {
         let base = check_recipe(&Ctx::new(recipe, sources, std_files));
@@ -276,6 +268,9 @@ pub(crate) fn run(
         let slicer = crate::slice::ProfileSlicer::new(recipe);
         let variants: Vec<Recipe> = recipe.profiles.iter().map(|p| slicer.slice(p)).collect();
         for (profile, variant) in recipe.profiles.iter().zip(&variants) {
+            if top.is_some_and(|(_, t)| t == profile.name) {
+                continue;
+            }
             for d in check_recipe(&Ctx::new(variant, sources, std_files)) {
                 if seen.contains(&d) {
                     continue;
@@ -284,9 +279,60 @@ pub(crate) fn run(
                 out.push(named(d, profile.kind.word(), &profile.name, Some(profile.span)));
             }
         }
+        if let Some((under, top)) = top {
+            let layered = match under {
+                Some(u) => recipe.with_profile(u).and_then(|r| r.with_profile(top)),
+                None => recipe.with_profile(top),
+            };
+            let span = recipe.profiles.iter().find(|p| p.name == top).map(|p| p.span);
+            match layered {
+                Ok(r) => {
+                    for d in check_recipe(&Ctx::new(&r, sources, std_files)) {
+                        if !seen.contains(&d) {
+                            seen.push(d.clone());
+                            out.push(named(d, "profile", top, span));
+                        }
+                    }
+                }
+                Err(d) => out.push(d),
+            }
+        }
         slices.push(variants);
     }
     (out, slices)
+}
+
+/// The rules on each recipe as profile `name` resolves it, and on each variant on top of it
+/// (a study under `--profile` runs them).
+fn only(
+    recipes: &[Recipe],
+    sources: &SourceMap,
+    std_files: &BTreeSet<FileId>,
+    name: &str,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for recipe in recipes {
+        match recipe.with_profile(name) {
+            Ok(profiled) => {
+                let base = check_recipe(&Ctx::new(&profiled, sources, std_files));
+                let mut seen = base.clone();
+                out.extend(base);
+                for v in recipe.variant_names() {
+                    let Ok(varied) = profiled.with_variant(v) else { continue };
+                    let span = recipe.profiles.iter().find(|p| p.name == v).map(|p| p.span);
+                    for d in check_recipe(&Ctx::new(&varied, sources, std_files)) {
+                        if seen.contains(&d) {
+                            continue;
+                        }
+                        seen.push(d.clone());
+                        out.push(named(d, "variant", v, span));
+                    }
+                }
+            }
+            Err(d) => out.push(d),
+        }
+    }
+    out
 }
 
 /// A diagnostic only a profile or variant has, saying which (`(variant `flat`)`).

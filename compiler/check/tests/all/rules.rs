@@ -455,6 +455,47 @@ fn variants_are_checked_whole_and_on_top_of_a_profile() {
     assert!(under.diagnostics.iter().any(|d| d.message.ends_with("(variant `solo`)")));
 }
 
+/// The CLI's `--set` overrides (a profile of their own) are judged on top of the chosen
+/// `--profile`, as the run resolves them: a mini-batch that divides only the profile's batch is
+/// no error there, and is one on the recipe itself (E0403, named by its own profile).
+#[test]
+fn a_layered_profile_is_judged_on_top_of_the_one_under_it() {
+    let text = format!(
+        "param g = 4\n{}profile wide {{\n  g = 6\n}}\nprofile top {{\n  online.mini_batch = 12 samples\n}}\n",
+        rl("prompts = 4, group = g, level = trajectory, mini_batch = 8 samples")
+    );
+    let loader = wrl_check::MemLoader::default();
+    let mut sources = wrl_diagnostics::SourceMap::new();
+    let id = sources.add("recipe.wrl", &text);
+    let parsed = wrl_syntax::parse(id, &text);
+    let entries = [(id, &parsed.file)];
+    let codes_of = |c: &wrl_check::Checked| -> Vec<(&'static str, String)> {
+        c.diagnostics.iter().map(|d| (d.code, d.message.clone())).collect()
+    };
+    // On the recipe itself, 12 does not divide 4 × 4.
+    let plain = wrl_check::check(&mut sources, &entries, &loader);
+    assert!(
+        plain
+            .diagnostics
+            .iter()
+            .any(|d| d.code == "E0403" && d.message.ends_with("(profile `top`)")),
+        "{:?}",
+        codes_of(&plain)
+    );
+    let under_base = wrl_check::check_layered(&mut sources, &entries, &loader, None, "top");
+    assert!(
+        under_base.diagnostics.iter().any(|d| d.code == "E0403"),
+        "{:?}",
+        codes_of(&under_base)
+    );
+    // On top of `wide`, 12 divides 4 × 6: nothing to report.
+    let layered = wrl_check::check_layered(&mut sources, &entries, &loader, Some("wide"), "top");
+    assert!(layered.diagnostics.is_empty(), "{:?}", codes_of(&layered));
+    // A profile under it that the recipe does not declare is E0206.
+    let missing = wrl_check::check_layered(&mut sources, &entries, &loader, Some("wid"), "top");
+    assert!(missing.diagnostics.iter().any(|d| d.code == "E0206"), "{:?}", codes_of(&missing));
+}
+
 /// prompts × group beyond u64 once reached the batch rule (which must not overflow); now the
 /// stdlib bounds them by what the runtime allocates, so they are refused at their fields
 /// (E0306) and nothing else is reported, with no overflow panic (tests build with overflow

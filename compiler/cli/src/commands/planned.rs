@@ -58,7 +58,14 @@ pub(crate) fn plan_for(
             }
         }
     }
-    let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &wrl_check::FsLoader);
+    // `--set` is judged on top of the chosen profile, as the run resolves it: not on the
+    // recipe itself, where an override meant for the profile need not fit.
+    let entries = [(id, &parsed.file)];
+    let checked = if sets.is_empty() {
+        wrl_check::check(&mut sources, &entries, &wrl_check::FsLoader)
+    } else {
+        wrl_check::check_layered(&mut sources, &entries, &wrl_check::FsLoader, profile, SET_PROFILE)
+    };
     diags.extend(checked.diagnostics.into_iter().map(unprofiled));
     let errors = diags.iter().any(Diagnostic::is_error);
     let recipe = match checked.recipes.into_iter().next() {
