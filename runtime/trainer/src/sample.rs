@@ -129,13 +129,20 @@ impl Sampler {
     }
 
     /// As [`Sampler::sample`] for one `prompt` (its image pads expanded) holding `images`,
-    /// through the whole vision-language model (`vision::sample_vl`); `Err` for a text policy.
+    /// through the whole vision-language model: in the shared batch where the text decoder
+    /// decodes there (`decode::vl`), else alone on candle's ops (`vision::sample_vl`); `Err`
+    /// for a text policy.
     pub fn sample_images(
         &mut self,
         prompt: &[u32],
         images: &[crate::vision::Pixels],
         params: &SampleParams,
     ) -> Result<Vec<Completion>> {
+        // The row-stable decoder's shared batch, with every other episode's turns.
+        if let (Some(b), Some(side)) = (&self.batcher, self.model.vision()) {
+            let plan = side.plan(prompt, images)?;
+            return b.sample_vl(prompt, plan, params, &mut self.rng, None);
+        }
         sample_images_observed(
             &self.model,
             &self.tokenizer,
@@ -149,7 +156,8 @@ impl Sampler {
 }
 
 /// `params.n` completions of one `prompt` (its image pads expanded) holding `images`, drawn from
-/// `rng` through the whole vision-language model of `model` (`vision::sample_vl_observed`),
+/// `rng` through the whole vision-language model of `model` (the row-stable decoder's, as a
+/// rollout's turn, on the CPU in f32; else `vision::sample_vl_observed`),
 /// `on_token` called for every token as it is drawn; `Err` for a text policy. The one path of
 /// an agent's turn on screenshots and of `wrlc serve`'s chat with images.
 pub fn sample_images_observed(
@@ -168,6 +176,18 @@ pub fn sample_images_observed(
     let Some((m, side)) = side else {
         return Err(crate::error::config_err("images are shown to a vision-language policy only"));
     };
+    // The row-stable decoder where the text decoder decodes there: a rollout's turns do.
+    if let Some(crate::decode::Weights::Qwen(w)) = crate::decode::weights_for(model)? {
+        let plan = side.plan(prompt, images)?;
+        return crate::decode::sample_vl_alone(
+            &w,
+            tokenizer,
+            (prompt, plan),
+            params,
+            rng,
+            on_token,
+        );
+    }
     let vl = side.model(m);
     crate::vision::sample_vl_observed(&vl, tokenizer, prompt, images, params, rng, on_token)
 }

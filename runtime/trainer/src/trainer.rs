@@ -192,6 +192,12 @@ impl Trainer {
         params: &SampleParams,
         on_token: &mut dyn FnMut(crate::sample::TokenEvent<'_>),
     ) -> Result<Vec<Completion>> {
+        // The row-stable decoder, alone on the weights its samplers' batch already read: the
+        // same tokens as a rollout's turn.
+        if let (Some(b), Some(side)) = (self.batcher(), self.model.vision()) {
+            let plan = side.plan(prompt, images)?;
+            return b.sample_vl(prompt, plan, params, &mut self.rng, Some(on_token));
+        }
         crate::sample::sample_images_observed(
             &self.model,
             &self.tokenizer,

@@ -9,7 +9,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use rand_chacha::ChaCha8Rng;
 
 use super::step::{Job, per_prompt, sample_alone, step};
-use super::{Decoder, PrefixCache, Weights};
+use super::{Decoder, PrefixCache, SeqVision, Weights};
 use crate::draw::{Completion, SampleParams, TokenEvent};
 use crate::error::{Result, config_err};
 use crate::tokenizer::Tokenizer;
@@ -109,6 +109,45 @@ impl Batcher {
             Kind::Tiny(b) => sample_alone(&b.weights, &b.tokenizer, prompts, params, rng, on_token),
             Kind::Qwen(b) => sample_alone(&b.weights, &b.tokenizer, prompts, params, rng, on_token),
         }
+    }
+}
+
+impl Batcher {
+    /// `params.n` completions of one vision-language `prompt` (its image pads expanded) whose
+    /// images `plan` places, with `rng` (advanced past every draw): decoded in the shared batch,
+    /// or alone with `on_token` called for every draw. The same tokens either way, and whatever
+    /// else is in the batch or in the prefix cache. `Err` for weights of no VL model.
+    pub fn sample_vl(
+        &self,
+        prompt: &[u32],
+        plan: SeqVision,
+        params: &SampleParams,
+        rng: &mut ChaCha8Rng,
+        on_token: Option<&mut dyn FnMut(TokenEvent<'_>)>,
+    ) -> Result<Vec<Completion>> {
+        let Kind::Qwen(b) = &self.0 else {
+            return Err(config_err("images are decoded by a vision-language model only"));
+        };
+        if !b.weights.is_vl() {
+            return Err(config_err("images are decoded by a vision-language model only"));
+        }
+        if let Some(f) = on_token {
+            return super::sample_vl_alone(
+                &b.weights,
+                &b.tokenizer,
+                (prompt, plan),
+                params,
+                rng,
+                f,
+            );
+        }
+        let mut job = Job::new(&b.weights, 0, prompt, params, rng.clone())?;
+        if let Some(seq) = job.first() {
+            seq.set_vision(plan);
+        }
+        let (out, advanced) = b.run(job)?;
+        *rng = advanced;
+        Ok(out)
     }
 }
 

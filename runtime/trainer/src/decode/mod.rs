@@ -25,6 +25,7 @@ pub mod qwen;
 pub mod softmax;
 mod step;
 pub mod tiny;
+pub mod vl;
 mod wide;
 
 use rand_chacha::ChaCha8Rng;
@@ -33,6 +34,7 @@ pub use batcher::Batcher;
 pub use prefix::PrefixCache;
 pub use qwen::QwenWeights;
 pub use tiny::{Seq, TinyWeights};
+pub use vl::{FeatureCache, ImageFeatures, ImageKey, SeqVision};
 
 use crate::draw::{Completion, SampleParams, TokenEvent};
 use crate::error::Result;
@@ -64,6 +66,19 @@ pub trait Sequence: std::fmt::Debug + Clone + Default + Send + Sync {
 
     /// Forgets every position from `len` on (a cached prefix reused for another prompt).
     fn truncate(&mut self, len: usize);
+
+    /// How many of the first `n` positions, whose tokens this sequence and `fresh` (an unfed
+    /// sequence prepared for another prompt) share, also agree beyond their tokens: a VL
+    /// prompt's images standing there (`vl.rs`). Text sequences agree on all `n`.
+    fn agree(&self, n: usize, fresh: &Self) -> usize {
+        let _ = fresh;
+        n
+    }
+
+    /// Takes on `fresh`'s plan for its prompt (a cached prefix cut back to serve it).
+    fn adopt(&mut self, fresh: Self) {
+        let _ = fresh;
+    }
 
     /// Number of tokens fed.
     fn len(&self) -> usize {
@@ -123,4 +138,23 @@ pub(crate) fn sample_alone(
         Weights::Tiny(w) => step::sample_alone(&**w, tokenizer, prompts, params, rng, on_token),
         Weights::Qwen(w) => step::sample_alone(&**w, tokenizer, prompts, params, rng, on_token),
     }
+}
+
+/// `params.n` completions of one vision-language `prompt` whose images `plan` places, decoded
+/// alone on `weights` with `rng` (advanced past every draw), `on_token` called for every draw.
+pub(crate) fn sample_vl_alone(
+    weights: &QwenWeights,
+    tokenizer: &Tokenizer,
+    (prompt, plan): (&[u32], SeqVision),
+    params: &SampleParams,
+    rng: &mut ChaCha8Rng,
+    on_token: &mut dyn FnMut(TokenEvent<'_>),
+) -> Result<Vec<Completion>> {
+    let mut job = step::Job::new(weights, 0, prompt, params, rng.clone())?;
+    if let Some(seq) = job.first() {
+        seq.set_vision(plan);
+    }
+    let (out, advanced) = step::alone(weights, tokenizer, job, on_token)?;
+    *rng = advanced;
+    Ok(out)
 }

@@ -30,23 +30,25 @@ impl<S> Default for PrefixCache<S> {
 }
 
 impl<S: Sequence> PrefixCache<S> {
-    /// How many leading tokens of `prompt` [`PrefixCache::start`] would serve (0: none).
-    pub fn longest(&self, prompt: &[u32]) -> usize {
+    /// How many leading tokens of `prompt` (to be fed to `fresh`) [`PrefixCache::start`] would
+    /// serve (0: none).
+    pub fn longest(&self, prompt: &[u32], fresh: &S) -> usize {
         let limit = prompt.len().saturating_sub(1);
-        let best = self.entries.iter().map(|(_, s)| common_prefix(s.ids(), prompt).min(limit));
+        let best = self.entries.iter().map(|(_, s)| shared(s, prompt, fresh).min(limit));
         best.max().filter(|&c| c >= MIN_REUSE).unwrap_or(0)
     }
 
-    /// The sequence to start `prompt` from: a copy of the cached prompt sharing its longest
-    /// prefix, cut there (leaving at least the last token to feed), or `None` when no prompt
-    /// shares at least [`MIN_REUSE`] tokens.
-    pub fn start(&mut self, prompt: &[u32]) -> Option<S> {
+    /// The sequence to start `prompt` (to be fed to `fresh`, whose plan it takes on) from: a
+    /// copy of the cached prompt sharing its longest prefix (tokens and, for a VL prompt, the
+    /// images standing there), cut there (leaving at least the last token to feed), or `None`
+    /// when no prompt shares at least [`MIN_REUSE`] tokens.
+    pub fn start(&mut self, prompt: &[u32], fresh: &S) -> Option<S> {
         let limit = prompt.len().saturating_sub(1);
         let (at, common) = self
             .entries
             .iter()
             .enumerate()
-            .map(|(i, (_, seq))| (i, common_prefix(seq.ids(), prompt).min(limit)))
+            .map(|(i, (_, seq))| (i, shared(seq, prompt, fresh).min(limit)))
             .max_by_key(|&(i, c)| (c, std::cmp::Reverse(i)))?;
         if common < MIN_REUSE {
             return None;
@@ -67,11 +69,13 @@ impl<S: Sequence> PrefixCache<S> {
         }
         self.clock += 1;
         let ids = seq.ids();
-        if let Some(e) = self.entries.iter_mut().find(|(_, s)| s.ids() == ids) {
+        let same = |s: &S| s.ids() == ids && s.agree(s.len(), seq) == s.len();
+        if let Some(e) = self.entries.iter_mut().find(|(_, s)| same(s)) {
             e.0 = self.clock;
             return;
         }
-        self.entries.retain(|(_, s)| !ids.starts_with(s.ids()));
+        self.entries
+            .retain(|(_, s)| !(ids.starts_with(s.ids()) && s.agree(s.len(), seq) == s.len()));
         self.entries.push((self.clock, seq.clone()));
         while self.entries.len() > ENTRIES || self.tokens() > TOKENS {
             let oldest =
@@ -89,6 +93,12 @@ impl<S: Sequence> PrefixCache<S> {
     fn tokens(&self) -> usize {
         self.entries.iter().map(|(_, s)| s.len()).sum()
     }
+}
+
+/// How many leading positions the cached `seq` and `prompt` (to be fed to `fresh`) share: their
+/// tokens, and what stands at them beyond tokens (`Sequence::agree`).
+fn shared<S: Sequence>(seq: &S, prompt: &[u32], fresh: &S) -> usize {
+    seq.agree(common_prefix(seq.ids(), prompt), fresh)
 }
 
 /// How many leading tokens `a` and `b` share.

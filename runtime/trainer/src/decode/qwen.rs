@@ -4,12 +4,17 @@
 //! embeddings) on plain f32 slices with a growing per-sequence cache, so every episode's turns
 //! decode in one shared batch and a sequence's numbers never depend on what shares its steps.
 //! Weights are read once per set of weights (an optimiser step), transposed for the kernels.
+//! A Qwen-VL model's text decoder decodes here too: its sequences carry their images' features
+//! and multimodal positions (`vl.rs`).
+
+use std::sync::Arc;
 
 use super::attention::{Heads, attention};
 use super::cache::LayerKv;
 use super::dense::Dense;
 use super::pass::{by_rows, each_row, in_passes};
 use super::softmax::exp;
+use super::vl::{ImageFeatures, SeqVision, VlText};
 use super::wide::widest;
 use super::{Decoder, Sequence};
 use crate::error::{Result, config_err};
@@ -45,6 +50,8 @@ pub struct QwenWeights {
     layers: Vec<Layer>,
     norm: Vec<f32>,
     lm_head: Dense,
+    /// A Qwen-VL model's multimodal RoPE and image tokens; `None` for a text model.
+    vl: Option<VlText>,
 }
 
 impl QwenWeights {
@@ -102,6 +109,8 @@ impl QwenWeights {
         let emb = get("model.embed_tokens.weight")?;
         let head = if c.tie_word_embeddings { None } else { Some(get("lm_head.weight")?) };
         let lm_head = Dense::new(head.as_deref().unwrap_or(&emb), d, None);
+        let rope = rope_frequencies(c);
+        let vl = model.vision.as_ref().map(|side| VlText::new(&side.config, rope.0.len()));
         Ok(QwenWeights {
             d,
             heads: (nh, nkv, hd),
@@ -109,12 +118,18 @@ impl QwenWeights {
             eps: c.rms_norm_eps as f32,
             context: model.context,
             windows: c.windows.clone(),
-            rope: rope_frequencies(c),
+            rope,
             emb,
             layers,
             norm: get("model.norm.weight")?,
             lm_head,
+            vl,
         })
+    }
+
+    /// Whether these are a vision-language model's weights.
+    pub fn is_vl(&self) -> bool {
+        self.vl.is_some()
     }
 
     /// The vocabulary size (rows of the embedding).
@@ -124,11 +139,19 @@ impl QwenWeights {
 }
 
 /// One sequence's state: its tokens and, per layer, cached keys and values (kv heads side by
-/// side).
+/// side); a VL prompt's images and positions.
 #[derive(Debug, Clone, Default)]
 pub struct QwenSeq {
     ids: Vec<u32>,
     kv: Vec<LayerKv>,
+    vision: Option<Arc<SeqVision>>,
+}
+
+impl QwenSeq {
+    /// Sets the plan of the VL prompt this sequence is to be fed.
+    pub fn set_vision(&mut self, plan: SeqVision) {
+        self.vision = Some(Arc::new(plan));
+    }
 }
 
 impl Sequence for QwenSeq {
@@ -145,6 +168,18 @@ impl Sequence for QwenSeq {
             kv.truncate(len);
         }
     }
+
+    fn agree(&self, n: usize, fresh: &Self) -> usize {
+        match (&self.vision, &fresh.vision) {
+            (None, None) => n,
+            (Some(a), b) => a.agree(n, b.as_deref()),
+            (None, Some(b)) => b.agree(n, None),
+        }
+    }
+
+    fn adopt(&mut self, fresh: Self) {
+        self.vision = fresh.vision;
+    }
 }
 
 impl Decoder for QwenWeights {
@@ -159,6 +194,7 @@ impl Decoder for QwenWeights {
         QwenSeq {
             ids: Vec::with_capacity(capacity),
             kv: self.layers.iter().map(|_| LayerKv::new(nkv * hd, capacity)).collect(),
+            vision: None,
         }
     }
 
@@ -188,12 +224,26 @@ impl QwenWeights {
                 seq.ids.push(id);
             }
         }
+        // Each image row of a VL prompt: its image, and its place in the image's tokens.
+        let image_token = self.vl.as_ref().map(|v| v.image_token);
+        let images: Vec<Option<(Arc<ImageFeatures>, usize)>> = rows
+            .iter()
+            .map(|&(s, pos)| {
+                let seq = &seqs[s];
+                seq.vision.as_deref()?.image_at(pos).filter(|_| Some(seq.ids[pos]) == image_token)
+            })
+            .collect();
         let mut x = vec![0f32; rows.len() * d];
-        for (xr, &(s, pos)) in x.chunks_exact_mut(d).zip(&rows) {
-            let id = seqs[s].ids[pos] as usize;
-            xr.copy_from_slice(&self.emb[id * d..(id + 1) * d]);
+        for ((xr, &(s, pos)), image) in x.chunks_exact_mut(d).zip(&rows).zip(&images) {
+            match image {
+                Some((f, i)) => xr.copy_from_slice(&f.merged[i * d..(i + 1) * d]),
+                None => {
+                    let id = seqs[s].ids[pos] as usize;
+                    xr.copy_from_slice(&self.emb[id * d..(id + 1) * d]);
+                }
+            }
         }
-        let (cos, sin) = self.rope_rows(&rows);
+        let (cos, sin) = self.rope_rows(seqs, &rows);
         let width = (nh + 2 * nkv) * hd;
         for (l, layer) in self.layers.iter().enumerate() {
             let mut h = x.clone();
@@ -236,6 +286,14 @@ impl QwenWeights {
             let mut act = vec![0f32; rows.len() * self.inter];
             swiglu(&gu, self.inter, &mut act);
             add(&mut x, &layer.down.apply(&act));
+            // Qwen3-VL's DeepStack: block l's features added at the image rows after layer l.
+            for (xr, image) in x.chunks_exact_mut(d).zip(&images) {
+                if let Some((f, i)) = image
+                    && let Some(ds) = f.deepstack.get(l)
+                {
+                    add(xr, &ds[i * d..(i + 1) * d]);
+                }
+            }
         }
         // Each sequence's last new row.
         let last: Vec<usize> = (0..seqs.len())
@@ -245,17 +303,36 @@ impl QwenWeights {
             last.iter().flat_map(|&r| x[r * d..(r + 1) * d].iter().copied()).collect();
         rms_norm(&mut hl, d, &self.norm, eps);
         let vocab = self.vocab();
-        self.lm_head.apply(&hl).chunks_exact(vocab).map(<[f32]>::to_vec).collect()
+        let mut out: Vec<Vec<f32>> =
+            self.lm_head.apply(&hl).chunks_exact(vocab).map(<[f32]>::to_vec).collect();
+        // A VL model never draws its image tokens (`vision::vision_tokens`).
+        if let Some(vl) = &self.vl {
+            for row in &mut out {
+                for &t in &vl.banned {
+                    if let Some(x) = row.get_mut(t as usize) {
+                        *x = f32::NEG_INFINITY;
+                    }
+                }
+            }
+        }
+        out
     }
 
-    /// Each row's RoPE cos and sin (rows × head_dim), as `QwenModel::rope_tables` makes them.
-    fn rope_rows(&self, rows: &[(usize, usize)]) -> (Vec<f32>, Vec<f32>) {
+    /// Each row's RoPE cos and sin (rows × head_dim): a text row's as `QwenModel::rope_tables`
+    /// makes them; a VL prompt's row, or a row after one, on its multimodal positions as
+    /// `QwenVlModel`'s tables.
+    fn rope_rows(&self, seqs: &[&mut QwenSeq], rows: &[(usize, usize)]) -> (Vec<f32>, Vec<f32>) {
         let (inv, factor) = &self.rope;
         let hd = self.heads.2;
         let mut cos = Vec::with_capacity(rows.len() * hd);
         let mut sin = Vec::with_capacity(rows.len() * hd);
-        for &(_, p) in rows {
-            rope_row(inv, *factor, p, &mut cos, &mut sin);
+        for &(s, p) in rows {
+            match (&self.vl, seqs[s].vision.as_deref()) {
+                (Some(vl), Some(v)) => {
+                    vl.rope_row(inv, *factor, v.position(p), (&mut cos, &mut sin))
+                }
+                _ => rope_row(inv, *factor, p, &mut cos, &mut sin),
+            }
         }
         (cos, sin)
     }

@@ -42,6 +42,11 @@ impl<D: Decoder> Job<D> {
         })
     }
 
+    /// The prompt's sequence, before the prefill (a VL prompt's plan is set on it).
+    pub(crate) fn first(&mut self) -> Option<&mut D::Seq> {
+        self.seqs.first_mut().filter(|_| !self.prefilled)
+    }
+
     /// Whether the group is complete.
     pub(crate) fn finished(&self) -> bool {
         self.group.finished()
@@ -88,12 +93,13 @@ pub(crate) fn step<D: Decoder>(
             let prompt = group.prompt();
             if let (Some(c), true) = (cache.as_deref_mut(), rows[0].is_empty()) {
                 let shared = starting.iter().map(|p| super::prefix::common_prefix(p, prompt)).max();
-                if shared.unwrap_or(0) >= c.longest(prompt) + super::prefix::MIN_REUSE {
+                if shared.unwrap_or(0) >= c.longest(prompt, &rows[0]) + super::prefix::MIN_REUSE {
                     waiting.push(ji);
                     continue;
                 }
-                if let Some(seq) = c.start(prompt) {
-                    rows[0] = seq;
+                if let Some(seq) = c.start(prompt, &rows[0]) {
+                    let fresh = std::mem::replace(&mut rows[0], seq);
+                    rows[0].adopt(fresh);
                 }
             }
             starting.push(prompt);
@@ -178,14 +184,22 @@ pub(crate) fn sample_alone<D: Decoder>(
     rng: &mut ChaCha8Rng,
     on_token: &mut dyn FnMut(TokenEvent<'_>),
 ) -> Result<Vec<Completion>> {
-    per_prompt(weights, prompts, params, rng, |job| {
-        let mut jobs = [job];
-        while !jobs[0].finished() {
-            if let Some((_, e)) = step(weights, tokenizer, &mut jobs, None, on_token).0.pop() {
-                return Err(e);
-            }
+    per_prompt(weights, prompts, params, rng, |job| alone(weights, tokenizer, job, on_token))
+}
+
+/// Decodes `job` alone, step after step, without the prefix cache.
+pub(crate) fn alone<D: Decoder>(
+    weights: &D,
+    tokenizer: &Tokenizer,
+    job: Job<D>,
+    on_token: &mut dyn FnMut(TokenEvent<'_>),
+) -> Result<(Vec<Completion>, ChaCha8Rng)> {
+    let mut jobs = [job];
+    while !jobs[0].finished() {
+        if let Some((_, e)) = step(weights, tokenizer, &mut jobs, None, on_token).0.pop() {
+            return Err(e);
         }
-        let [job] = jobs;
-        job.complete(tokenizer)
-    })
+    }
+    let [job] = jobs;
+    job.complete(tokenizer)
 }

@@ -9,6 +9,7 @@
 use candle_core::DType;
 use rand_chacha::ChaCha8Rng;
 
+use crate::decode::{FeatureCache, ImageFeatures, SeqVision};
 use crate::draw::{Completion, Group, SampleParams, TokenEvent};
 use crate::error::{Result, config_err};
 use crate::example::Example;
@@ -27,6 +28,9 @@ pub struct VisionSide {
     pub config: VlConfig,
     pub tower: VisionTower,
     pub processor: ImageProcessor,
+    /// Images already through the tower, by content (the tower never trains: they stay true
+    /// across updates), shared by every clone of this side.
+    features: std::sync::Arc<std::sync::Mutex<FeatureCache>>,
 }
 
 /// `<|vision_start|><|image_pad|><|vision_end|>`: one image in a message's text, as Qwen3-VL's
@@ -48,7 +52,7 @@ impl VisionSide {
             processor.max_pixels = max;
         }
         tower.config.check_processor(&processor)?;
-        Ok(VisionSide { config, tower, processor })
+        Ok(VisionSide { config, tower, processor, features: Default::default() })
     }
 
     /// The whole model over the text decoder `text`.
@@ -65,6 +69,29 @@ impl VisionSide {
         self.processor
             .process(img.as_raw(), w, h, 3)
             .map_err(|e| config_err(format!("a screenshot of {w} × {h}: {e}")))
+    }
+
+    /// What the tower makes of `px`, from the cache when this image went through it before.
+    pub fn features(&self, px: &Pixels) -> Result<std::sync::Arc<ImageFeatures>> {
+        let key = crate::decode::ImageKey::of(px);
+        let lock = || self.features.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(f) = lock().get(key) {
+            return Ok(f);
+        }
+        // The tower runs outside the lock: other episodes' images go on meanwhile.
+        let made = ImageFeatures::of(&self.tower, px)?;
+        Ok(lock().put(made))
+    }
+
+    /// Images served by the tower's cache so far (tests and benchmarks).
+    pub fn features_reused(&self) -> u64 {
+        self.features.lock().unwrap_or_else(std::sync::PoisonError::into_inner).hits()
+    }
+
+    /// The plan of `prompt` (pads expanded) holding `images` for the shared decoding batch.
+    pub fn plan(&self, prompt: &[u32], images: &[Pixels]) -> Result<SeqVision> {
+        let features = images.iter().map(|px| self.features(px)).collect::<Result<Vec<_>>>()?;
+        SeqVision::new(prompt, images, features, &self.config)
     }
 
     /// The `<|image_pad|>` tokens image `px` takes in a prompt.

@@ -25,6 +25,7 @@ mod rl_train;
 mod sample;
 mod sft;
 mod vision;
+mod vision_decode;
 mod vision_model;
 mod vision_qwen25;
 mod vision_resume;
