@@ -26,7 +26,7 @@ pub mod softmax;
 mod step;
 pub mod tiny;
 pub mod vl;
-mod wide;
+pub(crate) mod wide;
 
 use rand_chacha::ChaCha8Rng;
 

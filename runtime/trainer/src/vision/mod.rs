@@ -12,6 +12,7 @@
 //! sampled).
 
 mod bicubic;
+mod fast;
 mod merger;
 pub mod mrope;
 pub mod policy;

@@ -275,6 +275,13 @@ impl VisionTower {
 
     /// The blocks' activation (`hidden_act`).
     fn act(&self, h: &Tensor) -> Result<Tensor> {
+        if super::fast::applies(h) {
+            match self.config.hidden_act {
+                VisionAct::GeluTanh => return super::fast::activate(h, super::fast::Act::GeluTanh),
+                VisionAct::Silu => return super::fast::activate(h, super::fast::Act::Silu),
+                VisionAct::GeluErf | VisionAct::QuickGelu => {}
+            }
+        }
         Ok(match self.config.hidden_act {
             VisionAct::GeluTanh => h.gelu()?,
             VisionAct::GeluErf => h.gelu_erf()?,
@@ -306,6 +313,10 @@ impl VisionTower {
         let k = rope(qkv.narrow(1, 1, 1)?.squeeze(1)?)?;
         let v = qkv.narrow(1, 2, 1)?.squeeze(1)?;
         let scale = (hd as f64).powf(-0.5);
+        if super::fast::applies(&q) {
+            let out = super::fast::attend(&q, &k, &v, seg, scale as f32)?;
+            return reference::linear(&out, &b.proj.0, Some(&b.proj.1));
+        }
         let mut outs = Vec::with_capacity(seg.len());
         for w in seg.windows(2) {
             let (start, len) = (w[0], w[1] - w[0]);
