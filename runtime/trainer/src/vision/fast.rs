@@ -7,7 +7,10 @@
 //! transformers' (`sdpa` attention, `gelu_pytorch_tanh`, `silu`), to within float rounding
 //! (bench/vision-parity.sh tower holds them to 1e-4).
 
-use candle_core::{DType, Tensor};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use candle_core::{DType, Tensor, TensorId};
 use rayon::prelude::*;
 
 use crate::decode::dense::Dense;
@@ -76,6 +79,36 @@ pub(super) fn attend(
 
 fn q_device() -> &'static candle_core::Device {
     &candle_core::Device::Cpu
+}
+
+/// The tower's linear layers packed for the decoder's product, each on first use (the tower
+/// never trains, so a packing stays true): shared by every clone of the tower.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Linears(Arc<Mutex<HashMap<TensorId, Arc<Dense>>>>);
+
+impl Linears {
+    /// `x (rows, k) · wᵀ + b`: on the packed product where this module applies, else candle's.
+    pub(crate) fn apply(&self, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+        if !applies(x) || !applies(w) || x.rank() != 2 {
+            return crate::ops::reference::linear(x, w, b);
+        }
+        let (rows, k) = x.dims2()?;
+        let n = w.dim(0)?;
+        let held = self.0.lock().unwrap_or_else(PoisonError::into_inner).get(&w.id()).cloned();
+        let dense = match held {
+            Some(d) => d,
+            None => {
+                let flat =
+                    |t: &Tensor| -> Result<Vec<f32>> { Ok(t.flatten_all()?.to_vec1::<f32>()?) };
+                let bias = b.map(flat).transpose()?;
+                let d = Arc::new(Dense::new(&flat(w)?, k, bias));
+                self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(w.id(), d.clone());
+                d
+            }
+        };
+        let out = dense.apply(&x.flatten_all()?.to_vec1::<f32>()?);
+        Ok(Tensor::from_vec(out, (rows, n), q_device())?)
+    }
 }
 
 /// An activation computed here.

@@ -82,13 +82,18 @@ impl Merger {
 
     /// Patches (n, hidden), n a multiple of merge² → tokens (n / merge², out).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.forward_on(x, &super::fast::Linears::default())
+    }
+
+    /// [`Merger::forward`] with the tower's packed linear layers.
+    pub(crate) fn forward_on(&self, x: &Tensor, lin: &super::fast::Linears) -> Result<Tensor> {
         let rows = x.elem_count() / self.joined;
         let x = if self.postshuffle {
             self.norm.forward(&x.reshape((rows, self.joined))?)?
         } else {
             self.norm.forward(x)?.reshape((rows, self.joined))?
         };
-        let h = reference::linear(&x, &self.fc1.0, Some(&self.fc1.1))?.gelu_erf()?;
-        reference::linear(&h, &self.fc2.0, Some(&self.fc2.1))
+        let h = lin.apply(&x, &self.fc1.0, Some(&self.fc1.1))?.gelu_erf()?;
+        lin.apply(&h, &self.fc2.0, Some(&self.fc2.1))
     }
 }

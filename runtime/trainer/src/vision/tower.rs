@@ -63,6 +63,8 @@ pub struct VisionTower {
     merger: Merger,
     deepstack: Vec<Merger>,
     device: Device,
+    /// The linear layers packed for the CPU's product (`fast.rs`).
+    linears: super::fast::Linears,
 }
 
 impl VisionTower {
@@ -140,6 +142,7 @@ impl VisionTower {
             merger,
             deepstack,
             device: device.clone(),
+            linears: Default::default(),
         })
     }
 
@@ -185,7 +188,7 @@ impl VisionTower {
             )));
         }
         let pixels = pixels.to_dtype(DType::F32)?;
-        let mut x = reference::linear(&pixels, &self.patch.0, self.patch.1.as_ref())?;
+        let mut x = self.linears.apply(&pixels, &self.patch.0, self.patch.1.as_ref())?;
         if self.pos_embed.is_some() {
             x = (x + self.positions(grids)?)?;
         }
@@ -227,10 +230,10 @@ impl VisionTower {
             if let Some(d) = c.deepstack_visual_indexes.iter().position(|&l| l == layer)
                 && let Some(merger) = self.deepstack.get(d)
             {
-                deepstack.push(merger.forward(&x)?);
+                deepstack.push(merger.forward_on(&x, &self.linears)?);
             }
         }
-        let mut merged = self.merger.forward(&x)?;
+        let mut merged = self.merger.forward_on(&x, &self.linears)?;
         if let Some(back) = back {
             merged = merged.index_select(&back, 0)?;
         }
@@ -263,7 +266,7 @@ impl VisionTower {
         let h = b.norm1.forward(x)?;
         let x = (x + self.attention(b, &h, cos, sin, seg)?)?;
         let h = b.norm2.forward(&x)?;
-        let lin = |h: &Tensor, l: &(Tensor, Tensor)| reference::linear(h, &l.0, Some(&l.1));
+        let lin = |h: &Tensor, l: &(Tensor, Tensor)| self.linears.apply(h, &l.0, Some(&l.1));
         let out = match &b.mlp {
             Mlp::Plain { fc1, fc2 } => lin(&self.act(&lin(&h, fc1)?)?, fc2)?,
             Mlp::Gated { gate, up, down } => {
@@ -300,7 +303,7 @@ impl VisionTower {
         seg: &[usize],
     ) -> Result<Tensor> {
         let (n, heads, hd) = (x.dim(0)?, self.config.num_heads, self.config.head_dim());
-        let qkv = reference::linear(x, &b.qkv.0, Some(&b.qkv.1))?.reshape((n, 3, heads, hd))?;
+        let qkv = self.linears.apply(x, &b.qkv.0, Some(&b.qkv.1))?.reshape((n, 3, heads, hd))?;
         let rope = |t: Tensor| -> Result<Tensor> {
             let half = hd / 2;
             let rotated = Tensor::cat(
@@ -315,7 +318,7 @@ impl VisionTower {
         let scale = (hd as f64).powf(-0.5);
         if super::fast::applies(&q) {
             let out = super::fast::attend(&q, &k, &v, seg, scale as f32)?;
-            return reference::linear(&out, &b.proj.0, Some(&b.proj.1));
+            return self.linears.apply(&out, &b.proj.0, Some(&b.proj.1));
         }
         let mut outs = Vec::with_capacity(seg.len());
         for w in seg.windows(2) {
