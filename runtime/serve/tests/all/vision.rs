@@ -20,9 +20,14 @@ use wrl_trainer::{Role, SampleParams, Segment, Trainer, render_prompt_with};
 const ASK: &str = "click the blue button";
 
 fn tiny_vl(dir: &Path) {
+    tiny_of(dir, &TinyVision::default());
+}
+
+/// The tiny random VL model of `vision`'s family (Qwen3-VL or Qwen2.5-VL) in `dir`.
+fn tiny_of(dir: &Path, vision: &TinyVision) {
     let corpus = vec!["click the blue button then type the answer".to_string()];
     let tok = TokenizerSource::Generated { corpus, merges: 20 };
-    write_vl(dir, &TinySpec::narrow(), &TinyVision::default(), &tok).unwrap();
+    write_vl(dir, &TinySpec::narrow(), vision, &tok).unwrap();
 }
 
 /// A `w` × `h` RGB image whose pixels depend on `seed`, encoded as `format`.
@@ -106,16 +111,28 @@ fn logprobs(v: &Json) -> Vec<f64> {
 /// answer whole and streamed alike.
 #[tokio::test]
 async fn a_vl_checkpoint_answers_image_parts_as_its_trainer_samples_them() {
+    answers_image_parts(&TinyVision::default()).await;
+}
+
+/// The same of a Qwen2.5-VL policy (OpAgent's grounder's family: window attention, mRoPE in
+/// sections, no DeepStack).
+#[tokio::test]
+async fn a_qwen25_vl_checkpoint_answers_image_parts_as_its_trainer_samples_them() {
+    answers_image_parts(&TinyVision::qwen25()).await;
+}
+
+async fn answers_image_parts(vision: &TinyVision) {
     let tmp = tempfile::tempdir().unwrap();
-    let model = tmp.path().join("Qwen3-VL-tiny");
-    tiny_vl(&model);
+    let model = tmp.path().join("VL-tiny");
+    tiny_of(&model, vision);
     let mut own = load_policy(&model).unwrap();
     let ckpt = tmp.path().join("grpo-1");
     own.save(&ckpt).unwrap();
     let resolved = resolve_checkpoint(&ckpt).unwrap();
     assert_eq!(resolved.kind, Served::Checkpoint);
     let served = load_policy(&resolved.dir).unwrap();
-    assert!(served.model().vision().is_some(), "the checkpoint keeps its vision side");
+    let family = served.model().vision().map(|s| s.config.family);
+    assert_eq!(family, Some(vision.family), "the checkpoint keeps its vision side");
     let server = serve(served).await;
     let base = server.base_url();
 
