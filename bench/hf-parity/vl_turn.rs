@@ -130,7 +130,6 @@ fn turn(model: &Path, ids: &[u32], px: &Pixels, n: usize, batched: bool) -> Resu
         wrl_trainer::vision::sample_vl(&vl, t.tokenizer(), ids, images, &params, &mut rng)?
     };
     let ms = started.elapsed().as_secs_f64() * 1e3;
-    let _ = &mut t;
     Ok((ms, out.first().map_or(0, |c| c.tokens.len())))
 }
 
