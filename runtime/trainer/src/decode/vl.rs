@@ -67,9 +67,11 @@ pub struct FeatureCache {
     hits: u64,
 }
 
-/// Images kept at most (a 1280 × 1000 screenshot under OpenWebRL's budget: 252 tokens of the
-/// 4B model's 2,560 values, about 2.6 MB with its three DeepStack blocks).
-const IMAGES: usize = 64;
+/// Images kept at most: enough for every concurrent episode's last few screenshots. A
+/// 1280 × 1000 screenshot under OpenWebRL's budget is 252 tokens of the 4B model's 2,560 values,
+/// about 10 MB with its three DeepStack blocks: at most about 330 MB for that model (the tiny
+/// models' are a few KB).
+const IMAGES: usize = 32;
 
 impl FeatureCache {
     /// The kept features of the image `key`, if any.

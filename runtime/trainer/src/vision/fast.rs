@@ -74,10 +74,11 @@ pub(super) fn attend(
             }
         }
     }
-    Ok(Tensor::from_vec(out, (n, width), q_device())?)
+    Ok(Tensor::from_vec(out, (n, width), cpu())?)
 }
 
-fn q_device() -> &'static candle_core::Device {
+/// Where this module's tensors are made.
+fn cpu() -> &'static candle_core::Device {
     &candle_core::Device::Cpu
 }
 
@@ -107,7 +108,7 @@ impl Linears {
             }
         };
         let out = dense.apply(&x.flatten_all()?.to_vec1::<f32>()?);
-        Ok(Tensor::from_vec(out, (rows, n), q_device())?)
+        Ok(Tensor::from_vec(out, (rows, n), cpu())?)
     }
 }
 
@@ -125,7 +126,7 @@ pub(super) fn activate(t: &Tensor, act: Act) -> Result<Tensor> {
     let shape = t.shape().clone();
     let mut x = t.flatten_all()?.to_vec1::<f32>()?;
     x.par_chunks_mut(16 * 1024).for_each(|part| apply(part, act));
-    Ok(Tensor::from_vec(x, shape, q_device())?)
+    Ok(Tensor::from_vec(x, shape, cpu())?)
 }
 
 crate::decode::wide::widest! {
