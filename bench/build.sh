@@ -7,8 +7,9 @@
 #   --fresh   every build starts from an empty target folder (dependencies too), as a newcomer's
 #             does; without it the dependencies are built once and only our crates are timed.
 #   NAME=...  a setting to time, its overrides separated by spaces; the defaults compare the
-#             profile in Cargo.toml (`as-is`) with our crates that do no numerical work at
-#             opt-level 1 (`low-o1`; the trainer, browser, sandbox and every dependency at 3).
+#             profile in Cargo.toml (`as-is`: our crates that do no numerical work and the large
+#             dependencies off the hot paths at opt-level 1, since 2026-12-07) with everything at
+#             opt-level 3 (`all-o3`, the profile before).
 # The folders go under $BUILD_BENCH_DIR (default target/build-bench).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,12 +25,14 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-# Our crates that do no numerical work (the candidate `low-o1` lowers them).
-low=(wrl-diagnostics wrl-syntax wrl-check wrl-plan wrl-fmt wrl-lsp wrl-cli wrl-verl wrl-envd wrl-serve wrl-exec)
+# The packages the release profile builds at opt-level 1 (Cargo.toml): our crates that do no
+# numerical work and the large dependencies off the hot paths; `all-o3` raises them back to 3.
+low=(wrl-diagnostics wrl-syntax wrl-check wrl-plan wrl-fmt wrl-lsp wrl-cli wrl-verl wrl-envd wrl-serve wrl-exec
+  chromiumoxide_cdp chromiumoxide parquet rmcp minijinja lsp-types serde-sarif clap_builder miette pest_meta)
 if [ ${#configs[@]} -eq 0 ]; then
-  o1=""
-  for c in "${low[@]}"; do o1+="profile.release.package.$c.opt-level=1 "; done
-  configs=("as-is=" "low-o1=$o1")
+  o3=""
+  for c in "${low[@]}"; do o3+="profile.release.package.$c.opt-level=3 "; done
+  configs=("as-is=" "all-o3=$o3")
 fi
 root="${BUILD_BENCH_DIR:-target/build-bench}"
 mkdir -p "$root"
