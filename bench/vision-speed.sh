@@ -10,13 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 WORK="${WORK:-bench/.vision-speed}"
-PY="${VISION_PYTHON:-bench/.venv-vision-tower/bin/python}"
-if [ -z "${VISION_PYTHON:-}" ] && [ ! -x "$PY" ]; then
-  python3 -m venv bench/.venv-vision-tower >&2
-  bench/.venv-vision-tower/bin/pip install --quiet "transformers>=5.20" torch pillow numpy safetensors >&2
-fi
-CHROME="$(command -v chromium-headless-shell || command -v chromium || true)"
-[ -n "$CHROME" ] || { echo "vision-speed: no Chromium (chromium-headless-shell) on PATH" >&2; exit 1; }
+. bench/vision-env.sh vision-speed
 rm -rf "$WORK" && mkdir -p "$WORK"
 cargo build -q --release -p wrl-trainer --example vision_speed >&2
 cat > "$WORK/page.html" <<'HTML'
