@@ -183,28 +183,15 @@ pub(crate) fn start(
             // Queued behind the requests already waiting: a fair turn, then it is given back.
             let mut t = trainer.blocking_lock();
             let one = std::slice::from_ref(prompt);
-            let out = match rng.as_mut() {
-                Some(rng) if !images.is_empty() => wrl_trainer::sample::sample_images_observed(
-                    t.model(),
-                    t.tokenizer(),
-                    prompt,
-                    &images,
-                    &params,
-                    rng,
-                    &mut on_token,
-                ),
-                None if !images.is_empty() => {
-                    t.sample_images_observed(prompt, &images, &params, &mut on_token)
+            // A request's seed draws from its own stream; either way on the weights the
+            // trainer's decoder already read (never copied per request).
+            let out = match (rng.as_mut(), images.is_empty()) {
+                (Some(rng), false) => {
+                    t.sample_images_observed_with(prompt, &images, &params, rng, &mut on_token)
                 }
-                Some(rng) => wrl_trainer::sample::sample_observed(
-                    t.model(),
-                    t.tokenizer(),
-                    one,
-                    &params,
-                    rng,
-                    &mut on_token,
-                ),
-                None => t.sample_observed(one, &params, &mut on_token),
+                (None, false) => t.sample_images_observed(prompt, &images, &params, &mut on_token),
+                (Some(rng), true) => t.sample_observed_with(one, &params, rng, &mut on_token),
+                (None, true) => t.sample_observed(one, &params, &mut on_token),
             };
             drop(t);
             match out {

@@ -167,19 +167,27 @@ impl Trainer {
         params: &SampleParams,
         on_token: &mut dyn FnMut(crate::sample::TokenEvent<'_>),
     ) -> Result<Vec<Completion>> {
+        let mut rng = self.rng.clone();
+        let out = self.sample_observed_with(prompts, params, &mut rng, on_token);
+        self.rng = rng;
+        out
+    }
+
+    /// As [`Trainer::sample_observed`] drawing from `rng` instead of the trainer's own (a
+    /// request's seed in `wrlc serve`).
+    pub fn sample_observed_with(
+        &self,
+        prompts: &[Vec<u32>],
+        params: &SampleParams,
+        rng: &mut rand_chacha::ChaCha8Rng,
+        on_token: &mut dyn FnMut(crate::sample::TokenEvent<'_>),
+    ) -> Result<Vec<Completion>> {
         // A row-stable decoder (the tiny model, an f32 Qwen, on the CPU): the weights its
         // samplers' batch already read.
         if let Some(b) = self.batcher() {
-            return b.sample_observed(prompts, params, &mut self.rng, on_token);
+            return b.sample_observed(prompts, params, rng, on_token);
         }
-        crate::sample::sample_observed(
-            &self.model,
-            &self.tokenizer,
-            prompts,
-            params,
-            &mut self.rng,
-            on_token,
-        )
+        crate::sample::sample_observed(&self.model, &self.tokenizer, prompts, params, rng, on_token)
     }
 
     /// As [`Trainer::sample_observed`] for one `prompt` (its image pads expanded) holding
@@ -192,11 +200,26 @@ impl Trainer {
         params: &SampleParams,
         on_token: &mut dyn FnMut(crate::sample::TokenEvent<'_>),
     ) -> Result<Vec<Completion>> {
+        let mut rng = self.rng.clone();
+        let out = self.sample_images_observed_with(prompt, images, params, &mut rng, on_token);
+        self.rng = rng;
+        out
+    }
+
+    /// As [`Trainer::sample_images_observed`] drawing from `rng` instead of the trainer's own.
+    pub fn sample_images_observed_with(
+        &self,
+        prompt: &[u32],
+        images: &[crate::vision::Pixels],
+        params: &SampleParams,
+        rng: &mut rand_chacha::ChaCha8Rng,
+        on_token: &mut dyn FnMut(crate::sample::TokenEvent<'_>),
+    ) -> Result<Vec<Completion>> {
         // The row-stable decoder, alone on the weights its samplers' batch already read: the
         // same tokens as a rollout's turn.
         if let (Some(b), Some(side)) = (self.batcher(), self.model.vision()) {
             let plan = side.plan(prompt, images)?;
-            return b.sample_vl(prompt, plan, params, &mut self.rng, Some(on_token));
+            return b.sample_vl(prompt, plan, params, rng, Some(on_token));
         }
         crate::sample::sample_images_observed(
             &self.model,
@@ -204,7 +227,7 @@ impl Trainer {
             prompt,
             images,
             params,
-            &mut self.rng,
+            rng,
             on_token,
         )
     }
