@@ -7,7 +7,9 @@
 //! DIR/model and the turn's inputs to DIR/inputs.safetensors (`input_ids`, `pixel_values`,
 //! `image_grid_thw`) for transformers to run the same turn.
 //! `vl_turn time DIR`: a warm-up, then the median of RUNS (default 3) of each path and group
-//! size; one tab-separated line each: path, n, median ms, new tokens of the first row.
+//! size, and of the tower alone; one tab-separated line each: path, n, median ms, new tokens of
+//! the first row.
+//! `vl_turn tower DIR`: the tower alone on the turn's screenshot, five times (for a profiler).
 
 use std::path::{Path, PathBuf};
 
@@ -133,19 +135,26 @@ fn turn(model: &Path, ids: &[u32], px: &Pixels, n: usize, batched: bool) -> Resu
     Ok((ms, out.first().map_or(0, |c| c.tokens.len())))
 }
 
+/// `runs` forwards of the tower alone on the turn's screenshot, in ms.
+fn tower_times(dir: &Path, runs: usize) -> Result<Vec<f64>> {
+    let (_, px) = inputs(dir)?;
+    let t = trainer(&dir.join("model"))?;
+    let side = t.model().vision().context("a VL policy")?;
+    (0..runs)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            wrl_trainer::decode::ImageFeatures::of(&side.tower, &px)?;
+            Ok(started.elapsed().as_secs_f64() * 1e3)
+        })
+        .collect()
+}
+
 fn time(dir: &Path) -> Result<()> {
     let runs: usize = std::env::var("RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
     let model = dir.join("model");
     let (ids, px) = inputs(dir)?;
-    // The tower alone, which both paths run once per screenshot.
-    let t = trainer(&model)?;
-    let side = t.model().vision().context("a VL policy")?;
-    let mut times = Vec::new();
-    for _ in 0..=runs {
-        let started = std::time::Instant::now();
-        wrl_trainer::decode::ImageFeatures::of(&side.tower, &px)?;
-        times.push(started.elapsed().as_secs_f64() * 1e3);
-    }
+    // The tower alone, which both paths run once per screenshot (a warm-up first).
+    let mut times = tower_times(dir, runs + 1)?;
     times.remove(0);
     times.sort_by(f64::total_cmp);
     println!("tower\t1\t{:.0}\t0", times[times.len() / 2]);
@@ -171,43 +180,12 @@ fn main() -> Result<()> {
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["make", dir, shot] => make(&PathBuf::from(dir), Path::new(shot)),
         ["time", dir] => time(&PathBuf::from(dir)),
-        ["ops"] => {
-            let cpu = Device::Cpu;
-            let time = |name: &str, f: &dyn Fn() -> Result<Tensor>| -> Result<()> {
-                f()?;
-                let started = std::time::Instant::now();
-                for _ in 0..5 {
-                    f()?;
-                }
-                println!("{name}: {:.1} ms", started.elapsed().as_secs_f64() * 1e3 / 5.0);
-                Ok(())
-            };
-            let h = Tensor::randn(0f32, 1.0, (1008, 2048), &cpu)?;
-            let x = Tensor::randn(0f32, 1.0, (1008, 512), &cpu)?;
-            let w = Tensor::randn(0f32, 0.02, (2048, 512), &cpu)?;
-            let q = Tensor::randn(0f32, 1.0, (8, 1008, 64), &cpu)?;
-            let k = Tensor::randn(0f32, 1.0, (8, 1008, 64), &cpu)?;
-            let sc = Tensor::randn(0f32, 1.0, (8, 1008, 1008), &cpu)?;
-            time("gelu (1008x2048)", &|| Ok(h.gelu()?))?;
-            time("linear 1008x512 -> 2048", &|| Ok(x.matmul(&w.t()?)?))?;
-            time("q k^T (8 heads)", &|| Ok(q.matmul(&k.t()?)?))?;
-            time("scale", &|| Ok((&sc * 0.125)?))?;
-            time("softmax (8x1008x1008)", &|| Ok(candle_nn::ops::softmax_last_dim(&sc)?))?;
-            time("p v (8 heads)", &|| Ok(sc.matmul(&q)?))?;
-            time("transpose+contiguous (1008,8,64)", &|| Ok(q.transpose(0, 1)?.contiguous()?))?;
-            Ok(())
-        }
         ["tower", dir] => {
-            let (_, px) = inputs(Path::new(dir))?;
-            let t = trainer(&PathBuf::from(dir).join("model"))?;
-            let side = t.model().vision().context("a VL policy")?;
-            for _ in 0..5 {
-                let started = std::time::Instant::now();
-                wrl_trainer::decode::ImageFeatures::of(&side.tower, &px)?;
-                println!("tower {:.0} ms", started.elapsed().as_secs_f64() * 1e3);
+            for ms in tower_times(Path::new(dir), 5)? {
+                println!("tower {ms:.0} ms");
             }
             Ok(())
         }
-        _ => bail!("usage: vl_turn make DIR SCREENSHOT | vl_turn time DIR"),
+        _ => bail!("usage: vl_turn make DIR SCREENSHOT | vl_turn time DIR | vl_turn tower DIR"),
     }
 }
