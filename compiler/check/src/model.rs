@@ -113,6 +113,37 @@ impl Recipe {
         self.named(ProfileKind::Variant)
     }
 
+    /// The variants a study of this recipe runs beside it (`wrlc run --seeds N` without
+    /// `--variants`), in declaration order: each one a claim in scope under the recipe's
+    /// profile compares, and each one no claim compares. A variant that only other profiles'
+    /// claims compare is theirs: a study under `smoke` does not run the `claims` profile's
+    /// `flat`, whose overrides are that profile's miniature.
+    pub fn study_variants(&self) -> Vec<&str> {
+        let claims: Vec<&CheckedDecl> = self
+            .decls
+            .iter()
+            .filter(|d| !d.std && d.kind == DeclKind::Claim)
+            .map(|d| &**d)
+            .collect();
+        let compares = |d: &CheckedDecl, name: &str| {
+            let V::Obj(o) = &d.value.v else { return false };
+            ["variant", "over_variant"].iter().any(|f| {
+                matches!(o.fields.get(*f), Some(Val { v: V::Enum { value }, .. }) if value == name)
+            })
+        };
+        let in_scope = |d: &CheckedDecl| {
+            let names =
+                claim_profiles(d).map(|n| n.into_iter().map(|(p, _)| p).collect::<Vec<_>>());
+            scope_holds(names.as_deref(), self.profile.as_deref())
+        };
+        self.variant_names()
+            .filter(|v| {
+                let by: Vec<&&CheckedDecl> = claims.iter().filter(|d| compares(d, v)).collect();
+                by.is_empty() || by.iter().any(|d| in_scope(d))
+            })
+            .collect()
+    }
+
     fn named(&self, kind: ProfileKind) -> impl Iterator<Item = &str> {
         self.profiles.iter().filter(move |p| p.kind == kind).map(|p| p.name.as_str())
     }

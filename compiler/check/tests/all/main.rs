@@ -7,4 +7,5 @@ mod rules;
 mod slice;
 mod stdlib;
 mod stdlib_doc;
+mod study_variants;
 mod suggest;

@@ -47,10 +47,13 @@ fn fresh(cmd: &RunCmd, global: &GlobalOpts, io: &mut Io) -> u8 {
         let e = seeds::no_claims(Some(&p.recipe), cmd.profile.as_deref());
         return report(&[e], Some(&p), true, global, io);
     }
-    // A study of the recipe and its variants (every one it declares unless `--variants`).
+    // A study of the recipe and its variants (unless `--variants`: those its profile's claims
+    // compare, and those no claim compares).
     let arms: Vec<String> = match (&cmd.variants, cmd.seeds, &cmd.variant) {
         (Some(chosen), Some(_), None) => chosen.clone(),
-        (None, Some(_), None) => p.recipe.variant_names().map(str::to_string).collect(),
+        (None, Some(_), None) => {
+            p.recipe.study_variants().into_iter().map(str::to_string).collect()
+        }
         _ => Vec::new(),
     };
     if !arms.is_empty() {

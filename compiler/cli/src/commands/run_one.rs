@@ -63,7 +63,8 @@ pub struct RunCmd {
     #[arg(long, value_name = "NAME", conflicts_with_all = ["resume", "variants"])]
     pub variant: Option<String>,
     /// With `--seeds`: the variants run beside the recipe with the same seeds, each its own
-    /// `DIR/NAME/seed-K` (default: every variant the recipe declares; `base` is the recipe)
+    /// `DIR/NAME/seed-K` (default: those the profile's claims compare and those no claim
+    /// compares; `base` is the recipe)
     #[arg(
         long,
         value_name = "A,B",
