@@ -40,7 +40,7 @@ pub use fields::{Defaults, Fields};
 pub use loader::{FsLoader, Loader, MemLoader, join_relative};
 pub use model::{
     BASE_PROFILE, BASE_VARIANT, CheckedDecl, Override, Profile, Recipe, Seg, claim_profiles,
-    scope_holds,
+    scope_holds, under_study,
 };
 pub use name::Name;
 pub use rules::columns::{RECORD_FIELDS, record_fields};

@@ -128,7 +128,7 @@ impl Recipe {
         let compares = |d: &CheckedDecl, name: &str| {
             let V::Obj(o) = &d.value.v else { return false };
             ["variant", "over_variant"].iter().any(|f| {
-                matches!(o.fields.get(*f), Some(Val { v: V::Enum { value }, .. }) if value == name)
+                matches!(o.fields.get(f), Some(Val { v: V::Enum { value }, .. }) if value == name)
             })
         };
         let in_scope = |d: &CheckedDecl| {
@@ -142,6 +142,28 @@ impl Recipe {
                 by.is_empty() || by.iter().any(|d| in_scope(d))
             })
             .collect()
+    }
+
+    /// Each profile with each variant a study under it runs (`study_variants`), resolved: the
+    /// combinations `wrlc check` judges beyond the recipe, its profiles and its variants each on
+    /// their own, since a claim stated for a profile is lowered in every variant of its study.
+    /// (profile, variant, the recipe with both applied), in declaration order.
+    pub fn studied_variants(&self) -> Vec<(&str, &str, Recipe)> {
+        let mut out = Vec::new();
+        for p in self.profile_names() {
+            let Ok(profiled) = self.with_profile(p) else { continue };
+            // The variants' names as this recipe holds them (the profiled copy is dropped).
+            let studied: Vec<&str> = self
+                .variant_names()
+                .filter(|v| profiled.study_variants().contains(v))
+                .collect();
+            for v in studied {
+                if let Ok(varied) = profiled.with_variant(v) {
+                    out.push((p, v, varied));
+                }
+            }
+        }
+        out
     }
 
     fn named(&self, kind: ProfileKind) -> impl Iterator<Item = &str> {
@@ -234,4 +256,19 @@ fn walk_mut<'a>(v: &'a mut Val, path: &[Seg]) -> Option<&'a mut Val> {
         _ => return None,
     };
     walk_mut(next, rest)
+}
+
+/// A diagnostic only variant `variant` on top of profile `profile` has, saying so (`(variant
+/// `flat` under profile `claims`)`), labelled at the variant.
+pub fn under_study(
+    mut d: Diagnostic,
+    profile: &str,
+    variant: &str,
+    span: Option<Span>,
+) -> Diagnostic {
+    if let Some(span) = span {
+        d = d.label(span, format!("with variant `{variant}` under profile `{profile}`"));
+    }
+    d.message = format!("{} (variant `{variant}` under profile `{profile}`)", d.message);
+    d
 }

@@ -76,8 +76,8 @@ pub fn compile_paths_as(
                 Some(name) => {
                     if let Ok(profiled) = r.with_profile(name) {
                         diagnostics.extend(wrl_plan::lower_diagnostics(&profiled));
-                        // Each variant on top of the profile, as a study under it runs them.
-                        for v in r.variant_names() {
+                        // Each variant a study under the profile runs, on top of it.
+                        for v in profiled.study_variants() {
                             if let Ok(varied) = profiled.with_variant(v) {
                                 diagnostics.extend(wrl_plan::lower_diagnostics(&varied));
                             }

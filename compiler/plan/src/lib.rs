@@ -99,6 +99,17 @@ pub fn plan_diagnostics_sliced(recipe: &Recipe, slices: &[Recipe]) -> Vec<Diagno
             out.push(d);
         }
     }
+    // Each variant on top of each profile whose study runs it: a claim stated for the profile
+    // is lowered in the variant's plan too (E0455 when the variant drops a stage it reads).
+    for (p, v, varied) in recipe.studied_variants() {
+        let span = recipe.profiles.iter().find(|q| q.name == v).map(|q| q.span);
+        for d in lower_diagnostics(&varied) {
+            if base.contains(&(d.code, d.primary_span())) {
+                continue;
+            }
+            out.push(wrl_check::under_study(d, p, v, span));
+        }
+    }
     out.sort_by_key(|d| d.sort_key());
     out.dedup();
     out

@@ -279,6 +279,17 @@ pub(crate) fn run(
                 out.push(named(d, profile.kind.word(), &profile.name, Some(profile.span)));
             }
         }
+        // Each variant on top of each profile whose study runs it (a claim stated for the
+        // profile is lowered in the variant's plan too).
+        for (p, v, varied) in recipe.studied_variants() {
+            let span = recipe.profiles.iter().find(|q| q.name == v).map(|q| q.span);
+            for d in check_recipe(&Ctx::new(&varied, sources, std_files)) {
+                if !seen.contains(&d) {
+                    seen.push(d.clone());
+                    out.push(crate::model::under_study(d, p, v, span));
+                }
+            }
+        }
         if let Some((under, top)) = top {
             let layered = match under {
                 Some(u) => recipe.with_profile(u).and_then(|r| r.with_profile(top)),
@@ -302,8 +313,8 @@ pub(crate) fn run(
     (out, slices)
 }
 
-/// The rules on each recipe as profile `name` resolves it, and on each variant on top of it
-/// (a study under `--profile` runs them).
+/// The rules on each recipe as profile `name` resolves it, and on each variant a study under it
+/// runs, on top of it.
 fn only(
     recipes: &[Recipe],
     sources: &SourceMap,
@@ -317,7 +328,7 @@ fn only(
                 let base = check_recipe(&Ctx::new(&profiled, sources, std_files));
                 let mut seen = base.clone();
                 out.extend(base);
-                for v in recipe.variant_names() {
+                for v in profiled.study_variants() {
                     let Ok(varied) = profiled.with_variant(v) else { continue };
                     let span = recipe.profiles.iter().find(|p| p.name == v).map(|p| p.span);
                     for d in check_recipe(&Ctx::new(&varied, sources, std_files)) {

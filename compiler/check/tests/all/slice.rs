@@ -1,7 +1,7 @@
-//! A profile's slice (what the rules and the planner re-check per profile) holds exactly the
-//! profiled recipe's declarations that the profile can change, and nothing else differs: on
-//! every shipped recipe, each declaration of the slice equals the one `with_profile` gives, and
-//! every declaration left out is unchanged by the profile.
+//! A profile's slice (what the rules and the planner re-check per profile or variant) holds
+//! exactly the profiled recipe's declarations that the profile can change, and nothing else
+//! differs: on every shipped recipe, each declaration of the slice equals the one `with_named`
+//! gives, and every declaration left out is unchanged by the profile or variant.
 
 use wrl_check::{FsLoader, ProfileSlicer, check_source};
 
@@ -23,9 +23,10 @@ fn slices_agree_with_the_whole_profiled_recipe() {
             let slicer = ProfileSlicer::new(recipe);
             for p in &recipe.profiles {
                 profiles += 1;
-                let whole = recipe.with_profile(&p.name).expect("a declared profile");
+                // A profile, or a variant (OpenWebRL's `flat`): the slicer takes either.
+                let whole = recipe.with_named(&p.name).expect("a declared profile or variant");
                 let slice = slicer.slice(p);
-                assert_eq!(slice.profile, whole.profile);
+                assert_eq!((&slice.profile, &slice.variant), (&whole.profile, &whole.variant));
                 for d in &slice.decls {
                     assert_eq!(whole.decl(&d.name), Some(&**d), "{name} --profile {}", p.name);
                 }

@@ -99,7 +99,7 @@ fn definitions_and_references() {
         .expect("def");
     assert_eq!(def["uri"], "wrl-stdlib:///std/prelude.wrl");
     // References of `actor`: its declaration, the stage, three evals, the `smoke` profile's
-    // eight overrides and `smoke_vl`'s five.
+    // eight overrides, `smoke_vl`'s five and `claims`'s eight.
     let refs = s
         .request(
             "textDocument/references",
@@ -110,7 +110,7 @@ fn definitions_and_references() {
         )
         .expect("refs");
     let n = refs.as_array().map_or(0, Vec::len);
-    assert_eq!(n, 1 + 1 + 3 + 8 + 5, "{refs}");
+    assert_eq!(n, 1 + 1 + 3 + 8 + 5 + 8, "{refs}");
     // References of a stdlib builtin: every use in the file, and its declaration.
     let refs = s
         .request("textDocument/references", json!({

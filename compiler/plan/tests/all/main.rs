@@ -4,3 +4,4 @@
 mod contract;
 mod lower;
 mod params;
+mod studied;

@@ -29,8 +29,13 @@ fn recipes() -> Vec<(String, Recipe)> {
         let parsed = wrl_syntax::parse(id, &text);
         let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
         let recipe = checked.recipes.into_iter().next().unwrap();
-        for p in recipe.profiles.iter().map(|p| p.name.clone()).collect::<Vec<_>>() {
-            out.push((format!("{name} --profile {p}"), recipe.with_profile(&p).unwrap()));
+        // Every profile and variant, and each variant under the profile whose study runs it.
+        for p in &recipe.profiles {
+            let flag = format!("--{}", p.kind.word());
+            out.push((format!("{name} {flag} {}", p.name), recipe.with_named(&p.name).unwrap()));
+        }
+        for (p, v, varied) in recipe.studied_variants() {
+            out.push((format!("{name} --profile {p} --variant {v}"), varied));
         }
         out.push((name, recipe));
     }
