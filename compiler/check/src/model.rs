@@ -153,10 +153,8 @@ impl Recipe {
         for p in self.profile_names() {
             let Ok(profiled) = self.with_profile(p) else { continue };
             // The variants' names as this recipe holds them (the profiled copy is dropped).
-            let studied: Vec<&str> = self
-                .variant_names()
-                .filter(|v| profiled.study_variants().contains(v))
-                .collect();
+            let studied: Vec<&str> =
+                self.variant_names().filter(|v| profiled.study_variants().contains(v)).collect();
             for v in studied {
                 if let Ok(varied) = profiled.with_variant(v) {
                     out.push((p, v, varied));

@@ -84,8 +84,10 @@ pub fn plan_diagnostics(recipe: &Recipe) -> Vec<Diagnostic> {
 /// per profile, in order) instead of slicing it again.
 pub fn plan_diagnostics_sliced(recipe: &Recipe, slices: &[Recipe]) -> Vec<Diagnostic> {
     let mut out = lower_diagnostics(recipe);
-    let base: Vec<(&'static str, Option<wrl_diagnostics::Span>)> =
+    let mut base: Vec<(&'static str, Option<wrl_diagnostics::Span>)> =
         out.iter().map(|d| (d.code, d.primary_span())).collect();
+    // What a profile alone says, which its studied variants would say again.
+    let mut profiled: Vec<(&'static str, Option<wrl_diagnostics::Span>)> = Vec::new();
     // Each profile is lowered only as far as it changes the recipe: what it cannot reach
     // lowers as in the plain recipe, whose diagnostics are already there.
     for (p, r) in recipe.profiles.iter().zip(slices) {
@@ -93,6 +95,7 @@ pub fn plan_diagnostics_sliced(recipe: &Recipe, slices: &[Recipe]) -> Vec<Diagno
             if base.contains(&(d.code, d.primary_span())) {
                 continue;
             }
+            profiled.push((d.code, d.primary_span()));
             let word = p.kind.word();
             let mut d = d.label(p.span, format!("with {word} `{}`", p.name));
             d.message = format!("{} ({word} `{}`)", d.message, p.name);
@@ -101,12 +104,14 @@ pub fn plan_diagnostics_sliced(recipe: &Recipe, slices: &[Recipe]) -> Vec<Diagno
     }
     // Each variant on top of each profile whose study runs it: a claim stated for the profile
     // is lowered in the variant's plan too (E0455 when the variant drops a stage it reads).
+    base.extend(profiled);
     for (p, v, varied) in recipe.studied_variants() {
         let span = recipe.profiles.iter().find(|q| q.name == v).map(|q| q.span);
         for d in lower_diagnostics(&varied) {
             if base.contains(&(d.code, d.primary_span())) {
                 continue;
             }
+            base.push((d.code, d.primary_span()));
             out.push(wrl_check::under_study(d, p, v, span));
         }
     }

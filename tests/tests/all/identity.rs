@@ -43,7 +43,7 @@ fn recipes_that_mean_the_same_plan_have_the_same_identity() {
         .replace("eval after_sft", "\n\n// evaluations\neval after_sft");
     assert_eq!(identity_of(&write("reformatted.wrl", &reformatted), None), base, "reformatted");
     // Declarations in another order, fields of a stage in another order.
-    let demos = "dataset demos = std::sandbox::demos(count: 64) {\n  sites = [shop, wiki]\n  augment = 4\n}\n";
+    let demos = "dataset demos = std::sandbox::demos(count: 24) {\n  sites = [shop, wiki]\n  augment = 4\n}\n";
     let reordered = original
         .replace(demos, "")
         .replace("eval after_sft", &format!("{demos}\neval after_sft"))

@@ -35,7 +35,8 @@ fn plans() -> Vec<(String, Plan)> {
         let parsed = wrl_syntax::parse(id, &text);
         let checked = wrl_check::check(&mut sources, &[(id, &parsed.file)], &FsLoader);
         let recipe = checked.recipes.into_iter().next().unwrap();
-        for p in recipe.profiles.iter().map(|p| p.name.clone()).collect::<Vec<_>>() {
+        // The profiles (a variant is a study's control of one profile, not a lowering target).
+        for p in recipe.profile_names().map(str::to_string).collect::<Vec<_>>() {
             let r = recipe.with_profile(&p).unwrap();
             out.push((format!("{name} --profile {p}"), wrl_plan::lower(&r).unwrap()));
         }
