@@ -66,14 +66,14 @@ async def test_references(client: LanguageClient):
             context=types.ReferenceContext(include_declaration=True),
         )
     )
-    # The declaration, the WebVoyager evaluation that uses it and the two offline profiles
-    # (`smoke`, `smoke_vl`) that override it.
+    # The declaration, the WebVoyager evaluation that uses it and the three offline profiles
+    # (`smoke`, `smoke_vl`, `claims`) that override it.
     lines = sorted(r.range.start.line for r in refs)
     want = sorted(
         i for i, line in enumerate(text.splitlines())
         if re.search(r"\bwebvoyager_judge\b", line) and not line.lstrip().startswith("//")
     )
-    assert len(refs) == 4 and lines == want, refs
+    assert len(refs) == 5 and lines == want, refs
     close(client, uri)
 
 
