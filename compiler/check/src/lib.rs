@@ -40,10 +40,11 @@ pub use fields::{Defaults, Fields};
 pub use loader::{FsLoader, Loader, MemLoader, join_relative};
 pub use model::{
     BASE_PROFILE, BASE_VARIANT, CheckedDecl, Override, Profile, Recipe, Seg, claim_profiles,
-    scope_holds, under_study,
+    claim_variants, scope_holds,
 };
 pub use name::Name;
 pub use rules::columns::{RECORD_FIELDS, record_fields};
+pub use rules::under_study;
 pub use slice::ProfileSlicer;
 pub use stdlib::MODULES as STDLIB_MODULES;
 pub use stdlib_doc::stdlib_doc;

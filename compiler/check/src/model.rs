@@ -91,6 +91,22 @@ pub fn claim_profiles(d: &CheckedDecl) -> Option<Vec<(&str, Span)>> {
     Some(names.collect())
 }
 
+/// The variants a claim declaration compares (`variant`, `over_variant`; `base` included when
+/// written); none for any other declaration.
+pub fn claim_variants(d: &CheckedDecl) -> Vec<&str> {
+    let V::Obj(o) = &d.value.v else { return Vec::new() };
+    if d.kind != DeclKind::Claim {
+        return Vec::new();
+    }
+    ["variant", "over_variant"]
+        .iter()
+        .filter_map(|f| match o.fields.get(f) {
+            Some(Val { v: V::Enum { value }, .. }) => Some(value.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Whether a claim stated for `profiles` (`None`: for all) is in scope under `profile` (`None`:
 /// the recipe without one, `base`). The one rule the planner and the runtime decide it by.
 pub fn scope_holds<S: AsRef<str>>(profiles: Option<&[S]>, profile: Option<&str>) -> bool {
@@ -119,18 +135,8 @@ impl Recipe {
     /// claims compare is theirs: a study under `smoke` does not run the `claims` profile's
     /// `flat`, whose overrides are that profile's miniature.
     pub fn study_variants(&self) -> Vec<&str> {
-        let claims: Vec<&CheckedDecl> = self
-            .decls
-            .iter()
-            .filter(|d| !d.std && d.kind == DeclKind::Claim)
-            .map(|d| &**d)
-            .collect();
-        let compares = |d: &CheckedDecl, name: &str| {
-            let V::Obj(o) = &d.value.v else { return false };
-            ["variant", "over_variant"].iter().any(|f| {
-                matches!(o.fields.get(f), Some(Val { v: V::Enum { value }, .. }) if value == name)
-            })
-        };
+        let claims: Vec<&CheckedDecl> =
+            self.decls.iter().map(|d| &**d).filter(|d| !d.std).collect();
         let in_scope = |d: &CheckedDecl| {
             let names =
                 claim_profiles(d).map(|n| n.into_iter().map(|(p, _)| p).collect::<Vec<_>>());
@@ -138,8 +144,8 @@ impl Recipe {
         };
         self.variant_names()
             .filter(|v| {
-                let by: Vec<&&CheckedDecl> = claims.iter().filter(|d| compares(d, v)).collect();
-                by.is_empty() || by.iter().any(|d| in_scope(d))
+                let mut by = claims.iter().filter(|d| claim_variants(d).contains(v)).peekable();
+                by.peek().is_none() || by.any(|d| in_scope(d))
             })
             .collect()
     }
@@ -153,8 +159,8 @@ impl Recipe {
         for p in self.profile_names() {
             let Ok(profiled) = self.with_profile(p) else { continue };
             // The variants' names as this recipe holds them (the profiled copy is dropped).
-            let studied: Vec<&str> =
-                self.variant_names().filter(|v| profiled.study_variants().contains(v)).collect();
+            let run = profiled.study_variants();
+            let studied: Vec<&str> = self.variant_names().filter(|v| run.contains(v)).collect();
             for v in studied {
                 if let Ok(varied) = profiled.with_variant(v) {
                     out.push((p, v, varied));
@@ -254,19 +260,4 @@ fn walk_mut<'a>(v: &'a mut Val, path: &[Seg]) -> Option<&'a mut Val> {
         _ => return None,
     };
     walk_mut(next, rest)
-}
-
-/// A diagnostic only variant `variant` on top of profile `profile` has, saying so (`(variant
-/// `flat` under profile `claims`)`), labelled at the variant.
-pub fn under_study(
-    mut d: Diagnostic,
-    profile: &str,
-    variant: &str,
-    span: Option<Span>,
-) -> Diagnostic {
-    if let Some(span) = span {
-        d = d.label(span, format!("with variant `{variant}` under profile `{profile}`"));
-    }
-    d.message = format!("{} (variant `{variant}` under profile `{profile}`)", d.message);
-    d
 }

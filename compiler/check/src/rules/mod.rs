@@ -286,7 +286,7 @@ pub(crate) fn run(
             for d in check_recipe(&Ctx::new(&varied, sources, std_files)) {
                 if !seen.contains(&d) {
                     seen.push(d.clone());
-                    out.push(crate::model::under_study(d, p, v, span));
+                    out.push(under_study(d, p, v, span));
                 }
             }
         }
@@ -352,5 +352,20 @@ pub(crate) fn named(mut d: Diagnostic, word: &str, name: &str, span: Option<Span
         d = d.label(span, format!("with {word} `{name}`"));
     }
     d.message = format!("{} ({word} `{name}`)", d.message);
+    d
+}
+
+/// A diagnostic only variant `variant` on top of profile `profile` has, saying so (`(variant
+/// `flat` under profile `claims`)`), labelled at the variant.
+pub fn under_study(
+    mut d: Diagnostic,
+    profile: &str,
+    variant: &str,
+    span: Option<Span>,
+) -> Diagnostic {
+    if let Some(span) = span {
+        d = d.label(span, format!("with variant `{variant}` under profile `{profile}`"));
+    }
+    d.message = format!("{} (variant `{variant}` under profile `{profile}`)", d.message);
     d
 }
